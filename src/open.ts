@@ -1,0 +1,81 @@
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { type Client, createClient } from "@libsql/client";
+import { libsqlDriver } from "./driver.ts";
+import { type Migration, migrate } from "./migrate.ts";
+import { readMigrations } from "./migrations-dir.ts";
+import { LeaseStore } from "./store.ts";
+
+/** Where the store keeps its jobs: a URL to open, or a libSQL client you already have. */
+export type OpenOptions = (
+  | {
+      /** `file:./data/fencelease.db`, `:memory:`, `http(s)://` or `libsql://` (sqld, Turso). */
+      url: string;
+      /** The token for a remote database. */
+      authToken?: string;
+      /** How long a write waits for another connection's lock before failing; default 5000 ms. */
+      busyTimeoutMs?: number;
+    }
+  | {
+      /** An open client; its connection settings stay as you made them. */
+      client: Client;
+    }
+) & {
+  /** The migrations to apply at open; default the `migrations/` folder; false applies none. */
+  migrations?: Migration[] | false;
+};
+
+/** The default busy timeout: long enough for any lease write to wait its turn. */
+export const BUSY_TIMEOUT_MS = 5000;
+
+/**
+ * openStore opens a lease store and brings its schema up to date.
+ *
+ * @example
+ * const store = await openStore({ url: "file:./data/fencelease.db" });
+ * await store.enqueue("job-1");
+ * const fence = await store.claim("job-1", "worker-a", Date.now(), 30_000);
+ */
+export async function openStore(options: OpenOptions): Promise<LeaseStore> {
+  const client = "client" in options ? options.client : await connect(options.url, options);
+  try {
+    if (options.migrations !== false) await migrate(client, options.migrations ?? (await readMigrations()));
+  } catch (error) {
+    if (!("client" in options)) client.close();
+    throw error;
+  }
+  return new LeaseStore(libsqlDriver(client));
+}
+
+/**
+ * connect opens a libSQL client with the settings the store relies on: for a
+ * local file, one connection in WAL mode with `synchronous = NORMAL` and a busy
+ * timeout, its folder created if need be; for a remote URL, a plain client.
+ */
+export async function connect(url: string, options: { authToken?: string; busyTimeoutMs?: number } = {}): Promise<Client> {
+  const path = localPath(url);
+  if (path === undefined) return createClient({ url, authToken: options.authToken });
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  // libSQL runs each local statement synchronously, so extra connections in one
+  // process add no parallelism; but a pool would open connections that miss the
+  // per-connection PRAGMA below. One connection carries every setting.
+  const client = createClient({ url, concurrency: 1, timeout: options.busyTimeoutMs ?? BUSY_TIMEOUT_MS });
+  try {
+    // WAL lets readers run beside the writer and is kept in the file itself.
+    await client.execute("PRAGMA journal_mode = WAL");
+    // NORMAL under WAL: a commit survives a process crash; only a power cut can
+    // lose the last few, and never corrupts the file.
+    await client.execute("PRAGMA synchronous = NORMAL");
+  } catch (error) {
+    client.close();
+    throw error;
+  }
+  return client;
+}
+
+/** The file path of a local database URL, or undefined for a remote one. */
+function localPath(url: string): string | undefined {
+  if (url === ":memory:") return url;
+  if (!url.startsWith("file:")) return undefined;
+  return url.replace(/^file:(\/\/(localhost)?(?=\/))?/, "").split("?")[0];
+}

@@ -1,0 +1,51 @@
+import { InvalidArgument } from "./errors.ts";
+
+// Every store verb checks its arguments here, before the database is touched,
+// so a bad call can never leave a half-written trace.
+
+function describe(value: unknown): string {
+  return typeof value === "string" ? JSON.stringify(value) : String(value);
+}
+
+/** A positive safe integer: a ttl, a fence, a limit. */
+export function positiveInt(name: string, value: unknown): number {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value > 0) return value;
+  throw new InvalidArgument(`${name} must be a positive safe integer, got ${describe(value)}`);
+}
+
+/** A point in time: integer milliseconds since the epoch, never negative. */
+export function instant(name: string, value: unknown): number {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  throw new InvalidArgument(`${name} must be integer milliseconds since the epoch, got ${describe(value)}`);
+}
+
+/** Any safe integer, negative included (a priority). */
+export function integer(name: string, value: unknown): number {
+  if (typeof value === "number" && Number.isSafeInteger(value)) return value;
+  throw new InvalidArgument(`${name} must be a safe integer, got ${describe(value)}`);
+}
+
+/** A non-empty string: an id, an owner, a queue name. */
+export function name(what: string, value: unknown): string {
+  if (typeof value === "string" && value.length > 0) return value;
+  throw new InvalidArgument(`${what} must be a non-empty string, got ${describe(value)}`);
+}
+
+/** Any string, the empty one included (a result). */
+export function text(what: string, value: unknown): string {
+  if (typeof value === "string") return value;
+  throw new InvalidArgument(`${what} must be a string, got ${describe(value)}`);
+}
+
+/** A value that JSON can carry, returned as its JSON text. */
+export function json(what: string, value: unknown): string | null {
+  if (value === undefined) return null;
+  let encoded: string | undefined;
+  try {
+    encoded = JSON.stringify(value);
+  } catch (error) {
+    throw new InvalidArgument(`${what} must be a JSON value: ${(error as Error).message}`);
+  }
+  if (encoded === undefined) throw new InvalidArgument(`${what} must be a JSON value, got ${describe(value)}`);
+  return encoded;
+}

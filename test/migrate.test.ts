@@ -1,0 +1,125 @@
+import { type Client, createClient } from "@libsql/client";
+import { describe, expect, test } from "vitest";
+import { BUSY_TIMEOUT_MS, connect, migrate, openStore, readMigrations } from "../src/index.ts";
+import { freshStore, freshUrl } from "./fresh-db.ts";
+
+const T = 1_000_000;
+const TTL = 30_000;
+
+describe("migrate", () => {
+  test("applies every migration once, in name order, and records each", async () => {
+    const client = createClient({ url: freshUrl() });
+    try {
+      const migrations = await readMigrations();
+      expect(migrations.map((m) => m.name)).toEqual([...migrations.map((m) => m.name)].sort());
+      expect(await migrate(client, migrations)).toEqual(migrations.map((m) => m.name));
+      const recorded = await client.execute("SELECT name FROM d1_migrations ORDER BY id");
+      expect(recorded.rows.map((row) => row.name)).toEqual(migrations.map((m) => m.name));
+    } finally {
+      client.close();
+    }
+  });
+
+  test("applies nothing the second time and leaves the data alone", async () => {
+    const { store, url, snapshot } = await freshStore();
+    await store.enqueue("job-1", { now: T });
+    await store.claim("job-1", "A", T, TTL);
+    const before = await snapshot();
+    const client = createClient({ url });
+    try {
+      expect(await migrate(client, await readMigrations())).toEqual([]);
+    } finally {
+      client.close();
+    }
+    expect(await snapshot()).toEqual(before);
+  });
+
+  test("rolls back a migration that fails, with its record", async () => {
+    const client = createClient({ url: freshUrl() });
+    try {
+      const broken = [{ name: "0001_half", sql: "CREATE TABLE half (x); INSERT INTO nowhere VALUES (1);" }];
+      await expect(migrate(client, broken)).rejects.toThrow(/nowhere/);
+      const tables = await client.execute("SELECT name FROM sqlite_master WHERE name = 'half'");
+      expect(tables.rows).toEqual([]);
+      expect((await client.execute("SELECT count(*) AS n FROM d1_migrations")).rows[0]?.n).toBe(0);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("survives a restart: fences carry on from where they were", async () => {
+    const url = freshUrl();
+    const first = await openStore({ url });
+    await first.enqueue("job-1", { now: T });
+    expect(await first.claim("job-1", "A", T, TTL)).toBe(1);
+    first.close();
+
+    const second = await openStore({ url });
+    try {
+      expect(await second.state("job-1")).toMatchObject({ owner: "A", fence: 1 });
+      expect(await second.claim("job-1", "B", T + TTL, TTL)).toBe(2);
+      expect(await second.complete("job-1", "A", 1, T + TTL + 1, "stale")).toBe(false);
+    } finally {
+      second.close();
+    }
+  });
+});
+
+describe("connection settings of a file database", () => {
+  /** The first column of the only row a PRAGMA answers. */
+  async function pragma(client: Client, name: string): Promise<unknown> {
+    return Object.values((await client.execute(`PRAGMA ${name}`)).rows[0] ?? {})[0];
+  }
+
+  test("every call runs with WAL, synchronous NORMAL and the busy timeout", async () => {
+    const client = await connect(freshUrl(), { busyTimeoutMs: 1234 });
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, async () => [
+          await pragma(client, "journal_mode"),
+          await pragma(client, "synchronous"),
+          await pragma(client, "busy_timeout"),
+        ]),
+      );
+      expect(answers).toEqual(Array.from({ length: 20 }, () => ["wal", 1, 1234]));
+    } finally {
+      client.close();
+    }
+  });
+
+  test("there is only one connection, so none can miss a setting", async () => {
+    const client = await connect(freshUrl());
+    const tx = await client.transaction("write");
+    try {
+      expect(await pragma(client, "busy_timeout").catch((error: Error) => error.message)).toMatch(/open transaction/);
+    } finally {
+      tx.close();
+      client.close();
+    }
+  });
+
+  test("the busy timeout defaults to BUSY_TIMEOUT_MS and WAL is kept in the file", async () => {
+    const url = freshUrl();
+    const store = await openStore({ url });
+    store.close();
+    const plain = createClient({ url });
+    const configured = await connect(url);
+    try {
+      expect(await pragma(plain, "journal_mode")).toBe("wal");
+      expect(await pragma(configured, "busy_timeout")).toBe(BUSY_TIMEOUT_MS);
+    } finally {
+      plain.close();
+      configured.close();
+    }
+  });
+
+  test("a database in a folder that does not exist yet gets its folder", async () => {
+    const url = `${freshUrl().replace(/fencelease\.db$/, "")}deeper/still/fencelease.db`;
+    const store = await openStore({ url });
+    try {
+      expect(await store.enqueue("job-1", { now: T })).toBe(true);
+    } finally {
+      store.close();
+    }
+  });
+});

@@ -1,0 +1,25 @@
+// One racer of test/races.test.ts: an OS process of its own, with its own
+// connection to the database. The test drives every racer in lock step over
+// stdin, one command per line, so that all of them hit the database together;
+// each answers one JSON line per command, and stops when stdin closes.
+//   node test/race-worker.ts URL OWNER NOW TTL
+//   stdin: "claim ID"          -> the fence won, or null
+//   stdin: "claim-next QUEUE N" -> [[id, fence], ...] of the jobs taken
+import { createInterface } from "node:readline";
+import { openStore } from "../src/index.ts";
+
+const [url, owner, now, ttl] = process.argv.slice(2) as [string, string, string, string];
+const store = await openStore({ url, migrations: false });
+process.stdout.write("ready\n");
+
+for await (const line of createInterface({ input: process.stdin })) {
+  const [command, target, limit] = line.split(" ") as [string, string, string];
+  if (command === "claim") {
+    const fence = await store.claim(target, owner, Number(now), Number(ttl));
+    process.stdout.write(`${JSON.stringify(fence)}\n`);
+  } else {
+    const leases = await store.claimNext(target, owner, Number(now), Number(ttl), Number(limit));
+    process.stdout.write(`${JSON.stringify(leases.map((lease) => [lease.job.id, lease.fence]))}\n`);
+  }
+}
+store.close();

@@ -1,0 +1,128 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { createClient } from "@libsql/client";
+import { describe, expect, test } from "vitest";
+import { claimMany } from "../src/index.ts";
+import { freshStore, freshUrl } from "./fresh-db.ts";
+
+const T = 1_000_000;
+const TTL = 60_000;
+
+describe("claimMany", () => {
+  test("32 owners racing for one job: exactly one fence, 31 nulls, round after round", async () => {
+    const { store, url, snapshot } = await freshStore();
+    const owners = Array.from({ length: 32 }, (_, i) => `owner-${i}`);
+    for (let round = 0; round < 20; round++) {
+      await store.enqueue(`round-${round}`, { now: T });
+      const fences = await claimMany(url, `round-${round}`, owners, T, TTL);
+      expect(fences).toHaveLength(32);
+      expect(fences.filter((fence) => fence === 1)).toHaveLength(1);
+      expect(fences.filter((fence) => fence === null)).toHaveLength(31);
+      expect((await snapshot())[`round-${round}`]).toMatchObject({ owner: owners[fences.indexOf(1)], fence: 1, attempts: 1 });
+    }
+  });
+
+  test("answers in input order, and the winner is the owner the row names", async () => {
+    const { store, url } = await freshStore();
+    await store.enqueue("job-1", { now: T });
+    const owners = ["a", "b", "c", "d"];
+    const fences = await claimMany(url, "job-1", owners, T, TTL);
+    const winner = owners[fences.findIndex((fence) => fence !== null)];
+    expect(await store.state("job-1")).toMatchObject({ owner: winner, fence: 1 });
+
+    const again = await claimMany(url, "job-1", owners, T + TTL, TTL); // the lease has expired: one new winner
+    expect(again.filter((fence) => fence === 2)).toHaveLength(1);
+    expect(again.filter((fence) => fence === null)).toHaveLength(3);
+    expect(await store.state("job-1")).toMatchObject({ owner: owners[again.indexOf(2)], fence: 2, attempts: 2 });
+  });
+
+  test("refuses a bad ttl before opening a single connection", async () => {
+    await expect(claimMany(freshUrl(), "job-1", ["a", "b"], T, 0)).rejects.toThrow(RangeError);
+    await expect(claimMany(freshUrl(), "job-1", ["a", ""], T, TTL)).rejects.toThrow(RangeError);
+  });
+});
+
+/** Racer processes, one per owner, driven in lock step: each command goes to all of them at once. */
+async function racers(url: string, owners: string[]) {
+  const children = owners.map((owner) =>
+    spawn(process.execPath, ["test/race-worker.ts", url, owner, String(T), String(TTL)], { stdio: "pipe" }),
+  );
+  const stderr = children.map(collect);
+  const lines = children.map((child) => createInterface({ input: child.stdout! })[Symbol.asyncIterator]());
+  const next = async (i: number) => (await lines[i]!.next()).value as string;
+  for (const [i] of children.entries()) expect(await next(i)).toBe("ready");
+  return {
+    /** Sends one command to every racer at the same moment and answers their replies, in owner order. */
+    async all(command: string): Promise<unknown[]> {
+      for (const child of children) child.stdin!.write(`${command}\n`);
+      return Promise.all(children.map(async (_, i) => JSON.parse(await next(i))));
+    },
+    /** Ends every racer and checks that none of them failed: no SQLITE_BUSY, no error of any kind. */
+    async stop() {
+      const exits = children.map((child) => new Promise((resolve) => child.on("close", resolve)));
+      for (const child of children) child.stdin!.end();
+      expect(await Promise.all(exits)).toEqual(owners.map(() => 0));
+      expect(stderr.map((text) => text())).toEqual(owners.map(() => ""));
+    },
+  };
+}
+
+function collect(child: ChildProcess): () => string {
+  let text = "";
+  child.stderr!.on("data", (chunk) => (text += chunk));
+  return () => text;
+}
+
+describe("races between OS processes, each with its own connection", () => {
+  const owners = ["p0", "p1", "p2", "p3"];
+
+  test("4 processes claiming the same job at once: one winner per round, and the row names it", async () => {
+    const { store, url, snapshot } = await freshStore();
+    const rounds = 200;
+    for (let round = 0; round < rounds; round++) await store.enqueue(`round-${round}`, { now: T });
+    const race = await racers(url, owners);
+    const winners: string[] = [];
+    for (let round = 0; round < rounds; round++) {
+      const fences = await race.all(`claim round-${round}`);
+      expect(fences.filter((fence) => fence === 1), `round ${round}`).toHaveLength(1);
+      expect(fences.filter((fence) => fence === null), `round ${round}`).toHaveLength(3);
+      winners.push(owners[fences.indexOf(1)]!);
+    }
+    await race.stop();
+    const rows = await snapshot();
+    for (const [round, winner] of winners.entries()) {
+      expect(rows[`round-${round}`]).toMatchObject({ owner: winner, fence: 1, attempts: 1 });
+    }
+  });
+
+  test("4 processes taking from one queue of 1,000 jobs: every job claimed exactly once", async () => {
+    const { url, snapshot } = await freshStore();
+    const sql = createClient({ url });
+    try {
+      // One insert for all 1,000, so the set-up does not dwarf the race.
+      await sql.execute(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999)
+        INSERT INTO jobs (id, queue, run_at, created_at, updated_at) SELECT 'job-' || i, 'work', ${T}, ${T} + i, ${T} FROM n`);
+    } finally {
+      sql.close();
+    }
+    const race = await racers(url, owners);
+    const claimedBy = new Map<string, string[]>();
+    for (let step = 0; claimedBy.size < 1000 && step < 1000; step++) {
+      const taken = (await race.all(`claim-next work ${1 + (step % 3)}`)) as [string, number][][];
+      for (const [i, leases] of taken.entries()) {
+        for (const [id, fence] of leases) {
+          expect(fence).toBe(1);
+          claimedBy.set(id, [...(claimedBy.get(id) ?? []), owners[i]!]);
+        }
+      }
+    }
+    expect(await race.all("claim-next work 5")).toEqual(owners.map(() => [])); // nothing left
+    await race.stop();
+
+    expect(claimedBy.size).toBe(1000);
+    expect([...claimedBy.values()].filter((by) => by.length !== 1)).toEqual([]);
+    for (const row of Object.values(await snapshot())) {
+      expect(row).toMatchObject({ owner: claimedBy.get(row.id as string)![0], fence: 1, attempts: 1 });
+    }
+  });
+});
