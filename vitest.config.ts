@@ -1,8 +1,40 @@
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
+// Two projects: the Node side (store, HTTP app, Node server, races) on real
+// file databases, and the Worker in the Workers runtime on D1, both from the
+// same migrations/ folder.
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    testTimeout: 30_000,
+    projects: [
+      {
+        test: {
+          name: "node",
+          silent: "passed-only",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/worker/**"],
+          testTimeout: 30_000,
+        },
+      },
+      {
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                TEST_MIGRATIONS: await readD1Migrations("migrations"),
+                FENCELEASE_TOKENS: "worker-test-token",
+              },
+            },
+          }),
+        ],
+        test: {
+          name: "workers",
+          silent: "passed-only",
+          include: ["test/worker/**/*.test.ts"],
+          setupFiles: ["test/worker/apply-migrations.ts"],
+        },
+      },
+    ],
   },
 });

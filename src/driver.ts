@@ -1,4 +1,5 @@
 import type { Client, InValue } from "@libsql/client";
+import { StorageUnavailable } from "./errors.ts";
 
 /** One SQL statement with its positional (`?1`, `?2` ...) arguments. */
 export type Statement = { sql: string; args: InValue[] };
@@ -19,15 +20,33 @@ export interface Driver {
   close(): void;
 }
 
+// Errors that say the database is out of reach or overloaded rather than that
+// the statement is wrong: a caller may retry these.
+const TRANSIENT = /SQLITE_BUSY|SQLITE_LOCKED|SQLITE_IOERR|SQLITE_CANTOPEN|SQLITE_FULL|CLIENT_CLOSED|HRANA_|SERVER_ERROR|fetch failed|network|connection|timed? ?out|overloaded|unavailable/i;
+
+/** Rethrows an error of the database as StorageUnavailable when a retry may succeed. */
+export function storageError(error: unknown): unknown {
+  const described = `${(error as { code?: string })?.code ?? ""} ${(error as Error)?.message ?? ""}`;
+  return TRANSIENT.test(described) ? new StorageUnavailable(error) : error;
+}
+
 /** A driver over an `@libsql/client` Client: a local file, sqld or Turso. */
 export function libsqlDriver(client: Client): Driver {
   return {
     async run(statement) {
-      return (await client.execute(statement)).rows as unknown as Row[];
+      try {
+        return (await client.execute(statement)).rows as unknown as Row[];
+      } catch (error) {
+        throw storageError(error);
+      }
     },
     async batch(statements) {
-      const results = await client.batch(statements, "write");
-      return results.map((result) => result.rows as unknown as Row[]);
+      try {
+        const results = await client.batch(statements, "write");
+        return results.map((result) => result.rows as unknown as Row[]);
+      } catch (error) {
+        throw storageError(error);
+      }
     },
     close() {
       client.close();

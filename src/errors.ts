@@ -1,8 +1,73 @@
+// The store's refusals, as domain errors. The HTTP layer maps each to its
+// status in one place (src/http/errors.ts); the store never knows about HTTP.
+
 /** An argument that breaks the store's contract; nothing was written. */
 export class InvalidArgument extends RangeError {
   readonly code = "invalid_request";
   constructor(message: string) {
     super(message);
     this.name = "InvalidArgument";
+  }
+}
+
+/** No job has this id. */
+export class NotFound extends Error {
+  readonly code = "not_found";
+  readonly id: string;
+  constructor(id: string) {
+    super(`no job has the id ${JSON.stringify(id)}`);
+    this.id = id;
+    this.name = "NotFound";
+  }
+}
+
+/** Why a job cannot be claimed now: another lease holds it, or it is done. */
+export type NotClaimableReason = "leased" | "done";
+
+/** The job exists but cannot be claimed now. */
+export class NotClaimable extends Error {
+  readonly code = "not_claimable";
+  readonly id: string;
+  readonly reason: NotClaimableReason;
+  constructor(id: string, reason: NotClaimableReason) {
+    super(
+      reason === "done"
+        ? `job ${JSON.stringify(id)} is done and cannot be claimed again`
+        : `job ${JSON.stringify(id)} is leased by another worker; try again after its lease ends`,
+    );
+    this.name = "NotClaimable";
+    this.id = id;
+    this.reason = reason;
+  }
+}
+
+/**
+ * Why a write with a lease was refused: a newer lease exists (superseded),
+ * the lease is another's or was given back (not_owner), the job is done, or
+ * the lease ran out (expired).
+ */
+export type LeaseLostReason = "superseded" | "not_owner" | "done" | "expired";
+
+/** A renew, complete or release from a lease that is not the current one; nothing was written. */
+export class LeaseLost extends Error {
+  readonly code = "stale_lease";
+  readonly id: string;
+  readonly reason: LeaseLostReason;
+  readonly currentFence: number;
+  constructor(id: string, reason: LeaseLostReason, currentFence: number) {
+    super(`the lease on job ${JSON.stringify(id)} is no longer yours (${reason}); the current fence is ${currentFence}`);
+    this.name = "LeaseLost";
+    this.id = id;
+    this.reason = reason;
+    this.currentFence = currentFence;
+  }
+}
+
+/** The database cannot be reached or is too busy to answer; the same call may work later. */
+export class StorageUnavailable extends Error {
+  readonly code = "unavailable";
+  constructor(cause: unknown) {
+    super("the database is unavailable; retry shortly", { cause });
+    this.name = "StorageUnavailable";
   }
 }

@@ -1,9 +1,22 @@
 // fencelease: leases with fencing tokens, so a stale worker never overwrites a newer result.
 export { claimMany } from "./claim-many.ts";
+export { d1Driver } from "./d1-driver.ts";
 export { type Driver, libsqlDriver, type Row, type Statement } from "./driver.ts";
-export { InvalidArgument } from "./errors.ts";
+export {
+  InvalidArgument,
+  LeaseLost,
+  type LeaseLostReason,
+  NotClaimable,
+  type NotClaimableReason,
+  NotFound,
+  StorageUnavailable,
+} from "./errors.ts";
+export { type AppOptions, createApp, jobView } from "./http/app.ts";
+export { type Auth, authFromEnv } from "./http/auth.ts";
+export { DEFAULT_LIMITS, type Limits } from "./http/schemas.ts";
 export type { Job } from "./job.ts";
 export { type Migration, migrate } from "./migrate.ts";
 export { MIGRATIONS_DIR, readMigrations } from "./migrations-dir.ts";
 export { BUSY_TIMEOUT_MS, connect, type OpenOptions, openStore } from "./open.ts";
+export { type RunningServer, type ServerConfig, serverConfigFromEnv, startServer } from "./server.ts";
 export { type EnqueueOptions, type Lease, LeaseStore } from "./store.ts";

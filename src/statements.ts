@@ -89,3 +89,14 @@ export function release(id: string, owner: string, fence: number, now: number): 
     args: [id, owner, fence, now],
   };
 }
+
+/** Clears every lease that has expired, so the state shows nobody holding it. The fence stays. */
+export function reclaimExpired(now: number): Statement {
+  return {
+    sql: `UPDATE jobs
+          SET owner = NULL, until = 0, updated_at = ?1
+          WHERE done = 0 AND owner IS NOT NULL AND until <= ?1
+          RETURNING id`,
+    args: [now],
+  };
+}

@@ -20,6 +20,23 @@ describe("migrate", () => {
     }
   });
 
+  test("applies migrations given out of order in name order, each after the one it builds on", async () => {
+    const client = createClient({ url: freshUrl() });
+    try {
+      const migrations = [
+        { name: "0002_first_row", sql: "INSERT INTO t (x) VALUES (2);" },
+        { name: "0003_second_row", sql: "INSERT INTO t (x) VALUES (3);" },
+        { name: "0001_table", sql: "CREATE TABLE t (x INTEGER);" },
+      ];
+      expect(await migrate(client, migrations)).toEqual(["0001_table", "0002_first_row", "0003_second_row"]);
+      const recorded = await client.execute("SELECT name FROM d1_migrations ORDER BY id");
+      expect(recorded.rows.map((row) => row.name)).toEqual(["0001_table", "0002_first_row", "0003_second_row"]);
+      expect((await client.execute("SELECT x FROM t ORDER BY rowid")).rows.map((row) => row.x)).toEqual([2, 3]);
+    } finally {
+      client.close();
+    }
+  });
+
   test("applies nothing the second time and leaves the data alone", async () => {
     const { store, url, snapshot } = await freshStore();
     await store.enqueue("job-1", { now: T });

@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
 import { createClient } from "@libsql/client";
 import { describe, expect, test } from "vitest";
@@ -40,6 +42,24 @@ describe("claimMany", () => {
     await expect(claimMany(freshUrl(), "job-1", ["a", "b"], T, 0)).rejects.toThrow(RangeError);
     await expect(claimMany(freshUrl(), "job-1", ["a", ""], T, TTL)).rejects.toThrow(RangeError);
   });
+
+  test.each([
+    ["id", ["", ["a"], T, TTL], 'id must be a non-empty string, got ""'],
+    ["owner", ["job-1", ["a", ""], T, TTL], 'owners[1] must be a non-empty string, got ""'],
+    ["now", ["job-1", ["a"], -1, TTL], "now must be integer milliseconds since the epoch, got -1"],
+    ["ttlMs", ["job-1", ["a"], T, 0], "ttlMs must be a positive safe integer, got 0"],
+  ] as const)("refuses a bad %s by name before the database file is even created", async (_, args, message) => {
+    const url = freshUrl();
+    const [id, owners, now, ttl] = args;
+    await expect(claimMany(url, id, owners, now, ttl)).rejects.toMatchObject({ name: "InvalidArgument", message });
+    expect(existsSync(fileURLToPath(url))).toBe(false);
+  });
+
+  test("answers [] for no owners without opening the database", async () => {
+    const url = freshUrl();
+    expect(await claimMany(url, "job-1", [], T, TTL)).toEqual([]);
+    expect(existsSync(fileURLToPath(url))).toBe(false);
+  });
 });
 
 /** Racer processes, one per owner, driven in lock step: each command goes to all of them at once. */
@@ -73,7 +93,9 @@ function collect(child: ChildProcess): () => string {
   return () => text;
 }
 
-describe("races between OS processes, each with its own connection", () => {
+// Skipped under mutation testing: a mutant is switched on inside the test
+// process only, so these child processes would always run the unmutated code.
+describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("races between OS processes, each with its own connection", () => {
   const owners = ["p0", "p1", "p2", "p3"];
 
   test("4 processes claiming the same job at once: one winner per round, and the row names it", async () => {

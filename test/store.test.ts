@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { InvalidArgument } from "../src/index.ts";
+import { InvalidArgument, LeaseLost, type LeaseStore, NotClaimable, NotFound } from "../src/index.ts";
 import { freshStore } from "./fresh-db.ts";
 
 const T = 1_000_000; // the test clock; every time below is T plus something
@@ -40,6 +40,7 @@ describe("enqueue", () => {
   test.each([
     ["an empty id", "", {}],
     ["a non-string id", 42, {}],
+    ["an array id, even one with a length", ["job-1"], {}],
     ["an empty queue", "job-1", { queue: "" }],
     ["a fractional priority", "job-1", { priority: 1.5 }],
     ["a negative runAt", "job-1", { runAt: -1 }],
@@ -316,6 +317,18 @@ describe("claimNext", () => {
     expect(leases.map((lease) => lease.job.id)).toEqual(["high-due-first", "high-due-later", "high-same-due-newer", "low"]);
   });
 
+  test("answers in claim order whatever order the ids sort in, ties broken by the oldest, then by id", async () => {
+    const { store } = await freshStore();
+    await store.enqueue("a-lowest", { priority: 0, runAt: T - 100, now: T - 100 });
+    await store.enqueue("b-due-last", { priority: 5, runAt: T - 5, now: T - 300 });
+    await store.enqueue("c-newer", { priority: 5, runAt: T - 10, now: T - 50 });
+    await store.enqueue("d-older", { priority: 5, runAt: T - 10, now: T - 100 });
+    await store.enqueue("e-twin-1", { priority: 1, runAt: T - 10, now: T - 10 });
+    await store.enqueue("e-twin-2", { priority: 1, runAt: T - 10, now: T - 10 });
+    const leases = await store.claimNext("default", "A", T, TTL, 10);
+    expect(leases.map((lease) => lease.job.id)).toEqual(["d-older", "c-newer", "b-due-last", "e-twin-1", "e-twin-2", "a-lowest"]);
+  });
+
   test("answers each lease with its fence and until, and writes them", async () => {
     const { store, snapshot } = await freshStore();
     await store.enqueue("job-1", { payload: { n: 1 }, now: T });
@@ -365,5 +378,188 @@ describe("claimNext", () => {
     const before = await snapshot();
     await expect(store.claimNext("default", "A", T, TTL, limit as number)).rejects.toThrow(RangeError);
     expect(await snapshot()).toEqual(before);
+  });
+});
+
+describe("refusals", () => {
+  // Each row: the call, and the message it must be refused with. The message
+  // names the argument and shows the value (a string quoted), for a person to read.
+  const cases: [string, (store: LeaseStore) => Promise<unknown>, string][] = [
+    ["enqueue id", (s) => s.enqueue("", { now: T }), 'id must be a non-empty string, got ""'],
+    ["enqueue queue", (s) => s.enqueue("job-2", { queue: "", now: T }), 'queue must be a non-empty string, got ""'],
+    ["enqueue payload", (s) => s.enqueue("job-2", { payload: Symbol("x"), now: T }), "payload must be a JSON value, got Symbol(x)"],
+    ["enqueue payload with a bigint", (s) => s.enqueue("job-2", { payload: 1n, now: T }), "payload must be a JSON value: Do not know how to serialize a BigInt"],
+    ["enqueue priority", (s) => s.enqueue("job-2", { priority: 1.5, now: T }), "priority must be a safe integer, got 1.5"],
+    ["enqueue runAt", (s) => s.enqueue("job-2", { runAt: -1, now: T }), "runAt must be integer milliseconds since the epoch, got -1"],
+    ["enqueue maxAttempts", (s) => s.enqueue("job-2", { maxAttempts: 0, now: T }), "maxAttempts must be a positive safe integer, got 0"],
+    ["enqueue now", (s) => s.enqueue("job-2", { now: "1000" as unknown as number }), 'now must be integer milliseconds since the epoch, got "1000"'],
+    ["state id", (s) => s.state(""), 'id must be a non-empty string, got ""'],
+    ["claim id", (s) => s.claim("", "B", T, TTL), 'id must be a non-empty string, got ""'],
+    ["claim owner", (s) => s.claim("job-1", 7 as unknown as string, T, TTL), "owner must be a non-empty string, got 7"],
+    ["claim now", (s) => s.claim("job-1", "B", Number.NaN, TTL), "now must be integer milliseconds since the epoch, got NaN"],
+    ["claim ttlMs", (s) => s.claim("job-1", "B", T, 0), "ttlMs must be a positive safe integer, got 0"],
+    ["claimNext queue", (s) => s.claimNext("", "B", T, TTL), 'queue must be a non-empty string, got ""'],
+    ["claimNext owner", (s) => s.claimNext("default", "", T, TTL), 'owner must be a non-empty string, got ""'],
+    ["claimNext now", (s) => s.claimNext("default", "B", -1, TTL), "now must be integer milliseconds since the epoch, got -1"],
+    ["claimNext ttlMs", (s) => s.claimNext("default", "B", T, -1), "ttlMs must be a positive safe integer, got -1"],
+    ["claimNext limit", (s) => s.claimNext("default", "B", T, TTL, 0), "limit must be a positive safe integer, got 0"],
+    ["renew id", (s) => s.renew("", "A", 1, T, TTL), 'id must be a non-empty string, got ""'],
+    ["renew owner", (s) => s.renew("job-1", "", 1, T, TTL), 'owner must be a non-empty string, got ""'],
+    ["renew fence", (s) => s.renew("job-1", "A", 0, T, TTL), "fence must be a positive safe integer, got 0"],
+    ["renew now", (s) => s.renew("job-1", "A", 1, -1, TTL), "now must be integer milliseconds since the epoch, got -1"],
+    ["renew ttlMs", (s) => s.renew("job-1", "A", 1, T, 0), "ttlMs must be a positive safe integer, got 0"],
+    ["complete id", (s) => s.complete("", "A", 1, T, "x"), 'id must be a non-empty string, got ""'],
+    ["complete owner", (s) => s.complete("job-1", "", 1, T, "x"), 'owner must be a non-empty string, got ""'],
+    ["complete fence", (s) => s.complete("job-1", "A", 0, T, "x"), "fence must be a positive safe integer, got 0"],
+    ["complete now", (s) => s.complete("job-1", "A", 1, -1, "x"), "now must be integer milliseconds since the epoch, got -1"],
+    ["complete result", (s) => s.complete("job-1", "A", 1, T, 42 as unknown as string), "result must be a string, got 42"],
+    ["release id", (s) => s.release("", "A", 1, T), 'id must be a non-empty string, got ""'],
+    ["release owner", (s) => s.release("job-1", "", 1, T), 'owner must be a non-empty string, got ""'],
+    ["release fence", (s) => s.release("job-1", "A", 0, T), "fence must be a positive safe integer, got 0"],
+    ["release now", (s) => s.release("job-1", "A", 1, -1), "now must be integer milliseconds since the epoch, got -1"],
+  ];
+
+  test.each(cases)("%s: a bad value is refused with a message naming it, and nothing changes", async (_, call, message) => {
+    const { store, snapshot, before } = await leasedByA();
+    await expect(call(store)).rejects.toMatchObject({ name: "InvalidArgument", code: "invalid_request", message });
+    expect(await snapshot()).toEqual(before);
+  });
+});
+
+describe("close", () => {
+  test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {
+    const { store, snapshot, before } = await leasedByA();
+    store.close();
+    await expect(store.state("job-1")).rejects.toThrow();
+    expect(await snapshot()).toEqual(before);
+  });
+});
+
+// The twins of the note's verbs that the HTTP API uses: the same statements,
+// read back in the same batch, so they answer the job or say why they refused.
+describe("enqueueJob and getJob", () => {
+  test("enqueueJob answers created and the new job; an existing id answers the job unchanged", async () => {
+    const { store, snapshot, before } = await leasedByA();
+    const fresh = await store.enqueueJob("job-2", { now: T + 1 });
+    expect(fresh).toEqual({ created: true, job: expect.objectContaining({ id: "job-2", owner: null, fence: 0, createdAt: T + 1 }) });
+    const again = await store.enqueueJob("job-1", { priority: 9, now: T + 2 });
+    expect(again).toEqual({ created: false, job: expect.objectContaining({ id: "job-1", owner: "A", fence: 1, priority: 0 }) });
+    expect(await snapshot()).toEqual({ ...before, "job-2": expect.objectContaining({ fence: 0 }) });
+  });
+
+  test("getJob answers the job, and throws NotFound for an unknown id", async () => {
+    const { store } = await leasedByA();
+    expect(await store.getJob("job-1")).toMatchObject({ id: "job-1", owner: "A", fence: 1 });
+    await expect(store.getJob("nope")).rejects.toMatchObject({ name: "NotFound", code: "not_found", id: "nope" });
+    await expect(store.getJob("nope")).rejects.toBeInstanceOf(NotFound);
+  });
+});
+
+describe("claimJob", () => {
+  test("answers the lease taken: fence, until and the job as now held", async () => {
+    const { store, snapshot } = await freshStore();
+    await store.enqueue("job-1", { now: T });
+    const lease = await store.claimJob("job-1", "A", T + 5, TTL);
+    expect(lease).toEqual({ fence: 1, until: T + 5 + TTL, job: expect.objectContaining({ owner: "A", fence: 1, until: T + 5 + TTL }) });
+    expect((await snapshot())["job-1"]).toMatchObject({ owner: "A", fence: 1, until: T + 5 + TTL });
+  });
+
+  test("throws NotClaimable leased while another lease holds the job, and changes nothing", async () => {
+    const { store, snapshot, before } = await leasedByA();
+    const refused = store.claimJob("job-1", "B", T + TTL - 1, TTL);
+    await expect(refused).rejects.toBeInstanceOf(NotClaimable);
+    await expect(refused).rejects.toMatchObject({ code: "not_claimable", reason: "leased", id: "job-1" });
+    expect(await snapshot()).toEqual(before);
+  });
+
+  test("throws NotClaimable done for a done job, and NotFound for an unknown id without creating it", async () => {
+    const { store, snapshot } = await leasedByA();
+    await store.complete("job-1", "A", 1, T + 1, "ok");
+    const before = await snapshot();
+    await expect(store.claimJob("job-1", "B", T + 10 * TTL, TTL)).rejects.toMatchObject({ code: "not_claimable", reason: "done" });
+    await expect(store.claimJob("nope", "B", T, TTL)).rejects.toBeInstanceOf(NotFound);
+    expect(await snapshot()).toEqual(before);
+  });
+});
+
+describe("renewLease, completeJob and releaseLease", () => {
+  test("renewLease answers the new until; a superseded fence throws LeaseLost naming the current fence", async () => {
+    const { store, snapshot } = await leasedByA();
+    expect(await store.renewLease("job-1", "A", 1, T + 1, 5_000)).toBe(T + 1 + 5_000);
+    expect(await store.claim("job-1", "B", T + 1 + 5_000, TTL)).toBe(2);
+    const before = await snapshot();
+    const refused = store.renewLease("job-1", "A", 1, T + 6_000, TTL);
+    await expect(refused).rejects.toBeInstanceOf(LeaseLost);
+    await expect(refused).rejects.toMatchObject({ code: "stale_lease", reason: "superseded", currentFence: 2 });
+    await expect(store.renewLease("nope", "A", 1, T + 6_000, TTL)).rejects.toBeInstanceOf(NotFound);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  test("completeJob answers the done job, and again for the same completion sent twice", async () => {
+    const { store, snapshot } = await leasedByA();
+    expect(await store.completeJob("job-1", "A", 1, T + 1, "r")).toMatchObject({ done: true, result: "r", owner: "A", fence: 1 });
+    const done = await snapshot();
+    expect(await store.completeJob("job-1", "A", 1, T + 2, "r")).toMatchObject({ done: true, result: "r", updatedAt: T + 1 });
+    expect(await snapshot()).toEqual(done);
+  });
+
+  test.each([
+    ["another result", "A", 1, "other", "done"],
+    ["another owner", "B", 1, "r", "not_owner"],
+    ["another fence", "A", 2, "r", "not_owner"],
+  ])("completeJob on a done job with %s throws LeaseLost and keeps the first result", async (_, owner, fence, result, reason) => {
+    const { store, snapshot } = await leasedByA();
+    await store.completeJob("job-1", "A", 1, T + 1, "r");
+    const before = await snapshot();
+    await expect(store.completeJob("job-1", owner, fence, T + 2, result)).rejects.toMatchObject({ code: "stale_lease", reason });
+    expect(await snapshot()).toEqual(before);
+  });
+
+  test("completeJob on an expired lease throws LeaseLost expired and leaves the job open; an unknown id throws NotFound", async () => {
+    const { store, snapshot, before } = await leasedByA();
+    await expect(store.completeJob("job-1", "A", 1, T + TTL, "late")).rejects.toMatchObject({ reason: "expired", currentFence: 1 });
+    await expect(store.completeJob("nope", "A", 1, T + 1, "x")).rejects.toBeInstanceOf(NotFound);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  test("releaseLease answers the released job with its fence kept; another owner throws LeaseLost not_owner", async () => {
+    const { store, snapshot } = await leasedByA();
+    await expect(store.releaseLease("job-1", "B", 1, T + 1)).rejects.toMatchObject({ code: "stale_lease", reason: "not_owner" });
+    expect(await store.releaseLease("job-1", "A", 1, T + 2)).toMatchObject({ owner: null, until: 0, fence: 1, updatedAt: T + 2 });
+    expect((await snapshot())["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, updated_at: T + 2 });
+  });
+});
+
+describe("reclaimExpired", () => {
+  test("clears the owner of every lease expired at now (now == until included), keeps fences, and answers how many", async () => {
+    const { store, snapshot } = await freshStore();
+    for (const id of ["expired", "at-until", "held", "done", "free"]) await store.enqueue(id, { now: T });
+    await store.claim("expired", "A", T - 2 * TTL, TTL);
+    await store.claim("at-until", "A", T - TTL, TTL); // until == T
+    await store.claim("held", "A", T - TTL + 1, TTL);
+    await store.claim("done", "A", T - 2 * TTL, TTL);
+    await store.complete("done", "A", 1, T - 2 * TTL, "ok");
+    const before = await snapshot();
+    expect(await store.reclaimExpired(T)).toBe(2);
+    const after = await snapshot();
+    expect(after.expired).toEqual({ ...before.expired, owner: null, until: 0, fence: 1, updated_at: T });
+    expect(after["at-until"]).toEqual({ ...before["at-until"], owner: null, until: 0, fence: 1, updated_at: T });
+    for (const id of ["held", "done", "free"]) expect(after[id]).toEqual(before[id]);
+    expect(await store.reclaimExpired(T)).toBe(0);
+  });
+
+  test("refuses a bad now by name", async () => {
+    const { store, snapshot, before } = await leasedByA();
+    await expect(store.reclaimExpired(-1)).rejects.toMatchObject({ message: "now must be integer milliseconds since the epoch, got -1" });
+    expect(await snapshot()).toEqual(before);
+  });
+});
+
+describe("ping", () => {
+  test("answers while the database does, and throws once the store is closed", async () => {
+    const { store } = await freshStore();
+    await expect(store.ping()).resolves.toBeUndefined();
+    store.close();
+    await expect(store.ping()).rejects.toThrow();
   });
 });

@@ -1,0 +1,152 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { swaggerUI } from "@hono/swagger-ui";
+import type { MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { Job } from "../job.ts";
+import type { Lease, LeaseStore } from "../store.ts";
+import { ApiError } from "./api-error.ts";
+import { type Auth, bearerAuth, requireConfiguredAuth } from "./auth.ts";
+import { errorResponse } from "./errors.ts";
+import { requestLog } from "./request-log.ts";
+import { routes } from "./routes.ts";
+import { DEFAULT_LIMITS, type Limits } from "./schemas.ts";
+import { unknownRoute } from "./unknown-route.ts";
+
+/** What the app is built from. */
+export type AppOptions = {
+  store: LeaseStore;
+  /** Who may call; see `authFromEnv`. */
+  auth: Auth;
+  /** Body size and lease length caps; each defaults to DEFAULT_LIMITS. */
+  limits?: Partial<Limits>;
+  /** The server's clock, in ms since the epoch. Only tests replace it. */
+  clock?: () => number;
+  /** Where to write one line per request; none by default. */
+  log?: (line: string) => void;
+};
+
+/** A job as the API shows it: the result parsed back into the JSON value it was stored from. */
+export function jobView(job: Job) {
+  return { ...job, result: job.result === null ? null : parseOr(job.result) };
+}
+
+function parseOr(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text; // a result stored through the store API as plain text
+  }
+}
+
+const leaseView = (lease: Lease) => ({ fence: lease.fence, until: lease.until, job: jobView(lease.job) });
+
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json\s*(;|$)/i;
+
+/** Refuses a body that is not sent as JSON, before a schema reports it as missing fields. */
+const requireJson: MiddlewareHandler = async function requireJson(c, next) {
+  if (c.req.method === "POST" && !JSON_MEDIA_TYPE.test(c.req.header("Content-Type") ?? "")) {
+    throw new ApiError(400, "invalid_request", "send the body as JSON, with the header Content-Type: application/json");
+  }
+  await next();
+};
+
+/** The limits given, each checked once when the app is built, the rest from DEFAULT_LIMITS. */
+function limitsOf(given: Partial<Limits> = {}): Limits {
+  const limits = {
+    maxBodyBytes: given.maxBodyBytes ?? DEFAULT_LIMITS.maxBodyBytes,
+    maxTtlMs: given.maxTtlMs ?? DEFAULT_LIMITS.maxTtlMs,
+  };
+  for (const [name, value] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`limits.${name} must be a positive integer, got ${value}`);
+  }
+  return limits;
+}
+
+/**
+ * createApp builds the fencelease HTTP API over a store: one Hono app that
+ * runs as it is on Node, Cloudflare Workers, Deno and Bun.
+ *
+ * @example
+ * const app = createApp({ store: await openStore({ url: "file:./data/fencelease.db" }), auth: { tokens: ["s3cret"] } });
+ * serve({ fetch: app.fetch, port: 8787 });
+ */
+export function createApp(options: AppOptions) {
+  const { store, auth } = options;
+  const clock = options.clock ?? (() => Date.now());
+  const limits = limitsOf(options.limits);
+  const route = routes(limits);
+
+  const app = new OpenAPIHono({
+    defaultHook: (result) => {
+      if (result.success) return;
+      const issues = result.error.issues.map((issue) => (issue.path.length ? `${issue.path.join(".")} ` : "") + issue.message);
+      throw new ApiError(400, "invalid_request", issues.join("; "));
+    },
+  });
+  app.onError(errorResponse);
+  app.notFound(unknownRoute(Object.values(route)));
+  if (options.log) app.use(requestLog(options.log));
+  app.use(requireConfiguredAuth(auth));
+  app.use("/v1/*", bearerAuth(auth), requireJson);
+  app.use("/openapi.json", bearerAuth(auth));
+  app.use("/docs", bearerAuth(auth));
+  app.use(
+    "/v1/*",
+    bodyLimit({
+      maxSize: limits.maxBodyBytes,
+      onError: () => {
+        throw new ApiError(413, "payload_too_large", `the body must be at most ${limits.maxBodyBytes} bytes`);
+      },
+    }),
+  );
+
+  app.openapi(route.enqueue, async (c) => {
+    const { id, delayMs, runAt, ...rest } = c.req.valid("json");
+    const now = clock();
+    const { created, job } = await store.enqueueJob(id, { ...rest, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
+    return created ? c.json({ created: true as const, job: jobView(job) }, 201) : c.json({ created: false as const, job: jobView(job) }, 200);
+  });
+
+  app.openapi(route.get, async (c) => c.json(jobView(await store.getJob(c.req.valid("param").id)), 200));
+
+  app.openapi(route.claim, async (c) => {
+    const { owner, ttlMs } = c.req.valid("json");
+    return c.json(leaseView(await store.claimJob(c.req.valid("param").id, owner, clock(), ttlMs)), 200);
+  });
+
+  app.openapi(route.claimNext, async (c) => {
+    const { owner, ttlMs, limit } = c.req.valid("json");
+    const leases = await store.claimNext(c.req.valid("param").queue, owner, clock(), ttlMs, limit ?? 1);
+    return c.json({ leases: leases.map(leaseView) }, 200);
+  });
+
+  app.openapi(route.renew, async (c) => {
+    const { owner, fence, ttlMs } = c.req.valid("json");
+    return c.json({ until: await store.renewLease(c.req.valid("param").id, owner, fence, clock(), ttlMs) }, 200);
+  });
+
+  app.openapi(route.complete, async (c) => {
+    const { owner, fence, result } = c.req.valid("json");
+    const job = await store.completeJob(c.req.valid("param").id, owner, fence, clock(), JSON.stringify(result));
+    return c.json({ job: jobView(job) }, 200);
+  });
+
+  app.openapi(route.release, async (c) => {
+    const { owner, fence } = c.req.valid("json");
+    return c.json({ job: jobView(await store.releaseLease(c.req.valid("param").id, owner, fence, clock())) }, 200);
+  });
+
+  app.openapi(route.health, async (c) => {
+    await store.ping();
+    return c.json({ ok: true as const }, 200);
+  });
+
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: { title: "fencelease", version: "1", description: "Leases with fencing tokens: a stale worker never overwrites a newer result." },
+    security: [{ bearer: [] }],
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+  app.get("/docs", swaggerUI({ url: "/openapi.json" }));
+  return app;
+}

@@ -1,0 +1,46 @@
+import type { MiddlewareHandler } from "hono";
+import { timingSafeEqual } from "hono/utils/buffer";
+import { ApiError } from "./api-error.ts";
+
+/** Who may call the API: holders of one of these bearer tokens, or, in local development only, anyone. */
+export type Auth = { tokens: readonly string[] } | "off";
+
+/** Reads `FENCELEASE_TOKENS` (one token or a comma-separated list) and `FENCELEASE_AUTH=off`. */
+export function authFromEnv(env: { FENCELEASE_TOKENS?: string; FENCELEASE_AUTH?: string }): Auth {
+  const tokens = (env.FENCELEASE_TOKENS ?? "").split(",").map((token) => token.trim()).filter(Boolean);
+  if (tokens.length === 0 && env.FENCELEASE_AUTH === "off") return "off";
+  return { tokens };
+}
+
+const NOT_CONFIGURED =
+  "no API token is configured, so every request is refused: set the FENCELEASE_TOKENS secret " +
+  "(`wrangler secret put FENCELEASE_TOKENS`, or the environment variable for the Node server)";
+
+/**
+ * Fails closed when no token is configured: every request, /healthz too,
+ * answers 503 with the name of the secret to set.
+ */
+export function requireConfiguredAuth(auth: Auth): MiddlewareHandler {
+  const configured = auth === "off" || auth.tokens.length > 0;
+  return async function requireConfiguredAuth(_c, next) {
+    if (!configured) throw new ApiError(503, "unavailable", NOT_CONFIGURED);
+    await next();
+  };
+}
+
+/** Checks `Authorization: Bearer <token>` against the configured tokens, in constant time. */
+export function bearerAuth(auth: Auth): MiddlewareHandler {
+  const tokens = auth === "off" ? [] : auth.tokens;
+  return async function bearerAuth(c, next) {
+    if (auth === "off") return next();
+    const header = c.req.header("Authorization");
+    const given = /^Bearer +(\S+) *$/i.exec(header ?? "")?.[1];
+    // Compare with every token, so the time taken says nothing about which one nearly matched.
+    const matches = given === undefined ? [] : await Promise.all(tokens.map((token) => timingSafeEqual(token, given)));
+    if (!matches.includes(true)) {
+      const message = header === undefined ? "send the header Authorization: Bearer <token>" : "the bearer token is not valid";
+      throw new ApiError(401, "unauthorized", message, { "WWW-Authenticate": 'Bearer realm="fencelease"' });
+    }
+    await next();
+  };
+}

@@ -1,0 +1,48 @@
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { InvalidArgument, LeaseLost, NotClaimable, NotFound, StorageUnavailable } from "../errors.ts";
+import { ApiError } from "./api-error.ts";
+
+/** The body of every error response. */
+export type ErrorBody = { error: { code: string; message: string; details?: Record<string, unknown> } };
+
+type Described = {
+  status: 400 | 401 | 404 | 405 | 409 | 413 | 500 | 503;
+  code: string;
+  message: string;
+  details?: Record<string, unknown>;
+  headers?: Record<string, string>;
+};
+
+/** The seconds a client should wait before retrying a request the database could not serve. */
+const RETRY_AFTER_SECONDS = "1";
+
+// Every error the app can meet, turned into its status, code and message.
+// Anything unexpected is a plain 500 that shows nothing of the internals.
+function describe(error: unknown): Described {
+  if (error instanceof ApiError) return error;
+  if (error instanceof InvalidArgument) return { status: 400, code: error.code, message: error.message };
+  if (error instanceof NotFound) return { status: 404, code: error.code, message: error.message };
+  if (error instanceof NotClaimable) {
+    return { status: 409, code: error.code, message: error.message, details: { reason: error.reason } };
+  }
+  if (error instanceof LeaseLost) {
+    const details = { reason: error.reason, currentFence: error.currentFence };
+    return { status: 409, code: error.code, message: error.message, details };
+  }
+  if (error instanceof StorageUnavailable) {
+    return { status: 503, code: error.code, message: error.message, headers: { "Retry-After": RETRY_AFTER_SECONDS } };
+  }
+  if (error instanceof HTTPException && error.status === 400) {
+    return { status: 400, code: "invalid_request", message: "the body is not valid JSON" };
+  }
+  return { status: 500, code: "internal_error", message: "internal error" };
+}
+
+/** The one error handler: maps domain errors to HTTP, and logs what it did not expect. */
+export function errorResponse(error: unknown, c: Context): Response {
+  const { status, code, message, details, headers } = describe(error);
+  if (status === 500) console.error("fencelease: unexpected error", error);
+  const body: ErrorBody = { error: { code, message, ...(details && { details }) } };
+  return c.json(body, status, headers);
+}

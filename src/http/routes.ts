@@ -1,0 +1,114 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import * as schema from "./schemas.ts";
+
+// The route table of the API, as OpenAPI route definitions. Each names the
+// schemas that validate its request, so the document cannot drift from the code.
+
+const json = <T extends z.ZodType>(body: T, description: string) => ({
+  content: { "application/json": { schema: body } },
+  description,
+});
+
+const error = (description: string) => json(schema.ErrorSchema, description);
+
+const refusals = {
+  400: error("invalid_request: the request breaks a rule; the message says which"),
+  401: error("unauthorized: a missing or wrong bearer token"),
+  413: error("payload_too_large: the body is over the limit"),
+  503: error("unavailable: the database cannot be reached; retry after Retry-After seconds"),
+};
+
+const IdParam = z.object({ id: schema.JobId.openapi({ param: { name: "id", in: "path" } }) });
+const QueueParam = z.object({ queue: schema.QueueName.openapi({ param: { name: "queue", in: "path" } }) });
+
+const body = <T extends z.ZodType>(shape: T) => ({
+  body: { content: { "application/json": { schema: shape } }, required: true },
+});
+
+/** The route definitions for the given limits. */
+export function routes(limits: schema.Limits) {
+  return {
+    enqueue: createRoute({
+      method: "post",
+      path: "/v1/jobs",
+      summary: "Enqueue a job; an existing id is left as it is",
+      request: body(schema.EnqueueBody),
+      responses: {
+        201: json(z.object({ created: z.literal(true), job: schema.JobSchema }), "The job was created"),
+        200: json(z.object({ created: z.literal(false), job: schema.JobSchema }), "A job with this id exists; nothing changed"),
+        ...refusals,
+      },
+    }),
+    get: createRoute({
+      method: "get",
+      path: "/v1/jobs/{id}",
+      summary: "Read a job",
+      request: { params: IdParam },
+      responses: { 200: json(schema.JobSchema, "The job"), 404: error("not_found"), ...refusals },
+    }),
+    claim: createRoute({
+      method: "post",
+      path: "/v1/jobs/{id}/claim",
+      summary: "Claim a job by id: a new lease with the next fence",
+      request: { params: IdParam, ...body(schema.ClaimBody(limits)) },
+      responses: {
+        200: json(schema.LeaseSchema, "The lease"),
+        404: error("not_found"),
+        409: error("not_claimable, with details.reason: leased or done"),
+        ...refusals,
+      },
+    }),
+    claimNext: createRoute({
+      method: "post",
+      path: "/v1/queues/{queue}/claim",
+      summary: "Claim the next due jobs of a queue: highest priority first, then due longest",
+      request: { params: QueueParam, ...body(schema.ClaimNextBody(limits)) },
+      responses: { 200: json(z.object({ leases: z.array(schema.LeaseSchema) }), "The leases taken; empty when nothing is due"), ...refusals },
+    }),
+    renew: createRoute({
+      method: "post",
+      path: "/v1/jobs/{id}/renew",
+      summary: "Extend the current lease",
+      request: { params: IdParam, ...body(schema.RenewBody(limits)) },
+      responses: {
+        200: json(z.object({ until: z.number().int() }), "The lease now lasts until this time"),
+        404: error("not_found"),
+        409: error("stale_lease, with details.reason (expired, superseded, not_owner, done) and details.currentFence"),
+        ...refusals,
+      },
+    }),
+    complete: createRoute({
+      method: "post",
+      path: "/v1/jobs/{id}/complete",
+      summary: "Store the result of the current lease; the same completion again answers 200 again",
+      request: { params: IdParam, ...body(schema.CompleteBody) },
+      responses: {
+        200: json(z.object({ job: schema.JobSchema }), "The job, done"),
+        404: error("not_found"),
+        409: error("stale_lease: the stored result is untouched"),
+        ...refusals,
+      },
+    }),
+    release: createRoute({
+      method: "post",
+      path: "/v1/jobs/{id}/release",
+      summary: "Give the lease back; the job is claimable at once and its fence stays",
+      request: { params: IdParam, ...body(schema.ReleaseBody) },
+      responses: {
+        200: json(z.object({ job: schema.JobSchema }), "The job, released"),
+        404: error("not_found"),
+        409: error("stale_lease"),
+        ...refusals,
+      },
+    }),
+    health: createRoute({
+      method: "get",
+      path: "/healthz",
+      summary: "Whether the database answers; needs no token",
+      responses: {
+        200: json(z.object({ ok: z.literal(true) }), "The database answers"),
+        503: error("unavailable: the database does not answer"),
+      },
+    }),
+  };
+}

@@ -1,0 +1,129 @@
+import { z } from "@hono/zod-openapi";
+
+// The request and response shapes of the API. The same schemas validate every
+// request, generate the OpenAPI document and type the client.
+
+/** What the operator may tune; the defaults suit most deployments. */
+export type Limits = {
+  /** The largest request body accepted, in bytes; default 1 MiB. */
+  maxBodyBytes: number;
+  /** The longest lease a claim or renew may ask for, in ms; default 1 hour. */
+  maxTtlMs: number;
+};
+
+/** The limits used where none are given. */
+export const DEFAULT_LIMITS: Limits = { maxBodyBytes: 1024 * 1024, maxTtlMs: 60 * 60 * 1000 };
+
+const utf8 = new TextEncoder();
+
+// Messages name no field: the validation hook puts the field's path before each.
+
+/** A non-empty string of at most 255 bytes of UTF-8: an id, an owner, a queue name. */
+function label() {
+  return z
+    .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
+    .min(1, { error: "must not be empty" })
+    .refine((value) => utf8.encode(value).byteLength <= 255, { error: "must be at most 255 bytes of UTF-8" });
+}
+
+function integer() {
+  return z
+    .number({ error: (issue) => (issue.input === undefined ? "is required" : "must be a number") })
+    .int({ error: "must be a whole number" })
+    .min(Number.MIN_SAFE_INTEGER, { error: "must be a safe integer" })
+    .max(Number.MAX_SAFE_INTEGER, { error: "must be a safe integer" });
+}
+
+function positive(max = Number.MAX_SAFE_INTEGER) {
+  return integer().min(1, { error: "must be at least 1" }).max(max, { error: `must be at most ${max}` });
+}
+
+function instant() {
+  return integer().min(0, { error: "must be milliseconds since the epoch, not negative" });
+}
+
+/** A JSON object body that refuses fields it does not know, and says which ones it knows. */
+function body<T extends Record<string, z.ZodType>>(shape: T) {
+  const known = Object.keys(shape).join(", ");
+  return z.strictObject(shape, {
+    error: (issue) =>
+      issue.code === "unrecognized_keys"
+        ? `unknown field ${issue.keys.map((key) => JSON.stringify(key)).join(", ")}; the fields are ${known}`
+        : issue.input === null || typeof issue.input !== "object" || Array.isArray(issue.input)
+          ? "the body must be a JSON object"
+          : undefined,
+  });
+}
+
+export const JobId = label().openapi({ example: "invoice-42" });
+export const Owner = label().openapi({ example: "worker-a" });
+export const QueueName = label().openapi({ example: "default" });
+export const Fence = positive().openapi({ example: 1, description: "The fencing token of the lease" });
+export const Ttl = (limits: Limits) =>
+  positive(limits.maxTtlMs).openapi({ example: 30_000, description: "How long the lease lasts, in ms" });
+
+/** A job as the API shows it: `result` is the JSON value that completed it. */
+export const JobSchema = z
+  .object({
+    id: z.string(),
+    queue: z.string(),
+    payload: z.unknown(),
+    priority: z.number().int(),
+    runAt: z.number().int(),
+    owner: z.string().nullable(),
+    until: z.number().int(),
+    fence: z.number().int(),
+    result: z.unknown(),
+    done: z.boolean(),
+    attempts: z.number().int(),
+    maxAttempts: z.number().int(),
+    createdAt: z.number().int(),
+    updatedAt: z.number().int(),
+  })
+  .openapi("Job");
+
+export const LeaseSchema = z
+  .object({ fence: z.number().int(), until: z.number().int(), job: JobSchema })
+  .openapi("Lease");
+
+export const ErrorSchema = z
+  .object({
+    error: z.object({
+      code: z.string().openapi({ example: "stale_lease" }),
+      message: z.string(),
+      details: z.record(z.string(), z.unknown()).optional(),
+    }),
+  })
+  .openapi("Error");
+
+export const EnqueueBody = body({
+  id: JobId,
+  queue: QueueName.optional(),
+  payload: z.unknown().optional().openapi({ description: "Any JSON value, handed to the worker" }),
+  priority: integer().optional().openapi({ description: "Higher is claimed first; default 0" }),
+  runAt: instant().optional().openapi({ description: "Not claimed by claim-next before this time (ms since the epoch)" }),
+  delayMs: integer().min(0, { error: "must not be negative" }).optional().openapi({ description: "Or: due this many ms from now" }),
+  maxAttempts: positive().optional(),
+})
+  .refine((body) => body.runAt === undefined || body.delayMs === undefined, {
+    error: "give runAt or delayMs, not both",
+  });
+
+export const ClaimBody = (limits: Limits) => body({ owner: Owner, ttlMs: Ttl(limits) });
+
+export const ClaimNextBody = (limits: Limits) =>
+  body({
+    owner: Owner,
+    ttlMs: Ttl(limits),
+    limit: positive(100).optional().openapi({ description: "How many jobs to take at most, 1 to 100; default 1" }),
+  });
+
+export const RenewBody = (limits: Limits) => body({ owner: Owner, fence: Fence, ttlMs: Ttl(limits) });
+
+export const CompleteBody = body({
+  owner: Owner,
+  fence: Fence,
+  result: z.unknown().refine((value) => value !== undefined, { error: "is required: any JSON value" }),
+});
+
+export const ReleaseBody = body({ owner: Owner, fence: Fence });

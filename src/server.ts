@@ -1,0 +1,70 @@
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { createApp } from "./http/app.ts";
+import { type Auth, authFromEnv } from "./http/auth.ts";
+import { openStore } from "./open.ts";
+
+/** How the Node server runs; `serverConfigFromEnv` reads it from the environment. */
+export type ServerConfig = {
+  /** Default 127.0.0.1. */
+  host: string;
+  /** Default 8787; 0 picks a free port. */
+  port: number;
+  /** Default `file:./data/fencelease.db`. */
+  databaseUrl: string;
+  databaseAuthToken?: string;
+  auth: Auth;
+  log?: (line: string) => void;
+  /** The server's clock; only tests replace it. */
+  clock?: () => number;
+};
+
+/** A running server: where it listens, and how to stop it. */
+export type RunningServer = { url: string; stop: () => Promise<void> };
+
+/** Reads HOST, PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, FENCELEASE_TOKENS and FENCELEASE_AUTH. */
+export function serverConfigFromEnv(env: NodeJS.ProcessEnv): ServerConfig {
+  const port = Number(env.PORT ?? 8787);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got ${env.PORT}`);
+  return {
+    host: env.HOST ?? "127.0.0.1",
+    port,
+    databaseUrl: env.DATABASE_URL ?? "file:./data/fencelease.db",
+    databaseAuthToken: env.DATABASE_AUTH_TOKEN,
+    auth: authFromEnv(env),
+  };
+}
+
+const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
+
+/**
+ * startServer opens the store (running its migrations) and serves the API.
+ * With auth off it serves on loopback only; with no token it refuses to start.
+ */
+export async function startServer(config: ServerConfig): Promise<RunningServer> {
+  if (config.auth === "off" && !LOOPBACK.has(config.host)) {
+    throw new Error(`with FENCELEASE_AUTH=off the server listens on loopback only; HOST ${config.host} needs FENCELEASE_TOKENS`);
+  }
+  if (config.auth !== "off" && config.auth.tokens.length === 0) {
+    throw new Error("set FENCELEASE_TOKENS (one token or a comma-separated list), or FENCELEASE_AUTH=off for local development");
+  }
+  const store = await openStore({ url: config.databaseUrl, authToken: config.databaseAuthToken });
+  const app = createApp({ store, auth: config.auth, log: config.log, clock: config.clock });
+  const { server, address } = await new Promise<{ server: ReturnType<typeof serve>; address: AddressInfo }>((resolve) => {
+    const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (address) => resolve({ server, address }));
+  });
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}`,
+    stop: () =>
+      new Promise<void>((resolve, reject) => {
+        // Stop accepting, let the requests in flight finish, then close the database.
+        server.close((error) => {
+          store.close();
+          if (error) reject(error);
+          else resolve();
+        });
+        if ("closeIdleConnections" in server) server.closeIdleConnections();
+      }),
+  };
+}

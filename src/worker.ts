@@ -1,0 +1,75 @@
+// The Cloudflare Worker: the same Hono app as the Node server, over Turso/libSQL
+// when LIBSQL_DB_URL is set, else over the D1 binding DB; and a cron trigger
+// that reclaims expired leases.
+import type { D1Database, ExecutionContext, ScheduledController } from "@cloudflare/workers-types";
+import { createClient } from "@libsql/client/web";
+import { d1Driver } from "./d1-driver.ts";
+import { type Driver, libsqlDriver } from "./driver.ts";
+import { createApp } from "./http/app.ts";
+import { authFromEnv } from "./http/auth.ts";
+import { LeaseStore } from "./store.ts";
+
+/** The Worker's bindings and vars, as wrangler.toml and the secrets set them. */
+export type WorkerEnv = {
+  DB?: D1Database;
+  LIBSQL_DB_URL?: string;
+  LIBSQL_DB_AUTH_TOKEN?: string;
+  FENCELEASE_TOKENS?: string;
+  FENCELEASE_AUTH?: string;
+  MAX_TTL_MS?: string;
+  MAX_BODY_BYTES?: string;
+};
+
+// One libSQL client per isolate and URL: it keeps its HTTP connection warm between requests.
+const libsqlClients = new Map<string, ReturnType<typeof createClient>>();
+
+function driverFor(env: WorkerEnv): Driver {
+  if (env.LIBSQL_DB_URL) {
+    let client = libsqlClients.get(env.LIBSQL_DB_URL);
+    if (!client) {
+      client = createClient({ url: env.LIBSQL_DB_URL, authToken: env.LIBSQL_DB_AUTH_TOKEN });
+      libsqlClients.set(env.LIBSQL_DB_URL, client);
+    }
+    return { ...libsqlDriver(client), close() {} }; // the client outlives the request
+  }
+  if (env.DB) return d1Driver(env.DB);
+  throw new Error("no database: bind a D1 database as DB in wrangler.toml, or set LIBSQL_DB_URL");
+}
+
+function number(value: string | undefined): number | undefined {
+  return value === undefined || value === "" ? undefined : Number(value);
+}
+
+// The app is built once per env object, which a Worker isolate keeps between requests.
+const apps = new WeakMap<WorkerEnv, ReturnType<typeof createApp>>();
+
+function appFor(env: WorkerEnv) {
+  let app = apps.get(env);
+  if (!app) {
+    app = buildApp(env);
+    apps.set(env, app);
+  }
+  return app;
+}
+
+function buildApp(env: WorkerEnv) {
+  return createApp({
+    store: new LeaseStore(driverFor(env)),
+    auth: authFromEnv(env),
+    limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
+    log: (line) => console.log(line),
+  });
+}
+
+export default {
+  /** Serves the API. */
+  fetch(request: Request, env: WorkerEnv, ctx: ExecutionContext): Response | Promise<Response> {
+    return appFor(env).fetch(request, env, ctx);
+  },
+
+  /** Reclaims expired leases: owner cleared, until 0, fence kept. */
+  async scheduled(controller: ScheduledController, env: WorkerEnv): Promise<void> {
+    const reclaimed = await new LeaseStore(driverFor(env)).reclaimExpired(controller.scheduledTime);
+    console.log(`fencelease: reclaimed ${reclaimed} expired lease${reclaimed === 1 ? "" : "s"}`);
+  },
+};

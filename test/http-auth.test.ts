@@ -1,0 +1,72 @@
+import { createClient } from "@libsql/client";
+import { describe, expect, test, vi } from "vitest";
+import { authFromEnv } from "../src/index.ts";
+import { freshApp } from "./fresh-app.ts";
+import type { ErrorBody } from "../src/http/errors.ts";
+
+describe("bearer auth", () => {
+  test("any one of the configured tokens is let in", async () => {
+    const { app } = await freshApp({ auth: authFromEnv({ FENCELEASE_TOKENS: "old-token, new-token" }) });
+    for (const token of ["old-token", "new-token"]) {
+      const response = await app.request("/v1/jobs/none", { headers: { Authorization: `Bearer ${token}` } });
+      expect(response.status, token).toBe(404); // past auth, to the route
+    }
+  });
+
+  test.each([
+    ["no Authorization header", undefined],
+    ["another scheme", "Basic dGVzdC10b2tlbg=="],
+    ["a wrong token", "Bearer nope"],
+    ["a prefix of the token", "Bearer test-tok"],
+    ["an empty bearer", "Bearer "],
+  ])("%s: 401 unauthorized with WWW-Authenticate", async (_, header) => {
+    const { app, snapshot } = await freshApp();
+    const headers: Record<string, string> = { "Content-Type": "application/json" };
+    if (header !== undefined) headers.Authorization = header;
+    const response = await app.request("/v1/jobs", { method: "POST", headers, body: '{"id":"x"}' });
+    expect(response.status).toBe(401);
+    expect(response.headers.get("WWW-Authenticate")).toBe('Bearer realm="fencelease"');
+    expect(((await response.json()) as ErrorBody).error.code).toBe("unauthorized");
+    expect(await snapshot()).toEqual({});
+  });
+
+  test("only /healthz is open: the document and its page need the token too", async () => {
+    const { app } = await freshApp();
+    expect((await app.request("/healthz")).status).toBe(200);
+    expect((await app.request("/openapi.json")).status).toBe(401);
+    expect((await app.request("/docs")).status).toBe(401);
+  });
+
+  test("no token configured fails closed: every request, healthz too, is 503 naming the secret to set", async () => {
+    const { app, snapshot } = await freshApp({ auth: authFromEnv({}) });
+    for (const [method, path] of [["GET", "/healthz"], ["POST", "/v1/jobs"], ["GET", "/openapi.json"]] as const) {
+      const response = await app.request(path, { method, headers: { Authorization: "Bearer anything" } });
+      expect(response.status, path).toBe(503);
+      const { error } = (await response.json()) as ErrorBody;
+      expect(error.code).toBe("unavailable");
+      expect(error.message).toContain("FENCELEASE_TOKENS");
+    }
+    expect(await snapshot()).toEqual({});
+  });
+
+  test("FENCELEASE_AUTH=off lets requests in without a token, but only when no token is set", async () => {
+    const off = await freshApp({ auth: authFromEnv({ FENCELEASE_AUTH: "off" }) });
+    expect((await off.app.request("/v1/jobs/none")).status).toBe(404);
+    expect(authFromEnv({ FENCELEASE_AUTH: "off", FENCELEASE_TOKENS: "t" })).toEqual({ tokens: ["t"] });
+  });
+});
+
+describe("unexpected errors", () => {
+  test("answer a plain 500 that shows no SQL, no stack and no internals", async () => {
+    const { call, url } = await freshApp();
+    const sql = createClient({ url });
+    await sql.execute("DROP TABLE jobs"); // the store's statements now fail in a way no retry mends
+    sql.close();
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    const answer = await call("POST", "/v1/jobs", { id: "x" });
+    expect(logged).toHaveBeenCalledWith("fencelease: unexpected error", expect.any(Error)); // the operator sees it
+    logged.mockRestore();
+    expect(answer.status).toBe(500);
+    expect(answer.body).toEqual({ error: { code: "internal_error", message: "internal error" } });
+  });
+});

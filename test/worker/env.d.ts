@@ -1,0 +1,11 @@
+import type { D1Migration } from "cloudflare:test";
+import type { WorkerEnv } from "../../src/worker.ts";
+
+declare global {
+  namespace Cloudflare {
+    interface Env extends WorkerEnv {
+      DB: D1Database;
+      TEST_MIGRATIONS: D1Migration[];
+    }
+  }
+}

@@ -1,0 +1,89 @@
+import { createExecutionContext, createScheduledController, env, SELF, waitOnExecutionContext } from "cloudflare:test";
+import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
+import worker from "../../src/worker.ts";
+import type { ErrorBody } from "../../src/http/errors.ts";
+
+const T = Date.UTC(2026, 0, 1);
+const TTL = 30_000;
+const TOKEN = "worker-test-token"; // FENCELEASE_TOKENS in vitest.config.ts
+
+function call(method: string, path: string, body?: unknown): Promise<Response> {
+  return SELF.fetch(`https://fencelease.test${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+async function row(id: string) {
+  return env.DB.prepare("SELECT owner, until, fence, done, result FROM jobs WHERE id = ?").bind(id).first();
+}
+
+// The Worker reads the runtime's clock; the test moves it by hand.
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  vi.setSystemTime(T);
+});
+afterEach(() => vi.useRealTimers());
+
+describe("the Worker on D1", () => {
+  test("the note's story: A's late complete is refused and B's result stays", async () => {
+    expect((await call("POST", "/v1/jobs", { id: "invoice-42" })).status).toBe(201);
+    expect(await (await call("POST", "/v1/jobs/invoice-42/claim", { owner: "A", ttlMs: TTL })).json()).toMatchObject({ fence: 1 });
+    vi.setSystemTime(T + TTL); // A stalls past its lease
+    expect(await (await call("POST", "/v1/jobs/invoice-42/claim", { owner: "B", ttlMs: TTL })).json()).toMatchObject({ fence: 2 });
+    expect((await call("POST", "/v1/jobs/invoice-42/complete", { owner: "B", fence: 2, result: "paid by B" })).status).toBe(200);
+
+    const late = await call("POST", "/v1/jobs/invoice-42/complete", { owner: "A", fence: 1, result: "paid by A" });
+    expect(late.status).toBe(409);
+    expect(((await late.json()) as ErrorBody).error).toMatchObject({ code: "stale_lease", details: { reason: "superseded", currentFence: 2 } });
+    expect(await row("invoice-42")).toEqual({ owner: "B", until: T + 2 * TTL, fence: 2, done: 1, result: '"paid by B"' });
+  });
+
+  test("32 concurrent claims of one job: exactly one 200, 31 409s", async () => {
+    await call("POST", "/v1/jobs", { id: "contended" });
+    const responses = await Promise.all(
+      Array.from({ length: 32 }, (_, i) => call("POST", "/v1/jobs/contended/claim", { owner: `w${i}`, ttlMs: TTL })),
+    );
+    const statuses = responses.map((response) => response.status);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(1);
+    expect(statuses.filter((status) => status === 409)).toHaveLength(31);
+    expect(await row("contended")).toMatchObject({ owner: `w${statuses.indexOf(200)}`, fence: 1 });
+  });
+
+  test("the scheduled trigger reclaims expired leases, keeps their fences, and leaves the rest alone", async () => {
+    for (const id of ["expired", "live", "done"]) await call("POST", "/v1/jobs", { id });
+    await call("POST", "/v1/jobs/expired/claim", { owner: "A", ttlMs: 1_000 });
+    await call("POST", "/v1/jobs/live/claim", { owner: "A", ttlMs: TTL });
+    await call("POST", "/v1/jobs/done/claim", { owner: "A", ttlMs: 1_000 });
+    await call("POST", "/v1/jobs/done/complete", { owner: "A", fence: 1, result: 1 });
+    const live = await row("live");
+    const done = await row("done");
+
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ scheduledTime: T + 1_000 }), env);
+    await waitOnExecutionContext(ctx);
+
+    expect(await row("expired")).toEqual({ owner: null, until: 0, fence: 1, done: 0, result: null });
+    expect(await row("live")).toEqual(live);
+    expect(await row("done")).toEqual(done);
+    const next = await call("POST", "/v1/jobs/expired/claim", { owner: "B", ttlMs: TTL });
+    expect(await next.json()).toMatchObject({ fence: 2 });
+  });
+
+  test("with no token configured it fails closed: 503, naming the secret to set", async () => {
+    const ctx = createExecutionContext();
+    const response = await worker.fetch(
+      new Request("https://fencelease.test/v1/jobs/x", { headers: { Authorization: "Bearer anything" } }) as never,
+      { ...env, FENCELEASE_TOKENS: undefined },
+      ctx,
+    );
+    expect(response.status).toBe(503);
+    expect(((await response.json()) as ErrorBody).error.message).toContain("wrangler secret put FENCELEASE_TOKENS");
+    expect((await SELF.fetch("https://fencelease.test/v1/jobs/x")).status).toBe(401); // and with one, a token is needed
+  });
+
+  test("healthz answers while D1 does", async () => {
+    expect(await (await SELF.fetch("https://fencelease.test/healthz")).json()).toEqual({ ok: true });
+  });
+});
