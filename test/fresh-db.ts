@@ -5,11 +5,16 @@ import { createClient } from "@libsql/client";
 import { onTestFinished } from "vitest";
 import { type LeaseStore, openStore } from "../src/index.ts";
 
-/** A URL for a new database file in its own temp dir, removed when the test ends. */
-export function freshUrl(): string {
+/** A new temp dir, removed when the test ends. */
+export function freshDir(): string {
   const dir = mkdtempSync(join(tmpdir(), "fencelease-"));
   onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-  return `file:${join(dir, "fencelease.db")}`;
+  return dir;
+}
+
+/** A URL for a new database file in its own temp dir, removed when the test ends. */
+export function freshUrl(): string {
+  return `file:${join(freshDir(), "fencelease.db")}`;
 }
 
 /** Everything in the jobs table, read over a connection of its own. */

@@ -1,7 +1,7 @@
 import { type Client, createClient } from "@libsql/client";
 import { describe, expect, test } from "vitest";
 import { BUSY_TIMEOUT_MS, connect, migrate, openStore, readMigrations } from "../src/index.ts";
-import { freshStore, freshUrl } from "./fresh-db.ts";
+import { freshDir, freshStore, freshUrl } from "./fresh-db.ts";
 
 const T = 1_000_000;
 const TTL = 30_000;
@@ -131,7 +131,7 @@ describe("connection settings of a file database", () => {
   });
 
   test("a database in a folder that does not exist yet gets its folder", async () => {
-    const url = `${freshUrl().replace(/fencelease\.db$/, "")}deeper/still/fencelease.db`;
+    const url = `file:${freshDir()}/deeper/still/fencelease.db`;
     const store = await openStore({ url });
     try {
       expect(await store.enqueue("job-1", { now: T })).toBe(true);
