@@ -6,11 +6,11 @@ import { defineConfig } from "vitest/config";
 // same migrations/ folder.
 export default defineConfig({
   test: {
+    silent: "passed-only", // the app's request log, shown only for a failing test
     projects: [
       {
         test: {
           name: "node",
-          silent: "passed-only",
           include: ["test/**/*.test.ts"],
           exclude: ["test/worker/**"],
           testTimeout: 30_000,
@@ -30,7 +30,6 @@ export default defineConfig({
         ],
         test: {
           name: "workers",
-          silent: "passed-only",
           include: ["test/worker/**/*.test.ts"],
           setupFiles: ["test/worker/apply-migrations.ts"],
         },
