@@ -1,0 +1,18 @@
+import { defineConfig } from "vitest/config";
+
+// The fast, in-process contract tests that `stryker run` mutates the store against.
+export default defineConfig({
+  test: {
+    include: [
+      "test/store.test.ts",
+      "test/story.test.ts",
+      "test/migrate.test.ts",
+      "test/fence.test.ts",
+      "test/races.test.ts",
+    ],
+    // races.test.ts skips its OS-process races: a mutant switched on in this
+    // process never reaches a child process, so they could kill nothing.
+    env: { FENCELEASE_IN_PROCESS_ONLY: "1" },
+    testTimeout: 30_000,
+  },
+});
