@@ -5,9 +5,7 @@ export default defineConfig({
   test: {
     include: [
       "test/store.test.ts",
-      "test/story.test.ts",
       "test/migrate.test.ts",
-      "test/fence.test.ts",
       "test/races.test.ts",
     ],
     // races.test.ts skips its OS-process races: a mutant switched on in this

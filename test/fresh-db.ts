@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@libsql/client";
 import { onTestFinished } from "vitest";
-import { type LeaseStore, openStore } from "../src/index.ts";
+import { openStore } from "../src/index.ts";
+import type { FreshStore } from "./contract/store.contract.ts";
 
 /** A new temp dir, removed when the test ends. */
 export function freshDir(): string {
@@ -17,14 +18,11 @@ export function freshUrl(): string {
   return `file:${join(freshDir(), "fencelease.db")}`;
 }
 
-/** Everything in the jobs table, read over a connection of its own. */
-export type Snapshot = Record<string, Record<string, unknown>>;
-
 /**
  * A store on a fresh file database, and a second connection that reads what is
  * really stored, so that assertions never see a cache of the store's.
  */
-export async function freshStore(): Promise<{ store: LeaseStore; url: string; snapshot: () => Promise<Snapshot> }> {
+export async function freshStore(): Promise<FreshStore & { url: string }> {
   const url = freshUrl();
   const store = await openStore({ url });
   const reader = createClient({ url });
@@ -32,9 +30,20 @@ export async function freshStore(): Promise<{ store: LeaseStore; url: string; sn
     reader.close();
     store.close();
   });
-  async function snapshot(): Promise<Snapshot> {
-    const rows = (await reader.execute("SELECT * FROM jobs ORDER BY id")).rows;
-    return Object.fromEntries(rows.map((row) => [row.id as string, { ...row }]));
-  }
-  return { store, url, snapshot };
+  return {
+    store,
+    url,
+    async snapshot() {
+      const rows = (await reader.execute("SELECT * FROM jobs ORDER BY id")).rows;
+      return Object.fromEntries(rows.map((row) => [row.id as string, { ...row }]));
+    },
+    async reopen() {
+      const other = await openStore({ url, migrations: false });
+      onTestFinished(() => other.close());
+      return other;
+    },
+    async exec(sql) {
+      await reader.execute(sql);
+    },
+  };
 }

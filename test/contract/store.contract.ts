@@ -1,0 +1,633 @@
+import { describe, expect, test } from "vitest";
+import type { Row } from "../../src/driver.ts";
+import { InvalidArgument, LeaseLost, NotClaimable, NotFound } from "../../src/errors.ts";
+import type { LeaseStore } from "../../src/store.ts";
+
+// The contract of the lease store, written once and run against every driver:
+// libSQL on a file (test/store.test.ts) and D1 in the Workers runtime
+// (test/worker/store-d1.test.ts). Each test starts on a fresh, empty database.
+
+/** Every job as stored, by id, read outside the store under test. */
+export type Snapshot = Record<string, Row>;
+
+/** A store on a fresh database, and ways to look at that database from outside the store. */
+export type FreshStore = {
+  store: LeaseStore;
+  /** Everything in the jobs table, read over another connection. */
+  snapshot: () => Promise<Snapshot>;
+  /** A second store over the same database. */
+  reopen: () => Promise<LeaseStore>;
+  /** Runs raw SQL on the database, as another writer would. */
+  exec: (sql: string) => Promise<void>;
+};
+
+const T = 1_000_000; // the test clock; every time below is T plus something
+const TTL = 30_000;
+
+/** Registers the whole store contract for one driver. */
+export function storeContract(freshStore: () => Promise<FreshStore>): void {
+  // Values that are not a positive safe integer, for ttlMs and fence.
+  const NOT_POSITIVE_INTS: unknown[] = [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, "1000", null, undefined, 2 ** 53];
+
+  describe("enqueue", () => {
+    test("inserts a new job in the default state and answers true", async () => {
+      const { store, snapshot } = await freshStore();
+      expect(await store.enqueue("job-1", { now: T })).toBe(true);
+      expect((await snapshot())["job-1"]).toEqual({
+        id: "job-1", queue: "default", payload: null, priority: 0, run_at: T,
+        owner: null, until: 0, fence: 0, result: null, done: 0,
+        attempts: 0, max_attempts: 25, created_at: T, updated_at: T,
+      });
+    });
+
+    test("stores the queue, payload, priority, runAt and maxAttempts it is given", async () => {
+      const { store } = await freshStore();
+      const payload = { to: "ada@example.com", tags: ["a", 1, null], nested: { ok: true } };
+      await store.enqueue("job-1", { queue: "mail", payload, priority: -3, runAt: T + 500, maxAttempts: 2, now: T });
+      expect(await store.state("job-1")).toMatchObject({
+        queue: "mail", payload, priority: -3, runAt: T + 500, maxAttempts: 2, createdAt: T,
+      });
+    });
+
+    test("answers false and changes nothing when the id exists, above all not a lease in progress", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      await store.claim("job-1", "A", T, TTL);
+      const before = await snapshot();
+      expect(await store.enqueue("job-1", { queue: "other", payload: 1, priority: 9, runAt: 0, now: T + 1 })).toBe(false);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test.each([
+      ["an empty id", "", {}],
+      ["a non-string id", 42, {}],
+      ["an array id, even one with a length", ["job-1"], {}],
+      ["an empty queue", "job-1", { queue: "" }],
+      ["a fractional priority", "job-1", { priority: 1.5 }],
+      ["a negative runAt", "job-1", { runAt: -1 }],
+      ["a zero maxAttempts", "job-1", { maxAttempts: 0 }],
+      ["a payload JSON cannot carry", "job-1", { payload: () => 1 }],
+      ["a payload with a bigint", "job-1", { payload: { n: 1n } }],
+      ["a fractional now", "job-1", { now: 1.5 }],
+    ])("refuses %s with a RangeError and writes nothing", async (_, id, options) => {
+      const { store, snapshot } = await freshStore();
+      await expect(store.enqueue(id as string, options)).rejects.toThrow(RangeError);
+      expect(await snapshot()).toEqual({});
+    });
+  });
+
+  describe("state", () => {
+    test("answers null, not an empty object, for an unknown id", async () => {
+      const { store } = await freshStore();
+      expect(await store.state("nope")).toBeNull();
+    });
+
+    test("reads what is stored, including another connection's writes", async () => {
+      const { store, reopen } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      const other = await reopen();
+      try {
+        await other.claim("job-1", "B", T, TTL);
+      } finally {
+        other.close();
+      }
+      expect(await store.state("job-1")).toEqual({
+        id: "job-1", queue: "default", payload: null, priority: 0, runAt: T,
+        owner: "B", until: T + TTL, fence: 1, result: null, done: false,
+        attempts: 1, maxAttempts: 25, createdAt: T, updatedAt: T,
+      });
+    });
+  });
+
+  describe("claim", () => {
+    test("takes an unclaimed job: owner, until = now + ttl, fence + 1, attempts + 1", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      await store.enqueue("bystander", { now: T });
+      const bystander = (await snapshot()).bystander;
+      expect(await store.claim("job-1", "A", T + 10, TTL)).toBe(1);
+      const after = await snapshot();
+      expect(after["job-1"]).toMatchObject({ owner: "A", until: T + 10 + TTL, fence: 1, attempts: 1, done: 0, updated_at: T + 10 });
+      expect(after.bystander).toEqual(bystander);
+    });
+
+    test("gives null and changes nothing while the lease is held (now == until - 1)", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      await store.claim("job-1", "A", T, TTL);
+      const before = await snapshot();
+      expect(await store.claim("job-1", "B", T + TTL - 1, TTL)).toBeNull();
+      expect(await store.claim("job-1", "A", T + TTL - 1, TTL)).toBeNull();
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test("takes over an expired lease at exactly now == until, with the next fence", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      await store.claim("job-1", "A", T, TTL);
+      expect(await store.claim("job-1", "B", T + TTL, TTL)).toBe(2);
+      expect((await snapshot())["job-1"]).toMatchObject({ owner: "B", until: T + 2 * TTL, fence: 2, attempts: 2 });
+    });
+
+    test("gives null and changes nothing for a done job, even long after its lease", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      await store.claim("job-1", "A", T, TTL);
+      await store.complete("job-1", "A", 1, T + 1, "ok");
+      const before = await snapshot();
+      expect(await store.claim("job-1", "B", T + 10 * TTL, TTL)).toBeNull();
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test("gives null and creates nothing for an unknown id", async () => {
+      const { store, snapshot } = await freshStore();
+      expect(await store.claim("nope", "A", T, TTL)).toBeNull();
+      expect(await snapshot()).toEqual({});
+    });
+
+    test.each(NOT_POSITIVE_INTS)("refuses ttlMs %s with a RangeError before touching the database", async (ttl) => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      const before = await snapshot();
+      await expect(store.claim("job-1", "A", T, ttl as number)).rejects.toThrow(RangeError);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test.each([["", "an empty owner"], [7, "a non-string owner"]])("refuses owner %j (%s) with a RangeError", async (owner, _why) => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      const before = await snapshot();
+      await expect(store.claim("job-1", owner as string, T, TTL)).rejects.toThrow(InvalidArgument);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test("refuses a negative or fractional now", async () => {
+      const { store } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      await expect(store.claim("job-1", "A", -1, TTL)).rejects.toThrow(RangeError);
+      await expect(store.claim("job-1", "A", 1.5, TTL)).rejects.toThrow(RangeError);
+      expect((await store.state("job-1"))?.fence).toBe(0);
+    });
+  });
+
+  /** A store holding one job leased by A with fence 1 until T + TTL, and a bystander leased by A too. */
+  async function leasedByA() {
+    const fresh = await freshStore();
+    await fresh.store.enqueue("job-1", { now: T });
+    await fresh.store.enqueue("bystander", { now: T });
+    expect(await fresh.store.claim("job-1", "A", T, TTL)).toBe(1);
+    expect(await fresh.store.claim("bystander", "A", T, TTL)).toBe(1);
+    return { ...fresh, before: await fresh.snapshot() };
+  }
+
+  describe("renew", () => {
+    test("extends the current lease to now + ttl and touches nothing else", async () => {
+      const { store, snapshot, before } = await leasedByA();
+      expect(await store.renew("job-1", "A", 1, T + TTL - 1, 5_000)).toBe(true);
+      const after = await snapshot();
+      expect(after["job-1"]).toEqual({ ...before["job-1"], until: T + TTL - 1 + 5_000, updated_at: T + TTL - 1 });
+      expect(after.bystander).toEqual(before.bystander);
+    });
+
+    test("cannot revive a lease that expired at now == until", async () => {
+      const { store, snapshot, before } = await leasedByA();
+      expect(await store.renew("job-1", "A", 1, T + TTL, TTL)).toBe(false);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test.each([
+      ["another owner", "B", 1],
+      ["a fence from the future (fence + 1)", "A", 2],
+    ])("refuses %s and changes nothing", async (_, owner, fence) => {
+      const { store, snapshot, before } = await leasedByA();
+      expect(await store.renew("job-1", owner, fence, T + 1, TTL)).toBe(false);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test("refuses the fence before the current one after a takeover", async () => {
+      const { store, snapshot } = await leasedByA();
+      expect(await store.claim("job-1", "A", T + TTL, TTL)).toBe(2);
+      const before = await snapshot();
+      expect(await store.renew("job-1", "A", 1, T + TTL + 1, TTL)).toBe(false);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test("refuses a done job, a released lease and an unknown id", async () => {
+      const { store, snapshot } = await leasedByA();
+      await store.complete("bystander", "A", 1, T + 1, "ok");
+      await store.release("job-1", "A", 1, T + 1);
+      const before = await snapshot();
+      expect(await store.renew("bystander", "A", 1, T + 2, TTL)).toBe(false);
+      expect(await store.renew("job-1", "A", 1, T + 2, TTL)).toBe(false);
+      expect(await store.renew("nope", "A", 1, T + 2, TTL)).toBe(false);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test.each(NOT_POSITIVE_INTS)("refuses ttlMs %s with a RangeError and changes nothing", async (ttl) => {
+      const { store, snapshot, before } = await leasedByA();
+      await expect(store.renew("job-1", "A", 1, T + 1, ttl as number)).rejects.toThrow(RangeError);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test.each(NOT_POSITIVE_INTS)("refuses fence %s with a RangeError and changes nothing", async (fence) => {
+      const { store, snapshot, before } = await leasedByA();
+      await expect(store.renew("job-1", "A", fence as number, T + 1, TTL)).rejects.toThrow(RangeError);
+      expect(await snapshot()).toEqual(before);
+    });
+  });
+
+  describe("complete", () => {
+    test("stores the result of the current lease and marks the job done", async () => {
+      const { store, snapshot, before } = await leasedByA();
+      expect(await store.complete("job-1", "A", 1, T + TTL - 1, "result of A")).toBe(true);
+      const after = await snapshot();
+      expect(after["job-1"]).toEqual({ ...before["job-1"], result: "result of A", done: 1, updated_at: T + TTL - 1 });
+      expect(after.bystander).toEqual(before.bystander);
+    });
+
+    test("stores an empty string as a result", async () => {
+      const { store } = await leasedByA();
+      expect(await store.complete("job-1", "A", 1, T + 1, "")).toBe(true);
+      expect(await store.state("job-1")).toMatchObject({ result: "", done: true });
+    });
+
+    test("refuses a completion at now == until and keeps the job open", async () => {
+      const { store, snapshot, before } = await leasedByA();
+      expect(await store.complete("job-1", "A", 1, T + TTL, "late")).toBe(false);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test.each([
+      ["another owner", "B", 1],
+      ["a fence from the future (fence + 1)", "A", 2],
+    ])("refuses %s and changes nothing", async (_, owner, fence) => {
+      const { store, snapshot, before } = await leasedByA();
+      expect(await store.complete("job-1", owner, fence, T + 1, "forged")).toBe(false);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test("refuses a second completion and keeps the first result", async () => {
+      const { store, snapshot } = await leasedByA();
+      expect(await store.complete("job-1", "A", 1, T + 1, "first")).toBe(true);
+      const before = await snapshot();
+      expect(await store.complete("job-1", "A", 1, T + 2, "second")).toBe(false);
+      expect(await snapshot()).toEqual(before);
+      expect((await store.state("job-1"))?.result).toBe("first");
+    });
+
+    test("refuses an unknown id and creates nothing", async () => {
+      const { store, snapshot, before } = await leasedByA();
+      expect(await store.complete("nope", "A", 1, T + 1, "x")).toBe(false);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test.each([[42], [null], [undefined], [{ ok: true }]])("refuses result %j: it must be a string", async (result) => {
+      const { store, snapshot, before } = await leasedByA();
+      await expect(store.complete("job-1", "A", 1, T + 1, result as unknown as string)).rejects.toThrow(RangeError);
+      expect(await snapshot()).toEqual(before);
+    });
+  });
+
+  describe("release", () => {
+    test("gives the lease back: owner NULL, until 0, the fence kept", async () => {
+      const { store, snapshot, before } = await leasedByA();
+      expect(await store.release("job-1", "A", 1, T + 5)).toBe(true);
+      const after = await snapshot();
+      expect(after["job-1"]).toEqual({ ...before["job-1"], owner: null, until: 0, fence: 1, updated_at: T + 5 });
+      expect(after.bystander).toEqual(before.bystander);
+    });
+
+    test("makes the job claimable at once, with a fence above the released one", async () => {
+      const { store } = await leasedByA();
+      await store.release("job-1", "A", 1, T + 5);
+      expect(await store.claim("job-1", "B", T + 6, TTL)).toBe(2);
+    });
+
+    test("still works after the lease expired, while nobody else has claimed the job", async () => {
+      const { store } = await leasedByA();
+      expect(await store.release("job-1", "A", 1, T + TTL + 1)).toBe(true);
+      expect(await store.state("job-1")).toMatchObject({ owner: null, until: 0, fence: 1 });
+    });
+
+    test("refuses another owner, fence - 1, fence + 1, a done job, a second release and an unknown id", async () => {
+      const { store, snapshot } = await leasedByA();
+      expect(await store.claim("job-1", "A", T + TTL, TTL)).toBe(2); // A's own takeover: fence 2
+      await store.complete("bystander", "A", 1, T + 1, "ok");
+      const before = await snapshot();
+      expect(await store.release("job-1", "B", 2, T + TTL + 1)).toBe(false);
+      expect(await store.release("job-1", "A", 1, T + TTL + 1)).toBe(false);
+      expect(await store.release("job-1", "A", 3, T + TTL + 1)).toBe(false);
+      expect(await store.release("bystander", "A", 1, T + TTL + 1)).toBe(false);
+      expect(await store.release("nope", "A", 1, T + TTL + 1)).toBe(false);
+      expect(await snapshot()).toEqual(before);
+      expect(await store.release("job-1", "A", 2, T + TTL + 1)).toBe(true);
+      const released = await snapshot();
+      expect(await store.release("job-1", "A", 2, T + TTL + 2)).toBe(false);
+      expect(await snapshot()).toEqual(released);
+    });
+  });
+
+  describe("claimNext", () => {
+    test("takes the highest priority first, then the job due longest, then the oldest", async () => {
+      const { store } = await freshStore();
+      await store.enqueue("low", { priority: 0, runAt: T - 100, now: T - 100 });
+      await store.enqueue("high-due-later", { priority: 5, runAt: T - 10, now: T - 300 });
+      await store.enqueue("high-due-first", { priority: 5, runAt: T - 20, now: T - 200 });
+      await store.enqueue("high-same-due-newer", { priority: 5, runAt: T - 10, now: T - 250 });
+      const leases = await store.claimNext("default", "A", T, TTL, 10);
+      expect(leases.map((lease) => lease.job.id)).toEqual(["high-due-first", "high-due-later", "high-same-due-newer", "low"]);
+    });
+
+    test("answers in claim order whatever order the ids sort in, ties broken by the oldest, then by id", async () => {
+      const { store } = await freshStore();
+      await store.enqueue("a-lowest", { priority: 0, runAt: T - 100, now: T - 100 });
+      await store.enqueue("b-due-last", { priority: 5, runAt: T - 5, now: T - 300 });
+      await store.enqueue("c-newer", { priority: 5, runAt: T - 10, now: T - 50 });
+      await store.enqueue("d-older", { priority: 5, runAt: T - 10, now: T - 100 });
+      await store.enqueue("e-twin-1", { priority: 1, runAt: T - 10, now: T - 10 });
+      await store.enqueue("e-twin-2", { priority: 1, runAt: T - 10, now: T - 10 });
+      const leases = await store.claimNext("default", "A", T, TTL, 10);
+      expect(leases.map((lease) => lease.job.id)).toEqual(["d-older", "c-newer", "b-due-last", "e-twin-1", "e-twin-2", "a-lowest"]);
+    });
+
+    test("answers each lease with its fence and until, and writes them", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("job-1", { payload: { n: 1 }, now: T });
+      const [lease] = await store.claimNext("default", "A", T, TTL);
+      expect(lease).toEqual({ fence: 1, until: T + TTL, job: expect.objectContaining({ id: "job-1", owner: "A", fence: 1, attempts: 1, payload: { n: 1 } }) });
+      expect((await snapshot())["job-1"]).toMatchObject({ owner: "A", until: T + TTL, fence: 1, attempts: 1 });
+    });
+
+    test("skips done, leased, not yet due and other queues' jobs, and takes expired leases", async () => {
+      const { store, snapshot } = await freshStore();
+      for (const id of ["done", "leased", "expired", "free"]) await store.enqueue(id, { now: T });
+      await store.enqueue("scheduled", { runAt: T + 1, now: T });
+      await store.enqueue("elsewhere", { queue: "other", now: T });
+      await store.claim("done", "X", T, TTL);
+      await store.complete("done", "X", 1, T, "ok");
+      await store.claim("leased", "X", T, TTL);
+      await store.claim("expired", "X", T - TTL, TTL); // until == T
+      const untouched = await snapshot();
+      const leases = await store.claimNext("default", "A", T, TTL, 100);
+      expect(leases.map((lease) => lease.job.id).sort()).toEqual(["expired", "free"]);
+      expect(leases.find((lease) => lease.job.id === "expired")?.fence).toBe(2);
+      const after = await snapshot();
+      for (const id of ["done", "leased", "scheduled", "elsewhere"]) expect(after[id]).toEqual(untouched[id]);
+    });
+
+    test("takes no more than limit, and never the same job twice in a row", async () => {
+      const { store } = await freshStore();
+      for (let i = 0; i < 5; i++) await store.enqueue(`job-${i}`, { now: T + i });
+      const first = await store.claimNext("default", "A", T + 10, TTL, 2);
+      const second = await store.claimNext("default", "B", T + 10, TTL, 2);
+      expect(first.map((lease) => lease.job.id)).toEqual(["job-0", "job-1"]);
+      expect(second.map((lease) => lease.job.id)).toEqual(["job-2", "job-3"]);
+    });
+
+    test("answers an empty list when nothing is due", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("later", { runAt: T + 1, now: T });
+      const before = await snapshot();
+      expect(await store.claimNext("default", "A", T, TTL)).toEqual([]);
+      expect(await store.claimNext("empty", "A", T, TTL)).toEqual([]);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test.each([[0], [-1], [1.5], ["2"]])("refuses limit %j with a RangeError", async (limit) => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      const before = await snapshot();
+      await expect(store.claimNext("default", "A", T, TTL, limit as number)).rejects.toThrow(RangeError);
+      expect(await snapshot()).toEqual(before);
+    });
+  });
+
+  describe("refusals", () => {
+    // Each row: the call, and the message it must be refused with. The message
+    // names the argument and shows the value (a string quoted), for a person to read.
+    const cases: [string, (store: LeaseStore) => Promise<unknown>, string][] = [
+      ["enqueue id", (s) => s.enqueue("", { now: T }), 'id must be a non-empty string, got ""'],
+      ["enqueue queue", (s) => s.enqueue("job-2", { queue: "", now: T }), 'queue must be a non-empty string, got ""'],
+      ["enqueue payload", (s) => s.enqueue("job-2", { payload: Symbol("x"), now: T }), "payload must be a JSON value, got Symbol(x)"],
+      ["enqueue payload with a bigint", (s) => s.enqueue("job-2", { payload: 1n, now: T }), "payload must be a JSON value: Do not know how to serialize a BigInt"],
+      ["enqueue priority", (s) => s.enqueue("job-2", { priority: 1.5, now: T }), "priority must be a safe integer, got 1.5"],
+      ["enqueue runAt", (s) => s.enqueue("job-2", { runAt: -1, now: T }), "runAt must be integer milliseconds since the epoch, got -1"],
+      ["enqueue maxAttempts", (s) => s.enqueue("job-2", { maxAttempts: 0, now: T }), "maxAttempts must be a positive safe integer, got 0"],
+      ["enqueue now", (s) => s.enqueue("job-2", { now: "1000" as unknown as number }), 'now must be integer milliseconds since the epoch, got "1000"'],
+      ["state id", (s) => s.state(""), 'id must be a non-empty string, got ""'],
+      ["claim id", (s) => s.claim("", "B", T, TTL), 'id must be a non-empty string, got ""'],
+      ["claim owner", (s) => s.claim("job-1", 7 as unknown as string, T, TTL), "owner must be a non-empty string, got 7"],
+      ["claim now", (s) => s.claim("job-1", "B", Number.NaN, TTL), "now must be integer milliseconds since the epoch, got NaN"],
+      ["claim ttlMs", (s) => s.claim("job-1", "B", T, 0), "ttlMs must be a positive safe integer, got 0"],
+      ["claimNext queue", (s) => s.claimNext("", "B", T, TTL), 'queue must be a non-empty string, got ""'],
+      ["claimNext owner", (s) => s.claimNext("default", "", T, TTL), 'owner must be a non-empty string, got ""'],
+      ["claimNext now", (s) => s.claimNext("default", "B", -1, TTL), "now must be integer milliseconds since the epoch, got -1"],
+      ["claimNext ttlMs", (s) => s.claimNext("default", "B", T, -1), "ttlMs must be a positive safe integer, got -1"],
+      ["claimNext limit", (s) => s.claimNext("default", "B", T, TTL, 0), "limit must be a positive safe integer, got 0"],
+      ["renew id", (s) => s.renew("", "A", 1, T, TTL), 'id must be a non-empty string, got ""'],
+      ["renew owner", (s) => s.renew("job-1", "", 1, T, TTL), 'owner must be a non-empty string, got ""'],
+      ["renew fence", (s) => s.renew("job-1", "A", 0, T, TTL), "fence must be a positive safe integer, got 0"],
+      ["renew now", (s) => s.renew("job-1", "A", 1, -1, TTL), "now must be integer milliseconds since the epoch, got -1"],
+      ["renew ttlMs", (s) => s.renew("job-1", "A", 1, T, 0), "ttlMs must be a positive safe integer, got 0"],
+      ["complete id", (s) => s.complete("", "A", 1, T, "x"), 'id must be a non-empty string, got ""'],
+      ["complete owner", (s) => s.complete("job-1", "", 1, T, "x"), 'owner must be a non-empty string, got ""'],
+      ["complete fence", (s) => s.complete("job-1", "A", 0, T, "x"), "fence must be a positive safe integer, got 0"],
+      ["complete now", (s) => s.complete("job-1", "A", 1, -1, "x"), "now must be integer milliseconds since the epoch, got -1"],
+      ["complete result", (s) => s.complete("job-1", "A", 1, T, 42 as unknown as string), "result must be a string, got 42"],
+      ["release id", (s) => s.release("", "A", 1, T), 'id must be a non-empty string, got ""'],
+      ["release owner", (s) => s.release("job-1", "", 1, T), 'owner must be a non-empty string, got ""'],
+      ["release fence", (s) => s.release("job-1", "A", 0, T), "fence must be a positive safe integer, got 0"],
+      ["release now", (s) => s.release("job-1", "A", 1, -1), "now must be integer milliseconds since the epoch, got -1"],
+    ];
+
+    test.each(cases)("%s: a bad value is refused with a message naming it, and nothing changes", async (_, call, message) => {
+      const { store, snapshot, before } = await leasedByA();
+      await expect(call(store)).rejects.toMatchObject({ name: "InvalidArgument", code: "invalid_request", message });
+      expect(await snapshot()).toEqual(before);
+    });
+  });
+
+
+  // The twins of the note's verbs that the HTTP API uses: the same statements,
+  // read back in the same batch, so they answer the job or say why they refused.
+  describe("enqueueJob and getJob", () => {
+    test("enqueueJob answers created and the new job; an existing id answers the job unchanged", async () => {
+      const { store, snapshot, before } = await leasedByA();
+      const fresh = await store.enqueueJob("job-2", { now: T + 1 });
+      expect(fresh).toEqual({ created: true, job: expect.objectContaining({ id: "job-2", owner: null, fence: 0, createdAt: T + 1 }) });
+      const again = await store.enqueueJob("job-1", { priority: 9, now: T + 2 });
+      expect(again).toEqual({ created: false, job: expect.objectContaining({ id: "job-1", owner: "A", fence: 1, priority: 0 }) });
+      expect(await snapshot()).toEqual({ ...before, "job-2": expect.objectContaining({ fence: 0 }) });
+    });
+
+    test("getJob answers the job, and throws NotFound for an unknown id", async () => {
+      const { store } = await leasedByA();
+      expect(await store.getJob("job-1")).toMatchObject({ id: "job-1", owner: "A", fence: 1 });
+      await expect(store.getJob("nope")).rejects.toMatchObject({ name: "NotFound", code: "not_found", id: "nope" });
+      await expect(store.getJob("nope")).rejects.toBeInstanceOf(NotFound);
+    });
+  });
+
+  describe("claimJob", () => {
+    test("answers the lease taken: fence, until and the job as now held", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      const lease = await store.claimJob("job-1", "A", T + 5, TTL);
+      expect(lease).toEqual({ fence: 1, until: T + 5 + TTL, job: expect.objectContaining({ owner: "A", fence: 1, until: T + 5 + TTL }) });
+      expect((await snapshot())["job-1"]).toMatchObject({ owner: "A", fence: 1, until: T + 5 + TTL });
+    });
+
+    test("throws NotClaimable leased while another lease holds the job, and changes nothing", async () => {
+      const { store, snapshot, before } = await leasedByA();
+      const refused = store.claimJob("job-1", "B", T + TTL - 1, TTL);
+      await expect(refused).rejects.toBeInstanceOf(NotClaimable);
+      await expect(refused).rejects.toMatchObject({ code: "not_claimable", reason: "leased", id: "job-1" });
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test("throws NotClaimable done for a done job, and NotFound for an unknown id without creating it", async () => {
+      const { store, snapshot } = await leasedByA();
+      await store.complete("job-1", "A", 1, T + 1, "ok");
+      const before = await snapshot();
+      await expect(store.claimJob("job-1", "B", T + 10 * TTL, TTL)).rejects.toMatchObject({ code: "not_claimable", reason: "done" });
+      await expect(store.claimJob("nope", "B", T, TTL)).rejects.toBeInstanceOf(NotFound);
+      expect(await snapshot()).toEqual(before);
+    });
+  });
+
+  describe("renewLease, completeJob and releaseLease", () => {
+    test("renewLease answers the new until; a superseded fence throws LeaseLost naming the current fence", async () => {
+      const { store, snapshot } = await leasedByA();
+      expect(await store.renewLease("job-1", "A", 1, T + 1, 5_000)).toBe(T + 1 + 5_000);
+      expect(await store.claim("job-1", "B", T + 1 + 5_000, TTL)).toBe(2);
+      const before = await snapshot();
+      const refused = store.renewLease("job-1", "A", 1, T + 6_000, TTL);
+      await expect(refused).rejects.toBeInstanceOf(LeaseLost);
+      await expect(refused).rejects.toMatchObject({ code: "stale_lease", reason: "superseded", currentFence: 2 });
+      await expect(store.renewLease("nope", "A", 1, T + 6_000, TTL)).rejects.toBeInstanceOf(NotFound);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test("completeJob answers the done job, and again for the same completion sent twice", async () => {
+      const { store, snapshot } = await leasedByA();
+      expect(await store.completeJob("job-1", "A", 1, T + 1, "r")).toMatchObject({ done: true, result: "r", owner: "A", fence: 1 });
+      const done = await snapshot();
+      expect(await store.completeJob("job-1", "A", 1, T + 2, "r")).toMatchObject({ done: true, result: "r", updatedAt: T + 1 });
+      expect(await snapshot()).toEqual(done);
+    });
+
+    test.each([
+      ["another result", "A", 1, "other", "done"],
+      ["another owner", "B", 1, "r", "not_owner"],
+      ["another fence", "A", 2, "r", "not_owner"],
+    ])("completeJob on a done job with %s throws LeaseLost and keeps the first result", async (_, owner, fence, result, reason) => {
+      const { store, snapshot } = await leasedByA();
+      await store.completeJob("job-1", "A", 1, T + 1, "r");
+      const before = await snapshot();
+      await expect(store.completeJob("job-1", owner, fence, T + 2, result)).rejects.toMatchObject({ code: "stale_lease", reason });
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test("completeJob on an expired lease throws LeaseLost expired and leaves the job open; an unknown id throws NotFound", async () => {
+      const { store, snapshot, before } = await leasedByA();
+      await expect(store.completeJob("job-1", "A", 1, T + TTL, "late")).rejects.toMatchObject({ reason: "expired", currentFence: 1 });
+      await expect(store.completeJob("nope", "A", 1, T + 1, "x")).rejects.toBeInstanceOf(NotFound);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test("releaseLease answers the released job with its fence kept; another owner throws LeaseLost not_owner", async () => {
+      const { store, snapshot } = await leasedByA();
+      await expect(store.releaseLease("job-1", "B", 1, T + 1)).rejects.toMatchObject({ code: "stale_lease", reason: "not_owner" });
+      expect(await store.releaseLease("job-1", "A", 1, T + 2)).toMatchObject({ owner: null, until: 0, fence: 1, updatedAt: T + 2 });
+      expect((await snapshot())["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, updated_at: T + 2 });
+    });
+  });
+
+  describe("reclaimExpired", () => {
+    test("clears the owner of every lease expired at now (now == until included), keeps fences, and answers how many", async () => {
+      const { store, snapshot } = await freshStore();
+      for (const id of ["expired", "at-until", "held", "done", "free"]) await store.enqueue(id, { now: T });
+      await store.claim("expired", "A", T - 2 * TTL, TTL);
+      await store.claim("at-until", "A", T - TTL, TTL); // until == T
+      await store.claim("held", "A", T - TTL + 1, TTL);
+      await store.claim("done", "A", T - 2 * TTL, TTL);
+      await store.complete("done", "A", 1, T - 2 * TTL, "ok");
+      const before = await snapshot();
+      expect(await store.reclaimExpired(T)).toBe(2);
+      const after = await snapshot();
+      expect(after.expired).toEqual({ ...before.expired, owner: null, until: 0, fence: 1, updated_at: T });
+      expect(after["at-until"]).toEqual({ ...before["at-until"], owner: null, until: 0, fence: 1, updated_at: T });
+      for (const id of ["held", "done", "free"]) expect(after[id]).toEqual(before[id]);
+      expect(await store.reclaimExpired(T)).toBe(0);
+    });
+
+    test("refuses a bad now by name", async () => {
+      const { store, snapshot, before } = await leasedByA();
+      await expect(store.reclaimExpired(-1)).rejects.toMatchObject({ message: "now must be integer milliseconds since the epoch, got -1" });
+      expect(await snapshot()).toEqual(before);
+    });
+  });
+
+  describe("ping", () => {
+    test("answers while the database does", async () => {
+      const { store } = await freshStore();
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+  });
+
+  describe("the design note's story", () => {
+    // The design note's story: A takes the job and stalls; its lease expires; B
+    // takes the job and completes it; A comes back late and every write it tries
+    // is refused, so B's result stays.
+    test("a worker that stalled past its lease cannot overwrite the newer worker's result", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("invoice-42", { now: T });
+
+      const fenceA = await store.claim("invoice-42", "A", T, TTL);
+      expect(fenceA).toBe(1);
+
+      const fenceB = await store.claim("invoice-42", "B", T + TTL, TTL);
+      expect(fenceB).toBe(2);
+      expect(await store.complete("invoice-42", "B", 2, T + TTL + 10, "paid by B")).toBe(true);
+      const settled = await snapshot();
+
+      const late = T + TTL + 20;
+      expect(await store.renew("invoice-42", "A", 1, late, TTL)).toBe(false);
+      expect(await store.complete("invoice-42", "A", 1, late, "paid by A")).toBe(false);
+      expect(await store.release("invoice-42", "A", 1, late)).toBe(false);
+      // Even borrowing B's name with its old fence, or B's fence with its own name, gets nowhere.
+      expect(await store.complete("invoice-42", "A", 2, late, "paid by A")).toBe(false);
+      expect(await store.complete("invoice-42", "B", 1, late, "paid by A")).toBe(false);
+
+      expect(await snapshot()).toEqual(settled);
+      expect(await store.state("invoice-42")).toMatchObject({ owner: "B", fence: 2, result: "paid by B", done: true });
+    });
+  });
+
+  describe("fences", () => {
+    test("a deleted and re-enqueued id starts above every fence it ever had", async () => {
+      const { store, exec } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      await store.claim("job-1", "A", T, TTL);
+      await store.claim("job-1", "B", T + TTL, TTL); // fence 2
+      await exec("DELETE FROM jobs WHERE id = 'job-1'");
+      expect(await store.enqueue("job-1", { now: T + 2 * TTL })).toBe(true);
+      expect(await store.state("job-1")).toMatchObject({ fence: 2, owner: null, done: false });
+      expect(await store.complete("job-1", "B", 2, T + 2 * TTL, "stale")).toBe(false);
+      expect(await store.claim("job-1", "C", T + 2 * TTL, TTL)).toBe(3);
+
+      await exec("DELETE FROM jobs WHERE id = 'job-1'");
+      await store.enqueue("job-1", { now: T + 3 * TTL });
+      expect(await store.claim("job-1", "D", T + 3 * TTL, TTL)).toBe(4);
+    });
+
+    test("the database itself refuses to lower a fence, whoever writes", async () => {
+      const { store, exec, snapshot } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      await store.claim("job-1", "A", T, TTL);
+      const before = await snapshot();
+      await expect(exec("UPDATE jobs SET fence = 0 WHERE id = 'job-1'")).rejects.toThrow(/a fence may only grow/);
+      expect(await snapshot()).toEqual(before);
+    });
+  });
+}
