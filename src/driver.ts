@@ -30,14 +30,31 @@ export function storageError(error: unknown): unknown {
   return TRANSIENT.test(described) ? new StorageUnavailable(error) : error;
 }
 
+/** Options of the libSQL driver. */
+export type LibsqlDriverOptions = {
+  /**
+   * Run after a local statement failed with SQLITE_BUSY; default
+   * `client.reconnect()` for a `file:` client. libSQL leaves a statement that
+   * failed with SQLITE_BUSY "in progress" until it is garbage-collected, and
+   * until then every transaction on that connection fails to commit; a new
+   * connection is the sure way out.
+   */
+  afterBusy?: () => Promise<void>;
+};
+
 /** A driver over an `@libsql/client` Client: a local file, sqld or Turso. */
-export function libsqlDriver(client: Client): Driver {
+export function libsqlDriver(client: Client, options: LibsqlDriverOptions = {}): Driver {
+  const afterBusy = options.afterBusy ?? (client.protocol === "file" ? () => client.reconnect() : undefined);
+  async function failure(error: unknown): Promise<unknown> {
+    if (afterBusy && /SQLITE_BUSY/.test(String((error as { code?: string })?.code))) await afterBusy();
+    return storageError(error);
+  }
   return {
     async run(statement) {
       try {
         return (await client.execute(statement)).rows as unknown as Row[];
       } catch (error) {
-        throw storageError(error);
+        throw await failure(error);
       }
     },
     async batch(statements) {
@@ -45,7 +62,7 @@ export function libsqlDriver(client: Client): Driver {
         const results = await client.batch(statements, "write");
         return results.map((result) => result.rows as unknown as Row[]);
       } catch (error) {
-        throw storageError(error);
+        throw await failure(error);
       }
     },
     close() {

@@ -1,7 +1,7 @@
 // fencelease: leases with fencing tokens, so a stale worker never overwrites a newer result.
 export { claimMany } from "./claim-many.ts";
 export { d1Driver } from "./d1-driver.ts";
-export { type Driver, libsqlDriver, type Row, type Statement } from "./driver.ts";
+export { type Driver, libsqlDriver, type LibsqlDriverOptions, type Row, type Statement } from "./driver.ts";
 export {
   InvalidArgument,
   LeaseLost,
@@ -17,6 +17,6 @@ export { DEFAULT_LIMITS, type Limits } from "./http/schemas.ts";
 export type { Job } from "./job.ts";
 export { type Migration, migrate } from "./migrate.ts";
 export { MIGRATIONS_DIR, readMigrations } from "./migrations-dir.ts";
-export { BUSY_TIMEOUT_MS, connect, type OpenOptions, openStore } from "./open.ts";
+export { BUSY_TIMEOUT_MS, connect, type OpenOptions, openStore, reconnect } from "./open.ts";
 export { type RunningServer, type ServerConfig, serverConfigFromEnv, startServer } from "./server.ts";
 export { type EnqueueOptions, type Lease, LeaseStore } from "./store.ts";

@@ -44,7 +44,8 @@ export async function openStore(options: OpenOptions): Promise<LeaseStore> {
     if (!("client" in options)) client.close();
     throw error;
   }
-  return new LeaseStore(libsqlDriver(client));
+  const ours = !("client" in options) && client.protocol === "file";
+  return new LeaseStore(libsqlDriver(client, ours ? { afterBusy: () => reconnect(client) } : {}));
 }
 
 /**
@@ -61,16 +62,27 @@ export async function connect(url: string, options: { authToken?: string; busyTi
   // per-connection PRAGMA below. One connection carries every setting.
   const client = createClient({ url, concurrency: 1, timeout: options.busyTimeoutMs ?? BUSY_TIMEOUT_MS });
   try {
-    // WAL lets readers run beside the writer and is kept in the file itself.
-    await client.execute("PRAGMA journal_mode = WAL");
-    // NORMAL under WAL: a commit survives a process crash; only a power cut can
-    // lose the last few, and never corrupts the file.
-    await client.execute("PRAGMA synchronous = NORMAL");
+    await applySettings(client);
   } catch (error) {
     client.close();
     throw error;
   }
   return client;
+}
+
+/** The settings each new connection needs; the busy timeout comes with the client's `timeout`. */
+async function applySettings(client: Client): Promise<void> {
+  // WAL lets readers run beside the writer and is kept in the file itself.
+  await client.execute("PRAGMA journal_mode = WAL");
+  // NORMAL under WAL: a commit survives a process crash; only a power cut can
+  // lose the last few, and never corrupts the file.
+  await client.execute("PRAGMA synchronous = NORMAL");
+}
+
+/** reconnect replaces a local client's connection with a new one that has every setting of `connect`. */
+export async function reconnect(client: Client): Promise<void> {
+  await client.reconnect();
+  await applySettings(client);
 }
 
 /** The file path of a local database URL, or undefined for a remote one. */

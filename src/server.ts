@@ -13,6 +13,8 @@ export type ServerConfig = {
   /** Default `file:./data/fencelease.db`. */
   databaseUrl: string;
   databaseAuthToken?: string;
+  /** How long a write waits for the database's lock before answering 503; default BUSY_TIMEOUT_MS. */
+  busyTimeoutMs?: number;
   auth: Auth;
   log?: (line: string) => void;
   /** The server's clock; only tests replace it. */
@@ -48,7 +50,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   if (config.auth !== "off" && config.auth.tokens.length === 0) {
     throw new Error("set FENCELEASE_TOKENS (one token or a comma-separated list), or FENCELEASE_AUTH=off for local development");
   }
-  const store = await openStore({ url: config.databaseUrl, authToken: config.databaseAuthToken });
+  const store = await openStore({ url: config.databaseUrl, authToken: config.databaseAuthToken, busyTimeoutMs: config.busyTimeoutMs });
   const app = createApp({ store, auth: config.auth, log: config.log, clock: config.clock });
   const { server, address } = await new Promise<{ server: ReturnType<typeof serve>; address: AddressInfo }>((resolve) => {
     const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (address) => resolve({ server, address }));

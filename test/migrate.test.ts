@@ -1,6 +1,6 @@
 import { type Client, createClient } from "@libsql/client";
 import { describe, expect, test } from "vitest";
-import { BUSY_TIMEOUT_MS, connect, migrate, openStore, readMigrations } from "../src/index.ts";
+import { BUSY_TIMEOUT_MS, connect, migrate, openStore, readMigrations, reconnect } from "../src/index.ts";
 import { freshDir, freshStore, freshUrl } from "./fresh-db.ts";
 
 const T = 1_000_000;
@@ -111,6 +111,16 @@ describe("connection settings of a file database", () => {
       expect(await pragma(client, "busy_timeout").catch((error: Error) => error.message)).toMatch(/open transaction/);
     } finally {
       tx.close();
+      client.close();
+    }
+  });
+
+  test("reconnect, used after SQLITE_BUSY, gives the new connection every setting again", async () => {
+    const client = await connect(freshUrl(), { busyTimeoutMs: 1234 });
+    try {
+      await reconnect(client);
+      expect([await pragma(client, "journal_mode"), await pragma(client, "synchronous"), await pragma(client, "busy_timeout")]).toEqual(["wal", 1, 1234]);
+    } finally {
       client.close();
     }
   });

@@ -1,6 +1,8 @@
+import { createClient } from "@libsql/client";
 import { describe, expect, test } from "vitest";
+import { openStore, StorageUnavailable } from "../src/index.ts";
 import { storeContract } from "./contract/store.contract.ts";
-import { freshStore } from "./fresh-db.ts";
+import { freshStore, freshUrl } from "./fresh-db.ts";
 
 // The store contract on libSQL over a real file; the same suite runs on D1 in
 // test/worker/store-d1.test.ts. A D1 binding has no connection to close, so
@@ -17,5 +19,26 @@ describe("close", () => {
     await expect(store.state("job-1")).rejects.toThrow();
     await expect(store.ping()).rejects.toThrow(); // so /healthz answers 503
     expect(await snapshot()).toEqual(before);
+  });
+});
+
+describe("a busy database", () => {
+  test("a write that waited out the busy timeout is StorageUnavailable, changes nothing, and the next write works", async () => {
+    const url = freshUrl();
+    const store = await openStore({ url, busyTimeoutMs: 20 });
+    const holder = createClient({ url });
+    try {
+      await store.enqueue("job-1", { now: 1 });
+      const lock = await holder.transaction("write"); // another writer holds the lock past our timeout
+      await expect(store.claimJob("job-1", "A", 1, 1_000)).rejects.toBeInstanceOf(StorageUnavailable);
+      await expect(store.claim("job-1", "A", 1, 1_000)).rejects.toBeInstanceOf(StorageUnavailable);
+      lock.close();
+      // libSQL would leave the failed statements "in progress" and refuse every later commit on that connection.
+      expect(await store.claimJob("job-1", "A", 2, 1_000)).toMatchObject({ fence: 1 });
+      expect(await store.complete("job-1", "A", 1, 3, "done")).toBe(true);
+    } finally {
+      holder.close();
+      store.close();
+    }
   });
 });
