@@ -1,0 +1,68 @@
+import type { ErrorBody } from "../http/errors.ts";
+
+/** Any error the fencelease API answered, or the failure to reach it: carries the server's code and message. */
+export class FenceleaseError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly details: Record<string, unknown> | undefined;
+  constructor(status: number, code: string, message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+}
+
+/** 409 stale_lease: this lease is no longer the current one; do not write its result anywhere. */
+export class LeaseLostError extends FenceleaseError {
+  /** superseded, not_owner, done or expired (the server's reason). */
+  get reason(): string {
+    return String(this.details?.reason ?? "unknown");
+  }
+  /** The job's fence now; a downstream system should refuse anything below it. */
+  get currentFence(): number | undefined {
+    return this.details?.currentFence as number | undefined;
+  }
+}
+
+/** 409 not_claimable: the job is leased by another worker, or done. */
+export class NotClaimableError extends FenceleaseError {
+  /** leased or done. */
+  get reason(): string {
+    return String(this.details?.reason ?? "unknown");
+  }
+}
+
+/** 404 not_found: no job has this id (or 404 route_not_found: the URL is wrong). */
+export class NotFoundError extends FenceleaseError {}
+
+/** 401 unauthorized: a missing or wrong token. */
+export class UnauthorizedError extends FenceleaseError {}
+
+/** 400 invalid_request or 413 payload_too_large: the request breaks a rule; `message` says which. */
+export class InvalidRequestError extends FenceleaseError {}
+
+/** 503, or no answer at all: the server or its database could not be reached, after the retries allowed. */
+export class UnavailableError extends FenceleaseError {}
+
+const BY_CODE: Record<string, typeof FenceleaseError> = {
+  stale_lease: LeaseLostError,
+  not_claimable: NotClaimableError,
+  not_found: NotFoundError,
+  route_not_found: NotFoundError,
+  unauthorized: UnauthorizedError,
+  invalid_request: InvalidRequestError,
+  payload_too_large: InvalidRequestError,
+  unavailable: UnavailableError,
+};
+
+/** The typed error for an error response of the API. */
+export function errorFromResponse(status: number, body: unknown): FenceleaseError {
+  const error = (body as Partial<ErrorBody> | undefined)?.error;
+  if (!error || typeof error.code !== "string") {
+    return new FenceleaseError(status, "unexpected_response", `the server answered ${status} without an error body`);
+  }
+  const Type = BY_CODE[error.code] ?? (status === 503 ? UnavailableError : FenceleaseError);
+  return new Type(status, error.code, error.message, error.details);
+}

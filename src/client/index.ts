@@ -1,0 +1,16 @@
+// fencelease/client: what a worker calls. Runs on fetch alone: Workers, Node >= 20, Deno, Bun, browsers.
+export { claimMany } from "./claim-many.ts";
+export {
+  errorFromResponse,
+  FenceleaseError,
+  InvalidRequestError,
+  LeaseLostError,
+  NotClaimableError,
+  NotFoundError,
+  UnauthorizedError,
+  UnavailableError,
+} from "./errors.ts";
+export { LeaseClient, type LeaseClientOptions } from "./lease-client.ts";
+export { type RetryOptions } from "./retry.ts";
+export type { ClaimNextRequest, ClaimRequest, CompleteRequest, EnqueueRequest, Job, Lease, ReleaseRequest, RenewRequest } from "./types.ts";
+export { type HeldLease, withLease, type WithLeaseOptions } from "./with-lease.ts";

@@ -1,0 +1,110 @@
+import { errorFromResponse, UnavailableError } from "./errors.ts";
+import { delayBefore, neverSent, type RetryOptions, type RetryPolicy, retryPolicy } from "./retry.ts";
+import type { ClaimNextRequest, ClaimRequest, CompleteRequest, EnqueueRequest, Job, Lease, ReleaseRequest, RenewRequest } from "./types.ts";
+
+/** Where the API is and how to reach it. */
+export type LeaseClientOptions = {
+  /** The server, e.g. `http://127.0.0.1:8787` or `https://fencelease.example.workers.dev`. */
+  baseUrl: string;
+  /** A bearer token from the server's FENCELEASE_TOKENS; none for a server with auth off. */
+  token?: string;
+  /** The fetch to use; default the global one (Workers, Node >= 20, Deno, Bun, browsers). */
+  fetch?: typeof fetch;
+  retry?: RetryOptions;
+};
+
+// Whether a call may be sent again after a failure whose outcome is unknown.
+// "always": repeating it is harmless (a read; a renew; a complete, which the
+// server treats as idempotent; an enqueue of the same id). "if-unsent": only
+// when the first attempt is known not to have been applied (a claim, a release).
+type Repeat = "always" | "if-unsent";
+
+/**
+ * LeaseClient calls the fencelease HTTP API, one method per route. A refusal
+ * throws a typed error (LeaseLostError, NotClaimableError, NotFoundError,
+ * UnauthorizedError, InvalidRequestError, UnavailableError).
+ *
+ * @example
+ * const client = new LeaseClient({ baseUrl: "http://127.0.0.1:8787", token: process.env.FENCELEASE_TOKEN });
+ * const { fence } = await client.claim("invoice-42", { owner: "worker-a", ttlMs: 30_000 });
+ */
+export class LeaseClient {
+  readonly #baseUrl: string;
+  readonly #token: string | undefined;
+  readonly #fetch: typeof fetch;
+  readonly #retry: RetryPolicy;
+
+  constructor(options: LeaseClientOptions) {
+    this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.#token = options.token;
+    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.#retry = retryPolicy(options.retry);
+  }
+
+  /** enqueue adds a job; an existing id answers `created: false` with the job unchanged. */
+  enqueue(job: EnqueueRequest): Promise<{ created: boolean; job: Job }> {
+    return this.#call("POST", "/v1/jobs", job, "always");
+  }
+
+  /** get reads a job; NotFoundError if there is none. */
+  get(id: string): Promise<Job> {
+    return this.#call("GET", `/v1/jobs/${encodeURIComponent(id)}`, undefined, "always");
+  }
+
+  /** claim takes the lease of one job: NotClaimableError while another holds it or once it is done. */
+  claim(id: string, request: ClaimRequest): Promise<Lease> {
+    return this.#call("POST", `/v1/jobs/${encodeURIComponent(id)}/claim`, request, "if-unsent");
+  }
+
+  /** claimNext takes the leases of up to `limit` due jobs of a queue; an empty list when none is due. */
+  async claimNext(queue: string, request: ClaimNextRequest): Promise<Lease[]> {
+    const answer = await this.#call<{ leases: Lease[] }>("POST", `/v1/queues/${encodeURIComponent(queue)}/claim`, request, "if-unsent");
+    return answer.leases;
+  }
+
+  /** renew extends the current lease and answers its new end; LeaseLostError if it is not current. */
+  async renew(id: string, request: RenewRequest): Promise<number> {
+    return (await this.#call<{ until: number }>("POST", `/v1/jobs/${encodeURIComponent(id)}/renew`, request, "always")).until;
+  }
+
+  /** complete stores the result of the current lease and answers the done job; LeaseLostError if it is not current. */
+  async complete(id: string, request: CompleteRequest): Promise<Job> {
+    return (await this.#call<{ job: Job }>("POST", `/v1/jobs/${encodeURIComponent(id)}/complete`, request, "always")).job;
+  }
+
+  /** release gives the lease back; LeaseLostError if it is not current. */
+  async release(id: string, request: ReleaseRequest): Promise<Job> {
+    return (await this.#call<{ job: Job }>("POST", `/v1/jobs/${encodeURIComponent(id)}/release`, request, "if-unsent")).job;
+  }
+
+  /** Sends one call, retrying what may be retried, and answers its JSON or throws its typed error. */
+  async #call<T>(method: string, path: string, body: unknown, repeat: Repeat): Promise<T> {
+    const headers: Record<string, string> = {};
+    if (this.#token) headers.Authorization = `Bearer ${this.#token}`;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) };
+
+    for (let attempt = 0; ; attempt++) {
+      const retriesLeft = attempt < this.#retry.retries;
+      let response: Response;
+      try {
+        response = await this.#fetch(`${this.#baseUrl}${path}`, init);
+      } catch (error) {
+        if (retriesLeft && (repeat === "always" || neverSent(error))) {
+          await this.#retry.sleep(delayBefore(attempt, this.#retry, null));
+          continue;
+        }
+        throw new UnavailableError(0, "unreachable", `could not reach ${this.#baseUrl}: ${(error as Error).message}`, undefined, { cause: error });
+      }
+      // A 503 from fencelease means its database refused: nothing was written, so any call may be repeated.
+      if (response.status === 503 && retriesLeft) {
+        await response.body?.cancel();
+        await this.#retry.sleep(delayBefore(attempt, this.#retry, response.headers.get("Retry-After")));
+        continue;
+      }
+      const answer = await response.json().catch(() => undefined);
+      if (!response.ok) throw errorFromResponse(response.status, answer);
+      return answer as T;
+    }
+  }
+}

@@ -1,0 +1,153 @@
+import { LeaseLostError, NotFoundError } from "./errors.ts";
+import type { LeaseClient } from "./lease-client.ts";
+import type { Job, Lease } from "./types.ts";
+
+/** What `fn` is handed: the job, its fence (pass it on to any system you write to), and a signal aborted once the lease is lost. */
+export type HeldLease = { job: Job; fence: number; signal: AbortSignal };
+
+/** How to hold the lease. */
+export type WithLeaseOptions = {
+  owner: string;
+  ttlMs: number;
+  /** How often to renew; default a third of the ttl. */
+  renewEveryMs?: number;
+  /** Abort to stop: fn's signal is aborted and the lease released. */
+  signal?: AbortSignal;
+};
+
+/**
+ * withLease claims a job (by id, or the next due one of `{ queue }`), runs
+ * `fn` while renewing the lease in the background, and completes the job with
+ * what `fn` returns. If `fn` throws, the lease is released and the error
+ * rethrown. If the lease is lost (a renew is refused, or none succeeded before
+ * the lease would expire), `fn`'s signal is aborted at once and the job is
+ * NEVER completed: withLease throws LeaseLostError instead.
+ *
+ * Answers the done job, or null when `{ queue }` had nothing due.
+ *
+ * @example
+ * await withLease(client, { queue: "mail" }, async ({ job, fence, signal }) => {
+ *   await sendMail(job.payload, { idempotencyKey: `${job.id}:${fence}`, signal });
+ *   return { sent: true };
+ * }, { owner: "worker-a", ttlMs: 30_000 });
+ */
+export async function withLease<T>(
+  client: LeaseClient,
+  target: string | { queue: string },
+  fn: (held: HeldLease) => Promise<T>,
+  options: WithLeaseOptions,
+): Promise<Job | null> {
+  const { owner, ttlMs } = options;
+  const claimedAt = Date.now();
+  const lease = await claim(client, target, owner, ttlMs);
+  if (lease === null) return null;
+  const { job, fence } = lease;
+
+  const everyMs = options.renewEveryMs ?? Math.max(1, Math.floor(ttlMs / 3));
+  const heartbeat = new Heartbeat({ client, id: job.id, owner, fence, ttlMs, everyMs }, claimedAt);
+  const stop = () => heartbeat.abort(new Error("stopped by the caller"));
+  options.signal?.addEventListener("abort", stop, { once: true });
+  try {
+    let value: T;
+    try {
+      value = await fn({ job, fence, signal: heartbeat.signal });
+    } catch (error) {
+      heartbeat.stop();
+      if (heartbeat.lost) throw heartbeat.lost;
+      await client.release(job.id, { owner, fence }).catch(() => undefined); // the lease ends by itself anyway
+      throw error;
+    }
+    heartbeat.stop();
+    if (heartbeat.lost) throw heartbeat.lost;
+    if (options.signal?.aborted) {
+      await client.release(job.id, { owner, fence }).catch(() => undefined);
+      throw options.signal.reason;
+    }
+    return await client.complete(job.id, { owner, fence, result: value === undefined ? null : value });
+  } finally {
+    heartbeat.stop();
+    options.signal?.removeEventListener("abort", stop);
+  }
+}
+
+async function claim(client: LeaseClient, target: string | { queue: string }, owner: string, ttlMs: number): Promise<Lease | null> {
+  if (typeof target !== "string") return (await client.claimNext(target.queue, { owner, ttlMs, limit: 1 }))[0] ?? null;
+  return client.claim(target, { owner, ttlMs });
+}
+
+/** The lease a heartbeat keeps alive. */
+type Beat = { client: LeaseClient; id: string; owner: string; fence: number; ttlMs: number; everyMs: number };
+
+/**
+ * Renews a lease every `everyMs`, and aborts its signal when a renew is
+ * refused or when the lease would expire before any renew got through.
+ */
+class Heartbeat {
+  readonly #beat: Beat;
+  readonly #controller = new AbortController();
+  #lost: LeaseLostError | NotFoundError | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #deadline: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
+
+  /** Starts beating for a lease whose claim was sent at `sentAt`. */
+  constructor(beat: Beat, sentAt: number) {
+    this.#beat = beat;
+    this.#expireAt(sentAt + beat.ttlMs);
+    this.#schedule();
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** Why the lease was lost, if it was. */
+  get lost(): LeaseLostError | NotFoundError | undefined {
+    return this.#lost;
+  }
+
+  abort(reason: unknown): void {
+    this.stop();
+    this.#controller.abort(reason);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    clearTimeout(this.#deadline);
+  }
+
+  #schedule(): void {
+    this.#timer = setTimeout(() => void this.#renew(), this.#beat.everyMs);
+  }
+
+  async #renew(): Promise<void> {
+    const { client, id, owner, fence, ttlMs } = this.#beat;
+    const sentAt = Date.now();
+    try {
+      await client.renew(id, { owner, fence, ttlMs });
+      if (this.#stopped) return;
+      // The server's until is at least sentAt + ttl: a deadline of our own clock, free of skew.
+      this.#expireAt(sentAt + ttlMs);
+    } catch (error) {
+      if (this.#stopped) return;
+      if (error instanceof LeaseLostError || error instanceof NotFoundError) return this.#lose(error);
+      // Unreachable or unavailable: keep trying until the deadline says the lease is gone.
+    }
+    this.#schedule();
+  }
+
+  #expireAt(at: number): void {
+    clearTimeout(this.#deadline);
+    this.#deadline = setTimeout(() => {
+      const { id, fence } = this.#beat;
+      const message = `the lease on job ${JSON.stringify(id)} expired before it could be renewed`;
+      this.#lose(new LeaseLostError(409, "stale_lease", message, { reason: "expired", currentFence: fence }));
+    }, Math.max(0, at - Date.now()));
+  }
+
+  #lose(error: LeaseLostError | NotFoundError): void {
+    this.#lost ??= error;
+    this.abort(error);
+  }
+}

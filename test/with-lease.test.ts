@@ -1,0 +1,119 @@
+import { describe, expect, test } from "vitest";
+import { LeaseClient, LeaseLostError, withLease } from "../src/client/index.ts";
+import { startServer } from "../src/index.ts";
+import { freshStore } from "./fresh-db.ts";
+
+const TOKEN = "with-lease-token";
+
+// These tests run on the real clock: heartbeats and expiry are what they are
+// about. Leases are a few hundred ms, so the slowest test takes two seconds.
+
+/** The Node server on a fresh database, and a client whose fetch the test can hold back and count. */
+async function serving() {
+  const fresh = await freshStore();
+  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: fresh.url, auth: { tokens: [TOKEN] } });
+  const traffic = { renews: 0, holdRenewsMs: 0 };
+  const fetchThrough: typeof fetch = async (input, init) => {
+    if (String(input).endsWith("/renew")) {
+      traffic.renews++;
+      if (traffic.holdRenewsMs > 0) await new Promise((resolve) => setTimeout(resolve, traffic.holdRenewsMs)); // the worker is paused
+    }
+    return fetch(input, init);
+  };
+  const client = new LeaseClient({ baseUrl: server.url, token: TOKEN, fetch: fetchThrough, retry: { retries: 0 } });
+  const other = new LeaseClient({ baseUrl: server.url, token: TOKEN });
+  return { ...fresh, client, other, traffic, [Symbol.asyncDispose]: () => server.stop() };
+}
+
+const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("withLease", () => {
+  test("heartbeats keep the lease alive past several ttls, then completes with fn's value and the fence", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    let seen: { fence: number; aborted: boolean } | undefined;
+    const done = await withLease(s.client, "job-1", async ({ fence, signal }) => {
+      await wait(1_800); // three ttls
+      seen = { fence, aborted: signal.aborted };
+      return { rows: 42 };
+    }, { owner: "A", ttlMs: 600 });
+    expect(seen).toEqual({ fence: 1, aborted: false });
+    expect(done).toMatchObject({ id: "job-1", done: true, fence: 1, owner: "A", result: { rows: 42 } });
+    expect(s.traffic.renews).toBeGreaterThanOrEqual(6); // every 200 ms
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: "A", fence: 1, attempts: 1, done: 1, result: '{"rows":42}' });
+  });
+
+  test("a worker paused past its ttl loses the lease: the signal aborts, and its late result is never written", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    s.traffic.holdRenewsMs = 2_000; // from now on no renew gets through in time
+    let abortedWith: unknown;
+    const outcome = withLease(s.client, "job-1", async ({ signal }) => {
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      abortedWith = signal.reason;
+      // B takes the job over once the lease has run out on the server, and finishes it.
+      for (let tries = 0; ; tries++) {
+        try {
+          const { fence } = await s.other.claim("job-1", { owner: "B", ttlMs: 60_000 });
+          await s.other.complete("job-1", { owner: "B", fence, result: "B's result" });
+          break;
+        } catch (error) {
+          if (tries > 50) throw error;
+          await wait(20);
+        }
+      }
+      return "A's late result";
+    }, { owner: "A", ttlMs: 300 });
+
+    const error = await outcome.catch((error) => error);
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect(error.reason).toBe("expired");
+    expect(abortedWith).toBe(error);
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: "B", fence: 2, done: 1, result: '"B\'s result"' });
+  });
+
+  test("a refused renew aborts the signal at once", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    const error = await withLease(s.client, "job-1", async ({ signal }) => {
+      const sql = (await import("@libsql/client")).createClient({ url: s.url });
+      await sql.execute("UPDATE jobs SET owner = 'intruder', fence = fence + 1 WHERE id = 'job-1'"); // someone else's lease now
+      sql.close();
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      return "never stored";
+    }, { owner: "A", ttlMs: 60_000, renewEveryMs: 20 }).catch((error) => error);
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect(error).toMatchObject({ reason: "superseded", currentFence: 2 });
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: "intruder", fence: 2, done: 0, result: null });
+  });
+
+  test("fn throwing releases the lease and rethrows fn's error", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    const boom = new Error("boom");
+    await expect(withLease(s.client, "job-1", async () => { throw boom; }, { owner: "A", ttlMs: 60_000 })).rejects.toBe(boom);
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, done: 0 });
+  });
+
+  test("takes the next due job of a queue, and answers null when none is due", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "low", queue: "q" });
+    await s.client.enqueue({ id: "high", queue: "q", priority: 1 });
+    const done = await withLease(s.client, { queue: "q" }, async ({ job }) => job.id, { owner: "A", ttlMs: 60_000 });
+    expect(done).toMatchObject({ id: "high", done: true, result: "high" });
+    expect(await withLease(s.client, { queue: "empty" }, async () => 1, { owner: "A", ttlMs: 60_000 })).toBeNull();
+  });
+
+  test("the caller's signal stops fn and releases the lease without completing", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    const stop = new AbortController();
+    const outcome = withLease(s.client, "job-1", async ({ signal }) => {
+      stop.abort(new Error("shutting down"));
+      expect(signal.aborted).toBe(true);
+      return "partial";
+    }, { owner: "A", ttlMs: 60_000, signal: stop.signal });
+    await expect(outcome).rejects.toThrow("shutting down");
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, fence: 1, done: 0, result: null });
+  });
+});
