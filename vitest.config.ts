@@ -1,5 +1,13 @@
+import { fileURLToPath } from "node:url";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+
+// The examples import the package by name, as its users do; in the tests that
+// name means the sources here, not the build in dist/.
+const alias = {
+  "fencelease/client": fileURLToPath(new URL("./src/client/index.ts", import.meta.url)),
+  fencelease: fileURLToPath(new URL("./src/index.ts", import.meta.url)),
+};
 
 // Two projects: the Node side (store, HTTP app, Node server, races) on real
 // file databases, and the Worker in the Workers runtime on D1, both from the
@@ -9,6 +17,7 @@ export default defineConfig({
     silent: "passed-only", // the app's request log, shown only for a failing test
     projects: [
       {
+        resolve: { alias },
         test: {
           name: "node",
           include: ["test/**/*.test.ts"],
@@ -28,6 +37,7 @@ export default defineConfig({
             },
           }),
         ],
+        resolve: { alias },
         test: {
           name: "workers",
           include: ["test/worker/**/*.test.ts"],

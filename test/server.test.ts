@@ -81,7 +81,7 @@ describe("the Node server", () => {
   });
 
   test("npm start's entry serves, then stops gracefully on SIGTERM", async () => {
-    const child = spawn(process.execPath, ["src/serve.ts"], {
+    const child = spawn(process.execPath, ["src/cli/main.ts", "serve"], {
       env: { ...process.env, PORT: "0", DATABASE_URL: freshUrl(), FENCELEASE_AUTH: "off", FENCELEASE_TOKENS: "" },
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -1,0 +1,34 @@
+import { FenceleaseError } from "../client/errors.ts";
+
+/** The CLI's exit codes: a script can tell a refusal from a typo from an outage. */
+export const EXIT = {
+  ok: 0,
+  failed: 1,
+  badInput: 2,
+  notFound: 3,
+  refused: 4,
+  unreachable: 5,
+  unauthorized: 6,
+} as const;
+
+/** A mistake in the command line itself, found before anything was sent. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+/** The exit code for an error, and the one line that says what happened. */
+export function exitFor(error: unknown): { code: number; line: string } {
+  if (error instanceof UsageError) return { code: EXIT.badInput, line: `${error.message} (see fencelease --help)` };
+  if (!(error instanceof FenceleaseError)) return { code: EXIT.failed, line: (error as Error)?.message ?? String(error) };
+  const detail = error.details?.reason === undefined ? "" : ` (${error.details.reason})`;
+  const line = `${error.code}${detail}: ${error.message}`;
+  if (error.status === 409) return { code: EXIT.refused, line: `refused, ${line}` };
+  if (error.status === 404) return { code: EXIT.notFound, line };
+  if (error.status === 400 || error.status === 413) return { code: EXIT.badInput, line };
+  if (error.status === 401) return { code: EXIT.unauthorized, line };
+  if (error.status === 503 || error.status === 0) return { code: EXIT.unreachable, line };
+  return { code: EXIT.failed, line };
+}
