@@ -21,8 +21,8 @@ export class NotFound extends Error {
   }
 }
 
-/** Why a job cannot be claimed now: another lease holds it, or it is done. */
-export type NotClaimableReason = "leased" | "done";
+/** Why a job cannot be claimed now: another lease holds it, it is done, or it is dead. */
+export type NotClaimableReason = "leased" | "done" | "dead";
 
 /** The job exists but cannot be claimed now. */
 export class NotClaimable extends Error {
@@ -31,9 +31,11 @@ export class NotClaimable extends Error {
   readonly reason: NotClaimableReason;
   constructor(id: string, reason: NotClaimableReason) {
     super(
-      reason === "done"
-        ? `job ${JSON.stringify(id)} is done and cannot be claimed again`
-        : `job ${JSON.stringify(id)} is leased by another worker; try again after its lease ends`,
+      reason === "leased"
+        ? `job ${JSON.stringify(id)} is leased by another worker; try again after its lease ends`
+        : reason === "dead"
+          ? `job ${JSON.stringify(id)} is dead (its attempts are used up); retry it first`
+          : `job ${JSON.stringify(id)} is done and cannot be claimed again`,
     );
     this.name = "NotClaimable";
     this.id = id;
@@ -69,5 +71,18 @@ export class StorageUnavailable extends Error {
   constructor(cause: unknown) {
     super("the database is unavailable; retry shortly", { cause });
     this.name = "StorageUnavailable";
+  }
+}
+
+/** The job is in a status that does not allow what was asked: retry a job that is not dead, delete a leased one. */
+export class WrongStatus extends Error {
+  readonly code = "conflict";
+  readonly id: string;
+  readonly status: string;
+  constructor(id: string, status: string, message: string) {
+    super(message);
+    this.name = "WrongStatus";
+    this.id = id;
+    this.status = status;
   }
 }

@@ -10,13 +10,16 @@ export {
   type NotClaimableReason,
   NotFound,
   StorageUnavailable,
+  WrongStatus,
 } from "./errors.ts";
 export { type AppOptions, createApp, jobView } from "./http/app.ts";
 export { type Auth, authFromEnv } from "./http/auth.ts";
 export { DEFAULT_LIMITS, type Limits } from "./http/schemas.ts";
-export type { Job } from "./job.ts";
+export type { Job, JobEvent, JobStatus } from "./job.ts";
+export { maintain, type Maintained, RETENTION_MS } from "./maintenance.ts";
 export { type Migration, migrate } from "./migrate.ts";
 export { MIGRATIONS_DIR, readMigrations } from "./migrations-dir.ts";
 export { BUSY_TIMEOUT_MS, connect, type OpenOptions, openStore, reconnect } from "./open.ts";
 export { type RunningServer, type ServerConfig, serverConfigFromEnv, startServer } from "./server.ts";
-export { type EnqueueOptions, type Lease, LeaseStore } from "./store.ts";
+export { STATUSES } from "./statements.ts";
+export { type EnqueueOptions, type Lease, LeaseStore, type Page, type QueueStats } from "./store.ts";

@@ -1,4 +1,8 @@
 import type { Row } from "./driver.ts";
+import type { STATUSES } from "./statements.ts";
+
+/** Where a job is in its life: queued, scheduled (due later), leased, done or dead. */
+export type JobStatus = (typeof STATUSES)[number];
 
 /** A job as stored: its lease (owner, until, fence) and its place in a queue. */
 export type Job = {
@@ -17,14 +21,20 @@ export type Job = {
   /** Raised by one at every claim; never lowered, never reused. */
   fence: number;
   result: string | null;
+  /** Completed; a dead job is not done. */
   done: boolean;
+  /** At the time it was read. */
+  status: JobStatus;
+  /** Claims so far; a failure or expiry on the last one (`maxAttempts`) makes the job dead. */
   attempts: number;
   maxAttempts: number;
+  /** Why the last attempt failed, or how its lease ended. */
+  lastError: string | null;
   createdAt: number;
   updatedAt: number;
 };
 
-/** Reads a `jobs` row into a Job. */
+/** Reads a `jobs` row, selected with its `status`, into a Job. */
 export function jobFromRow(row: Row): Job {
   return {
     id: row.id as string,
@@ -36,10 +46,48 @@ export function jobFromRow(row: Row): Job {
     until: row.until as number,
     fence: row.fence as number,
     result: row.result as string | null,
-    done: row.done === 1,
+    done: row.done === 1 && row.dead === 0,
+    status: row.status as JobStatus,
     attempts: row.attempts as number,
     maxAttempts: row.max_attempts as number,
+    lastError: row.last_error as string | null,
     createdAt: row.created_at as number,
     updatedAt: row.updated_at as number,
+  };
+}
+
+/** One entry of a job's history: an accepted transition, or a refused write with a lease. */
+export type JobEvent = {
+  seq: number;
+  jobId: string;
+  queue: string;
+  at: number;
+  /** enqueued, claimed, renewed, completed, released, failed, expired, dead, retried, deleted, or refused. */
+  kind: string;
+  /** For a refusal: renew, complete, release or fail. */
+  action: string | null;
+  /** Who acted, with which fence; for a refusal, the owner and fence presented. */
+  owner: string | null;
+  fence: number | null;
+  /** For a refusal: the job's owner and fence at that moment. */
+  currentOwner: string | null;
+  currentFence: number | null;
+  error: string | null;
+};
+
+/** Reads an `events` row. */
+export function eventFromRow(row: Row): JobEvent {
+  return {
+    seq: row.seq as number,
+    jobId: row.job_id as string,
+    queue: row.queue as string,
+    at: row.at as number,
+    kind: row.kind as string,
+    action: row.action as string | null,
+    owner: row.owner as string | null,
+    fence: row.fence as number | null,
+    currentOwner: row.current_owner as string | null,
+    currentFence: row.current_fence as number | null,
+    error: row.error as string | null,
   };
 }

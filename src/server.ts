@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { createApp } from "./http/app.ts";
 import { type Auth, authFromEnv } from "./http/auth.ts";
+import { maintain, maintainedLine } from "./maintenance.ts";
 import { openStore } from "./open.ts";
 
 /** How the Node server runs; `serverConfigFromEnv` reads it from the environment. */
@@ -16,6 +17,10 @@ export type ServerConfig = {
   /** How long a write waits for the database's lock before answering 503; default BUSY_TIMEOUT_MS. */
   busyTimeoutMs?: number;
   auth: Auth;
+  /** How long done and dead jobs are kept; default RETENTION_MS (7 days). */
+  retentionMs?: number;
+  /** How often to end expired leases and purge old jobs; default every minute; 0 never. */
+  maintainEveryMs?: number;
   log?: (line: string) => void;
   /** The server's clock; only tests replace it. */
   clock?: () => number;
@@ -24,7 +29,7 @@ export type ServerConfig = {
 /** A running server: where it listens, and how to stop it. */
 export type RunningServer = { url: string; stop: () => Promise<void> };
 
-/** Reads HOST, PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, FENCELEASE_TOKENS and FENCELEASE_AUTH. */
+/** Reads HOST, PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, RETENTION_MS, FENCELEASE_TOKENS and FENCELEASE_AUTH. */
 export function serverConfigFromEnv(env: NodeJS.ProcessEnv): ServerConfig {
   const port = Number(env.PORT ?? 8787);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got ${env.PORT}`);
@@ -34,7 +39,14 @@ export function serverConfigFromEnv(env: NodeJS.ProcessEnv): ServerConfig {
     databaseUrl: env.DATABASE_URL ?? "file:./data/fencelease.db",
     databaseAuthToken: env.DATABASE_AUTH_TOKEN,
     auth: authFromEnv(env),
+    retentionMs: env.RETENTION_MS === undefined ? undefined : positive("RETENTION_MS", env.RETENTION_MS),
   };
+}
+
+function positive(name: string, value: string): number {
+  const number = Number(value);
+  if (!Number.isSafeInteger(number) || number < 1) throw new Error(`${name} must be a positive whole number of milliseconds, got ${value}`);
+  return number;
 }
 
 const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
@@ -56,10 +68,20 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (address) => resolve({ server, address }));
   });
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const clock = config.clock ?? Date.now;
+  const every = config.maintainEveryMs ?? 60_000;
+  // The Node server's stand-in for the Worker's cron trigger.
+  const maintenance = every > 0 ? setInterval(() => {
+    maintain(store, clock(), config.retentionMs)
+      .then((done) => config.log?.(maintainedLine(done)))
+      .catch((error: unknown) => config.log?.(`fencelease: maintenance failed: ${(error as Error).message}`));
+  }, every) : undefined;
+  maintenance?.unref();
   return {
     url: `http://${host}:${address.port}`,
     stop: () =>
       new Promise<void>((resolve, reject) => {
+        clearInterval(maintenance);
         // Stop accepting, let the requests in flight finish, then close the database.
         server.close((error) => {
           store.close();

@@ -1,11 +1,35 @@
+import type { InValue } from "@libsql/client";
 import type { Statement } from "./driver.ts";
 
-// The lease rules, all of them. Each verb is one conditional statement that
+// The lease rules, all of them. Each write is one conditional statement that
 // decides and writes together, so no other writer can slip in between a check
-// and its write. A refused write matches no row and so changes nothing.
+// and its write; a refused write matches no row and so changes nothing. Each
+// verb is one batch (one transaction): its write, then what it records.
 //
-// A lease is current when the owner and fence match, the job is not done and
-// `until > now`; at `now == until` it has expired and the job is claimable.
+// Every accepted transition sets `last_event`, and a trigger (migrations/0002)
+// writes it to `events` within the same statement. A refused write with a lease
+// is recorded by the statement after it, which sees `changes() = 0`.
+
+/** The statuses a job can have; named once, here and in `status` below. */
+export const STATUSES = ["queued", "scheduled", "leased", "done", "dead"] as const;
+
+/** A job's status at the time in parameter `now` (an SQL expression over a jobs row). */
+function status(now: string): string {
+  return `CASE WHEN dead = 1 THEN 'dead' WHEN done = 1 THEN 'done'
+               WHEN owner IS NOT NULL AND until > ${now} THEN 'leased'
+               WHEN run_at > ${now} THEN 'scheduled' ELSE 'queued' END`;
+}
+
+/**
+ * The lease (owner, fence) is the current one at `now`: owner and fence match,
+ * the job is not done, and `until > now`. At `now == until` it has expired.
+ */
+function currentLease(owner: string, fence: string, now: string): string {
+  return `owner = ${owner} AND fence = ${fence} AND done = 0 AND until > ${now}`;
+}
+
+/** A job whose lease expired on its last attempt dies instead of being claimed again. */
+const EXHAUSTED = "attempts >= max_attempts";
 
 /** Inserts a job unless its id exists. A re-used id starts at its retired fence. */
 export function enqueue(job: {
@@ -16,87 +40,233 @@ export function enqueue(job: {
   runAt: number;
   maxAttempts: number;
   now: number;
-}): Statement {
-  return {
-    sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at)
-          VALUES (?1, ?2, ?3, ?4, ?5, ?6, coalesce((SELECT fence FROM retired_fences WHERE id = ?1), 0), ?7, ?7)
-          ON CONFLICT (id) DO NOTHING
-          RETURNING id`,
-    args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now],
-  };
+}): Statement[] {
+  return [
+    {
+      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, coalesce((SELECT fence FROM retired_fences WHERE id = ?1), 0), ?7, ?7)
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id`,
+      args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now],
+    },
+  ];
 }
 
-/** Reads one job. */
-export function state(id: string): Statement {
-  return { sql: "SELECT * FROM jobs WHERE id = ?1", args: [id] };
+/** Reads one job, with its status at `now`. */
+export function state(id: string, now: number): Statement {
+  return { sql: `SELECT *, ${status("?2")} AS status FROM jobs WHERE id = ?1`, args: [id, now] };
+}
+
+/**
+ * Ends expired leases: nobody holds them any more, the fence stays, and the
+ * expiry counts as a failed attempt (the last one makes the job dead).
+ * `id` limits it to one job; without it, every expired lease (the cron).
+ */
+export function expire(now: number, id?: string): Statement {
+  return {
+    sql: `UPDATE jobs
+          SET owner = NULL, until = 0, last_error = 'the lease of ' || owner || ' expired',
+              dead = (${EXHAUSTED}), done = (${EXHAUSTED}),
+              last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END, updated_at = ?1
+          WHERE done = 0 AND owner IS NOT NULL AND until <= ?1 ${id === undefined ? "" : "AND id = ?2"}
+          RETURNING id, dead`,
+    args: id === undefined ? [now] : [now, id],
+  };
 }
 
 /** Takes the lease of one job if nobody holds it: a new owner and the next fence. */
-export function claim(id: string, owner: string, now: number, ttlMs: number): Statement {
-  return {
-    sql: `UPDATE jobs
-          SET owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1, updated_at = ?3
-          WHERE id = ?1 AND done = 0 AND until <= ?3
-          RETURNING fence, until`,
-    args: [id, owner, now, ttlMs],
-  };
+export function claim(id: string, owner: string, now: number, ttlMs: number): Statement[] {
+  return [
+    expire(now, id),
+    {
+      sql: `UPDATE jobs
+            SET owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
+                last_event = 'claimed', updated_at = ?3
+            WHERE id = ?1 AND done = 0 AND until <= ?3
+            RETURNING fence, until`,
+      args: [id, owner, now, ttlMs],
+    },
+  ];
 }
 
-/** Takes the leases of the next due jobs of a queue, in claim order, as one statement. */
-export function claimNext(queue: string, owner: string, now: number, ttlMs: number, limit: number): Statement {
+/**
+ * Takes the leases of the next due jobs of a queue, in claim order, as one
+ * statement. An expired lease is taken over (its expiry recorded), unless it
+ * was the job's last attempt: that job is left for `expire` to make dead.
+ */
+export function claimNext(queue: string, owner: string, now: number, ttlMs: number, limit: number): Statement[] {
+  return [
+    {
+      sql: `UPDATE jobs
+            SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END,
+                owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
+                last_event = 'claimed', updated_at = ?3
+            WHERE id IN (
+              SELECT id FROM jobs
+              WHERE queue = ?1 AND done = 0 AND until <= ?3 AND run_at <= ?3
+                AND NOT (owner IS NOT NULL AND ${EXHAUSTED})
+              ORDER BY priority DESC, run_at, created_at, id
+              LIMIT ?5)
+            RETURNING *, ${status("?3")} AS status`,
+      args: [queue, owner, now, ttlMs, limit],
+    },
+  ];
+}
+
+/** Records a refused write with a lease, if the write just before it changed nothing. */
+function refused(action: string, id: string, owner: string, fence: number, now: number, unless = "", more: InValue[] = []): Statement {
   return {
-    sql: `UPDATE jobs
-          SET owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1, updated_at = ?3
-          WHERE id IN (
-            SELECT id FROM jobs
-            WHERE queue = ?1 AND done = 0 AND until <= ?3 AND run_at <= ?3
-            ORDER BY priority DESC, run_at, created_at, id
-            LIMIT ?5)
-          RETURNING *`,
-    args: [queue, owner, now, ttlMs, limit],
+    sql: `INSERT INTO events (job_id, queue, at, kind, action, owner, fence, current_owner, current_fence)
+          SELECT id, queue, ?4, 'refused', ?5, ?2, ?3, owner, fence FROM jobs
+          WHERE id = ?1 AND changes() = 0 ${unless}`,
+    args: [id, owner, fence, now, action, ...more],
   };
 }
 
 /** Extends the current lease; an expired one stays expired. */
-export function renew(id: string, owner: string, fence: number, now: number, ttlMs: number): Statement {
-  return {
-    sql: `UPDATE jobs
-          SET until = ?4 + ?5, updated_at = ?4
-          WHERE id = ?1 AND owner = ?2 AND fence = ?3 AND done = 0 AND until > ?4
-          RETURNING until`,
-    args: [id, owner, fence, now, ttlMs],
-  };
+export function renew(id: string, owner: string, fence: number, now: number, ttlMs: number): Statement[] {
+  return [
+    {
+      sql: `UPDATE jobs
+            SET until = ?4 + ?5, last_event = 'renewed', updated_at = ?4
+            WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
+            RETURNING until`,
+      args: [id, owner, fence, now, ttlMs],
+    },
+    refused("renew", id, owner, fence, now),
+  ];
 }
 
-/** Stores the result of the current lease and marks the job done. */
-export function complete(id: string, owner: string, fence: number, now: number, result: string): Statement {
-  return {
-    sql: `UPDATE jobs
-          SET result = ?5, done = 1, updated_at = ?4
-          WHERE id = ?1 AND owner = ?2 AND fence = ?3 AND done = 0 AND until > ?4
-          RETURNING fence`,
-    args: [id, owner, fence, now, result],
-  };
+/** Stores the result of the current lease and marks the job done. The same completion sent again is not a refusal. */
+export function complete(id: string, owner: string, fence: number, now: number, result: string): Statement[] {
+  const sameAgain = "AND NOT (done = 1 AND dead = 0 AND owner = ?2 AND fence = ?3 AND result = ?6)";
+  return [
+    {
+      sql: `UPDATE jobs
+            SET result = ?5, done = 1, last_event = 'completed', updated_at = ?4
+            WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
+            RETURNING fence`,
+      args: [id, owner, fence, now, result],
+    },
+    refused("complete", id, owner, fence, now, sameAgain, [result]),
+  ];
 }
 
 /** Gives the lease back: nobody holds it and it is claimable at once. The fence stays. */
-export function release(id: string, owner: string, fence: number, now: number): Statement {
+export function release(id: string, owner: string, fence: number, now: number): Statement[] {
+  return [
+    {
+      sql: `UPDATE jobs
+            SET owner = NULL, until = 0, last_event = 'released', updated_at = ?4
+            WHERE id = ?1 AND owner = ?2 AND fence = ?3 AND done = 0
+            RETURNING fence`,
+      args: [id, owner, fence, now],
+    },
+    refused("release", id, owner, fence, now),
+  ];
+}
+
+/**
+ * Ends the current lease as a failure: the job goes back to its queue, due
+ * after `retryInMs`, or else after the backoff (1 s doubling per attempt,
+ * capped at 1 hour, times `jitter` in [0.5, 1)); on its last attempt it dies.
+ */
+export function fail(failure: {
+  id: string;
+  owner: string;
+  fence: number;
+  now: number;
+  error: string;
+  retryInMs: number | null;
+  jitter: number;
+}): Statement[] {
+  const { id, owner, fence, now, error, retryInMs, jitter } = failure;
+  return [
+    {
+      sql: `UPDATE jobs
+            SET owner = NULL, until = 0, last_error = ?5,
+                dead = (${EXHAUSTED}), done = (${EXHAUSTED}),
+                run_at = CASE WHEN ${EXHAUSTED} THEN run_at
+                              ELSE ?4 + coalesce(?6, CAST(min(3600000, 1000 * (1 << min(attempts - 1, 12))) * ?7 AS INTEGER)) END,
+                last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'failed' END, updated_at = ?4
+            WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
+            RETURNING fence`,
+      args: [id, owner, fence, now, error, retryInMs, jitter],
+    },
+    refused("fail", id, owner, fence, now),
+  ];
+}
+
+/** Puts a dead job back in its queue, due at once, with its attempts reset; the fence goes on growing. */
+export function retry(id: string, now: number): Statement[] {
+  return [
+    {
+      sql: `UPDATE jobs
+            SET dead = 0, done = 0, attempts = 0, run_at = ?2, last_event = 'retried', updated_at = ?2
+            WHERE id = ?1 AND dead = 1
+            RETURNING id`,
+      args: [id, now],
+    },
+  ];
+}
+
+/** Deletes a job that nobody holds a current lease on, recording it; the fence is retired (migrations/0001). */
+export function remove(id: string, now: number): Statement[] {
+  const notLeased = "id = ?1 AND NOT (done = 0 AND owner IS NOT NULL AND until > ?2)";
+  return [
+    { sql: `INSERT INTO events (job_id, queue, at, kind, fence) SELECT id, queue, ?2, 'deleted', fence FROM jobs WHERE ${notLeased}`, args: [id, now] },
+    { sql: `DELETE FROM jobs WHERE ${notLeased} RETURNING id`, args: [id, now] },
+  ];
+}
+
+/** Deletes done and dead jobs last changed at or before `cutoff`, with their events, and old events of deleted jobs. */
+export function purge(cutoff: number): Statement[] {
+  const old = "done = 1 AND updated_at <= ?1";
+  return [
+    { sql: `DELETE FROM events WHERE job_id IN (SELECT id FROM jobs WHERE ${old})`, args: [cutoff] },
+    { sql: `DELETE FROM jobs WHERE ${old} RETURNING id`, args: [cutoff] },
+    { sql: "DELETE FROM events WHERE at <= ?1 AND job_id NOT IN (SELECT id FROM jobs)", args: [cutoff] },
+  ];
+}
+
+/** Whether (owner, fence) holds the current lease of a job, for systems outside to check a token. */
+export function leaseCheck(id: string, owner: string, fence: number, now: number): Statement {
   return {
-    sql: `UPDATE jobs
-          SET owner = NULL, until = 0, updated_at = ?4
-          WHERE id = ?1 AND owner = ?2 AND fence = ?3 AND done = 0
-          RETURNING fence`,
+    sql: `SELECT fence, until, (${currentLease("?2", "?3", "?4")}) AS current FROM jobs WHERE id = ?1`,
     args: [id, owner, fence, now],
   };
 }
 
-/** Clears every lease that has expired, so the state shows nobody holding it. The fence stays. */
-export function reclaimExpired(now: number): Statement {
+/** A page of jobs in id order after `after`, optionally of one queue and one status. */
+export function list(filter: { queue: string | null; status: string | null; after: string | null; limit: number; now: number }): Statement {
   return {
-    sql: `UPDATE jobs
-          SET owner = NULL, until = 0, updated_at = ?1
-          WHERE done = 0 AND owner IS NOT NULL AND until <= ?1
-          RETURNING id`,
+    sql: `SELECT * FROM (SELECT *, ${status("?5")} AS status FROM jobs
+                         WHERE (?1 IS NULL OR queue = ?1) AND id > coalesce(?3, ''))
+          WHERE ?2 IS NULL OR status = ?2
+          ORDER BY id LIMIT ?4`,
+    args: [filter.queue, filter.status, filter.after, filter.limit, filter.now],
+  };
+}
+
+/** A page of one job's events, oldest first, after sequence number `after`. */
+export function events(id: string, after: number, limit: number): Statement {
+  return { sql: "SELECT * FROM events WHERE job_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3", args: [id, after, limit] };
+}
+
+/** Per queue and status: how many jobs, and the earliest run_at (for queued jobs: the one due longest). */
+export function queueCounts(now: number): Statement {
+  return {
+    sql: `SELECT queue, ${status("?1")} AS status, count(*) AS jobs, min(run_at) AS oldest_run_at
+          FROM jobs GROUP BY queue, status`,
     args: [now],
+  };
+}
+
+/** Per queue: refused writes since `since`, and ever. */
+export function refusalCounts(since: number): Statement {
+  return {
+    sql: `SELECT queue, total, (SELECT count(*) FROM events e WHERE e.kind = 'refused' AND e.queue = r.queue AND e.at >= ?1) AS recent
+          FROM refusal_counts r`,
+    args: [since],
   };
 }

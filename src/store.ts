@@ -1,6 +1,6 @@
 import type { Driver, Row, Statement } from "./driver.ts";
-import { NotClaimable, NotFound } from "./errors.ts";
-import { type Job, jobFromRow } from "./job.ts";
+import { NotClaimable, NotFound, WrongStatus } from "./errors.ts";
+import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus } from "./job.ts";
 import { refusal } from "./refusal.ts";
 import * as sql from "./statements.ts";
 import * as check from "./validate.ts";
@@ -15,7 +15,7 @@ export type EnqueueOptions = {
   priority?: number;
   /** Claim-next leaves the job alone before this time; default `now`. */
   runAt?: number;
-  /** Recorded for retries and dead letters; default 25. */
+  /** How many claims may end in failure or expiry before the job is dead; default 25. */
   maxAttempts?: number;
   /** The time of the enqueue, for `createdAt`; default `Date.now()`. */
   now?: number;
@@ -24,8 +24,19 @@ export type EnqueueOptions = {
 /** A lease taken by a claim: the job as it is now held, with its fence and expiry. */
 export type Lease = { job: Job; fence: number; until: number };
 
-// Each verb's arguments are checked here, before its statement is built, so a
-// bad call never reaches the database.
+/** A page of a listing, and the cursor of the next page (null on the last). */
+export type Page<T> = { items: T[]; next: string | null };
+
+/** Per queue: jobs by status, how long the job due longest has waited, and refused stale writes. */
+export type QueueStats = {
+  queue: string;
+  jobs: Record<JobStatus, number>;
+  oldestDueAgeMs: number | null;
+  refused: { lastHour: number; total: number };
+};
+
+// Each verb's arguments are checked here, before its statements are built, so
+// a bad call never reaches the database.
 const checked = {
   enqueue: (id: string, options: EnqueueOptions) => {
     const now = check.instant("now", options.now ?? Date.now());
@@ -47,6 +58,16 @@ const checked = {
     sql.complete(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now), check.text("result", result)),
   release: (id: string, owner: string, fence: number, now: number) =>
     sql.release(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now)),
+  fail: (id: string, owner: string, fence: number, now: number, error: string, retryInMs: number | undefined, jitter: number) =>
+    sql.fail({
+      id: check.name("id", id),
+      owner: check.name("owner", owner),
+      fence: check.positiveInt("fence", fence),
+      now: check.instant("now", now),
+      error: check.text("error", error),
+      retryInMs: retryInMs === undefined ? null : check.instant("retryInMs", retryInMs),
+      jitter,
+    }),
 };
 
 /** Claim order: highest priority first, then the job that has been due longest. */
@@ -58,86 +79,100 @@ function claimOrder(a: Job, b: Job): number {
  * The lease store: the verbs of the fencing contract over a Driver.
  *
  * The design note's verbs (`enqueue`, `claim`, `renew`, `complete`, `release`)
- * answer true/false or null, each with one statement. Their `...Job`/`...Lease`
- * twins run the same statement and read the job in the same batch, so they can
- * answer the job, or throw a domain error that says why the write was refused.
+ * and `fail` answer true/false or null. Their `...Job`/`...Lease` twins run the
+ * same batch, which also reads the job back, so they answer the job, or throw
+ * a domain error that says why the write was refused.
  */
 export class LeaseStore {
   readonly #driver: Driver;
+  readonly #random: () => number;
 
-  constructor(driver: Driver) {
+  /** `random` draws the backoff jitter; tests fix it. */
+  constructor(driver: Driver, options: { random?: () => number } = {}) {
     this.#driver = driver;
+    this.#random = options.random ?? Math.random;
   }
 
   /** enqueue adds a job and answers true, or answers false and changes nothing if the id exists. */
   async enqueue(id: string, options: EnqueueOptions = {}): Promise<boolean> {
-    return (await this.#driver.run(checked.enqueue(id, options))).length === 1;
+    return (await this.enqueueJob(id, options)).created;
   }
 
-  /** state reads the job as stored, or null if there is none. */
-  async state(id: string): Promise<Job | null> {
-    const [row] = await this.#driver.run(sql.state(check.name("id", id)));
+  /** state reads the job as stored, with its status at `now`, or null if there is none. */
+  async state(id: string, now = Date.now()): Promise<Job | null> {
+    const [row] = await this.#driver.run(sql.state(check.name("id", id), check.instant("now", now)));
     return row ? jobFromRow(row) : null;
   }
 
   /** claim takes the lease of a job that nobody holds and answers its new fence, else null. */
   async claim(id: string, owner: string, now: number, ttlMs: number): Promise<number | null> {
-    const [row] = await this.#driver.run(checked.claim(id, owner, now, ttlMs));
-    return row ? (row.fence as number) : null;
+    const { written } = await this.#decide(checked.claim(id, owner, now, ttlMs), id, now, 1);
+    return written ? (written.fence as number) : null;
   }
 
   /** claimNext takes up to `limit` due jobs of a queue, in claim order; none due gives []. */
   async claimNext(queue: string, owner: string, now: number, ttlMs: number, limit = 1): Promise<Lease[]> {
-    const statement = sql.claimNext(
+    const statements = sql.claimNext(
       check.name("queue", queue),
       check.name("owner", owner),
       check.instant("now", now),
       check.positiveInt("ttlMs", ttlMs),
       check.positiveInt("limit", limit),
     );
-    const jobs = (await this.#driver.run(statement)).map(jobFromRow).sort(claimOrder);
-    return jobs.map((job) => ({ job, fence: job.fence, until: job.until }));
+    const [rows = []] = await this.#driver.batch(statements);
+    return rows.map(jobFromRow).sort(claimOrder).map((job) => ({ job, fence: job.fence, until: job.until }));
   }
 
   /** renew extends the current lease to `now + ttlMs`; false if the lease is not current. */
   async renew(id: string, owner: string, fence: number, now: number, ttlMs: number): Promise<boolean> {
-    return (await this.#driver.run(checked.renew(id, owner, fence, now, ttlMs))).length === 1;
+    return (await this.#decide(checked.renew(id, owner, fence, now, ttlMs), id, now)).written !== undefined;
   }
 
   /** complete stores the result of the current lease; false, and the stored result stays, if it is not current. */
   async complete(id: string, owner: string, fence: number, now: number, result: string): Promise<boolean> {
-    return (await this.#driver.run(checked.complete(id, owner, fence, now, result))).length === 1;
+    return (await this.#decide(checked.complete(id, owner, fence, now, result), id, now)).written !== undefined;
   }
 
   /** release gives back a lease that is held and not done, keeping its fence; false otherwise. */
   async release(id: string, owner: string, fence: number, now = Date.now()): Promise<boolean> {
-    return (await this.#driver.run(checked.release(id, owner, fence, now))).length === 1;
+    return (await this.#decide(checked.release(id, owner, fence, now), id, now)).written !== undefined;
+  }
+
+  /**
+   * fail ends the current lease as a failed attempt: the job is due again after
+   * `retryInMs` or the backoff, or dead if that was its last attempt; false if
+   * the lease is not current.
+   */
+  async fail(id: string, owner: string, fence: number, now: number, error: string, retryInMs?: number): Promise<boolean> {
+    const statements = checked.fail(id, owner, fence, now, error, retryInMs, this.#jitter());
+    return (await this.#decide(statements, id, now)).written !== undefined;
   }
 
   /** enqueueJob is enqueue that answers the job as stored, new or not. */
   async enqueueJob(id: string, options: EnqueueOptions = {}): Promise<{ created: boolean; job: Job }> {
-    const { written, current } = await this.#decide(checked.enqueue(id, options), id);
+    const now = options.now ?? Date.now();
+    const { written, current } = await this.#decide(checked.enqueue(id, { ...options, now }), id, now);
     return { created: written !== undefined, job: current! };
   }
 
   /** getJob is state that throws NotFound for an unknown id. */
-  async getJob(id: string): Promise<Job> {
-    const job = await this.state(id);
+  async getJob(id: string, now = Date.now()): Promise<Job> {
+    const job = await this.state(id, now);
     if (job === null) throw new NotFound(id);
     return job;
   }
 
   /** claimJob is claim that answers the lease, or throws NotFound or NotClaimable. */
   async claimJob(id: string, owner: string, now: number, ttlMs: number): Promise<Lease> {
-    const { written, current } = await this.#decide(checked.claim(id, owner, now, ttlMs), id);
+    const { written, current } = await this.#decide(checked.claim(id, owner, now, ttlMs), id, now, 1);
     if (current === null) throw new NotFound(id);
-    if (written === undefined) throw new NotClaimable(id, current.done ? "done" : "leased");
+    if (written === undefined) throw new NotClaimable(id, current.status === "dead" || current.status === "done" ? current.status : "leased");
     return { job: current, fence: current.fence, until: current.until };
   }
 
   /** renewLease is renew that answers the new `until`, or throws NotFound or LeaseLost. */
   async renewLease(id: string, owner: string, fence: number, now: number, ttlMs: number): Promise<number> {
-    const { written, current } = await this.#decide(checked.renew(id, owner, fence, now, ttlMs), id);
+    const { written, current } = await this.#decide(checked.renew(id, owner, fence, now, ttlMs), id, now);
     if (written === undefined) throw refusal(id, current, owner, fence);
     return current!.until;
   }
@@ -148,7 +183,7 @@ export class LeaseStore {
    * answers the job again, so a retry after a lost response is not a failure.
    */
   async completeJob(id: string, owner: string, fence: number, now: number, result: string): Promise<Job> {
-    const { written, current } = await this.#decide(checked.complete(id, owner, fence, now, result), id);
+    const { written, current } = await this.#decide(checked.complete(id, owner, fence, now, result), id, now);
     const repeated = current?.done && current.owner === owner && current.fence === fence && current.result === result;
     if (written === undefined && !repeated) throw refusal(id, current, owner, fence);
     return current!;
@@ -156,14 +191,97 @@ export class LeaseStore {
 
   /** releaseLease is release that answers the released job, or throws NotFound or LeaseLost. */
   async releaseLease(id: string, owner: string, fence: number, now: number): Promise<Job> {
-    const { written, current } = await this.#decide(checked.release(id, owner, fence, now), id);
+    const { written, current } = await this.#decide(checked.release(id, owner, fence, now), id, now);
     if (written === undefined) throw refusal(id, current, owner, fence);
     return current!;
   }
 
-  /** reclaimExpired clears the owner of every expired lease, fences kept; answers how many. */
+  /** failJob is fail that answers the job (queued again, or dead), or throws NotFound or LeaseLost. */
+  async failJob(id: string, owner: string, fence: number, now: number, error: string, retryInMs?: number): Promise<Job> {
+    const statements = checked.fail(id, owner, fence, now, error, retryInMs, this.#jitter());
+    const { written, current } = await this.#decide(statements, id, now);
+    if (written === undefined) throw refusal(id, current, owner, fence);
+    return current!;
+  }
+
+  /** retryJob puts a dead job back in its queue with its attempts reset; NotFound, or WrongStatus if it is not dead. */
+  async retryJob(id: string, now: number): Promise<Job> {
+    const { written, current } = await this.#decide(sql.retry(check.name("id", id), check.instant("now", now)), id, now);
+    if (current === null) throw new NotFound(id);
+    if (written === undefined) throw new WrongStatus(id, current.status, `only a dead job can be retried; job ${JSON.stringify(id)} is ${current.status}`);
+    return current;
+  }
+
+  /** deleteJob deletes a job nobody holds a current lease on; NotFound, or WrongStatus while it is leased. */
+  async deleteJob(id: string, now: number): Promise<void> {
+    const [, deleted, read] = (await this.#driver.batch([...sql.remove(check.name("id", id), check.instant("now", now)), sql.state(id, now)])) as Row[][];
+    if (deleted!.length === 1) return;
+    if (read![0] === undefined) throw new NotFound(id);
+    throw new WrongStatus(id, "leased", `job ${JSON.stringify(id)} is leased; it can be deleted once its lease ends`);
+  }
+
+  /** leaseCheck tells a system outside whether (owner, fence) is the current lease of a job; NotFound for an unknown id. */
+  async leaseCheck(id: string, owner: string, fence: number, now: number): Promise<{ current: boolean; fence: number; until: number }> {
+    const [row] = await this.#driver.run(sql.leaseCheck(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now)));
+    if (row === undefined) throw new NotFound(id);
+    return { current: row.current === 1, fence: row.fence as number, until: row.until as number };
+  }
+
+  /** list pages through jobs in id order, optionally of one queue and one status; stable while jobs change. */
+  async list(filter: { queue?: string; status?: JobStatus; cursor?: string; limit?: number }, now: number): Promise<Page<Job>> {
+    const limit = check.positiveInt("limit", filter.limit ?? 50);
+    const rows = await this.#driver.run(
+      sql.list({
+        queue: filter.queue === undefined ? null : check.name("queue", filter.queue),
+        status: filter.status ?? null,
+        after: filter.cursor === undefined ? null : check.name("cursor", filter.cursor),
+        limit: limit + 1,
+        now: check.instant("now", now),
+      }),
+    );
+    const items = rows.slice(0, limit).map(jobFromRow);
+    return { items, next: rows.length > limit ? items.at(-1)!.id : null };
+  }
+
+  /** events pages through a job's history, oldest first; the cursor is the last sequence number seen. */
+  async events(id: string, page: { cursor?: string; limit?: number } = {}): Promise<Page<JobEvent>> {
+    const limit = check.positiveInt("limit", page.limit ?? 100);
+    const after = page.cursor === undefined ? 0 : check.instant("cursor", Number(page.cursor));
+    const rows = await this.#driver.run(sql.events(check.name("id", id), after, limit + 1));
+    const items = rows.slice(0, limit).map(eventFromRow);
+    return { items, next: rows.length > limit ? String(items.at(-1)!.seq) : null };
+  }
+
+  /** stats answers, per queue, the jobs by status, the oldest due job's age, and refused stale writes. */
+  async stats(now: number): Promise<QueueStats[]> {
+    const [counts, refusals] = (await this.#driver.batch([sql.queueCounts(check.instant("now", now)), sql.refusalCounts(now - 3_600_000)])) as [Row[], Row[]];
+    const queues = new Map<string, QueueStats>();
+    const of = (queue: string) => {
+      let stats = queues.get(queue);
+      if (!stats) {
+        stats = { queue, jobs: Object.fromEntries(sql.STATUSES.map((status) => [status, 0])) as Record<JobStatus, number>, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 } };
+        queues.set(queue, stats);
+      }
+      return stats;
+    };
+    for (const row of counts) {
+      const stats = of(row.queue as string);
+      stats.jobs[row.status as JobStatus] = row.jobs as number;
+      if (row.status === "queued") stats.oldestDueAgeMs = now - (row.oldest_run_at as number);
+    }
+    for (const row of refusals) of(row.queue as string).refused = { lastHour: row.recent as number, total: row.total as number };
+    return [...queues.values()].sort((a, b) => (a.queue < b.queue ? -1 : 1));
+  }
+
+  /** reclaimExpired ends every expired lease (the job dies if that was its last attempt); answers how many. */
   async reclaimExpired(now: number): Promise<number> {
-    return (await this.#driver.run(sql.reclaimExpired(check.instant("now", now)))).length;
+    return (await this.#driver.batch([sql.expire(check.instant("now", now))]))[0]!.length;
+  }
+
+  /** purge deletes done and dead jobs, with their events, last changed at least `retentionMs` before `now`; answers how many. */
+  async purge(now: number, retentionMs: number): Promise<number> {
+    const cutoff = check.instant("now", now) - check.positiveInt("retentionMs", retentionMs);
+    return (await this.#driver.batch(sql.purge(cutoff)))[1]!.length;
   }
 
   /** ping answers when the database does; it throws when the database cannot be reached. */
@@ -176,9 +294,15 @@ export class LeaseStore {
     this.#driver.close();
   }
 
-  /** Runs a write and reads its job in one atomic batch: what it wrote, and the job as it is now. */
-  async #decide(write: Statement, id: string): Promise<{ written: Row | undefined; current: Job | null }> {
-    const [written, read] = (await this.#driver.batch([write, sql.state(id)])) as [Row[], Row[]];
-    return { written: written[0], current: read[0] ? jobFromRow(read[0]) : null };
+  /** The backoff's jitter: a factor in [0.5, 1), so that failed jobs do not all come back at once. */
+  #jitter(): number {
+    return 0.5 + this.#random() / 2;
+  }
+
+  /** Runs a verb's batch and reads its job in the same transaction: the rows its write answered, and the job as it is now. */
+  async #decide(statements: Statement[], id: string, now: number, writeAt = 0): Promise<{ written: Row | undefined; current: Job | null }> {
+    const results = await this.#driver.batch([...statements, sql.state(id, now)]);
+    const read = results.at(-1)!;
+    return { written: results[writeAt]![0], current: read[0] ? jobFromRow(read[0]) : null };
   }
 }

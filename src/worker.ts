@@ -7,6 +7,7 @@ import { d1Driver } from "./d1-driver.ts";
 import { type Driver, libsqlDriver } from "./driver.ts";
 import { createApp } from "./http/app.ts";
 import { authFromEnv } from "./http/auth.ts";
+import { maintain, maintainedLine } from "./maintenance.ts";
 import { LeaseStore } from "./store.ts";
 
 /** The Worker's bindings and vars, as wrangler.toml and the secrets set them. */
@@ -18,6 +19,8 @@ export type WorkerEnv = {
   FENCELEASE_AUTH?: string;
   MAX_TTL_MS?: string;
   MAX_BODY_BYTES?: string;
+  /** How long done and dead jobs are kept, in ms; default 7 days. */
+  RETENTION_MS?: string;
 };
 
 // One libSQL client per isolate and URL: it keeps its HTTP connection warm between requests.
@@ -67,9 +70,9 @@ export default {
     return appFor(env).fetch(request, env, ctx);
   },
 
-  /** Reclaims expired leases: owner cleared, until 0, fence kept. */
+  /** Ends expired leases (owner cleared, fence kept, an attempt counted) and purges old done and dead jobs. */
   async scheduled(controller: ScheduledController, env: WorkerEnv): Promise<void> {
-    const reclaimed = await new LeaseStore(driverFor(env)).reclaimExpired(controller.scheduledTime);
-    console.log(`fencelease: reclaimed ${reclaimed} expired lease${reclaimed === 1 ? "" : "s"}`);
+    const store = new LeaseStore(driverFor(env));
+    console.log(maintainedLine(await maintain(store, controller.scheduledTime, number(env.RETENTION_MS))));
   },
 };

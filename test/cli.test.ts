@@ -87,7 +87,7 @@ describe("the fencelease command", () => {
 
   test("migrate applies the migrations once", async () => {
     const url = freshUrl();
-    expect(await cli(["migrate"], { DATABASE_URL: url })).toEqual({ code: 0, stdout: `${url}: applied 0001_jobs.sql\n`, stderr: "" });
+    expect(await cli(["migrate"], { DATABASE_URL: url })).toEqual({ code: 0, stdout: `${url}: applied 0001_jobs.sql, 0002_lifecycle.sql\n`, stderr: "" });
     expect((await cli(["migrate"], { DATABASE_URL: url })).stdout).toBe(`${url}: up to date\n`);
   });
 

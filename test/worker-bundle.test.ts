@@ -16,5 +16,5 @@ test("the Worker bundle builds offline with wrangler deploy --dry-run", async ()
   expect(stdout).toContain("--dry-run: exiting now.");
   const bundle = join(outdir, "worker.js");
   expect(existsSync(bundle)).toBe(true);
-  expect(readFileSync(bundle, "utf8")).toContain("reclaimed"); // the scheduled handler made it in
+  expect(readFileSync(bundle, "utf8")).toContain("purged"); // the scheduled handler made it in
 }, 120_000);

@@ -7,6 +7,7 @@ import type { Lease, LeaseStore } from "../store.ts";
 import { ApiError } from "./api-error.ts";
 import { type Auth, bearerAuth, requireConfiguredAuth } from "./auth.ts";
 import { errorResponse } from "./errors.ts";
+import { prometheusText } from "./metrics.ts";
 import { requestLog } from "./request-log.ts";
 import { routes } from "./routes.ts";
 import { DEFAULT_LIMITS, type Limits } from "./schemas.ts";
@@ -44,7 +45,7 @@ const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json\s*(;|$)/i;
 
 /** Refuses a body that is not sent as JSON, before a schema reports it as missing fields. */
 const requireJson: MiddlewareHandler = async function requireJson(c, next) {
-  if (c.req.method === "POST" && !JSON_MEDIA_TYPE.test(c.req.header("Content-Type") ?? "")) {
+  if (c.req.raw.body !== null && !JSON_MEDIA_TYPE.test(c.req.header("Content-Type") ?? "")) {
     throw new ApiError(400, "invalid_request", "send the body as JSON, with the header Content-Type: application/json");
   }
   await next();
@@ -88,8 +89,7 @@ export function createApp(options: AppOptions) {
   if (options.log) app.use(requestLog(options.log));
   app.use(requireConfiguredAuth(auth));
   app.use("/v1/*", bearerAuth(auth), requireJson);
-  app.use("/openapi.json", bearerAuth(auth));
-  app.use("/docs", bearerAuth(auth));
+  for (const path of ["/openapi.json", "/docs", "/metrics"]) app.use(path, bearerAuth(auth));
   app.use(
     "/v1/*",
     bodyLimit({
@@ -107,7 +107,7 @@ export function createApp(options: AppOptions) {
     return created ? c.json({ created: true as const, job: jobView(job) }, 201) : c.json({ created: false as const, job: jobView(job) }, 200);
   });
 
-  app.openapi(route.get, async (c) => c.json(jobView(await store.getJob(c.req.valid("param").id)), 200));
+  app.openapi(route.get, async (c) => c.json(jobView(await store.getJob(c.req.valid("param").id, clock())), 200));
 
   app.openapi(route.claim, async (c) => {
     const { owner, ttlMs } = c.req.valid("json");
@@ -135,6 +135,37 @@ export function createApp(options: AppOptions) {
     const { owner, fence } = c.req.valid("json");
     return c.json({ job: jobView(await store.releaseLease(c.req.valid("param").id, owner, fence, clock())) }, 200);
   });
+
+  app.openapi(route.fail, async (c) => {
+    const { owner, fence, error, retryInMs } = c.req.valid("json");
+    return c.json({ job: jobView(await store.failJob(c.req.valid("param").id, owner, fence, clock(), error, retryInMs)) }, 200);
+  });
+
+  app.openapi(route.retry, async (c) => c.json({ job: jobView(await store.retryJob(c.req.valid("param").id, clock())) }, 200));
+
+  app.openapi(route.delete, async (c) => {
+    await store.deleteJob(c.req.valid("param").id, clock());
+    return c.json({ deleted: true as const }, 200);
+  });
+
+  app.openapi(route.list, async (c) => {
+    const page = await store.list(c.req.valid("query"), clock());
+    return c.json({ jobs: page.items.map(jobView), nextCursor: page.next }, 200);
+  });
+
+  app.openapi(route.events, async (c) => {
+    const page = await store.events(c.req.valid("param").id, c.req.valid("query"));
+    return c.json({ events: page.items, nextCursor: page.next }, 200);
+  });
+
+  app.openapi(route.lease, async (c) => {
+    const { owner, fence } = c.req.valid("query");
+    return c.json(await store.leaseCheck(c.req.valid("param").id, owner, fence, clock()), 200);
+  });
+
+  app.openapi(route.stats, async (c) => c.json({ queues: await store.stats(clock()) }, 200));
+
+  app.openapi(route.metrics, async (c) => c.text(prometheusText(await store.stats(clock())), 200, { "Content-Type": "text/plain; version=0.0.4" }));
 
   app.openapi(route.health, async (c) => {
     await store.ping();

@@ -33,8 +33,12 @@ function describe(error: unknown): Described {
   if (error instanceof StorageUnavailable) {
     return { status: 503, code: error.code, message: error.message, headers: { "Retry-After": RETRY_AFTER_SECONDS } };
   }
+  // Hono's own refusals of a body: malformed JSON (400), or none where one is required (415).
   if (error instanceof HTTPException && error.status === 400) {
     return { status: 400, code: "invalid_request", message: "the body is not valid JSON" };
+  }
+  if (error instanceof HTTPException && error.status === 415) {
+    return { status: 400, code: "invalid_request", message: "send the body as JSON, with the header Content-Type: application/json" };
   }
   return { status: 500, code: "internal_error", message: "internal error" };
 }

@@ -101,6 +101,88 @@ export function routes(limits: schema.Limits) {
         ...refusals,
       },
     }),
+    fail: createRoute({
+      method: "post",
+      path: "/v1/jobs/{id}/fail",
+      summary: "End the current lease as a failed attempt: the job is due again later, or dead after its last attempt",
+      request: { params: IdParam, ...body(schema.FailBody) },
+      responses: {
+        200: json(z.object({ job: schema.JobSchema }), "The job, queued again (status scheduled) or dead"),
+        404: error("not_found"),
+        409: error("stale_lease"),
+        ...refusals,
+      },
+    }),
+    retry: createRoute({
+      method: "post",
+      path: "/v1/jobs/{id}/retry",
+      summary: "Put a dead job back in its queue, its attempts reset; the fence goes on growing",
+      request: { params: IdParam },
+      responses: {
+        200: json(z.object({ job: schema.JobSchema }), "The job, queued"),
+        404: error("not_found"),
+        409: error("conflict: the job is not dead (details.status)"),
+        ...refusals,
+      },
+    }),
+    delete: createRoute({
+      method: "delete",
+      path: "/v1/jobs/{id}",
+      summary: "Delete a job that is not leased; its fence is kept, so a new job with this id starts above it",
+      request: { params: IdParam },
+      responses: {
+        200: json(z.object({ deleted: z.literal(true) }), "Deleted"),
+        404: error("not_found"),
+        409: error("conflict: the job is leased"),
+        ...refusals,
+      },
+    }),
+    list: createRoute({
+      method: "get",
+      path: "/v1/jobs",
+      summary: "List jobs in id order, one page at a time (keyset pagination, stable while jobs change)",
+      request: { query: schema.ListQuery },
+      responses: {
+        200: json(z.object({ jobs: z.array(schema.JobSchema), nextCursor: z.string().nullable() }), "A page of jobs"),
+        ...refusals,
+      },
+    }),
+    events: createRoute({
+      method: "get",
+      path: "/v1/jobs/{id}/events",
+      summary: "A job's history, oldest first: every transition and every refused write with a lease",
+      request: { params: IdParam, query: schema.EventsQuery },
+      responses: {
+        200: json(z.object({ events: z.array(schema.EventSchema), nextCursor: z.string().nullable() }), "A page of events"),
+        ...refusals,
+      },
+    }),
+    lease: createRoute({
+      method: "get",
+      path: "/v1/jobs/{id}/lease",
+      summary: "Whether (owner, fence) is the job's current lease: for a downstream system to check a token before a side effect",
+      request: { params: IdParam, query: schema.LeaseQuery },
+      responses: {
+        200: json(z.object({ current: z.boolean(), fence: z.number().int(), until: z.number().int() }), "The answer, with the job's current fence"),
+        404: error("not_found"),
+        ...refusals,
+      },
+    }),
+    stats: createRoute({
+      method: "get",
+      path: "/v1/stats",
+      summary: "Per queue: jobs by status, the oldest due job's age, refused stale writes in the last hour and ever",
+      responses: { 200: json(z.object({ queues: z.array(schema.QueueStatsSchema) }), "The numbers"), ...refusals },
+    }),
+    metrics: createRoute({
+      method: "get",
+      path: "/metrics",
+      summary: "The same numbers as /v1/stats, in Prometheus text format",
+      responses: {
+        200: { content: { "text/plain": { schema: z.string() } }, description: "Prometheus exposition format 0.0.4" },
+        ...refusals,
+      },
+    }),
     health: createRoute({
       method: "get",
       path: "/healthz",

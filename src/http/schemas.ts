@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { STATUSES } from "../statements.ts";
 
 // The request and response shapes of the API. The same schemas validate every
 // request, generate the OpenAPI document and type the client.
@@ -75,8 +76,10 @@ export const JobSchema = z
     fence: z.number().int(),
     result: z.unknown(),
     done: z.boolean(),
+    status: z.enum(STATUSES),
     attempts: z.number().int(),
     maxAttempts: z.number().int(),
+    lastError: z.string().nullable(),
     createdAt: z.number().int(),
     updatedAt: z.number().int(),
   })
@@ -127,3 +130,66 @@ export const CompleteBody = body({
 });
 
 export const ReleaseBody = body({ owner: Owner, fence: Fence });
+
+export const FailBody = body({
+  owner: Owner,
+  fence: Fence,
+  error: z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") }).max(10_000, { error: "must be at most 10000 characters" })
+    .openapi({ description: "Why the attempt failed; kept as the job's lastError" }),
+  retryInMs: integer().min(0, { error: "must not be negative" }).optional()
+    .openapi({ description: "Due again this many ms from now; default the backoff (1 s doubling per attempt, capped at 1 hour, with jitter)" }),
+});
+
+/** A number sent as a query parameter. */
+const queryInt = (max: number) =>
+  z.string().regex(/^\d+$/, { error: "must be a whole number" }).transform(Number).pipe(z.number().min(1, { error: "must be at least 1" }).max(max, { error: `must be at most ${max}` }));
+
+/** The query of a listing that refuses parameters it does not know. */
+function query<T extends Record<string, z.ZodType>>(shape: T) {
+  const known = Object.keys(shape).join(", ");
+  return z.strictObject(shape, { error: (issue) => (issue.code === "unrecognized_keys" ? `unknown query parameter ${issue.keys.map((key) => JSON.stringify(key)).join(", ")}; the parameters are ${known}` : undefined) });
+}
+
+export const ListQuery = query({
+  queue: QueueName.optional(),
+  status: z.enum(STATUSES, { error: `must be one of ${STATUSES.join(", ")}` }).optional(),
+  limit: queryInt(100).optional().openapi({ type: "integer", description: "1 to 100; default 50" }),
+  cursor: z.string().optional().openapi({ description: "nextCursor of the page before" }),
+});
+
+export const EventsQuery = query({
+  limit: queryInt(1000).optional().openapi({ type: "integer", description: "1 to 1000; default 100" }),
+  cursor: z.string().regex(/^\d+$/, { error: "must be the nextCursor of the page before" }).optional(),
+});
+
+export const LeaseQuery = query({
+  owner: Owner,
+  fence: z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") }).regex(/^\d+$/, { error: "must be a whole number" }).transform(Number)
+    .pipe(z.number().min(1, { error: "must be at least 1" }).max(Number.MAX_SAFE_INTEGER, { error: "must be a safe integer" }))
+    .openapi({ type: "integer" }),
+});
+
+export const EventSchema = z
+  .object({
+    seq: z.number().int(),
+    jobId: z.string(),
+    queue: z.string(),
+    at: z.number().int(),
+    kind: z.string(),
+    action: z.string().nullable(),
+    owner: z.string().nullable(),
+    fence: z.number().int().nullable(),
+    currentOwner: z.string().nullable(),
+    currentFence: z.number().int().nullable(),
+    error: z.string().nullable(),
+  })
+  .openapi("Event");
+
+export const QueueStatsSchema = z
+  .object({
+    queue: z.string(),
+    jobs: z.record(z.enum(STATUSES), z.number().int()),
+    oldestDueAgeMs: z.number().int().nullable(),
+    refused: z.object({ lastHour: z.number().int(), total: z.number().int() }),
+  })
+  .openapi("QueueStats");

@@ -37,6 +37,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         id: "job-1", queue: "default", payload: null, priority: 0, run_at: T,
         owner: null, until: 0, fence: 0, result: null, done: 0,
         attempts: 0, max_attempts: 25, created_at: T, updated_at: T,
+        dead: 0, last_error: null, last_event: null,
       });
     });
 
@@ -91,10 +92,11 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       } finally {
         other.close();
       }
-      expect(await store.state("job-1")).toEqual({
+      expect(await store.state("job-1", T)).toEqual({
         id: "job-1", queue: "default", payload: null, priority: 0, runAt: T,
         owner: "B", until: T + TTL, fence: 1, result: null, done: false,
         attempts: 1, maxAttempts: 25, createdAt: T, updatedAt: T,
+        status: "leased", lastError: null,
       });
     });
   });
@@ -185,7 +187,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const { store, snapshot, before } = await leasedByA();
       expect(await store.renew("job-1", "A", 1, T + TTL - 1, 5_000)).toBe(true);
       const after = await snapshot();
-      expect(after["job-1"]).toEqual({ ...before["job-1"], until: T + TTL - 1 + 5_000, updated_at: T + TTL - 1 });
+      expect(after["job-1"]).toEqual({ ...before["job-1"], until: T + TTL - 1 + 5_000, last_event: "renewed", updated_at: T + TTL - 1 });
       expect(after.bystander).toEqual(before.bystander);
     });
 
@@ -241,7 +243,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const { store, snapshot, before } = await leasedByA();
       expect(await store.complete("job-1", "A", 1, T + TTL - 1, "result of A")).toBe(true);
       const after = await snapshot();
-      expect(after["job-1"]).toEqual({ ...before["job-1"], result: "result of A", done: 1, updated_at: T + TTL - 1 });
+      expect(after["job-1"]).toEqual({ ...before["job-1"], result: "result of A", done: 1, last_event: "completed", updated_at: T + TTL - 1 });
       expect(after.bystander).toEqual(before.bystander);
     });
 
@@ -293,7 +295,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const { store, snapshot, before } = await leasedByA();
       expect(await store.release("job-1", "A", 1, T + 5)).toBe(true);
       const after = await snapshot();
-      expect(after["job-1"]).toEqual({ ...before["job-1"], owner: null, until: 0, fence: 1, updated_at: T + 5 });
+      expect(after["job-1"]).toEqual({ ...before["job-1"], owner: null, until: 0, fence: 1, last_event: "released", updated_at: T + 5 });
       expect(after.bystander).toEqual(before.bystander);
     });
 
@@ -555,8 +557,9 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const before = await snapshot();
       expect(await store.reclaimExpired(T)).toBe(2);
       const after = await snapshot();
-      expect(after.expired).toEqual({ ...before.expired, owner: null, until: 0, fence: 1, updated_at: T });
-      expect(after["at-until"]).toEqual({ ...before["at-until"], owner: null, until: 0, fence: 1, updated_at: T });
+      const expired = { owner: null, until: 0, fence: 1, last_event: "expired", last_error: "the lease of A expired", updated_at: T };
+      expect(after.expired).toEqual({ ...before.expired, ...expired });
+      expect(after["at-until"]).toEqual({ ...before["at-until"], ...expired });
       for (const id of ["held", "done", "free"]) expect(after[id]).toEqual(before[id]);
       expect(await store.reclaimExpired(T)).toBe(0);
     });
