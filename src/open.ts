@@ -23,6 +23,8 @@ export type OpenOptions = (
 ) & {
   /** The migrations to apply at open; default the `migrations/` folder; false applies none. */
   migrations?: Migration[] | false;
+  /** Draws the retry backoff's jitter; default Math.random (tests fix it). */
+  random?: () => number;
 };
 
 /** The default busy timeout: long enough for any lease write to wait its turn. */
@@ -45,7 +47,7 @@ export async function openStore(options: OpenOptions): Promise<LeaseStore> {
     throw error;
   }
   const ours = !("client" in options) && client.protocol === "file";
-  return new LeaseStore(libsqlDriver(client, ours ? { afterBusy: () => reconnect(client) } : {}));
+  return new LeaseStore(libsqlDriver(client, ours ? { afterBusy: () => reconnect(client) } : {}), { random: options.random });
 }
 
 /**

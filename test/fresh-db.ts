@@ -37,8 +37,8 @@ export async function freshStore(): Promise<FreshStore & { url: string }> {
       const rows = (await reader.execute("SELECT * FROM jobs ORDER BY id")).rows;
       return Object.fromEntries(rows.map((row) => [row.id as string, { ...row }]));
     },
-    async reopen() {
-      const other = await openStore({ url, migrations: false });
+    async reopen(options = {}) {
+      const other = await openStore({ url, migrations: false, ...options });
       onTestFinished(() => other.close());
       return other;
     },

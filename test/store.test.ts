@@ -1,6 +1,7 @@
 import { createClient } from "@libsql/client";
 import { describe, expect, test } from "vitest";
 import { openStore, StorageUnavailable } from "../src/index.ts";
+import { lifecycleContract } from "./contract/lifecycle.contract.ts";
 import { storeContract } from "./contract/store.contract.ts";
 import { freshStore, freshUrl } from "./fresh-db.ts";
 
@@ -8,6 +9,7 @@ import { freshStore, freshUrl } from "./fresh-db.ts";
 // test/worker/store-d1.test.ts. A D1 binding has no connection to close, so
 // closing is tested here only.
 storeContract(freshStore);
+lifecycleContract(freshStore);
 
 describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {

@@ -15,8 +15,8 @@ export type FreshStore = {
   store: LeaseStore;
   /** Everything in the jobs table, read over another connection. */
   snapshot: () => Promise<Snapshot>;
-  /** A second store over the same database. */
-  reopen: () => Promise<LeaseStore>;
+  /** A second store over the same database; `random` draws its backoff jitter. */
+  reopen: (options?: { random?: () => number }) => Promise<LeaseStore>;
   /** Runs raw SQL on the database, as another writer would. */
   exec: (sql: string) => Promise<void>;
 };

@@ -2,20 +2,22 @@ import { env } from "cloudflare:test";
 import { d1Driver } from "../../src/d1-driver.ts";
 import type { Row } from "../../src/driver.ts";
 import { LeaseStore } from "../../src/store.ts";
+import { lifecycleContract } from "../contract/lifecycle.contract.ts";
 import { type FreshStore, storeContract } from "../contract/store.contract.ts";
 
 /** A store over the D1 binding, on empty tables, with the binding itself to look at the rows. */
 async function freshD1Store(): Promise<FreshStore> {
-  // Deleting jobs retires their fences into retired_fences, so that table is emptied last.
-  await env.DB.batch([env.DB.prepare("DELETE FROM jobs"), env.DB.prepare("DELETE FROM retired_fences")]);
+  // Deleting jobs retires their fences and records nothing else; the tables they feed are emptied after them.
+  const tables = ["jobs", "retired_fences", "events", "refusal_counts"];
+  await env.DB.batch(tables.map((table) => env.DB.prepare(`DELETE FROM ${table}`)));
   return {
     store: new LeaseStore(d1Driver(env.DB)),
     async snapshot() {
       const { results } = await env.DB.prepare("SELECT * FROM jobs ORDER BY id").all<Row>();
       return Object.fromEntries(results.map((row) => [row.id as string, row]));
     },
-    async reopen() {
-      return new LeaseStore(d1Driver(env.DB));
+    async reopen(options = {}) {
+      return new LeaseStore(d1Driver(env.DB), options);
     },
     async exec(sql) {
       await env.DB.prepare(sql).run();
@@ -25,3 +27,4 @@ async function freshD1Store(): Promise<FreshStore> {
 
 // The same contract as libSQL's (test/store.test.ts), on D1 in the Workers runtime.
 storeContract(freshD1Store);
+lifecycleContract(freshD1Store);
