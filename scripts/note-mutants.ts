@@ -9,9 +9,9 @@
 // | 2 | INSERT OR REPLACE INTO jobs                        | statements.enqueue: INSERT OR REPLACE, no ON CONFLICT DO NOTHING,   |
 // |   |                                                    |   so re-enqueueing wipes a lease in progress (and its fence)        |
 // | 3 | if row else {}                                     | store.state: answers {} instead of null for an unknown id           |
-// | 4 | row[0] >= now (claim refuses at now == until)      | statements.claim: `until <= ?3` made `until < ?3`                   |
-// | 5 | AND until>=? (renew revives an expired lease)      | statements.renew: `until > ?4` made `until >= ?4`                   |
-// | 6 | AND done>=0 (complete ignores done)                | statements.complete: `done = 0` made `done >= 0`                    |
+// | 4 | row[0] >= now (claim refuses at now == until)      | statements expire, claim, claimNext: `until <= now` made `< now`    |
+// | 5 | AND until>=? (renew revives an expired lease)      | statements.currentLease: `until > now` made `until >= now`          |
+// | 6 | AND done>=0 (complete ignores done)                | statements.currentLease: `done = 0` made `done >= 0`                |
 // | 7 | SET owner=NULL,until=0,fence=0 (release resets)    | statements.release: also sets `fence = 0`                           |
 // | 8 | return [claim(..., owners[0], ...)]                | claimMany: races only owners[0] and answers one value               |
 //
@@ -58,17 +58,24 @@ const MUTANTS: Mutant[] = [
   },
   {
     name: "4 claim refuses at now == until (row[0] >= now)",
-    edits: [{ file: "src/statements.ts", scope: "export function claim(", search: "until <= ?3", replace: "until < ?3" }],
+    // "Claimable at now == until" is said where a claim by id ends the expired
+    // lease first (expire), in the claim itself, and in claim-next's takeover.
+    edits: [
+      { file: "src/statements.ts", scope: "export function expire(", search: "until <= ?1", replace: "until < ?1" },
+      { file: "src/statements.ts", scope: "export function claim(", search: "until <= ?3", replace: "until < ?3" },
+      { file: "src/statements.ts", scope: "export function claimNext(", search: "until <= ?3", replace: "until < ?3" },
+    ],
     tests: ["test/store.test.ts"],
   },
   {
     name: "5 renew revives an expired lease (until >= now)",
-    edits: [{ file: "src/statements.ts", scope: "export function renew(", search: "until > ?4", replace: "until >= ?4" }],
+    // The current-lease rule is written once, for renew, complete, fail and the lease check.
+    edits: [{ file: "src/statements.ts", scope: "function currentLease(", search: "until > ${now}", replace: "until >= ${now}" }],
     tests: ["test/store.test.ts"],
   },
   {
     name: "6 complete ignores done (done >= 0)",
-    edits: [{ file: "src/statements.ts", scope: "export function complete(", search: "done = 0", replace: "done >= 0" }],
+    edits: [{ file: "src/statements.ts", scope: "function currentLease(", search: "done = 0", replace: "done >= 0" }],
     tests: ["test/store.test.ts"],
   },
   {
