@@ -58,6 +58,33 @@ describe("the Node server", () => {
     expect(lines.join("\n")).not.toMatch(/token/);
   });
 
+  test("ends expired leases and purges old jobs on a timer, as the Worker's cron does", async () => {
+    const { url, snapshot } = await freshStore();
+    const clock = { now: 1_000_000 };
+    const lines: string[] = [];
+    const server = await startServer({
+      host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: [TOKEN] },
+      clock: () => clock.now, maintainEveryMs: 5, retentionMs: 60_000, log: (line) => lines.push(line),
+    });
+    try {
+      await post(server, "/v1/jobs", { id: "job-1" });
+      await post(server, "/v1/jobs/job-1/claim", { owner: "A", ttlMs: 1_000 });
+      await post(server, "/v1/jobs", { id: "old" });
+      await post(server, "/v1/jobs/old/claim", { owner: "A", ttlMs: 1_000 });
+      await post(server, "/v1/jobs/old/complete", { owner: "A", fence: 1, result: 1 });
+      clock.now += 60_000; // job-1's lease has expired, and "old" was finished a retention ago
+      for (let waited = 0; !lines.some((line) => line.includes("ended 1 expired lease, purged 1 old job")) && waited < 5_000; waited += 10) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(lines).toContain("fencelease: ended 1 expired lease, purged 1 old job");
+      const rows = await snapshot();
+      expect(Object.keys(rows)).toEqual(["job-1"]);
+      expect(rows["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, last_event: "expired" });
+    } finally {
+      await server.stop();
+    }
+  });
+
   test("stop closes the listener and the database", async () => {
     const url = freshUrl();
     const server = await running(url);

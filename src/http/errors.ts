@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { InvalidArgument, LeaseLost, NotClaimable, NotFound, StorageUnavailable } from "../errors.ts";
+import { InvalidArgument, LeaseLost, NotClaimable, NotFound, StorageUnavailable, WrongStatus } from "../errors.ts";
 import { ApiError } from "./api-error.ts";
 
 /** The body of every error response. */
@@ -29,6 +29,9 @@ function describe(error: unknown): Described {
   if (error instanceof LeaseLost) {
     const details = { reason: error.reason, currentFence: error.currentFence };
     return { status: 409, code: error.code, message: error.message, details };
+  }
+  if (error instanceof WrongStatus) {
+    return { status: 409, code: error.code, message: error.message, details: { status: error.status } };
   }
   if (error instanceof StorageUnavailable) {
     return { status: 503, code: error.code, message: error.message, headers: { "Retry-After": RETRY_AFTER_SECONDS } };

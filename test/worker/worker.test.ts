@@ -5,6 +5,7 @@ import type { ErrorBody } from "../../src/http/errors.ts";
 
 const T = Date.UTC(2026, 0, 1);
 const TTL = 30_000;
+const DAY = 24 * 60 * 60 * 1000;
 const TOKEN = "worker-test-token"; // FENCELEASE_TOKENS in vitest.config.ts
 
 function call(method: string, path: string, body?: unknown): Promise<Response> {
@@ -51,7 +52,12 @@ describe("the Worker on D1", () => {
     expect(await row("contended")).toMatchObject({ owner: `w${statuses.indexOf(200)}`, fence: 1 });
   });
 
-  test("the scheduled trigger reclaims expired leases, keeps their fences, and leaves the rest alone", async () => {
+  test("the scheduled trigger ends expired leases, keeps their fences, purges old finished jobs, and leaves the rest alone", async () => {
+    vi.setSystemTime(T - 8 * DAY); // finished more than RETENTION_MS (7 days) ago
+    await call("POST", "/v1/jobs", { id: "finished-long-ago" });
+    await call("POST", "/v1/jobs/finished-long-ago/claim", { owner: "A", ttlMs: TTL });
+    await call("POST", "/v1/jobs/finished-long-ago/complete", { owner: "A", fence: 1, result: 1 });
+    vi.setSystemTime(T);
     for (const id of ["expired", "live", "done"]) await call("POST", "/v1/jobs", { id });
     await call("POST", "/v1/jobs/expired/claim", { owner: "A", ttlMs: 1_000 });
     await call("POST", "/v1/jobs/live/claim", { owner: "A", ttlMs: TTL });
@@ -67,8 +73,11 @@ describe("the Worker on D1", () => {
     expect(await row("expired")).toEqual({ owner: null, until: 0, fence: 1, done: 0, result: null });
     expect(await row("live")).toEqual(live);
     expect(await row("done")).toEqual(done);
+    expect(await row("finished-long-ago")).toBeNull();
     const next = await call("POST", "/v1/jobs/expired/claim", { owner: "B", ttlMs: TTL });
     expect(await next.json()).toMatchObject({ fence: 2 });
+    const events = (await (await call("GET", "/v1/jobs/expired/events")).json()) as { events: { kind: string }[] };
+    expect(events.events.map((event) => event.kind)).toEqual(["enqueued", "claimed", "expired", "claimed"]);
   });
 
   test("with no token configured it fails closed: 503, naming the secret to set", async () => {
