@@ -22,4 +22,5 @@ export { MIGRATIONS_DIR, readMigrations } from "./migrations-dir.ts";
 export { BUSY_TIMEOUT_MS, connect, type OpenOptions, openStore, reconnect } from "./open.ts";
 export { type RunningServer, type ServerConfig, serverConfigFromEnv, startServer } from "./server.ts";
 export { STATUSES } from "./statements.ts";
-export { type EnqueueOptions, type Lease, LeaseStore, type Page, type QueueStats } from "./store.ts";
+export type { QueueStats } from "./stats.ts";
+export { type EnqueueOptions, type Lease, LeaseStore, type Page } from "./store.ts";

@@ -2,6 +2,7 @@ import type { Driver, Row, Statement } from "./driver.ts";
 import { NotClaimable, NotFound, WrongStatus } from "./errors.ts";
 import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus } from "./job.ts";
 import { refusal } from "./refusal.ts";
+import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./statements.ts";
 import * as check from "./validate.ts";
 
@@ -26,14 +27,6 @@ export type Lease = { job: Job; fence: number; until: number };
 
 /** A page of a listing, and the cursor of the next page (null on the last). */
 export type Page<T> = { items: T[]; next: string | null };
-
-/** Per queue: jobs by status, how long the job due longest has waited, and refused stale writes. */
-export type QueueStats = {
-  queue: string;
-  jobs: Record<JobStatus, number>;
-  oldestDueAgeMs: number | null;
-  refused: { lastHour: number; total: number };
-};
 
 // Each verb's arguments are checked here, before its statements are built, so
 // a bad call never reaches the database.
@@ -255,22 +248,7 @@ export class LeaseStore {
   /** stats answers, per queue, the jobs by status, the oldest due job's age, and refused stale writes. */
   async stats(now: number): Promise<QueueStats[]> {
     const [counts, refusals] = (await this.#driver.batch([sql.queueCounts(check.instant("now", now)), sql.refusalCounts(now - 3_600_000)])) as [Row[], Row[]];
-    const queues = new Map<string, QueueStats>();
-    const of = (queue: string) => {
-      let stats = queues.get(queue);
-      if (!stats) {
-        stats = { queue, jobs: Object.fromEntries(sql.STATUSES.map((status) => [status, 0])) as Record<JobStatus, number>, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 } };
-        queues.set(queue, stats);
-      }
-      return stats;
-    };
-    for (const row of counts) {
-      const stats = of(row.queue as string);
-      stats.jobs[row.status as JobStatus] = row.jobs as number;
-      if (row.status === "queued") stats.oldestDueAgeMs = now - (row.oldest_run_at as number);
-    }
-    for (const row of refusals) of(row.queue as string).refused = { lastHour: row.recent as number, total: row.total as number };
-    return [...queues.values()].sort((a, b) => (a.queue < b.queue ? -1 : 1));
+    return queueStats(counts, refusals, now);
   }
 
   /** reclaimExpired ends every expired lease (the job dies if that was its last attempt); answers how many. */

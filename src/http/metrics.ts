@@ -1,4 +1,4 @@
-import type { QueueStats } from "../store.ts";
+import type { QueueStats } from "../stats.ts";
 
 /** Label values are quoted strings in which \, " and newlines are escaped. */
 function label(value: string): string {
