@@ -54,6 +54,84 @@ describe("the fencelease command", () => {
     const stale = await s.run("complete", "job-1", "--owner", "B", "--fence", "1", "--result", "1");
     expect(stale.code).toBe(4);
     expect(stale.stderr).toMatch(/^fencelease: refused, stale_lease \(not_owner\): /);
+    const leased = await s.run("delete", "job-1");
+    expect(leased).toMatchObject({ code: 4, stdout: "" });
+    expect(leased.stderr).toMatch(/^fencelease: refused, conflict \(leased\): job "job-1" is leased; .+\n$/);
+    expect(await s.snapshot()).toEqual(before);
+  });
+
+  test("fails a job until it is dead, retries it and deletes it, in words and in JSON", async () => {
+    await using s = await serving();
+    await s.run("enqueue", "job-1", "--max-attempts", "2");
+    await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "60000");
+    const failed = await s.run("fail", "job-1", "--owner", "A", "--fence", "1", "--error", "disk full", "--retry-in-ms", "0");
+    expect(failed).toMatchObject({ code: 0, stdout: expect.stringMatching(/^failed job-1: attempt 1 of 2; due again at \S+Z\n$/), stderr: "" });
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, fence: 1, attempts: 1, last_error: "disk full", dead: 0 });
+    await s.run("claim", "job-1", "--owner", "B", "--ttl-ms", "60000");
+    expect((await s.run("fail", "job-1", "--owner", "B", "--fence", "2", "--error", "disk full again")).stdout).toBe("failed job-1: dead after 2 of 2 attempts\n");
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, fence: 2, attempts: 2, last_error: "disk full again", dead: 1, done: 1 });
+    expect(await s.run("retry", "job-1")).toEqual({ code: 0, stdout: "retried job-1: queued again with its attempts reset; its fence stays 2\n", stderr: "" });
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, fence: 2, attempts: 0, dead: 0, done: 0 });
+    await s.run("enqueue", "job-2");
+    expect(await s.run("delete", "job-1")).toEqual({ code: 0, stdout: "deleted job-1\n", stderr: "" });
+    const deleted = await s.run("delete", "job-2", "--json");
+    expect(JSON.parse(deleted.stdout)).toEqual({ deleted: true });
+    expect(await s.snapshot()).toEqual({});
+  });
+
+  test("a failed attempt in JSON is the job as the server answers it", async () => {
+    await using s = await serving();
+    await s.run("enqueue", "job-1", "--max-attempts", "1");
+    await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "60000");
+    const dead = await s.run("fail", "job-1", "--owner", "A", "--fence", "1", "--error", "bad input", "--json");
+    expect(JSON.parse(dead.stdout)).toMatchObject({ job: { id: "job-1", status: "dead", attempts: 1, maxAttempts: 1, lastError: "bad input", owner: null } });
+    const retried = await s.run("retry", "job-1", "--json");
+    expect(JSON.parse(retried.stdout)).toMatchObject({ job: { id: "job-1", status: "queued", attempts: 0, fence: 1 } });
+  });
+
+  test("list, events, check-lease and stats read back one line each, and as the server's JSON; reading changes nothing", async () => {
+    await using s = await serving();
+    await s.run("enqueue", "a b", "--queue", "q");
+    await s.run("enqueue", "job-1", "--queue", "q");
+    await s.run("enqueue", "later", "--queue", "r", "--delay-ms", "600000");
+    await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "600000");
+    expect((await s.run("complete", "job-1", "--owner", "B", "--fence", "1", "--result", "1")).code).toBe(4);
+    const before = await s.snapshot();
+
+    expect(await s.run("list")).toEqual({
+      code: 0,
+      stdout: ["a b    queued     q  fence 0", "job-1  leased     q  fence 1  owner A", "later  scheduled  r  fence 0", ""].join("\n"),
+      stderr: "",
+    });
+    expect((await s.run("list", "--queue", "q", "--limit", "1")).stdout).toBe("a b  queued  q  fence 0\nmore: --cursor 'a b'\n");
+    const page = JSON.parse((await s.run("list", "--queue", "q", "--limit", "1", "--cursor", "a b", "--json")).stdout);
+    expect(page).toMatchObject({ jobs: [{ id: "job-1", status: "leased", owner: "A" }], nextCursor: null });
+    expect((await s.run("list", "--status", "scheduled")).stdout).toBe("later  scheduled  r  fence 0\n");
+    expect((await s.run("list", "--queue", "none")).stdout).toBe("no jobs\n");
+
+    const events = await s.run("events", "job-1");
+    expect(events.stdout.trim().split("\n")).toEqual([
+      expect.stringMatching(/^\S+Z {2}enqueued$/),
+      expect.stringMatching(/^\S+Z {2}claimed A\/1$/),
+      expect.stringMatching(/^\S+Z {2}refused complete: presented B\/1, current A\/1$/),
+    ]);
+    const first = (await s.run("events", "job-1", "--limit", "1")).stdout.trim().split("\n");
+    expect(first).toEqual([expect.stringMatching(/^\S+Z {2}enqueued$/), expect.stringMatching(/^more: --cursor \d+$/)]);
+    const rest = JSON.parse((await s.run("events", "job-1", "--cursor", first[1]!.split(" ").at(-1)!, "--json")).stdout);
+    expect(rest).toMatchObject({ events: [{ kind: "claimed", owner: "A", fence: 1 }, { kind: "refused", action: "complete", owner: "B", fence: 1, currentOwner: "A", currentFence: 1 }], nextCursor: null });
+    expect((await s.run("events", "nope")).stdout).toBe("no events for nope\n");
+
+    expect(await s.run("check-lease", "job-1", "--owner", "A", "--fence", "1")).toMatchObject({ code: 0, stdout: expect.stringMatching(/^A\/1 is the current lease of job-1, until \S+Z\n$/) });
+    expect(await s.run("check-lease", "job-1", "--owner", "B", "--fence", "1")).toEqual({ code: 4, stdout: "B/1 is not the current lease of job-1; the job's fence is 1\n", stderr: "" });
+    const check = await s.run("check-lease", "job-1", "--owner", "A", "--fence", "2", "--json");
+    expect({ code: check.code, answer: JSON.parse(check.stdout) }).toEqual({ code: 4, answer: { current: false, fence: 1, until: expect.any(Number) } });
+
+    const stats = await s.run("stats");
+    expect(stats.stdout.trim().split("\n")).toEqual([
+      expect.stringMatching(/^q: queued 1, scheduled 0, leased 1, done 0, dead 0; oldest due \d+ ms ago; refused 1 in the last hour, 1 ever$/),
+      "r: queued 0, scheduled 1, leased 0, done 0, dead 0; none due; refused 0 in the last hour, 0 ever",
+    ]);
+    expect(JSON.parse((await s.run("stats", "--json")).stdout)).toMatchObject({ queues: [{ queue: "q", refused: { total: 1 } }, { queue: "r", jobs: { scheduled: 1 } }] });
     expect(await s.snapshot()).toEqual(before);
   });
 
@@ -66,6 +144,16 @@ describe("the fencelease command", () => {
     ["an unknown option", 2, ["get", "job-1", "--colour", "red"], /Unknown option '--colour'/],
     ["an unknown command", 2, ["frobnicate", "job-1"], /unknown command "frobnicate"/],
     ["a command without its id", 2, ["get"], /get needs a job id/],
+    ["events without its id", 2, ["events"], /events needs a job id/],
+    ["a list given an id", 2, ["list", "job-1"], /unexpected argument "job-1"/],
+    ["stats given an argument", 2, ["stats", "now"], /unexpected argument "now"/],
+    ["a list of an unknown status", 2, ["list", "--status", "zombie"], /status must be one of queued, scheduled, leased, done, dead/],
+    ["a fail without --error", 2, ["fail", "job-1", "--owner", "A", "--fence", "1"], /--error is required/],
+    ["a fail without a lease", 4, ["fail", "job-1", "--owner", "A", "--fence", "1", "--error", "x"], /^fencelease: refused, stale_lease \(not_owner\)/],
+    ["a retry of a job that is not dead", 4, ["retry", "job-1"], /^fencelease: refused, conflict \(queued\): only a dead job can be retried/],
+    ["a delete of an unknown job", 3, ["delete", "nope"], /not_found/],
+    ["a check-lease of an unknown job", 3, ["check-lease", "nope", "--owner", "A", "--fence", "1"], /not_found/],
+    ["a command named like an object's property", 2, ["toString", "job-1"], /unknown command "toString"/],
   ])("%s exits %i", async (_, code, args, says) => {
     await using s = await serving();
     await s.run("enqueue", "job-1");

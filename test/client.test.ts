@@ -1,7 +1,8 @@
 import { createClient } from "@libsql/client";
-import { describe, expect, test } from "vitest";
+import { describe, expect, onTestFinished, test } from "vitest";
 import {
   claimMany,
+  ConflictError,
   InvalidRequestError,
   LeaseClient,
   LeaseLostError,
@@ -16,8 +17,8 @@ import { freshStore } from "./fresh-db.ts";
 const TOKEN = "client-test-token";
 const TTL = 30_000;
 
-/** The Node server on a fresh file database, a client for it, and the rows it leaves. */
-async function serving(options: { busyTimeoutMs?: number } = {}) {
+/** The Node server on a fresh file database, a client for it, and the rows it leaves (jobs, and a job's events). */
+async function serving(options: { busyTimeoutMs?: number; clock?: () => number } = {}) {
   const fresh = await freshStore();
   const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: fresh.url, auth: { tokens: [TOKEN] }, ...options });
   const delays: number[] = [];
@@ -26,8 +27,19 @@ async function serving(options: { busyTimeoutMs?: number } = {}) {
     token: TOKEN,
     retry: { retries: 3, baseDelayMs: 100, random: () => 0.5, sleep: async (ms) => void delays.push(ms) },
   });
-  return { ...fresh, server, client, delays, [Symbol.asyncDispose]: () => server.stop() };
+  const reader = createClient({ url: fresh.url });
+  const eventRows = async (id: string) =>
+    (await reader.execute({ sql: "SELECT kind, action, owner, fence, current_owner, current_fence, error FROM events WHERE job_id = ? ORDER BY seq", args: [id] })).rows.map((row) => ({ ...row }));
+  onTestFinished(() => reader.close());
+  return { ...fresh, server, client, delays, eventRows, [Symbol.asyncDispose]: () => server.stop() };
 }
+
+/** A clock the test moves by hand; the server reads it. */
+const T = 1_000_000;
+const handClock = () => {
+  const clock = { now: T };
+  return { clock, options: { clock: () => clock.now } };
+};
 
 describe("LeaseClient against the real Node server", () => {
   test("each method answers what the route answers", async () => {
@@ -144,6 +156,224 @@ describe("LeaseClient against the real Node server", () => {
       expect(fences.filter((fence) => fence === null)).toHaveLength(15);
       expect((await s.snapshot())[`round-${round}`]).toMatchObject({ owner: owners[fences.indexOf(1)], fence: 1 });
     }
+  });
+});
+
+describe("LeaseClient: a job's whole life, against the real Node server", () => {
+  test("fail ends the lease as a failed attempt: the job is due again after retryInMs, its error kept", async () => {
+    const { clock, options } = handClock();
+    await using s = await serving(options);
+    await s.client.enqueue({ id: "job-1", maxAttempts: 2 });
+    await s.client.enqueue({ id: "bystander" });
+    await s.client.claim("job-1", { owner: "A", ttlMs: TTL });
+    const before = await s.snapshot();
+    clock.now = T + 10;
+    const job = await s.client.fail("job-1", { owner: "A", fence: 1, error: "disk full", retryInMs: 60_000 });
+    expect(job).toMatchObject({ id: "job-1", status: "scheduled", owner: null, fence: 1, attempts: 1, lastError: "disk full", runAt: T + 60_010, done: false });
+    const after = await s.snapshot();
+    expect(after["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, attempts: 1, run_at: T + 60_010, last_error: "disk full", done: 0, dead: 0 });
+    expect(after.bystander).toEqual(before.bystander);
+    expect((await s.eventRows("job-1")).at(-1)).toEqual({ kind: "failed", action: null, owner: "A", fence: 1, current_owner: null, current_fence: null, error: "disk full" });
+  });
+
+  test("fail on the last attempt makes the job dead", async () => {
+    await using s = await serving(handClock().options);
+    await s.client.enqueue({ id: "job-1", maxAttempts: 1 });
+    await s.client.claim("job-1", { owner: "A", ttlMs: TTL });
+    expect(await s.client.fail("job-1", { owner: "A", fence: 1, error: "bad input" })).toMatchObject({ status: "dead", done: false, attempts: 1, lastError: "bad input" });
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, fence: 1, attempts: 1, dead: 1, done: 1, run_at: T, last_error: "bad input" });
+  });
+
+  test("a fail repeated after it landed is refused as stale: nothing changes but the refusal recorded", async () => {
+    await using s = await serving(handClock().options);
+    await s.client.enqueue({ id: "job-1" });
+    await s.client.claim("job-1", { owner: "A", ttlMs: TTL });
+    await s.client.fail("job-1", { owner: "A", fence: 1, error: "first" });
+    const before = await s.snapshot();
+    const again = await s.client.fail("job-1", { owner: "A", fence: 1, error: "again" }).catch((error) => error);
+    expect(again).toBeInstanceOf(LeaseLostError);
+    expect(again).toMatchObject({ status: 409, code: "stale_lease", reason: "not_owner", currentFence: 1 });
+    expect(await s.snapshot()).toEqual(before);
+    expect((await s.eventRows("job-1")).at(-1)).toEqual({ kind: "refused", action: "fail", owner: "A", fence: 1, current_owner: null, current_fence: 1, error: null });
+    expect(await s.client.fail("nope", { owner: "A", fence: 1, error: "x" }).catch((error) => error)).toBeInstanceOf(NotFoundError);
+  });
+
+  test("retry puts a dead job back, due at once with its attempts reset; the next claim goes on from its fence", async () => {
+    const { clock, options } = handClock();
+    await using s = await serving(options);
+    await s.client.enqueue({ id: "job-1", maxAttempts: 1 });
+    await s.client.claim("job-1", { owner: "A", ttlMs: TTL });
+    await s.client.fail("job-1", { owner: "A", fence: 1, error: "bad input" });
+    clock.now = T + 5;
+    expect(await s.client.retry("job-1")).toMatchObject({ status: "queued", attempts: 0, fence: 1, runAt: T + 5, owner: null, done: false });
+    expect((await s.snapshot())["job-1"]).toMatchObject({ dead: 0, done: 0, attempts: 0, fence: 1, run_at: T + 5 });
+    expect(await s.client.claim("job-1", { owner: "B", ttlMs: TTL })).toMatchObject({ fence: 2 });
+  });
+
+  test("retry of a job that is not dead is a ConflictError naming its status, and changes nothing", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    const before = await s.snapshot();
+    const conflict = await s.client.retry("job-1").catch((error) => error);
+    expect(conflict).toBeInstanceOf(ConflictError);
+    expect(conflict).toMatchObject({ status: 409, code: "conflict", jobStatus: "queued" });
+    expect(conflict.message).toContain("only a dead job can be retried");
+    expect(await s.client.retry("nope").catch((error) => error)).toBeInstanceOf(NotFoundError);
+    expect(await s.snapshot()).toEqual(before);
+  });
+
+  test("delete removes a job nobody holds, and the id enqueued again starts above its old fence", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    await s.client.enqueue({ id: "bystander" });
+    await s.client.claim("job-1", { owner: "A", ttlMs: TTL });
+    await s.client.release("job-1", { owner: "A", fence: 1 });
+    const before = await s.snapshot();
+    expect(await s.client.delete("job-1")).toBeUndefined();
+    expect(await s.snapshot()).toEqual({ bystander: before.bystander });
+    expect(await s.client.get("job-1").catch((error) => error)).toBeInstanceOf(NotFoundError);
+    await s.client.enqueue({ id: "job-1" });
+    expect(await s.client.claim("job-1", { owner: "B", ttlMs: TTL })).toMatchObject({ fence: 2 });
+  });
+
+  test("delete of a leased job is a ConflictError, of an unknown one a NotFoundError; nothing changes", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    await s.client.claim("job-1", { owner: "A", ttlMs: TTL });
+    const before = await s.snapshot();
+    const conflict = await s.client.delete("job-1").catch((error) => error);
+    expect(conflict).toBeInstanceOf(ConflictError);
+    expect(conflict).toMatchObject({ status: 409, code: "conflict", jobStatus: "leased" });
+    expect(await s.client.delete("nope").catch((error) => error)).toBeInstanceOf(NotFoundError);
+    expect(await s.snapshot()).toEqual(before);
+  });
+
+  test("list pages through jobs in id order, by queue and by status, ids and cursors encoded", async () => {
+    await using s = await serving();
+    for (const id of ["z", "c d", "a/b", "a&b"]) await s.client.enqueue({ id, queue: "q" });
+    await s.client.enqueue({ id: "other", queue: "r" });
+    await s.client.claim("c d", { owner: "A", ttlMs: TTL });
+    const before = await s.snapshot();
+    const first = await s.client.list({ queue: "q", limit: 2 });
+    expect({ ids: first.jobs.map((job) => job.id), nextCursor: first.nextCursor }).toEqual({ ids: ["a&b", "a/b"], nextCursor: "a/b" });
+    const second = await s.client.list({ queue: "q", limit: 2, cursor: first.nextCursor! });
+    expect({ ids: second.jobs.map((job) => job.id), nextCursor: second.nextCursor }).toEqual({ ids: ["c d", "z"], nextCursor: null });
+    expect(second.jobs[0]).toMatchObject({ id: "c d", status: "leased", owner: "A", fence: 1 });
+    expect(await s.client.list({ status: "leased" })).toMatchObject({ jobs: [{ id: "c d" }], nextCursor: null });
+    expect((await s.client.list()).jobs.map((job) => job.id)).toEqual(["a&b", "a/b", "c d", "other", "z"]);
+    expect(await s.snapshot()).toEqual(before);
+  });
+
+  test("list refuses a limit over 100 and an unknown status with InvalidRequestError", async () => {
+    await using s = await serving();
+    expect(await s.client.list({ limit: 101 }).catch((error) => error)).toMatchObject({ name: "InvalidRequestError", status: 400, message: "limit must be at most 100" });
+    const status = "zombie" as "dead"; // what an untyped caller could send
+    expect(await s.client.list({ status }).catch((error) => error)).toMatchObject({ name: "InvalidRequestError", message: expect.stringContaining("must be one of queued") });
+  });
+
+  test("events tell a job's history oldest first, a refusal with the lease presented and the current one, page by page", async () => {
+    const { clock, options } = handClock();
+    await using s = await serving(options);
+    await s.client.enqueue({ id: "job-1" });
+    await s.client.claim("job-1", { owner: "A", ttlMs: TTL });
+    clock.now = T + TTL; // A's lease has run out
+    await s.client.claim("job-1", { owner: "B", ttlMs: TTL });
+    await s.client.complete("job-1", { owner: "A", fence: 1, result: "late" }).catch(() => undefined);
+    await s.client.complete("job-1", { owner: "B", fence: 2, result: "ok" });
+    const { events, nextCursor } = await s.client.events("job-1");
+    expect(nextCursor).toBeNull();
+    expect(events.map(({ kind, action, owner, fence, currentOwner, currentFence }) => ({ kind, action, owner, fence, currentOwner, currentFence }))).toEqual([
+      { kind: "enqueued", action: null, owner: null, fence: null, currentOwner: null, currentFence: null },
+      { kind: "claimed", action: null, owner: "A", fence: 1, currentOwner: null, currentFence: null },
+      { kind: "expired", action: null, owner: "A", fence: 1, currentOwner: null, currentFence: null },
+      { kind: "claimed", action: null, owner: "B", fence: 2, currentOwner: null, currentFence: null },
+      { kind: "refused", action: "complete", owner: "A", fence: 1, currentOwner: "B", currentFence: 2 },
+      { kind: "completed", action: null, owner: "B", fence: 2, currentOwner: null, currentFence: null },
+    ]);
+    expect(events.map((event) => event.kind)).toEqual((await s.eventRows("job-1")).map((row) => row.kind));
+    const page1 = await s.client.events("job-1", { limit: 4 });
+    expect(page1.events).toEqual(events.slice(0, 4));
+    expect(page1.nextCursor).toBe(String(events[3]!.seq));
+    expect(await s.client.events("job-1", { limit: 4, cursor: page1.nextCursor! })).toEqual({ events: events.slice(4), nextCursor: null });
+  });
+
+  test("events of an unknown job are none, and a limit of 0 is an InvalidRequestError", async () => {
+    await using s = await serving();
+    expect(await s.client.events("nope")).toEqual({ events: [], nextCursor: null });
+    expect(await s.client.events("nope", { limit: 0 }).catch((error) => error)).toMatchObject({ name: "InvalidRequestError", message: "limit must be at least 1" });
+  });
+
+  test("checkLease answers whether a lease is the current one, with the job's fence and lease end", async () => {
+    const { clock, options } = handClock();
+    await using s = await serving(options);
+    await s.client.enqueue({ id: "invoice/42?x" });
+    await s.client.claim("invoice/42?x", { owner: "A", ttlMs: TTL });
+    const before = await s.snapshot();
+    expect(await s.client.checkLease("invoice/42?x", { owner: "A", fence: 1 })).toEqual({ current: true, fence: 1, until: T + TTL });
+    expect(await s.client.checkLease("invoice/42?x", { owner: "B", fence: 1 })).toEqual({ current: false, fence: 1, until: T + TTL });
+    expect(await s.client.checkLease("invoice/42?x", { owner: "A", fence: 2 })).toEqual({ current: false, fence: 1, until: T + TTL });
+    clock.now = T + TTL; // at `until` the lease has expired
+    expect(await s.client.checkLease("invoice/42?x", { owner: "A", fence: 1 })).toEqual({ current: false, fence: 1, until: T + TTL });
+    expect(await s.client.checkLease("nope", { owner: "A", fence: 1 }).catch((error) => error)).toBeInstanceOf(NotFoundError);
+    expect(await s.snapshot()).toEqual(before);
+  });
+
+  test("stats counts each queue's jobs by status, its oldest due job's age, and its refused stale writes", async () => {
+    const { clock, options } = handClock();
+    await using s = await serving(options);
+    await s.client.enqueue({ id: "queued", queue: "q" });
+    await s.client.enqueue({ id: "leased", queue: "q" });
+    await s.client.enqueue({ id: "later", queue: "r", delayMs: 60_000 });
+    await s.client.claim("leased", { owner: "A", ttlMs: TTL });
+    await s.client.complete("leased", { owner: "B", fence: 1, result: 1 }).catch(() => undefined);
+    clock.now = T + 250;
+    const none = { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0 };
+    expect(await s.client.stats()).toEqual([
+      { queue: "q", jobs: { ...none, queued: 1, leased: 1 }, oldestDueAgeMs: 250, refused: { lastHour: 1, total: 1 } },
+      { queue: "r", jobs: { ...none, scheduled: 1 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 } },
+    ]);
+    const stranger = new LeaseClient({ baseUrl: s.server.url, token: "wrong" });
+    expect(await stranger.stats().catch((error) => error)).toBeInstanceOf(UnauthorizedError);
+  });
+
+  test("fail, retry and delete are not sent again after a lost answer, while the reads are", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1", maxAttempts: 1 });
+    await s.client.enqueue({ id: "job-2" });
+    await s.client.claim("job-1", { owner: "A", ttlMs: TTL });
+    let failNext = 0;
+    const sent: string[] = [];
+    const flaky: typeof fetch = async (input, init) => {
+      sent.push(`${init?.method} ${new URL(String(input)).pathname}`);
+      const response = await fetch(input, init);
+      if (failNext > 0) {
+        failNext--;
+        throw new TypeError("socket hang up"); // served, but its answer is lost
+      }
+      return response;
+    };
+    const client = new LeaseClient({ baseUrl: s.server.url, token: TOKEN, fetch: flaky, retry: { sleep: async () => {} } });
+    for (const call of [
+      () => client.fail("job-1", { owner: "A", fence: 1, error: "boom" }),
+      () => client.retry("job-1"),
+      () => client.delete("job-2"),
+    ]) {
+      failNext = 1;
+      expect(await call().catch((error) => error)).toBeInstanceOf(UnavailableError);
+    }
+    expect(sent).toEqual(["POST /v1/jobs/job-1/fail", "POST /v1/jobs/job-1/retry", "DELETE /v1/jobs/job-2"]);
+    expect(await s.snapshot()).toEqual({ "job-1": expect.objectContaining({ dead: 0, attempts: 0, last_error: "boom" }) }); // each landed once
+    sent.length = 0;
+    for (const call of [() => client.list(), () => client.events("job-1"), () => client.checkLease("job-1", { owner: "A", fence: 1 }), () => client.stats()]) {
+      failNext = 1;
+      await call();
+    }
+    expect(sent).toEqual([
+      "GET /v1/jobs", "GET /v1/jobs",
+      "GET /v1/jobs/job-1/events", "GET /v1/jobs/job-1/events",
+      "GET /v1/jobs/job-1/lease", "GET /v1/jobs/job-1/lease",
+      "GET /v1/stats", "GET /v1/stats",
+    ]);
   });
 });
 

@@ -87,12 +87,62 @@ describe("withLease", () => {
     expect((await s.snapshot())["job-1"]).toMatchObject({ owner: "intruder", fence: 2, done: 0, result: null });
   });
 
-  test("fn throwing releases the lease and rethrows fn's error", async () => {
+  test("fn throwing fails the attempt with the error's message, and rethrows fn's error", async () => {
     await using s = await serving();
     await s.client.enqueue({ id: "job-1" });
     const boom = new Error("boom");
-    await expect(withLease(s.client, "job-1", async () => { throw boom; }, { owner: "A", ttlMs: 60_000 })).rejects.toBe(boom);
-    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, done: 0 });
+    await expect(withLease(s.client, "job-1", async () => { throw boom; }, { owner: "A", ttlMs: 60_000, retryInMs: 0 })).rejects.toBe(boom);
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, attempts: 1, last_error: "boom", done: 0, dead: 0 });
+    expect(await s.client.get("job-1")).toMatchObject({ status: "queued", lastError: "boom", attempts: 1, owner: null });
+    expect(await s.other.claimNext("default", { owner: "B", ttlMs: 60_000 })).toMatchObject([{ fence: 2, job: { id: "job-1" } }]); // due at once
+  });
+
+  test("without retryInMs the failed job waits out the server's backoff; on its last attempt it is dead", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    await s.client.enqueue({ id: "last", maxAttempts: 1 });
+    const failing = async () => { throw new Error("flaky"); };
+    const sentAt = Date.now();
+    await expect(withLease(s.client, "job-1", failing, { owner: "A", ttlMs: 60_000 })).rejects.toThrow("flaky");
+    const job = await s.client.get("job-1");
+    expect(job).toMatchObject({ status: "scheduled", lastError: "flaky", attempts: 1 });
+    expect(job.runAt).toBeGreaterThanOrEqual(sentAt + 500); // 1 s times a jitter in [0.5, 1)
+    await expect(withLease(s.client, "last", failing, { owner: "A", ttlMs: 60_000 })).rejects.toThrow("flaky");
+    expect((await s.snapshot()).last).toMatchObject({ owner: null, attempts: 1, dead: 1, done: 1, last_error: "flaky" });
+  });
+
+  test("a thrown value that is not an Error is kept as text, and a message over the server's limit is cut to fit", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "text" });
+    await s.client.enqueue({ id: "long" });
+    await expect(withLease(s.client, "text", async () => { throw "out of paper"; }, { owner: "A", ttlMs: 60_000 })).rejects.toBe("out of paper");
+    const long = new Error("x".repeat(20_000));
+    await expect(withLease(s.client, "long", async () => { throw long; }, { owner: "A", ttlMs: 60_000 })).rejects.toBe(long);
+    const rows = await s.snapshot();
+    expect(rows.text).toMatchObject({ owner: null, attempts: 1, last_error: "out of paper" });
+    expect(rows.long).toMatchObject({ owner: null, attempts: 1, last_error: "x".repeat(10_000) });
+  });
+
+  test("a retryInMs that is not a whole number of ms, 0 or more, is refused before anything is claimed", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    const before = await s.snapshot();
+    for (const retryInMs of [-1, 1.5]) {
+      await expect(withLease(s.client, "job-1", async () => 1, { owner: "A", ttlMs: 60_000, retryInMs })).rejects.toThrow(/retryInMs must be a whole number/);
+    }
+    expect(await s.snapshot()).toEqual(before);
+  });
+
+  test("fn throwing after the caller's signal aborted releases the lease: a graceful stop is not a failure", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    const stop = new AbortController();
+    const outcome = withLease(s.client, "job-1", async ({ signal }) => {
+      stop.abort(new Error("shutting down"));
+      throw signal.reason;
+    }, { owner: "A", ttlMs: 60_000, signal: stop.signal });
+    await expect(outcome).rejects.toThrow("stopped by the caller");
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, attempts: 1, last_error: null, last_event: "released", done: 0 });
   });
 
   test("takes the next due job of a queue, and answers null when none is due", async () => {

@@ -23,7 +23,8 @@ export class UsageError extends Error {
 export function exitFor(error: unknown): { code: number; line: string } {
   if (error instanceof UsageError) return { code: EXIT.badInput, line: `${error.message} (see fencelease --help)` };
   if (!(error instanceof FenceleaseError)) return { code: EXIT.failed, line: (error as Error)?.message ?? String(error) };
-  const detail = error.details?.reason === undefined ? "" : ` (${error.details.reason})`;
+  const why = error.details?.reason ?? error.details?.status; // a refusal's reason, or the status a conflict found
+  const detail = why === undefined ? "" : ` (${why})`;
   const line = `${error.code}${detail}: ${error.message}`;
   if (error.status === 409) return { code: EXIT.refused, line: `refused, ${line}` };
   if (error.status === 404) return { code: EXIT.notFound, line };

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { LeaseClient } from "../client/lease-client.ts";
-import type { Job, Lease } from "../client/types.ts";
+import type { Job, JobEvent, Lease, ListRequest, QueueStats } from "../client/types.ts";
 import { EXIT, exitFor, UsageError } from "./exit-codes.ts";
 
 const USAGE = `fencelease: leases with fencing tokens
@@ -20,6 +20,15 @@ Jobs:
   renew <id> --owner O --fence F --ttl-ms MS
   complete <id> --owner O --fence F --result JSON
   release <id> --owner O --fence F
+  fail <id> --owner O --fence F --error TEXT [--retry-in-ms MS]
+  retry <id>                     put a dead job back in its queue
+  delete <id>                    delete a job that is not leased
+  list [--queue Q] [--status S] [--limit N] [--cursor C]
+                                 S: queued, scheduled, leased, done or dead
+  events <id> [--limit N] [--cursor C]
+  check-lease <id> --owner O --fence F
+                                 exits 0 if that is the current lease, 4 if not
+  stats                          per queue: jobs by status, oldest due, refused stale writes
 
 Options:
   --url URL      the server (FENCELEASE_URL; default http://127.0.0.1:8787)
@@ -27,7 +36,8 @@ Options:
   --json         print the server's JSON answer, for scripts
   --help         this text
 
-Exit codes: 0 ok, 2 bad input, 3 not found, 4 refused (409), 5 unreachable, 6 unauthorized, 1 anything else.`;
+Exit codes: 0 ok, 2 bad input, 3 not found, 4 refused (409, or check-lease: not current), 5 unreachable,
+6 unauthorized, 1 anything else.`;
 
 const OPTIONS = {
   url: { type: "string" },
@@ -45,6 +55,10 @@ const OPTIONS = {
   "delay-ms": { type: "string" },
   "max-attempts": { type: "string" },
   result: { type: "string" },
+  error: { type: "string" },
+  "retry-in-ms": { type: "string" },
+  status: { type: "string" },
+  cursor: { type: "string" },
 } as const;
 
 type Flags = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
@@ -52,10 +66,16 @@ type Flags = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends
 /** Where the CLI writes: stdout for answers, stderr for the one-line errors. */
 export type Io = { out: (line: string) => void; err: (line: string) => void; env: NodeJS.ProcessEnv };
 
-/** A command: what it sends, and how it reads back to a person. */
-type Command = (args: { id: string; flags: Flags; client: LeaseClient; io: Io }) => Promise<{ json: unknown; text: string }>;
+/**
+ * A command: what it sends, and how it reads back to a person; `code` is the
+ * exit code when the answer itself is a no (default 0).
+ */
+type Command = (args: { id: string; flags: Flags; client: LeaseClient; io: Io }) => Promise<{ json: unknown; text: string; code?: number }>;
 
-function required(flags: Flags, name: "owner" | "result", what: string): string {
+/** What a command takes as its argument where it is not a job id; null for none. */
+const ARGUMENT: Record<string, string | null> = { "claim-next": "a queue", list: null, stats: null };
+
+function required(flags: Flags, name: "owner" | "result" | "error", what: string): string {
   const value = flags[name];
   if (value === undefined) throw new UsageError(`--${name} is required: ${what}`);
   return value;
@@ -88,6 +108,40 @@ function json(flags: Flags, name: "payload" | "result"): unknown {
 const at = (ms: number) => new Date(ms).toISOString();
 const leaseLine = (lease: Lease) => `claimed ${lease.job.id}: fence ${lease.fence}, until ${at(lease.until)} (owner ${lease.job.owner})`;
 const jobText = (job: Job) => Object.entries(job).map(([key, value]) => `${key.padEnd(12)}${JSON.stringify(value)}`).join("\n");
+const holder = (owner: string | null, fence: number | null) => (owner === null ? `fence ${fence}` : `${owner}/${fence}`);
+
+/** A word as a shell reads it back: quoted unless it is plain. */
+const shellWord = (word: string) => (/^[\w.,:@%+=\/-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`);
+
+/** Rows of cells as columns, each as wide as its widest cell. */
+function columns(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ")).join("\n");
+}
+
+/** The line that tells how to get the next page, if there is one. */
+const more = (nextCursor: string | null) => (nextCursor === null ? "" : `\nmore: --cursor ${shellWord(nextCursor)}`);
+
+const failedLine = (job: Job) =>
+  job.status === "dead"
+    ? `failed ${job.id}: dead after ${job.attempts} of ${job.maxAttempts} attempts`
+    : `failed ${job.id}: attempt ${job.attempts} of ${job.maxAttempts}; due again at ${at(job.runAt)}`;
+
+function eventLine(event: JobEvent): string {
+  const what =
+    event.kind === "refused"
+      ? `refused ${event.action}: presented ${holder(event.owner, event.fence)}, current ${holder(event.currentOwner, event.currentFence)}`
+      : event.owner === null && event.fence === null
+        ? event.kind
+        : `${event.kind} ${holder(event.owner, event.fence)}`;
+  return `${at(event.at)}  ${what}${event.error === null ? "" : `: ${event.error}`}`;
+}
+
+function statsLine(stats: QueueStats): string {
+  const jobs = Object.entries(stats.jobs).map(([status, count]) => `${status} ${count}`).join(", ");
+  const due = stats.oldestDueAgeMs === null ? "none due" : `oldest due ${stats.oldestDueAgeMs} ms ago`;
+  return `${stats.queue}: ${jobs}; ${due}; refused ${stats.refused.lastHour} in the last hour, ${stats.refused.total} ever`;
+}
 
 const COMMANDS: Record<string, Command> = {
   async enqueue({ id, flags, client }) {
@@ -129,6 +183,46 @@ const COMMANDS: Record<string, Command> = {
   async release({ id, flags, client }) {
     const job = await client.release(id, { owner: required(flags, "owner", "the lease's owner"), fence: requiredInteger(flags, "fence") });
     return { json: { job }, text: `released ${id}; its fence stays ${job.fence}` };
+  },
+  async fail({ id, flags, client }) {
+    const request = {
+      owner: required(flags, "owner", "the lease's owner"),
+      fence: requiredInteger(flags, "fence"),
+      error: required(flags, "error", "why the attempt failed"),
+      retryInMs: integer(flags, "retry-in-ms"),
+    };
+    const job = await client.fail(id, request);
+    return { json: { job }, text: failedLine(job) };
+  },
+  async retry({ id, client }) {
+    const job = await client.retry(id);
+    return { json: { job }, text: `retried ${id}: queued again with its attempts reset; its fence stays ${job.fence}` };
+  },
+  async delete({ id, client }) {
+    await client.delete(id);
+    return { json: { deleted: true }, text: `deleted ${id}` };
+  },
+  async list({ flags, client }) {
+    const status = flags.status as ListRequest["status"]; // the server names the statuses it knows when it refuses one
+    const page = await client.list({ queue: flags.queue, status, limit: integer(flags, "limit"), cursor: flags.cursor });
+    const rows = page.jobs.map((job) => [job.id, job.status, job.queue, `fence ${job.fence}`, job.owner === null ? "" : `owner ${job.owner}`]);
+    return { json: page, text: (rows.length === 0 ? "no jobs" : columns(rows).replace(/ +$/gm, "")) + more(page.nextCursor) };
+  },
+  async events({ id, flags, client }) {
+    const page = await client.events(id, { limit: integer(flags, "limit"), cursor: flags.cursor });
+    return { json: page, text: (page.events.length === 0 ? `no events for ${id}` : page.events.map(eventLine).join("\n")) + more(page.nextCursor) };
+  },
+  async "check-lease"({ id, flags, client }) {
+    const owner = required(flags, "owner", "the lease's owner");
+    const fence = requiredInteger(flags, "fence");
+    const answer = await client.checkLease(id, { owner, fence });
+    return answer.current
+      ? { json: answer, text: `${owner}/${fence} is the current lease of ${id}, until ${at(answer.until)}` }
+      : { json: answer, text: `${owner}/${fence} is not the current lease of ${id}; the job's fence is ${answer.fence}`, code: EXIT.refused };
+  },
+  async stats({ client }) {
+    const queues = await client.stats();
+    return { json: { queues }, text: queues.length === 0 ? "no jobs" : queues.map(statsLine).join("\n") };
   },
 };
 
@@ -181,14 +275,16 @@ export async function run(argv: string[], io: Io): Promise<number> {
     if (command === "migrate") return await migrateDatabase(io);
     if (command === "demo") return await (await import("./demo.ts")).runDemo({ baseUrl, token, out: io.out });
 
-    const handler = COMMANDS[command];
+    const handler = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
     if (!handler) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
-    if (id === undefined) throw new UsageError(`${command} needs ${command === "claim-next" ? "a queue" : "a job id"}`);
-    if (extra.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(extra[0])}`);
+    const argument = Object.hasOwn(ARGUMENT, command) ? ARGUMENT[command] : "a job id";
+    const unexpected = argument === null ? id : extra[0];
+    if (argument && id === undefined) throw new UsageError(`${command} needs ${argument}`);
+    if (unexpected !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(unexpected)}`);
     const client = new LeaseClient({ baseUrl: baseUrl ?? "http://127.0.0.1:8787", token });
-    const answer = await handler({ id, flags, client, io });
+    const answer = await handler({ id: id ?? "", flags, client, io });
     io.out(flags.json ? JSON.stringify(answer.json) : answer.text);
-    return EXIT.ok;
+    return answer.code ?? EXIT.ok;
   } catch (error) {
     const usage = (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS") ? new UsageError((error as Error).message) : error;
     const { code, line } = exitFor(usage);

@@ -34,6 +34,18 @@ export class NotClaimableError extends FenceleaseError {
   }
 }
 
+/**
+ * 409 conflict: the job's status does not allow what was asked: a retry of a
+ * job that is not dead, a delete of a leased one. (`status` is the HTTP status,
+ * 409; the job's status is `jobStatus`.)
+ */
+export class ConflictError extends FenceleaseError {
+  /** The job's status when it was refused: queued, scheduled, leased, done or dead (the server's details.status). */
+  get jobStatus(): string {
+    return String(this.details?.status ?? "unknown");
+  }
+}
+
 /** 404 not_found: no job has this id (or 404 route_not_found: the URL is wrong). */
 export class NotFoundError extends FenceleaseError {}
 
@@ -49,6 +61,7 @@ export class UnavailableError extends FenceleaseError {}
 const BY_CODE: Record<string, typeof FenceleaseError> = {
   stale_lease: LeaseLostError,
   not_claimable: NotClaimableError,
+  conflict: ConflictError,
   not_found: NotFoundError,
   route_not_found: NotFoundError,
   unauthorized: UnauthorizedError,

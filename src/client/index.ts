@@ -1,6 +1,7 @@
 // fencelease/client: what a worker calls. Runs on fetch alone: Workers, Node >= 20, Deno, Bun, browsers.
 export { claimMany } from "./claim-many.ts";
 export {
+  ConflictError,
   errorFromResponse,
   FenceleaseError,
   InvalidRequestError,
@@ -10,7 +11,27 @@ export {
   UnauthorizedError,
   UnavailableError,
 } from "./errors.ts";
+export { type FencedDatabase, fencedStatement, type FencedValue, type FencedWrite, fencedWrite } from "./fenced-write.ts";
 export { LeaseClient, type LeaseClientOptions } from "./lease-client.ts";
 export { type RetryOptions } from "./retry.ts";
-export type { ClaimNextRequest, ClaimRequest, CompleteRequest, EnqueueRequest, Job, Lease, ReleaseRequest, RenewRequest } from "./types.ts";
+export type {
+  ClaimNextRequest,
+  ClaimRequest,
+  CompleteRequest,
+  EnqueueRequest,
+  EventPage,
+  EventsRequest,
+  FailRequest,
+  Job,
+  JobEvent,
+  JobPage,
+  JobStatus,
+  Lease,
+  LeaseCheck,
+  LeaseCheckRequest,
+  ListRequest,
+  QueueStats,
+  ReleaseRequest,
+  RenewRequest,
+} from "./types.ts";
 export { type HeldLease, withLease, type WithLeaseOptions } from "./with-lease.ts";

@@ -1,6 +1,23 @@
 import { errorFromResponse, UnavailableError } from "./errors.ts";
 import { delayBefore, neverSent, type RetryOptions, type RetryPolicy, retryPolicy } from "./retry.ts";
-import type { ClaimNextRequest, ClaimRequest, CompleteRequest, EnqueueRequest, Job, Lease, ReleaseRequest, RenewRequest } from "./types.ts";
+import type {
+  ClaimNextRequest,
+  ClaimRequest,
+  CompleteRequest,
+  EnqueueRequest,
+  EventPage,
+  EventsRequest,
+  FailRequest,
+  Job,
+  JobPage,
+  Lease,
+  LeaseCheck,
+  LeaseCheckRequest,
+  ListRequest,
+  QueueStats,
+  ReleaseRequest,
+  RenewRequest,
+} from "./types.ts";
 
 /** Where the API is and how to reach it. */
 export type LeaseClientOptions = {
@@ -16,7 +33,9 @@ export type LeaseClientOptions = {
 // Whether a call may be sent again after a failure whose outcome is unknown.
 // "always": repeating it is harmless (a read; a renew; a complete, which the
 // server treats as idempotent; an enqueue of the same id). "if-unsent": only
-// when the first attempt is known not to have been applied (a claim, a release).
+// when the first attempt is known not to have been applied (a claim; a release
+// or a fail, whose repeat is refused once the lease is gone; a retry, refused
+// once the job is no longer dead; a delete, answered 404 once it is gone).
 type Repeat = "always" | "if-unsent";
 
 /**
@@ -48,12 +67,12 @@ export class LeaseClient {
 
   /** get reads a job; NotFoundError if there is none. */
   get(id: string): Promise<Job> {
-    return this.#call("GET", `/v1/jobs/${encodeURIComponent(id)}`, undefined, "always");
+    return this.#call("GET", jobPath(id), undefined, "always");
   }
 
   /** claim takes the lease of one job: NotClaimableError while another holds it or once it is done. */
   claim(id: string, request: ClaimRequest): Promise<Lease> {
-    return this.#call("POST", `/v1/jobs/${encodeURIComponent(id)}/claim`, request, "if-unsent");
+    return this.#call("POST", `${jobPath(id)}/claim`, request, "if-unsent");
   }
 
   /** claimNext takes the leases of up to `limit` due jobs of a queue; an empty list when none is due. */
@@ -64,17 +83,65 @@ export class LeaseClient {
 
   /** renew extends the current lease and answers its new end; LeaseLostError if it is not current. */
   async renew(id: string, request: RenewRequest): Promise<number> {
-    return (await this.#call<{ until: number }>("POST", `/v1/jobs/${encodeURIComponent(id)}/renew`, request, "always")).until;
+    return (await this.#call<{ until: number }>("POST", `${jobPath(id)}/renew`, request, "always")).until;
   }
 
   /** complete stores the result of the current lease and answers the done job; LeaseLostError if it is not current. */
   async complete(id: string, request: CompleteRequest): Promise<Job> {
-    return (await this.#call<{ job: Job }>("POST", `/v1/jobs/${encodeURIComponent(id)}/complete`, request, "always")).job;
+    return (await this.#call<{ job: Job }>("POST", `${jobPath(id)}/complete`, request, "always")).job;
   }
 
   /** release gives the lease back; LeaseLostError if it is not current. */
   async release(id: string, request: ReleaseRequest): Promise<Job> {
-    return (await this.#call<{ job: Job }>("POST", `/v1/jobs/${encodeURIComponent(id)}/release`, request, "if-unsent")).job;
+    return (await this.#call<{ job: Job }>("POST", `${jobPath(id)}/release`, request, "if-unsent")).job;
+  }
+
+  /**
+   * fail ends the current lease as a failed attempt, keeping `error` as the job's
+   * lastError, and answers the job: due again after `retryInMs` or the server's
+   * backoff (status scheduled), or dead after its last attempt. LeaseLostError
+   * if the lease is not current.
+   */
+  async fail(id: string, request: FailRequest): Promise<Job> {
+    return (await this.#call<{ job: Job }>("POST", `${jobPath(id)}/fail`, request, "if-unsent")).job;
+  }
+
+  /** retry puts a dead job back in its queue, due at once with its attempts reset; ConflictError if it is not dead. */
+  async retry(id: string): Promise<Job> {
+    return (await this.#call<{ job: Job }>("POST", `${jobPath(id)}/retry`, undefined, "if-unsent")).job;
+  }
+
+  /** delete removes a job that is not leased; ConflictError while it is, NotFoundError if there is none. */
+  async delete(id: string): Promise<void> {
+    await this.#call("DELETE", jobPath(id), undefined, "if-unsent");
+  }
+
+  /**
+   * list answers a page of jobs in id order, of one queue and one status if
+   * given (limit 1 to 100, default 50); pass `nextCursor` back as `cursor` for
+   * the next page, until it is null.
+   */
+  list(request: ListRequest = {}): Promise<JobPage> {
+    return this.#call("GET", `/v1/jobs${queryString(request)}`, undefined, "always");
+  }
+
+  /** events answers a page of a job's history, oldest first (limit 1 to 1000, default 100); an unknown id has none. */
+  events(id: string, request: EventsRequest = {}): Promise<EventPage> {
+    return this.#call("GET", `${jobPath(id)}/events${queryString(request)}`, undefined, "always");
+  }
+
+  /**
+   * checkLease answers whether (owner, fence) is the job's current lease, with
+   * the job's fence and lease end: what a downstream system asks before it
+   * accepts a side effect. NotFoundError if there is no such job.
+   */
+  checkLease(id: string, request: LeaseCheckRequest): Promise<LeaseCheck> {
+    return this.#call("GET", `${jobPath(id)}/lease${queryString(request)}`, undefined, "always");
+  }
+
+  /** stats answers, per queue in name order, the jobs by status, the oldest due job's age, and the refused stale writes. */
+  async stats(): Promise<QueueStats[]> {
+    return (await this.#call<{ queues: QueueStats[] }>("GET", "/v1/stats", undefined, "always")).queues;
   }
 
   /** Sends one call, retrying what may be retried, and answers its JSON or throws its typed error. */
@@ -107,4 +174,17 @@ export class LeaseClient {
       return answer as T;
     }
   }
+}
+
+/** The path of a job, its id encoded. */
+function jobPath(id: string): string {
+  return `/v1/jobs/${encodeURIComponent(id)}`;
+}
+
+/** `?name=value&...` of the parameters given, or "" when none is. */
+function queryString(parameters: Record<string, string | number | undefined>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(parameters)) if (value !== undefined) query.set(name, String(value));
+  const text = query.toString();
+  return text === "" ? "" : `?${text}`;
 }

@@ -1,13 +1,27 @@
 import type { z } from "@hono/zod-openapi";
+import type { routes } from "../http/routes.ts";
 import type * as schema from "../http/schemas.ts";
 
 // The client's request and response types, taken from the schemas that the
 // server validates with, so that the two cannot drift apart.
 
+/** What a route answers with the given status, as its schema in src/http/routes.ts says. */
+type Answer<Route extends keyof ReturnType<typeof routes>, Status extends 200 | 201> = ReturnType<typeof routes>[Route]["responses"] extends {
+  [S in Status]: { content: { "application/json": { schema: infer Body extends z.ZodType } } };
+}
+  ? z.output<Body>
+  : never;
+
 /** A job as the API shows it. */
 export type Job = z.infer<typeof schema.JobSchema>;
+/** Where a job is in its life: queued, scheduled (due later), leased, done or dead. */
+export type JobStatus = Job["status"];
 /** A lease: its fence, its expiry and the job it holds. */
 export type Lease = z.infer<typeof schema.LeaseSchema>;
+/** One entry of a job's history: an accepted transition, or a refused write with a lease. */
+export type JobEvent = z.infer<typeof schema.EventSchema>;
+/** One queue's numbers: jobs by status, the oldest due job's age, refused stale writes. */
+export type QueueStats = z.infer<typeof schema.QueueStatsSchema>;
 /** The body of `POST /v1/jobs`. */
 export type EnqueueRequest = z.input<typeof schema.EnqueueBody>;
 /** The body of `POST /v1/jobs/:id/claim`. */
@@ -20,3 +34,17 @@ export type RenewRequest = z.input<ReturnType<typeof schema.RenewBody>>;
 export type CompleteRequest = z.input<typeof schema.CompleteBody>;
 /** The body of `POST /v1/jobs/:id/release`. */
 export type ReleaseRequest = z.input<typeof schema.ReleaseBody>;
+/** The body of `POST /v1/jobs/:id/fail`. */
+export type FailRequest = z.input<typeof schema.FailBody>;
+/** The query of `GET /v1/jobs`, as the server reads it (numbers as numbers). */
+export type ListRequest = z.output<typeof schema.ListQuery>;
+/** The query of `GET /v1/jobs/:id/events`, as the server reads it. */
+export type EventsRequest = z.output<typeof schema.EventsQuery>;
+/** The query of `GET /v1/jobs/:id/lease`, as the server reads it. */
+export type LeaseCheckRequest = z.output<typeof schema.LeaseQuery>;
+/** What `GET /v1/jobs` answers: a page of jobs, and the cursor of the next (null on the last). */
+export type JobPage = Answer<"list", 200>;
+/** What `GET /v1/jobs/:id/events` answers: a page of events, oldest first, and the cursor of the next. */
+export type EventPage = Answer<"events", 200>;
+/** What `GET /v1/jobs/:id/lease` answers: whether the lease is current, with the job's fence and lease end. */
+export type LeaseCheck = Answer<"lease", 200>;

@@ -11,17 +11,23 @@ export type WithLeaseOptions = {
   ttlMs: number;
   /** How often to renew; default a third of the ttl. */
   renewEveryMs?: number;
-  /** Abort to stop: fn's signal is aborted and the lease released. */
+  /** Abort to stop: fn's signal is aborted and the lease released (not failed). */
   signal?: AbortSignal;
+  /** When fn throws, the job is due again this many ms later; default the server's backoff. */
+  retryInMs?: number;
 };
 
 /**
  * withLease claims a job (by id, or the next due one of `{ queue }`), runs
  * `fn` while renewing the lease in the background, and completes the job with
- * what `fn` returns. If `fn` throws, the lease is released and the error
- * rethrown. If the lease is lost (a renew is refused, or none succeeded before
- * the lease would expire), `fn`'s signal is aborted at once and the job is
- * NEVER completed: withLease throws LeaseLostError instead.
+ * what `fn` returns. If `fn` throws, the attempt is failed with the error's
+ * message as the job's lastError (the job is due again after `retryInMs` or the
+ * server's backoff, or dead after its last attempt) and the error rethrown;
+ * after the caller's `signal` aborted, the lease is released instead, so that a
+ * graceful stop does not count as a failure. If the lease is lost (a renew is
+ * refused, or none succeeded before the lease would expire), `fn`'s signal is
+ * aborted at once and the job is NEVER completed: withLease throws
+ * LeaseLostError instead.
  *
  * Answers the done job, or null when `{ queue }` had nothing due.
  *
@@ -37,7 +43,11 @@ export async function withLease<T>(
   fn: (held: HeldLease) => Promise<T>,
   options: WithLeaseOptions,
 ): Promise<Job | null> {
-  const { owner, ttlMs } = options;
+  const { owner, ttlMs, retryInMs } = options;
+  // Checked before the claim: a fail the server refuses would leave the job leased until its lease runs out.
+  if (retryInMs !== undefined && !(Number.isSafeInteger(retryInMs) && retryInMs >= 0)) {
+    throw new RangeError(`withLease: retryInMs must be a whole number of ms, 0 or more, got ${retryInMs}`);
+  }
   const claimedAt = Date.now();
   const lease = await claim(client, target, owner, ttlMs);
   if (lease === null) return null;
@@ -54,7 +64,9 @@ export async function withLease<T>(
     } catch (error) {
       heartbeat.stop();
       if (heartbeat.lost) throw heartbeat.lost;
-      await client.release(job.id, { owner, fence }).catch(() => undefined); // the lease ends by itself anyway
+      // Either call may be refused or not get through: the lease ends by itself anyway.
+      if (options.signal?.aborted) await client.release(job.id, { owner, fence }).catch(() => undefined);
+      else await client.fail(job.id, { owner, fence, error: failureMessage(error), retryInMs }).catch(() => undefined);
       throw error;
     }
     heartbeat.stop();
@@ -73,6 +85,15 @@ export async function withLease<T>(
 async function claim(client: LeaseClient, target: string | { queue: string }, owner: string, ttlMs: number): Promise<Lease | null> {
   if (typeof target !== "string") return (await client.claimNext(target.queue, { owner, ttlMs, limit: 1 }))[0] ?? null;
   return client.claim(target, { owner, ttlMs });
+}
+
+/** The longest lastError the server keeps (FailBody in src/http/schemas.ts); a longer message is cut. */
+const MAX_ERROR_LENGTH = 10_000;
+
+/** What a failed attempt records as the job's lastError: the error's message, or the thrown value as text. */
+function failureMessage(error: unknown): string {
+  const message = error instanceof Error ? error.message || error.name : String(error);
+  return message.slice(0, MAX_ERROR_LENGTH);
 }
 
 /** The lease a heartbeat keeps alive. */

@@ -131,12 +131,14 @@ export const CompleteBody = body({
 
 export const ReleaseBody = body({ owner: Owner, fence: Fence });
 
+const YEAR_MS = 365 * 24 * 60 * 60 * 1000;
+
 export const FailBody = body({
   owner: Owner,
   fence: Fence,
   error: z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") }).max(10_000, { error: "must be at most 10000 characters" })
     .openapi({ description: "Why the attempt failed; kept as the job's lastError" }),
-  retryInMs: integer().min(0, { error: "must not be negative" }).optional()
+  retryInMs: integer().min(0, { error: "must not be negative" }).max(YEAR_MS, { error: `must be at most ${YEAR_MS} (a year)` }).optional()
     .openapi({ description: "Due again this many ms from now; default the backoff (1 s doubling per attempt, capped at 1 hour, with jitter)" }),
 });
 
