@@ -1,0 +1,309 @@
+// `npm run bench`: what a lease costs, measured against the floor. Prints a
+// table and writes bench/results.json. Every ratio compares two scenarios of
+// this same run, so it holds on a noisy machine; raw, raw+read and store are
+// interleaved, trial by trial, and the median trial counts.
+//   npm run bench              the full run (a few minutes: it builds a 1,000,000-job database)
+//   npm run bench -- --quick   everything small, in well under a minute
+import { availableParallelism, cpus } from "node:os";
+import { writeFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import type { Client, InStatement } from "@libsql/client";
+import { openStore } from "../src/open.ts";
+import * as sql from "../src/statements.ts";
+import { cachedStatements, freshDatabase, rawClient, T } from "./db.ts";
+import { jsonClient, startServerProcess } from "./http-load.ts";
+
+const { values: flags } = parseArgs({ options: { quick: { type: "boolean" } } });
+const quick = flags.quick === true;
+const size = {
+  trials: quick ? 3 : 5,
+  cycles: quick ? 2_000 : 20_000, // per trial of raw, raw+read and store
+  httpSeconds: quick ? 2 : 8,
+  httpConnections: 32,
+  queued: quick ? [1_000, 10_000, 100_000] : [1_000, 100_000, 1_000_000],
+  claimNextCycles: quick ? 1_000 : 5_000,
+  contentionRounds: quick ? 40 : 300,
+  claimers: 64,
+};
+const TTL = 60_000;
+
+type Result = {
+  name: string;
+  unit: string;
+  opsPerSec: number;
+  p50Ms?: number;
+  p99Ms?: number;
+  /** Throughput as a multiple of each baseline's, from this same run. */
+  ratios?: Record<string, number>;
+  /** The issue's target: at least `min` × the throughput of `of`. */
+  target?: { of: string; min: number; met?: boolean };
+  note?: string;
+};
+/** The baselines each scenario is compared with. */
+const BASELINES: Record<string, string[]> = {};
+const results: Result[] = [];
+
+// ---- measuring ----------------------------------------------------------------
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN;
+}
+
+// libSQL answers a local statement at once, so a loop of awaits never lets the
+// event loop turn; but the native side of each prepared statement is freed by a
+// finalizer that runs only when it does (tursodatabase/libsql-js#153). Without
+// a turn now and then, such a loop grows by ~100 KB per cycle: 24 GB in a full run.
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Runs `cycle(i)` for i in [0, n), one after the other; answers cycles per second and the latency percentiles. */
+async function timed(n: number, cycle: (i: number) => Promise<unknown>) {
+  const latencies = new Float64Array(n);
+  const start = performance.now();
+  for (let i = 0; i < n; i++) {
+    if (i % 100 === 99) await turn();
+    const t = performance.now();
+    await cycle(i);
+    latencies[i] = performance.now() - t;
+  }
+  const seconds = (performance.now() - start) / 1000;
+  const sorted = Array.from(latencies).sort((a, b) => a - b);
+  return { opsPerSec: n / seconds, p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99) };
+}
+
+const median = <T extends { opsPerSec: number }>(trials: T[]): T => [...trials].sort((a, b) => a.opsPerSec - b.opsPerSec)[Math.floor(trials.length / 2)]!;
+const statements = (built: InStatement | InStatement[]): InStatement[] => [built].flat();
+
+/** A verb's statements as the store sends them: one alone, several as one write batch. */
+function send(client: Client, verb: InStatement[]) {
+  return verb.length === 1 ? client.execute(verb[0]!) : client.batch(verb, "write");
+}
+
+async function expectDone(client: Client, from: number, n: number, what: string): Promise<void> {
+  const [row] = (await client.execute({ sql: "SELECT count(*) AS n FROM jobs WHERE done = 1 AND CAST(substr(id, 5) AS INTEGER) BETWEEN ?1 AND ?2", args: [from, from + n - 1] })).rows;
+  if (Number(row!.n) !== n) throw new Error(`${what}: ${row!.n} of ${n} jobs done; a cycle did not do what it should`);
+}
+
+// ---- raw, raw+read, store -------------------------------------------------------
+
+async function rawStoreScenarios(): Promise<void> {
+  const n = size.cycles;
+  const url = await freshDatabase(n * size.trials * 4);
+  const client = await rawClient(url);
+  const store = await openStore({ url, migrations: false });
+  const cached = await cachedStatements(url);
+  let next = 0;
+  const trials: Record<string, ReturnType<typeof timed> extends Promise<infer R> ? R[] : never> = { raw: [], "raw+read": [], store: [], "raw, cached statements": [] };
+  try {
+    for (let trial = 0; trial < size.trials; trial++) {
+      // raw: the claim and complete statements of src/statements.ts, built before the clock starts.
+      let from = next;
+      next += n;
+      const claims = Array.from({ length: n }, (_, i) => statements(sql.claim(`job-${from + i}`, "w", T, TTL)));
+      const completes = Array.from({ length: n }, (_, i) => statements(sql.complete(`job-${from + i}`, "w", 1, T, '"r"')));
+      trials.raw!.push(await timed(n, async (i) => {
+        await send(client, claims[i]!);
+        await send(client, completes[i]!);
+      }));
+      await expectDone(client, from, n, "raw");
+
+      // raw+read: the same, each with the read of the job in the same batch, as LeaseStore sends them today.
+      from = next;
+      next += n;
+      const readClaims = Array.from({ length: n }, (_, i) => [...statements(sql.claim(`job-${from + i}`, "w", T, TTL)), sql.state(`job-${from + i}`, T)]);
+      const readCompletes = Array.from({ length: n }, (_, i) => [...statements(sql.complete(`job-${from + i}`, "w", 1, T, '"r"')), sql.state(`job-${from + i}`, T)]);
+      trials["raw+read"]!.push(await timed(n, async (i) => {
+        await client.batch(readClaims[i]!, "write");
+        await client.batch(readCompletes[i]!, "write");
+      }));
+      await expectDone(client, from, n, "raw+read");
+
+      // store: claim → complete through LeaseStore.
+      from = next;
+      next += n;
+      trials.store!.push(await timed(n, async (i) => {
+        const fence = await store.claim(`job-${from + i}`, "w", T, TTL);
+        await store.complete(`job-${from + i}`, "w", fence!, T, '"r"');
+      }));
+      await expectDone(client, from, n, "store");
+
+      // raw, cached statements: raw's statements, each prepared once, on libsql's Database.
+      from = next;
+      next += n;
+      const cachedClaims = Array.from({ length: n }, (_, i) => statements(sql.claim(`job-${from + i}`, "w", T, TTL)) as { sql: string; args: unknown[] }[]);
+      const cachedCompletes = Array.from({ length: n }, (_, i) => statements(sql.complete(`job-${from + i}`, "w", 1, T, '"r"')) as { sql: string; args: unknown[] }[]);
+      trials["raw, cached statements"]!.push(await timed(n, async (i) => {
+        cached.batch(cachedClaims[i]!);
+        cached.batch(cachedCompletes[i]!);
+      }));
+      await expectDone(client, from, n, "raw, cached statements");
+    }
+  } finally {
+    cached.close();
+    store.close();
+    client.close();
+  }
+  const raw = median(trials.raw!);
+  results.push({ name: "raw", unit: "cycles/s", ...raw, note: "claim + complete statements of src/statements.ts, bare @libsql/client" });
+  results.push({ name: "raw+read", unit: "cycles/s", ...median(trials["raw+read"]!), note: "the same, each in one batch with the read of the job, as LeaseStore sends them" });
+  results.push({ name: "store", unit: "cycles/s", ...median(trials.store!), target: { of: "raw", min: 0.8 }, note: "claim → complete through LeaseStore" });
+  results.push({ name: "raw, cached statements", unit: "cycles/s", ...median(trials["raw, cached statements"]!), note: "raw's statements prepared once, on the libsql Database under @libsql/client: what a statement cache would save" });
+  BASELINES["raw+read"] = ["raw"];
+  BASELINES["raw, cached statements"] = ["raw"];
+  BASELINES.store = ["raw", "raw+read"];
+}
+
+// ---- http ----------------------------------------------------------------------------
+
+async function httpScenario(name: string, serverEnv: Record<string, string> = {}): Promise<void> {
+  const url = await freshDatabase(quick ? 100_000 : 400_000);
+  const server = await startServerProcess(url, serverEnv);
+  const client = jsonClient(server, size.httpConnections);
+  let next = 0;
+  const latencies: number[] = [];
+  let counting = false;
+  let cycles = 0;
+  let stop = false;
+  const loop = async (k: number) => {
+    const owner = `c${k}`;
+    while (!stop) {
+      const id = `job-${next++}`;
+      const t = performance.now();
+      const claimed = await client.post(`/v1/jobs/${id}/claim`, { owner, ttlMs: TTL });
+      if (claimed.status !== 200) throw new Error(`claim ${id}: ${claimed.status} ${JSON.stringify(claimed.body)}`);
+      const completed = await client.post(`/v1/jobs/${id}/complete`, { owner, fence: claimed.body.fence, result: "r" });
+      if (completed.status !== 200) throw new Error(`complete ${id}: ${completed.status} ${JSON.stringify(completed.body)}`);
+      if (counting) {
+        cycles++;
+        latencies.push(performance.now() - t);
+      }
+    }
+  };
+  try {
+    const loops = Array.from({ length: size.httpConnections }, (_, k) => loop(k));
+    await sleep(quick ? 300 : 1000); // warm-up: connections open, code optimized
+    counting = true;
+    const start = performance.now();
+    await sleep(size.httpSeconds * 1000);
+    counting = false;
+    const seconds = (performance.now() - start) / 1000;
+    stop = true;
+    await Promise.all(loops);
+    latencies.sort((a, b) => a - b);
+    results.push({
+      name, unit: "cycles/s", opsPerSec: cycles / seconds, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99),
+      target: { of: "raw", min: 0.5 }, note: `${size.httpConnections} connections, claim by id → complete; latency of the cycle`,
+    });
+    BASELINES[name] = ["raw", "raw+read"];
+  } finally {
+    client.close();
+    await server.stop();
+  }
+}
+
+// ---- claim-next -----------------------------------------------------------------------
+
+async function claimNextScenario(): Promise<void> {
+  const stores = [];
+  for (const queued of size.queued) {
+    const started = performance.now();
+    const url = await freshDatabase(queued);
+    console.error(`  (a database of ${queued.toLocaleString("en")} queued jobs in ${((performance.now() - started) / 1000).toFixed(1)} s)`);
+    stores.push({ queued, added: 0, store: await openStore({ url, migrations: false }), trials: [] as Awaited<ReturnType<typeof timed>>[] });
+  }
+  try {
+    for (let round = 0; round < 3; round++) {
+      for (const entry of stores) {
+        // Each cycle's job is replaced, outside the clock, by one at the tail of the queue, so the depth stays put.
+        const latencies: number[] = [];
+        for (let i = 0; i < size.claimNextCycles; i++) {
+          if (i % 100 === 99) await turn();
+          const t = performance.now();
+          const [lease] = await entry.store.claimNext("bench", "w", T, TTL);
+          await entry.store.complete(lease!.job.id, "w", lease!.fence, T, '"r"');
+          latencies.push(performance.now() - t);
+          const tail = entry.queued + entry.added++;
+          await entry.store.enqueue(`job-${tail}`, { queue: "bench", runAt: T, now: T + tail });
+        }
+        const busy = latencies.reduce((sum, ms) => sum + ms, 0) / 1000;
+        latencies.sort((a, b) => a - b);
+        entry.trials.push({ opsPerSec: latencies.length / busy, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99) });
+      }
+    }
+  } finally {
+    for (const { store } of stores) store.close();
+  }
+  const first = `claim-next ${label(size.queued[0]!)}`;
+  for (const { queued, trials } of stores) {
+    const name = `claim-next ${label(queued)}`;
+    const last = queued === size.queued.at(-1);
+    if (name !== first) BASELINES[name] = [first];
+    results.push({ name, unit: "cycles/s", ...median(trials), ...(last && { target: { of: first, min: 0.8 } }), note: `${queued.toLocaleString("en")} queued jobs, kept at that depth; claimNext → complete through the store` });
+  }
+}
+
+const label = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${n / 1_000}k`);
+
+// ---- contention ----------------------------------------------------------------------
+
+async function contentionScenario(name: string, serverEnv: Record<string, string> = {}): Promise<void> {
+  const server = await startServerProcess(await freshDatabase(0), serverEnv);
+  const client = jsonClient(server, size.claimers);
+  try {
+    const round = async (r: number) => {
+      const enqueued = await client.post("/v1/jobs", { id: `round-${r}` });
+      if (enqueued.status !== 201) throw new Error(`enqueue round-${r}: ${enqueued.status}`);
+      const answers = await Promise.all(Array.from({ length: size.claimers }, (_, k) => client.post(`/v1/jobs/round-${r}/claim`, { owner: `c${k}`, ttlMs: TTL })));
+      const winners = answers.filter((answer) => answer.status === 200).length;
+      const refused = answers.filter((answer) => answer.status === 409).length;
+      if (winners !== 1 || refused !== size.claimers - 1) throw new Error(`round ${r}: ${winners} winners, ${refused} refused of ${size.claimers}`);
+    };
+    for (let r = 0; r < 10; r++) await round(-1 - r); // warm-up
+    const result = await timed(size.contentionRounds, round);
+    results.push({ name, unit: "rounds/s", ...result, note: `${size.claimers} concurrent HTTP claims of one fresh job per round (after its enqueue): exactly one winner in each of ${size.contentionRounds} rounds` });
+  } finally {
+    client.close();
+    await server.stop();
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---- the run ---------------------------------------------------------------------------
+
+const machine = { cores: availableParallelism(), cpu: cpus()[0]?.model ?? "unknown", node: process.version };
+const started = performance.now();
+console.error(`fencelease bench${quick ? " --quick" : ""}: ${machine.cores} cores (${machine.cpu}), Node ${machine.node}`);
+for (const [what, scenario] of [
+  ["raw, raw+read, store", rawStoreScenarios],
+  ["http", () => httpScenario("http")],
+  ["http, group commit", () => httpScenario("http group-commit", { GROUP_COMMIT: "1" })],
+  ["claim-next", claimNextScenario],
+  ["contention", () => contentionScenario(`contention ${size.claimers}`)],
+  ["contention, group commit", () => contentionScenario(`contention ${size.claimers} group-commit`, { GROUP_COMMIT: "1" })],
+] as const) {
+  console.error(`- ${what}`);
+  await scenario();
+}
+
+const byName = new Map(results.map((result) => [result.name, result]));
+for (const result of results) {
+  const baselines = BASELINES[result.name] ?? [];
+  if (baselines.length > 0) result.ratios = Object.fromEntries(baselines.map((of) => [of, result.opsPerSec / byName.get(of)!.opsPerSec]));
+  if (result.target) result.target.met = result.opsPerSec / byName.get(result.target.of)!.opsPerSec >= result.target.min;
+}
+const fmt = (value: number | undefined, digits = 2) => (value === undefined || Number.isNaN(value) ? "" : value.toFixed(digits));
+const rows = results.map((r) => [
+  r.name, `${Math.round(r.opsPerSec).toLocaleString("en")} ${r.unit}`, fmt(r.p50Ms), fmt(r.p99Ms),
+  Object.entries(r.ratios ?? {}).map(([of, ratio]) => `${fmt(ratio)} × ${of}`).join(", "),
+  r.target === undefined ? "" : `>= ${r.target.min} × ${r.target.of}: ${r.target.met ? "met" : "MISSED"}`,
+]);
+const header = ["scenario", "throughput", "p50 ms", "p99 ms", "ratios", "target"];
+const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+const line = (cells: string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(" | ")} |`;
+console.log(`\n${machine.cores} cores (${machine.cpu}), Node ${machine.node}${quick ? ", --quick" : ""}, ${((performance.now() - started) / 1000).toFixed(0)} s`);
+console.log([line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n"));
+
+const file = new URL("./results.json", import.meta.url);
+writeFileSync(file, `${JSON.stringify(results.map((r) => ({ ...r, ...machine, quick, date: new Date().toISOString() })), null, 2)}\n`);
+console.error(`\nwrote ${file.pathname}`);
+process.exit(0);

@@ -1,0 +1,117 @@
+import type { Driver, Row, Statement } from "./driver.ts";
+import { StorageUnavailable } from "./errors.ts";
+
+/** Options of `groupCommit`; every one has a default. */
+export type GroupCommitOptions = {
+  /** The most statements one group transaction carries; callers past it wait for the next group. Default 512. */
+  maxStatements?: number;
+};
+
+/** One caller waiting for its statements to run. */
+type Waiting = {
+  statements: Statement[];
+  /** A `run` (answers one statement's rows) rather than a `batch`. */
+  single: boolean;
+  resolve: (rows: Row[] | Row[][]) => void;
+  reject: (error: unknown) => void;
+};
+
+// A statement that only reads needs no write transaction: it runs at once, on its own.
+const READ_ONLY = /^\s*SELECT\b/i;
+
+/**
+ * groupCommit makes a Driver whose writes that arrive together run as one
+ * write batch (one transaction, one commit) on the inner driver, so they share
+ * the cost of a commit. Each caller's statements run contiguously and in
+ * arrival order, so every statement still decides alone, on the state the
+ * callers before it left: the outcome is that of running the callers one
+ * after another.
+ *
+ * A write waits at most one turn of the event loop (`setImmediate`) for
+ * company, and none when it is alone. If the group fails because of one
+ * caller's statement (a trigger refusing, a constraint), nothing of it was
+ * committed, and each caller runs again on its own, so only that caller fails.
+ * If it fails because the database is unavailable (StorageUnavailable: busy,
+ * unreachable), nothing was committed and every caller gets that error, as
+ * each would have alone. Reads (`run` of a SELECT) bypass the group.
+ *
+ * @example
+ * const client = await connect("file:./data/fencelease.db");
+ * const store = new LeaseStore(groupCommit(libsqlDriver(client, { afterBusy: () => reconnect(client) })));
+ */
+export function groupCommit(inner: Driver, options: GroupCommitOptions = {}): Driver {
+  const maxStatements = options.maxStatements ?? 512;
+  if (!Number.isSafeInteger(maxStatements) || maxStatements < 1) throw new RangeError(`maxStatements must be a positive integer, got ${maxStatements}`);
+  let waiting: Waiting[] = [];
+  let scheduled = false;
+  let flushing = false;
+
+  function enqueue(statements: Statement[], single: boolean): Promise<Row[] | Row[][]> {
+    return new Promise((resolve, reject) => {
+      waiting.push({ statements, single, resolve, reject });
+      if (!scheduled && !flushing) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    });
+  }
+
+  async function flush(): Promise<void> {
+    scheduled = false;
+    flushing = true;
+    try {
+      while (waiting.length > 0) {
+        let count = 0;
+        let take = 0;
+        while (take < waiting.length && (take === 0 || count + waiting[take]!.statements.length <= maxStatements)) count += waiting[take++]!.statements.length;
+        const group = waiting.slice(0, take);
+        waiting = waiting.slice(take);
+        await (group.length === 1 ? alone(group[0]!) : together(group));
+      }
+    } finally {
+      flushing = false;
+    }
+  }
+
+  async function alone(caller: Waiting): Promise<void> {
+    try {
+      caller.resolve(caller.single ? await inner.run(caller.statements[0]!) : await inner.batch(caller.statements));
+    } catch (error) {
+      caller.reject(error);
+    }
+  }
+
+  async function together(group: Waiting[]): Promise<void> {
+    let results: Row[][];
+    try {
+      results = await inner.batch(group.flatMap((caller) => caller.statements));
+    } catch (error) {
+      if (error instanceof StorageUnavailable) {
+        for (const caller of group) caller.reject(error);
+        return;
+      }
+      for (const caller of group) await alone(caller); // find the one that fails, and fail only it
+      return;
+    }
+    let at = 0;
+    for (const caller of group) {
+      const own = results.slice(at, at + caller.statements.length);
+      at += caller.statements.length;
+      caller.resolve(caller.single ? own[0]! : own);
+    }
+  }
+
+  return {
+    run(statement) {
+      if (READ_ONLY.test(statement.sql)) return inner.run(statement);
+      return enqueue([statement], true) as Promise<Row[]>;
+    },
+    batch(statements) {
+      if (statements.length === 0) return inner.batch(statements);
+      return enqueue(statements, false) as Promise<Row[][]>;
+    },
+    close() {
+      inner.close();
+    },
+  };
+}
