@@ -276,10 +276,10 @@ console.error(`fencelease bench${quick ? " --quick" : ""}: ${machine.cores} core
 for (const [what, scenario] of [
   ["raw, raw+read, store", rawStoreScenarios],
   ["http", () => httpScenario("http")],
-  ["http, group commit", () => httpScenario("http group-commit", { GROUP_COMMIT: "1" })],
+  ["http, without group commit", () => httpScenario("http without group-commit", { GROUP_COMMIT: "0" })],
   ["claim-next", claimNextScenario],
   ["contention", () => contentionScenario(`contention ${size.claimers}`)],
-  ["contention, group commit", () => contentionScenario(`contention ${size.claimers} group-commit`, { GROUP_COMMIT: "1" })],
+  ["contention, without group commit", () => contentionScenario(`contention ${size.claimers} without group-commit`, { GROUP_COMMIT: "0" })],
 ] as const) {
   console.error(`- ${what}`);
   await scenario();

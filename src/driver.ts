@@ -42,22 +42,39 @@ export type LibsqlDriverOptions = {
   afterBusy?: () => Promise<void>;
 };
 
+// A local libSQL statement is freed only when the event loop gets a turn
+// (tursodatabase/libsql-js#153), so a caller awaiting the store in a tight loop
+// would grow without bound. Every this many calls the driver yields a turn.
+const YIELD_EVERY = 100;
+
+/** One turn of the event loop. */
+function yieldTurn(): Promise<void> {
+  return new Promise((resolve) => (globalThis.setImmediate ?? setTimeout)(resolve));
+}
+
 /** A driver over an `@libsql/client` Client: a local file, sqld or Turso. */
 export function libsqlDriver(client: Client, options: LibsqlDriverOptions = {}): Driver {
-  const afterBusy = options.afterBusy ?? (client.protocol === "file" ? () => client.reconnect() : undefined);
+  const local = client.protocol === "file";
+  const afterBusy = options.afterBusy ?? (local ? () => client.reconnect() : undefined);
+  let calls = 0;
   async function failure(error: unknown): Promise<unknown> {
     if (afterBusy && /SQLITE_BUSY/.test(String((error as { code?: string })?.code))) await afterBusy();
     return storageError(error);
   }
+  async function run(statement: Statement): Promise<Row[]> {
+    if (local && ++calls % YIELD_EVERY === 0) await yieldTurn();
+    try {
+      return (await client.execute(statement)).rows as unknown as Row[];
+    } catch (error) {
+      throw await failure(error);
+    }
+  }
   return {
-    async run(statement) {
-      try {
-        return (await client.execute(statement)).rows as unknown as Row[];
-      } catch (error) {
-        throw await failure(error);
-      }
-    },
+    run,
     async batch(statements) {
+      // One statement is atomic on its own: no transaction to open and commit around it.
+      if (statements.length === 1) return [await run(statements[0]!)];
+      if (local && ++calls % YIELD_EVERY === 0) await yieldTurn();
       try {
         const results = await client.batch(statements, "write");
         return results.map((result) => result.rows as unknown as Row[]);

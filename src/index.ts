@@ -12,6 +12,7 @@ export {
   StorageUnavailable,
   WrongStatus,
 } from "./errors.ts";
+export { groupCommit, type GroupCommitOptions } from "./group-commit.ts";
 export { type AppOptions, createApp, jobView } from "./http/app.ts";
 export { type Auth, authFromEnv } from "./http/auth.ts";
 export { DEFAULT_LIMITS, type Limits } from "./http/schemas.ts";

@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { type Client, createClient } from "@libsql/client";
 import { libsqlDriver } from "./driver.ts";
+import { groupCommit } from "./group-commit.ts";
 import { type Migration, migrate } from "./migrate.ts";
 import { readMigrations } from "./migrations-dir.ts";
 import { LeaseStore } from "./store.ts";
@@ -25,6 +26,8 @@ export type OpenOptions = (
   migrations?: Migration[] | false;
   /** Draws the retry backoff's jitter; default Math.random (tests fix it). */
   random?: () => number;
+  /** Commit writes that arrive together as one transaction (see group-commit.ts); default false. Node only. */
+  groupCommit?: boolean;
 };
 
 /** The default busy timeout: long enough for any lease write to wait its turn. */
@@ -47,7 +50,8 @@ export async function openStore(options: OpenOptions): Promise<LeaseStore> {
     throw error;
   }
   const ours = !("client" in options) && client.protocol === "file";
-  return new LeaseStore(libsqlDriver(client, ours ? { afterBusy: () => reconnect(client) } : {}), { random: options.random });
+  const driver = libsqlDriver(client, ours ? { afterBusy: () => reconnect(client) } : {});
+  return new LeaseStore(options.groupCommit ? groupCommit(driver) : driver, { random: options.random });
 }
 
 /**

@@ -73,8 +73,8 @@ function claimOrder(a: Job, b: Job): number {
  *
  * The design note's verbs (`enqueue`, `claim`, `renew`, `complete`, `release`)
  * and `fail` answer true/false or null. Their `...Job`/`...Lease` twins run the
- * same batch, which also reads the job back, so they answer the job, or throw
- * a domain error that says why the write was refused.
+ * same batch with a read of the job at its end, so they answer the job, or
+ * throw a domain error that says why the write was refused.
  */
 export class LeaseStore {
   readonly #driver: Driver;
@@ -88,7 +88,7 @@ export class LeaseStore {
 
   /** enqueue adds a job and answers true, or answers false and changes nothing if the id exists. */
   async enqueue(id: string, options: EnqueueOptions = {}): Promise<boolean> {
-    return (await this.enqueueJob(id, options)).created;
+    return (await this.#write(checked.enqueue(id, options))) !== undefined;
   }
 
   /** state reads the job as stored, with its status at `now`, or null if there is none. */
@@ -99,7 +99,7 @@ export class LeaseStore {
 
   /** claim takes the lease of a job that nobody holds and answers its new fence, else null. */
   async claim(id: string, owner: string, now: number, ttlMs: number): Promise<number | null> {
-    const { written } = await this.#decide(checked.claim(id, owner, now, ttlMs), id, now, 1);
+    const written = await this.#write(checked.claim(id, owner, now, ttlMs), 1);
     return written ? (written.fence as number) : null;
   }
 
@@ -118,17 +118,17 @@ export class LeaseStore {
 
   /** renew extends the current lease to `now + ttlMs`; false if the lease is not current. */
   async renew(id: string, owner: string, fence: number, now: number, ttlMs: number): Promise<boolean> {
-    return (await this.#decide(checked.renew(id, owner, fence, now, ttlMs), id, now)).written !== undefined;
+    return (await this.#write(checked.renew(id, owner, fence, now, ttlMs))) !== undefined;
   }
 
   /** complete stores the result of the current lease; false, and the stored result stays, if it is not current. */
   async complete(id: string, owner: string, fence: number, now: number, result: string): Promise<boolean> {
-    return (await this.#decide(checked.complete(id, owner, fence, now, result), id, now)).written !== undefined;
+    return (await this.#write(checked.complete(id, owner, fence, now, result))) !== undefined;
   }
 
   /** release gives back a lease that is held and not done, keeping its fence; false otherwise. */
   async release(id: string, owner: string, fence: number, now = Date.now()): Promise<boolean> {
-    return (await this.#decide(checked.release(id, owner, fence, now), id, now)).written !== undefined;
+    return (await this.#write(checked.release(id, owner, fence, now))) !== undefined;
   }
 
   /**
@@ -137,8 +137,7 @@ export class LeaseStore {
    * the lease is not current.
    */
   async fail(id: string, owner: string, fence: number, now: number, error: string, retryInMs?: number): Promise<boolean> {
-    const statements = checked.fail(id, owner, fence, now, error, retryInMs, this.#jitter());
-    return (await this.#decide(statements, id, now)).written !== undefined;
+    return (await this.#write(checked.fail(id, owner, fence, now, error, retryInMs, this.#jitter()))) !== undefined;
   }
 
   /** enqueueJob is enqueue that answers the job as stored, new or not. */
@@ -275,6 +274,11 @@ export class LeaseStore {
   /** The backoff's jitter: a factor in [0.5, 1), so that failed jobs do not all come back at once. */
   #jitter(): number {
     return 0.5 + this.#random() / 2;
+  }
+
+  /** Runs a verb's batch; answers the first row its deciding statement (at `writeAt`) returned, if it wrote. */
+  async #write(statements: Statement[], writeAt = 0): Promise<Row | undefined> {
+    return (await this.#driver.batch(statements))[writeAt]![0];
   }
 
   /** Runs a verb's batch and reads its job in the same transaction: the rows its write answered, and the job as it is now. */

@@ -6,8 +6,8 @@ import { describeReport, runChaos } from "./run.ts";
 // lives in the test process only, never in the server's.
 describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("chaos", () => {
   test.each([
-    ["the server as npm start runs it", false],
-    ["the server with group commit", true],
+    ["the server as npm start runs it, with group commit", true],
+    ["the server without group commit", false],
   ])(
     "3 workers over 150 jobs, with zombies, SIGKILLed workers and a SIGKILLed server, on %s: nothing lost, no stale write accepted",
     async (_, groupCommit) => {

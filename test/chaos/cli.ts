@@ -1,5 +1,5 @@
 // `npm run test:chaos`: one chaos run at full size, its counts, and exit 1 on any violation.
-//   npm run test:chaos -- --workers 8 --jobs 2000 --ttl 500 --kills 6 --restarts 2 --seed 42 --keep --group-commit
+//   npm run test:chaos -- --workers 8 --jobs 2000 --ttl 500 --kills 6 --restarts 2 --seed 42 --keep [--no-group-commit]
 import { parseArgs } from "node:util";
 import { DEFAULT_CHAOS, describeReport, runChaos } from "./run.ts";
 
@@ -13,7 +13,7 @@ const { values } = parseArgs({
     seed: { type: "string" },
     dir: { type: "string" },
     keep: { type: "boolean" },
-    "group-commit": { type: "boolean" },
+    "no-group-commit": { type: "boolean" },
   },
 });
 const number = (value: string | undefined, fallback: number) => (value === undefined ? fallback : Number(value));
@@ -26,7 +26,7 @@ const report = await runChaos({
   seed: number(values.seed, Math.floor(Math.random() * 1e6)),
   dir: values.dir,
   keep: values.keep,
-  groupCommit: values["group-commit"],
+  groupCommit: !values["no-group-commit"],
   log: (line) => console.log(line),
 });
 for (const line of describeReport(report)) console.log(line);

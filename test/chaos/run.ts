@@ -43,7 +43,7 @@ export type ChaosOptions = {
   seed: number;
   /** The run stops injecting and ends by then, done or not; default 180 s. */
   deadlineMs: number;
-  /** Serve over a store whose driver is wrapped in src/group-commit.ts. */
+  /** Serve with group commit (the default, as `npm start` does), or false to turn it off. */
   groupCommit?: boolean;
   /** Where the database and the history go; default a new temp dir, removed after a run that passed. */
   dir?: string;
@@ -102,7 +102,7 @@ export async function runChaos(given: Partial<ChaosOptions> = {}): Promise<Chaos
   /** Starts the server process on `port` (0: any) and answers it with its URL, or throws. */
   async function startServerProcess(port: number): Promise<{ child: ChildProcess; url: string }> {
     const child = spawn(process.execPath, [join(HERE, "server.ts")], {
-      env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), DATABASE_URL: url, FENCELEASE_TOKENS: token, FENCELEASE_AUTH: "", GROUP_COMMIT: options.groupCommit ? "1" : "" },
+      env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), DATABASE_URL: url, FENCELEASE_TOKENS: token, FENCELEASE_AUTH: "", GROUP_COMMIT: options.groupCommit === false ? "0" : "1" },
       stdio: ["ignore", "ignore", "pipe", "ipc"],
     });
     children.add(child);
@@ -185,7 +185,7 @@ export async function runChaos(given: Partial<ChaosOptions> = {}): Promise<Chaos
     server = await startServerProcess(0);
     const port = Number(new URL(server.url).port);
     publish(server.url);
-    log(`chaos: ${options.workers} workers, ${options.jobs} jobs, ttl ${options.ttlMs} ms, seed ${options.seed}, server ${server.url}${options.groupCommit ? " (group commit)" : ""}, dir ${dir}`);
+    log(`chaos: ${options.workers} workers, ${options.jobs} jobs, ttl ${options.ttlMs} ms, seed ${options.seed}, server ${server.url}${options.groupCommit === false ? " (without group commit)" : ""}, dir ${dir}`);
     const generations = Array.from({ length: options.workers }, () => 0);
     for (let slot = 0; slot < options.workers; slot++) spawnWorker(slot, 0);
 

@@ -5,33 +5,10 @@
 // and exits if the parent goes away.
 //   PORT=0 DATABASE_URL=file:... FENCELEASE_TOKENS=... node test/chaos/server.ts
 //
-// With GROUP_COMMIT=1 it serves the same app over a store whose driver is
-// wrapped in src/group-commit.ts, assembled here as startServer would, until
-// that option is wired into src/.
-import type { AddressInfo } from "node:net";
-import { serve } from "@hono/node-server";
-import { libsqlDriver } from "../../src/driver.ts";
-import { groupCommit } from "../../src/group-commit.ts";
-import { createApp } from "../../src/http/app.ts";
-import { migrate } from "../../src/migrate.ts";
-import { readMigrations } from "../../src/migrations-dir.ts";
-import { connect, reconnect } from "../../src/open.ts";
-import { type RunningServer, serverConfigFromEnv, startServer } from "../../src/server.ts";
-import { LeaseStore } from "../../src/store.ts";
+// GROUP_COMMIT=0 turns the server's group commit off, to compare.
+import { serverConfigFromEnv, startServer } from "../../src/server.ts";
 
-async function startGroupCommitServer(): Promise<RunningServer> {
-  const config = serverConfigFromEnv(process.env);
-  const client = await connect(config.databaseUrl);
-  await migrate(client, await readMigrations());
-  const store = new LeaseStore(groupCommit(libsqlDriver(client, { afterBusy: () => reconnect(client) })));
-  const app = createApp({ store, auth: config.auth });
-  const address = await new Promise<AddressInfo>((resolve) => {
-    serve({ fetch: app.fetch, hostname: config.host, port: config.port }, resolve);
-  });
-  return { url: `http://${address.address}:${address.port}`, stop: async () => store.close() };
-}
-
-const server = process.env.GROUP_COMMIT === "1" ? await startGroupCommitServer() : await startServer(serverConfigFromEnv(process.env));
+const server = await startServer({ ...serverConfigFromEnv(process.env), groupCommit: process.env.GROUP_COMMIT !== "0" });
 process.send!({ url: server.url });
 process.on("disconnect", () => process.exit(0));
 process.once("SIGTERM", async () => {
