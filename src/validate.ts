@@ -25,9 +25,9 @@ export function integer(name: string, value: unknown): number {
   throw new InvalidArgument(`${name} must be a safe integer, got ${describe(value)}`);
 }
 
-/** A non-empty string: an id, an owner, a queue name. */
+/** A non-empty string that SQLite stores as it is given (no NUL, no lone surrogate): an id, an owner, a queue name. */
 export function name(what: string, value: unknown): string {
-  if (typeof value === "string" && value.length > 0) return value;
+  if (typeof value === "string" && value.length > 0 && !value.includes("\u0000") && value.isWellFormed()) return value;
   throw new InvalidArgument(`${what} must be a non-empty string, got ${describe(value)}`);
 }
 

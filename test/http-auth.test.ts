@@ -30,6 +30,14 @@ describe("bearer auth", () => {
     expect(await snapshot()).toEqual({});
   });
 
+  test("a token proven once is let in again, and a wrong one after it still is not", async () => {
+    const { app } = await freshApp();
+    for (const [token, status] of [["test-token", 404], ["test-token", 404], ["test-tokens", 401], ["", 401]] as const) {
+      const response = await app.request("/v1/jobs/none", { headers: { Authorization: `Bearer ${token}` } });
+      expect(response.status, token).toBe(status);
+    }
+  });
+
   test("only /healthz is open: the document and its page need the token too", async () => {
     const { app } = await freshApp();
     expect((await app.request("/healthz")).status).toBe(200);

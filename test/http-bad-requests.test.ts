@@ -18,6 +18,9 @@ const BAD: Bad[] = [
   { why: "an empty id", method: "POST", path: "/v1/jobs", body: { id: "" }, status: 400, code: "invalid_request", says: /id must not be empty/ },
   { why: "an id over 255 bytes", method: "POST", path: "/v1/jobs", body: { id: LONG }, status: 400, code: "invalid_request", says: /255 bytes/ },
   { why: "an id that is a number", method: "POST", path: "/v1/jobs", body: { id: 42 }, status: 400, code: "invalid_request", says: /id must be a string/ },
+  { why: "an id with a NUL in it, which SQLite would cut off", method: "POST", path: "/v1/jobs", body: { id: "a\u0000b" }, status: 400, code: "invalid_request", says: /without NUL/ },
+  { why: "an id with a lone surrogate", method: "POST", path: "/v1/jobs", body: '{"id":"\\ud800"}', status: 400, code: "invalid_request", says: /well-formed/ },
+  { why: 'the id "..", which no URL can carry', method: "POST", path: "/v1/jobs", body: { id: ".." }, status: 400, code: "invalid_request", says: /must not be "\." or "\.\."/ },
   { why: "an unknown field", method: "POST", path: "/v1/jobs", body: { id: "x", colour: "red" }, status: 400, code: "invalid_request", says: /unknown field "colour"/ },
   { why: "a fractional priority", method: "POST", path: "/v1/jobs", body: { id: "x", priority: 1.5 }, status: 400, code: "invalid_request", says: /priority must be a whole number/ },
   { why: "a priority sent as a string", method: "POST", path: "/v1/jobs", body: { id: "x", priority: "1" }, status: 400, code: "invalid_request", says: /priority must be a number/ },
@@ -76,4 +79,16 @@ test("a token is never echoed back in an error", async () => {
   const answer = await call("GET", "/v1/jobs/job-1", undefined, { Authorization: "Bearer secret-guess-123" });
   expect(JSON.stringify(answer.body)).not.toContain("secret-guess-123");
   expect(JSON.stringify(answer.body)).not.toContain(TOKEN);
+});
+
+test("a result nested deeper than JSON can be written back is 400, not 500, and the job stays leased", async () => {
+  const { call, snapshot } = await freshApp();
+  await call("POST", "/v1/jobs", { id: "job-1" });
+  await call("POST", "/v1/jobs/job-1/claim", { owner: "A", ttlMs: TTL });
+  const before = await snapshot();
+  const deep = `${"[".repeat(20_000)}${"]".repeat(20_000)}`;
+  const answer = await call("POST", "/v1/jobs/job-1/complete", `{"owner":"A","fence":1,"result":${deep}}`);
+  expect(answer.status).toBe(400);
+  expect(answer.body.error).toMatchObject({ code: "invalid_request", message: expect.stringMatching(/^result must be a JSON value/) });
+  expect(await snapshot()).toEqual(before);
 });

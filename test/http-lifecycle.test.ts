@@ -137,6 +137,13 @@ describe("GET /v1/stats and /metrics", () => {
     expect(metrics.body).toContain('fencelease_jobs{queue="mail",status="scheduled"} 1');
   });
 
+  test("a queue name with a quote, a backslash and a newline is escaped the way Prometheus reads it", async () => {
+    const { call } = await freshApp();
+    await call("POST", "/v1/jobs", { id: "job-1", queue: 'a"b\\c\nd' });
+    const metrics = await call("GET", "/metrics");
+    expect(metrics.body).toContain('fencelease_jobs{queue="a\\"b\\\\c\\nd",status="queued"} 1');
+  });
+
   test("metrics need the token too", async () => {
     const { app } = await freshApp();
     expect((await app.request("/metrics")).status).toBe(401);

@@ -3,6 +3,7 @@ import { swaggerUI } from "@hono/swagger-ui";
 import { bodyLimit } from "hono/body-limit";
 import type { Job } from "../job.ts";
 import type { Lease, LeaseStore } from "../store.ts";
+import * as check from "../validate.ts";
 import { ApiError } from "./api-error.ts";
 import { type Auth, bearerAuth, requireConfiguredAuth } from "./auth.ts";
 import { errorResponse } from "./errors.ts";
@@ -118,7 +119,7 @@ export function createApp(options: AppOptions) {
 
   app.openapi(route.complete, async (c) => {
     const { owner, fence, result } = c.req.valid("json");
-    const job = await store.completeJob(c.req.valid("param").id, owner, fence, clock(), JSON.stringify(result));
+    const job = await store.completeJob(c.req.valid("param").id, owner, fence, clock(), check.json("result", result)!);
     return c.json({ job: jobView(job) }, 200);
   });
 

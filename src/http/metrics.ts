@@ -1,8 +1,8 @@
 import type { QueueStats } from "../stats.ts";
 
-/** Label values are quoted strings in which \, " and newlines are escaped. */
+/** A label value, quoted, with the three escapes the exposition format has: \\, \" and \n. */
 function label(value: string): string {
-  return JSON.stringify(value).replace(/\\u[0-9a-f]{4}/g, (escape) => escape);
+  return `"${value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`;
 }
 
 /** The queue stats in the Prometheus text exposition format (0.0.4). */

@@ -24,7 +24,11 @@ function label() {
   return z
     .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
     .min(1, { error: "must not be empty" })
-    .refine((value) => utf8.encode(value).byteLength <= 255, { error: "must be at most 255 bytes of UTF-8" });
+    .refine((value) => utf8.encode(value).byteLength <= 255, { error: "must be at most 255 bytes of UTF-8" })
+    // A NUL would be cut off by SQLite, a lone surrogate would become U+FFFD, and
+    // "." or ".." would be rewritten by every URL parser on the way to /v1/jobs/:id.
+    .refine((value) => !value.includes("\u0000") && value.isWellFormed(), { error: "must be well-formed text without NUL characters" })
+    .refine((value) => value !== "." && value !== "..", { error: 'must not be "." or ".."' });
 }
 
 function integer() {
