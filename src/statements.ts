@@ -152,12 +152,22 @@ export function complete(id: string, owner: string, fence: number, now: number, 
   ];
 }
 
-/** Gives the lease back: nobody holds it and it is claimable at once. The fence stays. */
+/**
+ * Gives the lease back: nobody holds it and it is claimable at once; the fence
+ * stays. Given back in time, the attempt is returned too (a graceful stop is
+ * not a failure); given back after its end, it counts as the expiry it was.
+ */
 export function release(id: string, owner: string, fence: number, now: number): Statement[] {
+  const late = `until <= ?4`;
   return [
     {
       sql: `UPDATE jobs
-            SET owner = NULL, until = 0, last_event = 'released', updated_at = ?4
+            SET owner = NULL, until = 0,
+                attempts = CASE WHEN ${late} THEN attempts ELSE attempts - 1 END,
+                last_error = CASE WHEN ${late} THEN 'the lease of ' || owner || ' expired' ELSE last_error END,
+                dead = (${late} AND ${EXHAUSTED}), done = (${late} AND ${EXHAUSTED}),
+                last_event = CASE WHEN NOT ${late} THEN 'released' WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END,
+                updated_at = ?4
             WHERE id = ?1 AND owner = ?2 AND fence = ?3 AND done = 0
             RETURNING fence`,
       args: [id, owner, fence, now],

@@ -109,11 +109,16 @@ export class LeaseModel {
     return { ok: true };
   }
 
-  /** release: owner and fence match and not done (expiry does not matter): nobody holds it, fence kept. */
+  /**
+   * release: owner and fence match and not done (expiry does not matter): nobody holds it, fence kept.
+   * In time (`until > now`) the attempt is given back; late, it counts as the expiry it was (dead
+   * letters are not modelled: the property tests give every job far more attempts than they use).
+   */
   release(id: string, owner: string, fence: number, now: number): Outcome {
     if (!isPositiveInt(fence) || !isInstant(now)) return { error: "InvalidArgument" };
     const job = this.jobs.get(id);
     if (!job || job.owner !== owner || job.fence !== fence || job.done) return { ok: false };
+    if (job.until > now) job.attempts -= 1;
     job.owner = null;
     job.until = 0;
     job.updatedAt = now;

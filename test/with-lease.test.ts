@@ -142,7 +142,7 @@ describe("withLease", () => {
       throw signal.reason;
     }, { owner: "A", ttlMs: 60_000, signal: stop.signal });
     await expect(outcome).rejects.toThrow("stopped by the caller");
-    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, attempts: 1, last_error: null, last_event: "released", done: 0 });
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, attempts: 0, last_error: null, last_event: "released", done: 0 });
   });
 
   test("takes the next due job of a queue, and answers null when none is due", async () => {

@@ -133,6 +133,26 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
     });
   });
 
+  describe("release and attempts", () => {
+    test("a release in time gives the attempt back, so releases alone never kill a job", async () => {
+      const { store } = await leasedByA(1);
+      for (let i = 1; i <= 3; i++) {
+        expect(await store.release("job-1", "A", i, T + i)).toBe(true);
+        expect(await store.claim("job-1", "A", T + i, TTL)).toBe(i + 1);
+      }
+      expect(await store.state("job-1", T + 4)).toMatchObject({ status: "leased", attempts: 1, fence: 4 });
+      expect(await store.fail("job-1", "A", 4, T + 5, "the one real failure")).toBe(true);
+      expect(await store.state("job-1", T + 5)).toMatchObject({ status: "dead", attempts: 1 });
+    });
+
+    test("a release after the lease ended counts as the expiry it was: on the last attempt the job dies", async () => {
+      const { store } = await leasedByA(1);
+      expect(await store.release("job-1", "A", 1, T + TTL)).toBe(true);
+      expect(await store.state("job-1", T + TTL)).toMatchObject({ status: "dead", attempts: 1, owner: null, fence: 1, lastError: "the lease of A expired" });
+      expect(await kinds(store, "job-1")).toEqual(["enqueued", "claimed", "dead"]);
+    });
+  });
+
   describe("retry", () => {
     test("puts a dead job back, due at once, attempts reset, and the next claim gets a higher fence", async () => {
       const { store } = await leasedByA(1);

@@ -295,7 +295,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const { store, snapshot, before } = await leasedByA();
       expect(await store.release("job-1", "A", 1, T + 5)).toBe(true);
       const after = await snapshot();
-      expect(after["job-1"]).toEqual({ ...before["job-1"], owner: null, until: 0, fence: 1, last_event: "released", updated_at: T + 5 });
+      expect(after["job-1"]).toEqual({ ...before["job-1"], owner: null, until: 0, fence: 1, attempts: 0, last_event: "released", updated_at: T + 5 }); // the attempt given back
       expect(after.bystander).toEqual(before.bystander);
     });
 
