@@ -72,6 +72,20 @@ describe("withLease", () => {
     expect((await s.snapshot())["job-1"]).toMatchObject({ owner: "B", fence: 2, done: 1, result: '"B\'s result"' });
   });
 
+  test("a renew still in flight when fn returns goes before the complete, so no refusal is recorded against the worker", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    s.traffic.holdRenewsMs = 150; // each renew takes 150 ms to arrive
+    const done = await withLease(s.client, "job-1", async () => {
+      await wait(80); // returns while the first renew (sent at 50 ms) is still on its way
+      return "ok";
+    }, { owner: "A", ttlMs: 60_000, renewEveryMs: 50 });
+    expect(done).toMatchObject({ done: true, result: "ok" });
+    expect(s.traffic.renews).toBe(1);
+    const kinds = (await s.client.events("job-1")).events.map((event) => event.kind);
+    expect(kinds).toEqual(["enqueued", "claimed", "renewed", "completed"]);
+  });
+
   test("a refused renew aborts the signal at once", async () => {
     await using s = await serving();
     await s.client.enqueue({ id: "job-1" });

@@ -64,6 +64,7 @@ export async function withLease<T>(
     } catch (error) {
       heartbeat.stop();
       if (heartbeat.lost) throw heartbeat.lost;
+      await heartbeat.settled();
       // Either call may be refused or not get through: the lease ends by itself anyway.
       if (options.signal?.aborted) await client.release(job.id, { owner, fence }).catch(() => undefined);
       else await client.fail(job.id, { owner, fence, error: failureMessage(error), retryInMs }).catch(() => undefined);
@@ -71,6 +72,7 @@ export async function withLease<T>(
     }
     heartbeat.stop();
     if (heartbeat.lost) throw heartbeat.lost;
+    await heartbeat.settled();
     if (options.signal?.aborted) {
       await client.release(job.id, { owner, fence }).catch(() => undefined);
       throw options.signal.reason;
@@ -110,6 +112,7 @@ class Heartbeat {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #deadline: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
+  #inFlight: Promise<unknown> | undefined;
 
   /** Starts beating for a lease whose claim was sent at `sentAt`. */
   constructor(beat: Beat, sentAt: number) {
@@ -138,6 +141,15 @@ class Heartbeat {
     clearTimeout(this.#deadline);
   }
 
+  /**
+   * Waits for a renew already sent, so that the write that ends the lease goes
+   * after it: a renew arriving after the complete would be refused, and recorded
+   * as a stale write this worker never made.
+   */
+  async settled(): Promise<void> {
+    await this.#inFlight?.catch(() => undefined);
+  }
+
   #schedule(): void {
     this.#timer = setTimeout(() => void this.#renew(), this.#beat.everyMs);
   }
@@ -146,7 +158,8 @@ class Heartbeat {
     const { client, id, owner, fence, ttlMs } = this.#beat;
     const sentAt = Date.now();
     try {
-      await client.renew(id, { owner, fence, ttlMs });
+      this.#inFlight = client.renew(id, { owner, fence, ttlMs });
+      await this.#inFlight;
       if (this.#stopped) return;
       // The server's until is at least sentAt + ttl: a deadline of our own clock, free of skew.
       this.#expireAt(sentAt + ttlMs);
