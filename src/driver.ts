@@ -21,13 +21,21 @@ export interface Driver {
 }
 
 // Errors that say the database is out of reach or overloaded rather than that
-// the statement is wrong: a caller may retry these.
+// the statement is wrong: a caller may retry these. Of those, the ones in
+// REFUSED come before anything is committed; the others (a connection that
+// broke mid-request) leave the outcome unknown.
 const TRANSIENT = /SQLITE_BUSY|SQLITE_LOCKED|SQLITE_IOERR|SQLITE_CANTOPEN|SQLITE_FULL|CLIENT_CLOSED|HRANA_|SERVER_ERROR|fetch failed|network|connection|timed? ?out|overloaded|unavailable/i;
+const REFUSED = /SQLITE_BUSY|SQLITE_LOCKED|database is locked|SQLITE_CANTOPEN|SQLITE_FULL|CLIENT_CLOSED|ECONNREFUSED/i;
 
-/** Rethrows an error of the database as StorageUnavailable when a retry may succeed. */
-export function storageError(error: unknown): unknown {
-  const described = `${(error as { code?: string })?.code ?? ""} ${(error as Error)?.message ?? ""}`;
-  return TRANSIENT.test(described) ? new StorageUnavailable(error) : error;
+/**
+ * Rethrows an error of the database as StorageUnavailable when a retry may
+ * succeed. On a local file every failed batch is rolled back, so nothing was
+ * applied; over a network that is known only when the database said so.
+ */
+export function storageError(error: unknown, local = false): unknown {
+  const described = `${(error as { code?: string })?.code ?? ""} ${(error as Error)?.message ?? ""} ${String((error as { cause?: unknown })?.cause ?? "")}`;
+  if (!TRANSIENT.test(described)) return error;
+  return new StorageUnavailable(error, local || REFUSED.test(described) ? "not_applied" : "unknown");
 }
 
 /** Options of the libSQL driver. */
@@ -59,7 +67,7 @@ export function libsqlDriver(client: Client, options: LibsqlDriverOptions = {}):
   let calls = 0;
   async function failure(error: unknown): Promise<unknown> {
     if (afterBusy && /SQLITE_BUSY/.test(String((error as { code?: string })?.code))) await afterBusy();
-    return storageError(error);
+    return storageError(error, local);
   }
   async function run(statement: Statement): Promise<Row[]> {
     if (local && ++calls % YIELD_EVERY === 0) await yieldTurn();

@@ -65,12 +65,26 @@ export class LeaseLost extends Error {
   }
 }
 
+/**
+ * Whether a write that met StorageUnavailable may have been applied: `not_applied`
+ * when the database refused before committing (busy, locked, not open), `unknown`
+ * when the connection broke on the way and the commit may have happened.
+ */
+export type Outcome = "not_applied" | "unknown";
+
 /** The database cannot be reached or is too busy to answer; the same call may work later. */
 export class StorageUnavailable extends Error {
   readonly code = "unavailable";
-  constructor(cause: unknown) {
-    super("the database is unavailable; retry shortly", { cause });
+  readonly outcome: Outcome;
+  constructor(cause: unknown, outcome: Outcome) {
+    super(
+      outcome === "not_applied"
+        ? "the database is unavailable and nothing was written; retry shortly"
+        : "the database connection broke: the write may or may not have been applied; read the job before you retry",
+      { cause },
+    );
     this.name = "StorageUnavailable";
+    this.outcome = outcome;
   }
 }
 

@@ -117,6 +117,21 @@ describe("LeaseClient against the real Node server", () => {
     }
   });
 
+  test("a 503 whose outcome is unknown is retried for a complete, but never for a claim, which may have landed", async () => {
+    let calls = 0;
+    const brokenMidway: typeof fetch = async () => {
+      calls++;
+      const body = { error: { code: "unavailable", message: "the write may or may not have been applied", details: { outcome: "unknown" } } };
+      return new Response(JSON.stringify(body), { status: 503, headers: { "Content-Type": "application/json", "Retry-After": "1" } });
+    };
+    const delays: number[] = [];
+    const client = new LeaseClient({ baseUrl: "http://fencelease.test", fetch: brokenMidway, retry: { retries: 2, sleep: async (ms) => void delays.push(ms) } });
+    expect(await client.claim("job-1", { owner: "A", ttlMs: TTL }).catch((error) => error)).toMatchObject({ name: "UnavailableError", details: { outcome: "unknown" } });
+    expect([calls, delays]).toEqual([1, []]);
+    expect(await client.complete("job-1", { owner: "A", fence: 1, result: 1 }).catch((error) => error)).toBeInstanceOf(UnavailableError);
+    expect([calls, delays]).toEqual([4, [1000, 1000]]);
+  });
+
   test("backs off exponentially, capped, and gives up with UnavailableError when the server stays down", async () => {
     const s = await serving();
     await s.server.stop(); // connection refused: the request was never sent, so even a claim may be retried

@@ -66,7 +66,7 @@ describe("group commit", () => {
   });
 
   test("when the database is unavailable, every caller of the group gets that error and nothing is written", async () => {
-    const unavailable = new StorageUnavailable(new Error("SQLITE_BUSY"));
+    const unavailable = new StorageUnavailable(new Error("SQLITE_BUSY"), "not_applied");
     let batches = 0;
     const down: Driver = { run: async () => Promise.reject(unavailable), batch: async () => (batches++, Promise.reject(unavailable)), close: () => {} };
     const grouped = groupCommit(down);

@@ -261,7 +261,7 @@ describe("health and documents", () => {
     const response = await app.request("/healthz");
     expect(response.status).toBe(503);
     expect(response.headers.get("Retry-After")).toBe("1");
-    expect(((await response.json()) as ErrorBody).error.code).toBe("unavailable");
+    expect(((await response.json()) as ErrorBody).error).toMatchObject({ code: "unavailable", details: { outcome: "not_applied" } });
   });
 
   test("the OpenAPI 3.1 document lists every route, with the limits in force", async () => {

@@ -38,6 +38,11 @@ export type LeaseClientOptions = {
 // once the job is no longer dead; a delete, answered 404 once it is gone).
 type Repeat = "always" | "if-unsent";
 
+/** The `details.outcome` of an error answer, if it has one. */
+function outcomeOf(answer: unknown): unknown {
+  return (answer as { error?: { details?: { outcome?: unknown } } } | undefined)?.error?.details?.outcome;
+}
+
 /**
  * LeaseClient calls the fencelease HTTP API, one method per route. A refusal
  * throws a typed error (LeaseLostError, NotClaimableError, NotFoundError,
@@ -163,13 +168,13 @@ export class LeaseClient {
         }
         throw new UnavailableError(0, "unreachable", `could not reach ${this.#baseUrl}: ${(error as Error).message}`, undefined, { cause: error });
       }
-      // A 503 from fencelease means its database refused: nothing was written, so any call may be repeated.
-      if (response.status === 503 && retriesLeft) {
-        await response.body?.cancel();
+      const answer = await response.json().catch(() => undefined);
+      // A 503 whose details say "not_applied" wrote nothing, so any call may be sent again; one whose
+      // outcome is unknown (the database's connection broke) only a call that is safe to repeat.
+      if (response.status === 503 && retriesLeft && (repeat === "always" || outcomeOf(answer) === "not_applied")) {
         await this.#retry.sleep(delayBefore(attempt, this.#retry, response.headers.get("Retry-After")));
         continue;
       }
-      const answer = await response.json().catch(() => undefined);
       if (!response.ok) throw errorFromResponse(response.status, answer);
       return answer as T;
     }

@@ -34,7 +34,8 @@ function describe(error: unknown): Described {
     return { status: 409, code: error.code, message: error.message, details: { status: error.status } };
   }
   if (error instanceof StorageUnavailable) {
-    return { status: 503, code: error.code, message: error.message, headers: { "Retry-After": RETRY_AFTER_SECONDS } };
+    const details = { outcome: error.outcome };
+    return { status: 503, code: error.code, message: error.message, details, headers: { "Retry-After": RETRY_AFTER_SECONDS } };
   }
   // Hono's own refusals of a body: malformed JSON (400), or none where one is required (415).
   if (error instanceof HTTPException && error.status === 400) {
