@@ -45,7 +45,7 @@ describe("a busy database", () => {
   });
 });
 
-describe("a long tight loop", () => {
+describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("a long tight loop", () => {
   test("does not grow memory without bound: libSQL frees statements only when the event loop gets a turn", async () => {
     const store = await openStore({ url: freshUrl() });
     try {
