@@ -1,5 +1,5 @@
 import type { Driver, Row, Statement } from "./driver.ts";
-import { NotClaimable, NotFound, WrongStatus } from "./errors.ts";
+import { NotClaimable, type NotClaimableReason, NotFound, WrongStatus } from "./errors.ts";
 import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus } from "./job.ts";
 import { refusal } from "./refusal.ts";
 import { type QueueStats, queueStats } from "./stats.ts";
@@ -158,7 +158,8 @@ export class LeaseStore {
   async claimJob(id: string, owner: string, now: number, ttlMs: number): Promise<Lease> {
     const { written, current } = await this.#decide(checked.claim(id, owner, now, ttlMs), id, now, 1);
     if (current === null) throw new NotFound(id);
-    if (written === undefined) throw new NotClaimable(id, current.status === "dead" || current.status === "done" ? current.status : "leased");
+    // Refused by id, a job is leased (until > now), done or dead: its status says which.
+    if (written === undefined) throw new NotClaimable(id, current.status as NotClaimableReason);
     return { job: current, fence: current.fence, until: current.until };
   }
 

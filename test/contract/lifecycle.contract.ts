@@ -213,6 +213,20 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       expect(await store.purge(T + 100 + retention, retention)).toBe(0);
     });
 
+    test("takes the purged job's later refusals with it, and old events of deleted jobs", async () => {
+      const { store } = await freshStore();
+      const retention = HOUR;
+      await store.enqueue("done", { now: T });
+      await store.claim("done", "A", T, TTL);
+      await store.complete("done", "A", 1, T + 1, "r");
+      await store.complete("done", "Z", 9, T + retention, "stale"); // refused after the job finished: newer than the cutoff
+      await store.enqueue("deleted", { now: T });
+      await store.deleteJob("deleted", T + 1);
+      expect(await store.purge(T + 1 + retention, retention)).toBe(1);
+      expect((await store.events("done")).items).toEqual([]);
+      expect((await store.events("deleted")).items).toEqual([]);
+    });
+
     test("a purged id enqueued again starts above every fence it ever had", async () => {
       const { store } = await leasedByA();
       expect(await store.claim("job-1", "B", T + TTL, TTL)).toBe(2);
@@ -260,6 +274,14 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       expect(refusals).toEqual(["renew", "release"]);
     });
 
+    test("another result for a done job, from the lease that completed it, is a refusal", async () => {
+      const { store } = await leasedByA();
+      await store.complete("job-1", "A", 1, T + 1, "first");
+      await expect(store.completeJob("job-1", "A", 1, T + 2, "second")).rejects.toMatchObject({ reason: "done" });
+      const refusals = (await store.events("job-1")).items.filter((event) => event.kind === "refused");
+      expect(refusals).toEqual([expect.objectContaining({ action: "complete", owner: "A", fence: 1, currentOwner: "A", currentFence: 1 })]);
+    });
+
     test("page oldest first with a cursor, to the end", async () => {
       const { store } = await leasedByA();
       for (let i = 1; i <= 3; i++) await store.renew("job-1", "A", 1, T + i, TTL);
@@ -301,6 +323,13 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
   });
 
   describe("stats", () => {
+    test("list the queues by name", async () => {
+      const { store } = await freshStore();
+      for (const queue of ["zeta", "alpha", "mu"]) await store.enqueue(`job-${queue}`, { queue, now: T });
+      expect((await store.stats(T)).map((stats) => stats.queue)).toEqual(["alpha", "mu", "zeta"]);
+      expect((await store.stats(T))[0]).toEqual({ queue: "alpha", jobs: { queued: 1, scheduled: 0, leased: 0, done: 0, dead: 0 }, oldestDueAgeMs: 0, refused: { lastHour: 0, total: 0 } });
+    });
+
     test("count jobs by status per queue, the oldest due job's age, and refusals in the last hour and ever", async () => {
       const { store } = await freshStore();
       await store.enqueue("old", { queue: "q", runAt: T - 5_000, now: T - 5_000 });
