@@ -176,9 +176,10 @@ export class LeaseStore {
    * answers the job again, so a retry after a lost response is not a failure.
    */
   async completeJob(id: string, owner: string, fence: number, now: number, result: string): Promise<Job> {
-    const { written, current } = await this.#decide(checked.complete(id, owner, fence, now, result), id, now);
-    const repeated = current?.done && current.owner === owner && current.fence === fence && current.result === result;
-    if (written === undefined && !repeated) throw refusal(id, current, owner, fence);
+    const { current } = await this.#decide(checked.complete(id, owner, fence, now, result), id, now);
+    // Done by this very owner, fence and result: this call wrote it, or an earlier one whose answer was lost.
+    const completed = current?.done && current.owner === owner && current.fence === fence && current.result === result;
+    if (!completed) throw refusal(id, current, owner, fence);
     return current!;
   }
 

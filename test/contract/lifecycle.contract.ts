@@ -165,7 +165,7 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
 
     test("refuses a job that is not dead, and an unknown id, changing nothing", async () => {
       const { store, snapshot, before } = await leasedByA();
-      await expect(store.retryJob("job-1", T + 1)).rejects.toMatchObject({ name: "WrongStatus", status: "leased" });
+      await expect(store.retryJob("job-1", T + 1)).rejects.toMatchObject({ name: "WrongStatus", status: "leased", message: 'only a dead job can be retried; job "job-1" is leased' });
       await expect(store.retryJob("nope", T + 1)).rejects.toBeInstanceOf(NotFound);
       expect(await snapshot()).toEqual(before);
     });
@@ -185,7 +185,7 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
 
     test("refuses a leased job while its lease lasts, and deletes it once the lease has expired", async () => {
       const { store, snapshot, before } = await leasedByA();
-      await expect(store.deleteJob("job-1", T + TTL - 1)).rejects.toBeInstanceOf(WrongStatus);
+      await expect(store.deleteJob("job-1", T + TTL - 1)).rejects.toMatchObject({ name: "WrongStatus", status: "leased", message: 'job "job-1" is leased; it can be deleted once its lease ends' });
       expect(await snapshot()).toEqual(before);
       await store.deleteJob("job-1", T + TTL);
       expect(await store.state("job-1", T + TTL)).toBeNull();
