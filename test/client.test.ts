@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { createClient } from "@libsql/client";
 import { describe, expect, onTestFinished, test } from "vitest";
 import {
@@ -115,6 +117,26 @@ describe("LeaseClient against the real Node server", () => {
     } finally {
       holder.close();
     }
+  });
+
+  test("an attempt that gets no answer in timeoutMs counts as a broken connection: a get is sent again, a claim is not", async () => {
+    let requests = 0;
+    const silent = createServer(() => void requests++); // takes every request and never answers
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const { port } = silent.address() as AddressInfo;
+    const delays: number[] = [];
+    const client = new LeaseClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 100, retry: { retries: 1, sleep: async (ms) => void delays.push(ms) } });
+    try {
+      expect(await client.claim("job-1", { owner: "A", ttlMs: TTL }).catch((error) => error)).toMatchObject({ name: "UnavailableError", code: "unreachable" });
+      expect(requests).toBe(1);
+      expect(await client.get("job-1").catch((error) => error)).toBeInstanceOf(UnavailableError);
+      expect(requests).toBe(3);
+      expect(delays).toHaveLength(1);
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
+    expect(() => new LeaseClient({ baseUrl: "http://x", timeoutMs: 0 })).toThrow(RangeError);
   });
 
   test("a 503 whose outcome is unknown is retried for a complete, but never for a claim, which may have landed", async () => {

@@ -28,6 +28,8 @@ export type LeaseClientOptions = {
   /** The fetch to use; default the global one (Workers, Node >= 20, Deno, Bun, browsers). */
   fetch?: typeof fetch;
   retry?: RetryOptions;
+  /** How long one attempt may wait for its answer before it counts as a broken connection; default 30 s. */
+  timeoutMs?: number;
 };
 
 // Whether a call may be sent again after a failure whose outcome is unknown.
@@ -57,12 +59,15 @@ export class LeaseClient {
   readonly #token: string | undefined;
   readonly #fetch: typeof fetch;
   readonly #retry: RetryPolicy;
+  readonly #timeoutMs: number;
 
   constructor(options: LeaseClientOptions) {
     this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.#token = options.token;
     this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.#retry = retryPolicy(options.retry);
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    if (!Number.isSafeInteger(this.#timeoutMs) || this.#timeoutMs < 1) throw new RangeError(`timeoutMs must be a positive whole number of ms, got ${options.timeoutMs}`);
   }
 
   /** enqueue adds a job; an existing id answers `created: false` with the job unchanged. */
@@ -160,7 +165,8 @@ export class LeaseClient {
       const retriesLeft = attempt < this.#retry.retries;
       let response: Response;
       try {
-        response = await this.#fetch(`${this.#baseUrl}${path}`, init);
+        // A server that never answers is a broken connection: the outcome of the call is unknown.
+        response = await this.#fetch(`${this.#baseUrl}${path}`, { ...init, signal: AbortSignal.timeout(this.#timeoutMs) });
       } catch (error) {
         if (retriesLeft && (repeat === "always" || neverSent(error))) {
           await this.#retry.sleep(delayBefore(attempt, this.#retry, null));
