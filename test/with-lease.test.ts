@@ -22,7 +22,7 @@ async function serving() {
   };
   const client = new LeaseClient({ baseUrl: server.url, token: TOKEN, fetch: fetchThrough, retry: { retries: 0 } });
   const other = new LeaseClient({ baseUrl: server.url, token: TOKEN });
-  return { ...fresh, client, other, traffic, [Symbol.asyncDispose]: () => server.stop() };
+  return { ...fresh, server, client, other, traffic, [Symbol.asyncDispose]: () => server.stop() };
 }
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -84,6 +84,25 @@ describe("withLease", () => {
     expect(s.traffic.renews).toBe(1);
     const kinds = (await s.client.events("job-1")).events.map((event) => event.kind);
     expect(kinds).toEqual(["enqueued", "claimed", "renewed", "completed"]);
+  });
+
+  test("a stop that comes while the claim is on its way gives the job back, and fn never starts", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    const stop = new AbortController();
+    const claiming: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (String(input).endsWith("/claim")) stop.abort(new Error("shutting down")); // the answer arrives after the stop
+      return response;
+    };
+    const client = new LeaseClient({ baseUrl: s.server.url, token: TOKEN, fetch: claiming });
+    let started = false;
+    const outcome = withLease(client, "job-1", async () => (started = true), { owner: "A", ttlMs: 60_000, signal: stop.signal });
+    await expect(outcome).rejects.toThrow("shutting down");
+    expect(started).toBe(false);
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, fence: 1, attempts: 0, last_event: "released" });
+    await expect(withLease(client, "job-1", async () => (started = true), { owner: "A", ttlMs: 60_000, signal: stop.signal })).rejects.toThrow("shutting down");
+    expect((await s.snapshot())["job-1"]).toMatchObject({ fence: 1 }); // already stopped: not even claimed
   });
 
   test("a refused renew aborts the signal at once", async () => {

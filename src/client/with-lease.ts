@@ -48,10 +48,16 @@ export async function withLease<T>(
   if (retryInMs !== undefined && !(Number.isSafeInteger(retryInMs) && retryInMs >= 0)) {
     throw new RangeError(`withLease: retryInMs must be a whole number of ms, 0 or more, got ${retryInMs}`);
   }
+  options.signal?.throwIfAborted();
   const claimedAt = Date.now();
   const lease = await claim(client, target, owner, ttlMs);
   if (lease === null) return null;
   const { job, fence } = lease;
+  if (options.signal?.aborted) {
+    // Stopped while the claim was on its way: give the job back untouched, fn never starts.
+    await client.release(job.id, { owner, fence }).catch(() => undefined);
+    throw options.signal.reason;
+  }
 
   const everyMs = options.renewEveryMs ?? Math.max(1, Math.floor(ttlMs / 3));
   const heartbeat = new Heartbeat({ client, id: job.id, owner, fence, ttlMs, everyMs }, claimedAt);
