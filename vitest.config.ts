@@ -15,6 +15,7 @@ const alias = {
 export default defineConfig({
   test: {
     silent: "passed-only", // the app's request log, shown only for a failing test
+    reporters: ["default", "./test/plain-summary-reporter.ts"],
     projects: [
       {
         resolve: { alias },
