@@ -1,6 +1,6 @@
 // The Cloudflare Worker: the same Hono app as the Node server, over Turso/libSQL
 // when LIBSQL_DB_URL is set, else over the D1 binding DB; and a cron trigger
-// that reclaims expired leases.
+// that ends expired leases and purges old finished jobs.
 import type { D1Database, ExecutionContext, ScheduledController } from "@cloudflare/workers-types";
 import { createClient } from "@libsql/client/web";
 import { d1Driver } from "./d1-driver.ts";
