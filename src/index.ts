@@ -1,7 +1,9 @@
 // fencelease: leases with fencing tokens, so a stale worker never overwrites a newer result.
 export { claimMany } from "./claim-many.ts";
-export { d1Driver } from "./d1-driver.ts";
-export { type Driver, libsqlDriver, type LibsqlDriverOptions, type Row, type Statement } from "./driver.ts";
+export { d1Driver } from "./drivers/d1.ts";
+export type { Driver, Row, Statement } from "./drivers/driver.ts";
+export { groupCommit, type GroupCommitOptions } from "./drivers/group-commit.ts";
+export { libsqlDriver, type LibsqlDriverOptions } from "./drivers/libsql-client.ts";
 export {
   InvalidArgument,
   LeaseLost,
@@ -12,7 +14,6 @@ export {
   StorageUnavailable,
   WrongStatus,
 } from "./errors.ts";
-export { groupCommit, type GroupCommitOptions } from "./group-commit.ts";
 export { type AppOptions, createApp, jobView } from "./http/app.ts";
 export { type Auth, authFromEnv } from "./http/auth.ts";
 export { DEFAULT_LIMITS, type Limits } from "./http/schemas.ts";

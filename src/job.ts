@@ -1,4 +1,4 @@
-import type { Row } from "./driver.ts";
+import type { Row } from "./drivers/driver.ts";
 import type { STATUSES } from "./statements.ts";
 
 /** Where a job is in its life: queued, scheduled (due later), leased, done or dead. */

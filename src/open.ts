@@ -1,8 +1,8 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { type Client, createClient } from "@libsql/client";
-import { libsqlDriver } from "./driver.ts";
-import { groupCommit } from "./group-commit.ts";
+import { libsqlDriver } from "./drivers/libsql-client.ts";
+import { groupCommit } from "./drivers/group-commit.ts";
 import { type Migration, migrate } from "./migrate.ts";
 import { readMigrations } from "./migrations-dir.ts";
 import { LeaseStore } from "./store.ts";

@@ -1,5 +1,5 @@
 import type { InValue } from "@libsql/client";
-import type { Statement } from "./driver.ts";
+import type { Statement } from "./drivers/driver.ts";
 
 // The lease rules, all of them. Each write is one conditional statement that
 // decides and writes together, so no other writer can slip in between a check

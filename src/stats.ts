@@ -1,4 +1,4 @@
-import type { Row } from "./driver.ts";
+import type { Row } from "./drivers/driver.ts";
 import type { JobStatus } from "./job.ts";
 import { STATUSES } from "./statements.ts";
 

@@ -1,4 +1,4 @@
-import type { Driver, Row, Statement } from "./driver.ts";
+import type { Driver, Row, Statement } from "./drivers/driver.ts";
 import { NotClaimable, type NotClaimableReason, NotFound, WrongStatus } from "./errors.ts";
 import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus } from "./job.ts";
 import { refusal } from "./refusal.ts";

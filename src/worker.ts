@@ -3,8 +3,9 @@
 // that ends expired leases and purges old finished jobs.
 import type { D1Database, ExecutionContext, ScheduledController } from "@cloudflare/workers-types";
 import { createClient } from "@libsql/client/web";
-import { d1Driver } from "./d1-driver.ts";
-import { type Driver, libsqlDriver } from "./driver.ts";
+import { d1Driver } from "./drivers/d1.ts";
+import type { Driver } from "./drivers/driver.ts";
+import { libsqlDriver } from "./drivers/libsql-client.ts";
 import { createApp } from "./http/app.ts";
 import { authFromEnv } from "./http/auth.ts";
 import { maintain, maintainedLine } from "./maintenance.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { storageError } from "../src/driver.ts";
+import { storageError } from "../src/drivers/driver.ts";
 import { StorageUnavailable } from "../src/index.ts";
 
 // Whether a failed write may have landed decides whether a client may send a

@@ -1,11 +1,11 @@
 import { describe, expect, onTestFinished, test } from "vitest";
 import { connect, libsqlDriver, LeaseStore, NotClaimable, StorageUnavailable, type Driver, type Statement } from "../src/index.ts";
-import { groupCommit } from "../src/group-commit.ts";
+import { groupCommit } from "../src/drivers/group-commit.ts";
 import { migrate } from "../src/migrate.ts";
 import { readMigrations } from "../src/migrations-dir.ts";
 import { freshUrl } from "./fresh-db.ts";
 
-// src/group-commit.ts: concurrent writes share one transaction, yet each
+// src/drivers/group-commit.ts: concurrent writes share one transaction, yet each
 // statement decides alone and only a failing caller fails.
 
 const T = 1_000_000;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import type { Row } from "../../src/driver.ts";
+import type { Row } from "../../src/drivers/driver.ts";
 import { InvalidArgument, LeaseLost, NotClaimable, NotFound } from "../../src/errors.ts";
 import type { LeaseStore } from "../../src/store.ts";
 

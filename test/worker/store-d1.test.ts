@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
-import { d1Driver } from "../../src/d1-driver.ts";
-import type { Row } from "../../src/driver.ts";
+import { d1Driver } from "../../src/drivers/d1.ts";
+import type { Row } from "../../src/drivers/driver.ts";
 import { LeaseStore } from "../../src/store.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
 import { type FreshStore, storeContract } from "../contract/store.contract.ts";

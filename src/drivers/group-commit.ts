@@ -1,5 +1,5 @@
 import type { Driver, Row, Statement } from "./driver.ts";
-import { StorageUnavailable } from "./errors.ts";
+import { StorageUnavailable } from "../errors.ts";
 
 /** Options of `groupCommit`; every one has a default. */
 export type GroupCommitOptions = {
