@@ -17,7 +17,7 @@ export {
 export { type AppOptions, createApp, jobView } from "./http/app.ts";
 export { type Auth, authFromEnv } from "./http/auth.ts";
 export { DEFAULT_LIMITS, type Limits } from "./http/schemas.ts";
-export type { Job, JobEvent, JobStatus } from "./job.ts";
+export type { Job, JobEvent, JobStatus, Lease } from "./job.ts";
 export { maintain, type Maintained, RETENTION_MS } from "./maintenance.ts";
 export { type Migration, migrate } from "./migrate.ts";
 export { MIGRATIONS_DIR, readMigrations } from "./migrations-dir.ts";
@@ -25,4 +25,5 @@ export { BUSY_TIMEOUT_MS, connect, type OpenOptions, openStore, reconnect } from
 export { type RunningServer, type ServerConfig, serverConfigFromEnv, startServer } from "./server.ts";
 export { STATUSES } from "./statements.ts";
 export type { QueueStats } from "./stats.ts";
-export { type EnqueueOptions, type Lease, LeaseStore, type Page } from "./store.ts";
+export { type EnqueueOptions, LeaseStore, type NewJob, type NextClaim, type Page, type Settled } from "./store.ts";
+export type { LeaseOutcome } from "./refusal.ts";

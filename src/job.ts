@@ -56,6 +56,19 @@ export function jobFromRow(row: Row): Job {
   };
 }
 
+/** A lease taken by a claim: the job as it is now held, with its fence and expiry. */
+export type Lease = { job: Job; fence: number; until: number };
+
+/** Claim order: highest priority first, then the job that has been due longest. */
+function claimOrder(a: Job, b: Job): number {
+  return b.priority - a.priority || a.runAt - b.runAt || a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1);
+}
+
+/** The leases of the rows a claim-next returned (RETURNING gives no order), in claim order. */
+export function leasesOf(rows: Row[]): Lease[] {
+  return rows.map(jobFromRow).sort(claimOrder).map((job) => ({ job, fence: job.fence, until: job.until }));
+}
+
 /** One entry of a job's history: an accepted transition, or a refused write with a lease. */
 export type JobEvent = {
   seq: number;

@@ -14,7 +14,7 @@ import type { Statement } from "./drivers/driver.ts";
 export const STATUSES = ["queued", "scheduled", "leased", "done", "dead"] as const;
 
 /** A job's status at the time in parameter `now` (an SQL expression over a jobs row). */
-function status(now: string): string {
+export function status(now: string): string {
   return `CASE WHEN dead = 1 THEN 'dead' WHEN done = 1 THEN 'done'
                WHEN owner IS NOT NULL AND until > ${now} THEN 'leased'
                WHEN run_at > ${now} THEN 'scheduled' ELSE 'queued' END`;
@@ -24,12 +24,12 @@ function status(now: string): string {
  * The lease (owner, fence) is the current one at `now`: owner and fence match,
  * the job is not done, and `until > now`. At `now == until` it has expired.
  */
-function currentLease(owner: string, fence: string, now: string): string {
+export function currentLease(owner: string, fence: string, now: string): string {
   return `owner = ${owner} AND fence = ${fence} AND done = 0 AND until > ${now}`;
 }
 
 /** A job whose lease expired on its last attempt dies instead of being claimed again. */
-const EXHAUSTED = "attempts >= max_attempts";
+export const EXHAUSTED = "attempts >= max_attempts";
 
 /** Inserts a job unless its id exists. A re-used id starts at its retired fence. */
 export function enqueue(job: {
@@ -95,22 +95,36 @@ export function claim(id: string, owner: string, now: number, ttlMs: number): St
  * was the job's last attempt: that job is left for `expire` to make dead.
  */
 export function claimNext(queue: string, owner: string, now: number, ttlMs: number, limit: number): Statement[] {
-  return [
-    {
-      sql: `UPDATE jobs
-            SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END,
-                owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
-                last_event = 'claimed', updated_at = ?3
-            WHERE id IN (
-              SELECT id FROM jobs
-              WHERE queue = ?1 AND done = 0 AND until <= ?3 AND run_at <= ?3
-                AND NOT (owner IS NOT NULL AND ${EXHAUSTED})
-              ORDER BY priority DESC, run_at, created_at, id
-              LIMIT ?5)
-            RETURNING *, ${status("?3")} AS status`,
-      args: [queue, owner, now, ttlMs, limit],
-    },
-  ];
+  return [takeNext("?1", "", [queue, owner, now, ttlMs, limit])];
+}
+
+/**
+ * The claim-next that follows a complete or fail of job `id` (the next jobs of
+ * its queue, for the same owner, in the same batch): it takes nothing unless
+ * the write before it was accepted. The refusal record just before it inserted
+ * no row (`changes() = 0`) exactly when the write was accepted, or when the job
+ * does not exist, which the second condition rules out.
+ */
+export function claimNextAfter(id: string, owner: string, now: number, take: { limit: number; ttlMs: number }): Statement {
+  return takeNext("(SELECT queue FROM jobs WHERE id = ?1)", "AND changes() = 0 AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1)", [id, owner, now, take.ttlMs, take.limit]);
+}
+
+/** The one claim-next statement: `queue` an SQL expression over ?1, `guard` a further condition; ?2 owner, ?3 now, ?4 ttl, ?5 limit. */
+function takeNext(queue: string, guard: string, args: InValue[]): Statement {
+  return {
+    sql: `UPDATE jobs
+          SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END,
+              owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
+              last_event = 'claimed', updated_at = ?3
+          WHERE id IN (
+            SELECT id FROM jobs
+            WHERE queue = ${queue} AND done = 0 AND until <= ?3 AND run_at <= ?3
+              AND NOT (owner IS NOT NULL AND ${EXHAUSTED}) ${guard}
+            ORDER BY priority DESC, run_at, created_at, id
+            LIMIT ?5)
+          RETURNING *, ${status("?3")} AS status`,
+    args,
+  };
 }
 
 /** Records a refused write with a lease, if the write just before it changed nothing. */

@@ -1,9 +1,11 @@
 import type { Driver, Row, Statement } from "./drivers/driver.ts";
 import { NotClaimable, type NotClaimableReason, NotFound, WrongStatus } from "./errors.ts";
-import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus } from "./job.ts";
-import { refusal } from "./refusal.ts";
+import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf } from "./job.ts";
+import { type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
 import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./statements.ts";
+import * as sqlMany from "./statements-many.ts";
+import { checked } from "./checked.ts";
 import * as check from "./validate.ts";
 
 /** Options of `enqueue`; every one has a default. */
@@ -22,51 +24,17 @@ export type EnqueueOptions = {
   now?: number;
 };
 
-/** A lease taken by a claim: the job as it is now held, with its fence and expiry. */
-export type Lease = { job: Job; fence: number; until: number };
+/** What a complete or fail may take in the same transaction: up to `limit` due jobs of the same queue, each leased for `ttlMs`. */
+export type NextClaim = { limit: number; ttlMs: number };
+
+/** A lease ended by complete or fail, and the leases of the next jobs taken with it (empty unless `next` was asked). */
+export type Settled = { job: Job; leases: Lease[] };
+
+/** One job of `enqueueMany`: its id and the options of `enqueue`, less the queue and the time, which are the call's. */
+export type NewJob = { id: string } & Omit<EnqueueOptions, "queue" | "now">;
 
 /** A page of a listing, and the cursor of the next page (null on the last). */
 export type Page<T> = { items: T[]; next: string | null };
-
-// Each verb's arguments are checked here, before its statements are built, so
-// a bad call never reaches the database.
-const checked = {
-  enqueue: (id: string, options: EnqueueOptions) => {
-    const now = check.instant("now", options.now ?? Date.now());
-    return sql.enqueue({
-      id: check.name("id", id),
-      queue: check.name("queue", options.queue ?? "default"),
-      payload: check.json("payload", options.payload),
-      priority: check.integer("priority", options.priority ?? 0),
-      runAt: check.instant("runAt", options.runAt ?? now),
-      maxAttempts: check.positiveInt("maxAttempts", options.maxAttempts ?? 25),
-      now,
-    });
-  },
-  claim: (id: string, owner: string, now: number, ttlMs: number) =>
-    sql.claim(check.name("id", id), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs)),
-  renew: (id: string, owner: string, fence: number, now: number, ttlMs: number) =>
-    sql.renew(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now), check.positiveInt("ttlMs", ttlMs)),
-  complete: (id: string, owner: string, fence: number, now: number, result: string) =>
-    sql.complete(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now), check.text("result", result)),
-  release: (id: string, owner: string, fence: number, now: number) =>
-    sql.release(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now)),
-  fail: (id: string, owner: string, fence: number, now: number, error: string, retryInMs: number | undefined, jitter: number) =>
-    sql.fail({
-      id: check.name("id", id),
-      owner: check.name("owner", owner),
-      fence: check.positiveInt("fence", fence),
-      now: check.instant("now", now),
-      error: check.text("error", error),
-      retryInMs: retryInMs === undefined ? null : check.instant("retryInMs", retryInMs),
-      jitter,
-    }),
-};
-
-/** Claim order: highest priority first, then the job that has been due longest. */
-function claimOrder(a: Job, b: Job): number {
-  return b.priority - a.priority || a.runAt - b.runAt || a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1);
-}
 
 /**
  * The lease store: the verbs of the fencing contract over a Driver.
@@ -105,15 +73,8 @@ export class LeaseStore {
 
   /** claimNext takes up to `limit` due jobs of a queue, in claim order; none due gives []. */
   async claimNext(queue: string, owner: string, now: number, ttlMs: number, limit = 1): Promise<Lease[]> {
-    const statements = sql.claimNext(
-      check.name("queue", queue),
-      check.name("owner", owner),
-      check.instant("now", now),
-      check.positiveInt("ttlMs", ttlMs),
-      check.positiveInt("limit", limit),
-    );
-    const [rows = []] = await this.#driver.batch(statements);
-    return rows.map(jobFromRow).sort(claimOrder).map((job) => ({ job, fence: job.fence, until: job.until }));
+    const [rows = []] = await this.#driver.batch(checked.claimNext(queue, owner, now, ttlMs, limit));
+    return leasesOf(rows);
   }
 
   /** renew extends the current lease to `now + ttlMs`; false if the lease is not current. */
@@ -147,6 +108,20 @@ export class LeaseStore {
     return { created: written !== undefined, job: current! };
   }
 
+  /**
+   * enqueueMany adds jobs to a queue in one transaction and answers, in order,
+   * whether each was created; an id that exists (or came earlier in the same
+   * call) is `created: false` and untouched.
+   */
+  async enqueueMany(queue: string, jobs: NewJob[], now: number): Promise<{ id: string; created: boolean }[]> {
+    const statement = checked.enqueueMany(queue, jobs, now);
+    const inserted = new Set((await this.#driver.batch([statement]))[0]!.map((row) => row.id as string));
+    return jobs.map(({ id }) => {
+      const created = inserted.delete(id); // a repeated id was created by its first entry only
+      return { id, created };
+    });
+  }
+
   /** getJob is state that throws NotFound for an unknown id. */
   async getJob(id: string, now = Date.now()): Promise<Job> {
     const job = await this.state(id, now);
@@ -174,13 +149,15 @@ export class LeaseStore {
    * completeJob is complete that answers the done job, or throws NotFound or
    * LeaseLost. The same completion sent again (same owner, fence and result)
    * answers the job again, so a retry after a lost response is not a failure.
+   * With `next`, the same transaction also leases the next due jobs of the
+   * job's queue to the same owner; a refused complete takes nothing.
    */
-  async completeJob(id: string, owner: string, fence: number, now: number, result: string): Promise<Job> {
-    const { current } = await this.#decide(checked.complete(id, owner, fence, now, result), id, now);
+  async completeJob(id: string, owner: string, fence: number, now: number, result: string, options: { next?: NextClaim } = {}): Promise<Settled> {
+    const { current, leases } = await this.#settle(checked.complete(id, owner, fence, now, result), id, owner, now, options.next);
     // Done by this very owner, fence and result: this call wrote it, or an earlier one whose answer was lost.
     const completed = current?.done && current.owner === owner && current.fence === fence && current.result === result;
     if (!completed) throw refusal(id, current, owner, fence);
-    return current!;
+    return { job: current!, leases };
   }
 
   /** releaseLease is release that answers the released job, or throws NotFound or LeaseLost. */
@@ -190,12 +167,41 @@ export class LeaseStore {
     return current!;
   }
 
-  /** failJob is fail that answers the job (queued again, or dead), or throws NotFound or LeaseLost. */
-  async failJob(id: string, owner: string, fence: number, now: number, error: string, retryInMs?: number): Promise<Job> {
-    const statements = checked.fail(id, owner, fence, now, error, retryInMs, this.#jitter());
-    const { written, current } = await this.#decide(statements, id, now);
+  /**
+   * failJob is fail that answers the job (queued again, or dead), or throws
+   * NotFound or LeaseLost; `next` as in completeJob.
+   */
+  async failJob(id: string, owner: string, fence: number, now: number, error: string, options: { retryInMs?: number; next?: NextClaim } = {}): Promise<Settled> {
+    const statements = checked.fail(id, owner, fence, now, error, options.retryInMs, this.#jitter());
+    const { written, current, leases } = await this.#settle(statements, id, owner, now, options.next);
     if (written === undefined) throw refusal(id, current, owner, fence);
-    return current!;
+    return { job: current!, leases };
+  }
+
+  /**
+   * renewMany extends each presented lease that is current to `now + ttlMs`,
+   * each decided alone; answers, in order, each one's new `until` or why it
+   * was refused (LeaseLost, NotFound).
+   */
+  async renewMany(owner: string, leases: { id: string; fence: number }[], now: number, ttlMs: number): Promise<LeaseOutcome<{ until: number }>[]> {
+    const held = leases.map(({ id, fence }): sqlMany.HeldLease => [check.name("id", id), check.positiveInt("fence", fence)]);
+    const [renewed, , refused] = await this.#driver.batch(sqlMany.renewMany(check.name("owner", owner), held, check.instant("now", now), check.positiveInt("ttlMs", ttlMs)));
+    const until = new Map(renewed!.map((row) => [row.id as string, row.until as number]));
+    return outcomes(leases, owner, refused!, (id) => ({ until: until.get(id)! }));
+  }
+
+  /**
+   * completeMany stores each presented lease's result, as completeJob does
+   * one, each decided alone; with `next`, the same transaction leases up to
+   * `next.limit` due jobs of `next.queue` to the same owner, whatever the
+   * completions' outcomes. Answers each completion's outcome, in order, and the leases taken.
+   */
+  async completeMany(owner: string, completions: { id: string; fence: number; result: string }[], now: number, next?: NextClaim & { queue: string }): Promise<{ completed: LeaseOutcome<{ done: true }>[]; leases: Lease[] }> {
+    const presented = completions.map(({ id, fence, result }): sqlMany.Completion => [check.name("id", id), check.positiveInt("fence", fence), check.text("result", result)]);
+    const statements = sqlMany.completeMany(check.name("owner", owner), presented, check.instant("now", now));
+    const take = next === undefined ? [] : checked.claimNext(next.queue, owner, now, next.ttlMs, next.limit);
+    const [, , refused, taken = []] = await this.#driver.batch([...statements, ...take]);
+    return { completed: outcomes(completions, owner, refused!, () => ({ done: true as const })), leases: leasesOf(taken) };
   }
 
   /** retryJob puts a dead job back in its queue with its attempts reset; NotFound, or WrongStatus if it is not dead. */
@@ -281,6 +287,14 @@ export class LeaseStore {
   /** Runs a verb's batch; answers the first row its deciding statement (at `writeAt`) returned, if it wrote. */
   async #write(statements: Statement[], writeAt = 0): Promise<Row | undefined> {
     return (await this.#driver.batch(statements))[writeAt]![0];
+  }
+
+  /** Runs the batch of a verb that ends a lease, then the claim of `next` if asked, then the read of the job: all in one transaction. */
+  async #settle(statements: Statement[], id: string, owner: string, now: number, next: NextClaim | undefined) {
+    const take = next === undefined ? [] : [sql.claimNextAfter(id, owner, now, { limit: check.positiveInt("limit", next.limit), ttlMs: check.positiveInt("ttlMs", next.ttlMs) })];
+    const results = await this.#driver.batch([...statements, ...take, sql.state(id, now)]);
+    const read = results.at(-1)!;
+    return { written: results[0]![0], current: read[0] ? jobFromRow(read[0]) : null, leases: next === undefined ? [] : leasesOf(results.at(-2)!) };
   }
 
   /** Runs a verb's batch and reads its job in the same transaction: the rows its write answered, and the job as it is now. */

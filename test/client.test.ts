@@ -55,7 +55,7 @@ describe("LeaseClient against the real Node server", () => {
     expect(await s.client.release("job-1", { owner: "A", fence: 1 })).toMatchObject({ owner: null, fence: 1 });
     const [next] = await s.client.claimNext("default", { owner: "B", ttlMs: TTL });
     expect(next).toMatchObject({ fence: 2, job: { id: "job-1", owner: "B" } });
-    expect(await s.client.complete("job-1", { owner: "B", fence: 2, result: { ok: true } })).toMatchObject({ done: true, result: { ok: true } });
+    expect((await s.client.complete("job-1", { owner: "B", fence: 2, result: { ok: true } })).job).toMatchObject({ done: true, result: { ok: true } });
     expect(await s.client.claimNext("default", { owner: "B", ttlMs: TTL })).toEqual([]);
     expect((await s.snapshot())["job-1"]).toMatchObject({ owner: "B", fence: 2, done: 1, result: '{"ok":true}' });
   });
@@ -180,7 +180,7 @@ describe("LeaseClient against the real Node server", () => {
     expect(await client.claim("job-1", { owner: "A", ttlMs: TTL }).catch((error) => error)).toBeInstanceOf(UnavailableError);
     expect((await s.snapshot())["job-1"]).toMatchObject({ owner: "A", fence: 1 }); // it did land, once
     failNext = 1;
-    expect(await client.complete("job-1", { owner: "A", fence: 1, result: "r" })).toMatchObject({ done: true, result: "r" });
+    expect((await client.complete("job-1", { owner: "A", fence: 1, result: "r" })).job).toMatchObject({ done: true, result: "r" });
   });
 
   test("claimMany over HTTP: all requests in flight at once, exactly one winner, answers in input order", async () => {
@@ -205,7 +205,7 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
     await s.client.claim("job-1", { owner: "A", ttlMs: TTL });
     const before = await s.snapshot();
     clock.now = T + 10;
-    const job = await s.client.fail("job-1", { owner: "A", fence: 1, error: "disk full", retryInMs: 60_000 });
+    const { job } = await s.client.fail("job-1", { owner: "A", fence: 1, error: "disk full", retryInMs: 60_000 });
     expect(job).toMatchObject({ id: "job-1", status: "scheduled", owner: null, fence: 1, attempts: 1, lastError: "disk full", runAt: T + 60_010, done: false });
     const after = await s.snapshot();
     expect(after["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, attempts: 1, run_at: T + 60_010, last_error: "disk full", done: 0, dead: 0 });
@@ -217,7 +217,7 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
     await using s = await serving(handClock().options);
     await s.client.enqueue({ id: "job-1", maxAttempts: 1 });
     await s.client.claim("job-1", { owner: "A", ttlMs: TTL });
-    expect(await s.client.fail("job-1", { owner: "A", fence: 1, error: "bad input" })).toMatchObject({ status: "dead", done: false, attempts: 1, lastError: "bad input" });
+    expect((await s.client.fail("job-1", { owner: "A", fence: 1, error: "bad input" })).job).toMatchObject({ status: "dead", done: false, attempts: 1, lastError: "bad input" });
     expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, fence: 1, attempts: 1, dead: 1, done: 1, run_at: T, last_error: "bad input" });
   });
 

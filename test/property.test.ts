@@ -120,7 +120,7 @@ async function step(store: LeaseStore, model: LeaseModel, op: Op, now: number): 
         : [await outcome(() => store.renew(op.id, owner, f, now, op.ttl)), model.renew(op.id, owner, f, now, op.ttl)];
     case "complete":
       return op.twin
-        ? [await outcome(() => store.completeJob(op.id, owner, f, now, op.result)), model.completeJob(op.id, owner, f, now, op.result)]
+        ? [await outcome(async () => (await store.completeJob(op.id, owner, f, now, op.result)).job), model.completeJob(op.id, owner, f, now, op.result)]
         : [await outcome(() => store.complete(op.id, owner, f, now, op.result)), model.complete(op.id, owner, f, now, op.result)];
     case "release":
       return op.twin

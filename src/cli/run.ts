@@ -177,7 +177,7 @@ const COMMANDS: Record<string, Command> = {
   async complete({ id, flags, client }) {
     const result = json(flags, "result");
     if (result === undefined) throw new UsageError("--result is required: the job's result, as JSON");
-    const job = await client.complete(id, { owner: required(flags, "owner", "the lease's owner"), fence: requiredInteger(flags, "fence"), result });
+    const { job } = await client.complete(id, { owner: required(flags, "owner", "the lease's owner"), fence: requiredInteger(flags, "fence"), result });
     return { json: { job }, text: `completed ${id} with fence ${job.fence}` };
   },
   async release({ id, flags, client }) {
@@ -191,7 +191,7 @@ const COMMANDS: Record<string, Command> = {
       error: required(flags, "error", "why the attempt failed"),
       retryInMs: integer(flags, "retry-in-ms"),
     };
-    const job = await client.fail(id, request);
+    const { job } = await client.fail(id, request);
     return { json: { job }, text: failedLine(job) };
   },
   async retry({ id, client }) {

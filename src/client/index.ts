@@ -17,7 +17,10 @@ export { type RetryOptions } from "./retry.ts";
 export type {
   ClaimNextRequest,
   ClaimRequest,
+  CompleteManyAnswer,
+  CompleteManyRequest,
   CompleteRequest,
+  Enqueued,
   EnqueueRequest,
   EventPage,
   EventsRequest,
@@ -30,8 +33,13 @@ export type {
   LeaseCheck,
   LeaseCheckRequest,
   ListRequest,
+  NewJobRequest,
+  NextRequest,
   QueueStats,
   ReleaseRequest,
+  RenewManyAnswer,
+  RenewManyRequest,
   RenewRequest,
+  Settled,
 } from "./types.ts";
 export { type HeldLease, withLease, type WithLeaseOptions } from "./with-lease.ts";

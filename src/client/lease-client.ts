@@ -3,7 +3,10 @@ import { delayBefore, neverSent, type RetryOptions, type RetryPolicy, retryPolic
 import type {
   ClaimNextRequest,
   ClaimRequest,
+  CompleteManyAnswer,
+  CompleteManyRequest,
   CompleteRequest,
+  Enqueued,
   EnqueueRequest,
   EventPage,
   EventsRequest,
@@ -14,9 +17,13 @@ import type {
   LeaseCheck,
   LeaseCheckRequest,
   ListRequest,
+  NewJobRequest,
   QueueStats,
   ReleaseRequest,
+  RenewManyAnswer,
+  RenewManyRequest,
   RenewRequest,
+  Settled,
 } from "./types.ts";
 
 /** Where the API is and how to reach it. */
@@ -75,6 +82,15 @@ export class LeaseClient {
     return this.#call("POST", "/v1/jobs", job, "always");
   }
 
+  /**
+   * enqueueMany adds 1 to 1,000 jobs to a queue in one transaction and answers,
+   * in order, whether each was created (an id that exists is left untouched).
+   * Safe to send again: a repeat creates nothing twice.
+   */
+  async enqueueMany(queue: string, jobs: NewJobRequest[]): Promise<Enqueued[]> {
+    return (await this.#call<{ jobs: Enqueued[] }>("POST", `${queuePath(queue)}/jobs`, { jobs }, "always")).jobs;
+  }
+
   /** get reads a job; NotFoundError if there is none. */
   get(id: string): Promise<Job> {
     return this.#call("GET", jobPath(id), undefined, "always");
@@ -87,7 +103,7 @@ export class LeaseClient {
 
   /** claimNext takes the leases of up to `limit` due jobs of a queue; an empty list when none is due. */
   async claimNext(queue: string, request: ClaimNextRequest): Promise<Lease[]> {
-    const answer = await this.#call<{ leases: Lease[] }>("POST", `/v1/queues/${encodeURIComponent(queue)}/claim`, request, "if-unsent");
+    const answer = await this.#call<{ leases: Lease[] }>("POST", `${queuePath(queue)}/claim`, request, "if-unsent");
     return answer.leases;
   }
 
@@ -96,9 +112,15 @@ export class LeaseClient {
     return (await this.#call<{ until: number }>("POST", `${jobPath(id)}/renew`, request, "always")).until;
   }
 
-  /** complete stores the result of the current lease and answers the done job; LeaseLostError if it is not current. */
-  async complete(id: string, request: CompleteRequest): Promise<Job> {
-    return (await this.#call<{ job: Job }>("POST", `${jobPath(id)}/complete`, request, "always")).job;
+  /**
+   * complete stores the result of the current lease and answers the done job;
+   * LeaseLostError if it is not current. With `next`, it also takes the next
+   * due jobs of the queue in the same transaction, answered as `leases`.
+   */
+  async complete(id: string, request: CompleteRequest): Promise<Settled> {
+    // With next it also claims, and a claim is not safe to send twice.
+    const answer = await this.#call<{ job: Job; leases?: Lease[] }>("POST", `${jobPath(id)}/complete`, request, request.next ? "if-unsent" : "always");
+    return { job: answer.job, leases: answer.leases ?? [] };
   }
 
   /** release gives the lease back; LeaseLostError if it is not current. */
@@ -109,11 +131,32 @@ export class LeaseClient {
   /**
    * fail ends the current lease as a failed attempt, keeping `error` as the job's
    * lastError, and answers the job: due again after `retryInMs` or the server's
-   * backoff (status scheduled), or dead after its last attempt. LeaseLostError
-   * if the lease is not current.
+   * backoff (status scheduled), or dead after its last attempt; with `next`, and
+   * the leases taken as complete does. LeaseLostError if the lease is not current.
    */
-  async fail(id: string, request: FailRequest): Promise<Job> {
-    return (await this.#call<{ job: Job }>("POST", `${jobPath(id)}/fail`, request, "if-unsent")).job;
+  async fail(id: string, request: FailRequest): Promise<Settled> {
+    const answer = await this.#call<{ job: Job; leases?: Lease[] }>("POST", `${jobPath(id)}/fail`, request, "if-unsent");
+    return { job: answer.job, leases: answer.leases ?? [] };
+  }
+
+  /**
+   * renewMany extends 1 to 1,000 leases of one owner in one call, each decided
+   * alone: one heartbeat for every lease a worker holds. Answers each lease, in
+   * order, with its new `until` or the `error` (code, message, details) a single
+   * renew would have thrown.
+   */
+  async renewMany(request: RenewManyRequest): Promise<RenewManyAnswer["leases"]> {
+    return (await this.#call<RenewManyAnswer>("POST", "/v1/leases/renew", request, "always")).leases;
+  }
+
+  /**
+   * completeMany stores the results of 1 to 1,000 leases of one owner in one
+   * call, each decided alone; with `next`, it also takes up to `next.limit` due
+   * jobs of `next.queue` in the same transaction. Answers each completion, in
+   * order, `done: true` or its `error`, and the `leases` taken.
+   */
+  completeMany(request: CompleteManyRequest): Promise<CompleteManyAnswer> {
+    return this.#call("POST", "/v1/leases/complete", request, request.next ? "if-unsent" : "always");
   }
 
   /** retry puts a dead job back in its queue, due at once with its attempts reset; ConflictError if it is not dead. */
@@ -185,6 +228,11 @@ export class LeaseClient {
       return answer as T;
     }
   }
+}
+
+/** The path of a queue, its name encoded. */
+function queuePath(queue: string): string {
+  return `/v1/queues/${encodeURIComponent(queue)}`;
 }
 
 /** The path of a job, its id encoded. */

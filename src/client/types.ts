@@ -31,11 +31,27 @@ export type ClaimNextRequest = z.input<ReturnType<typeof schema.ClaimNextBody>>;
 /** The body of `POST /v1/jobs/:id/renew`. */
 export type RenewRequest = z.input<ReturnType<typeof schema.RenewBody>>;
 /** The body of `POST /v1/jobs/:id/complete`. */
-export type CompleteRequest = z.input<typeof schema.CompleteBody>;
+export type CompleteRequest = z.input<ReturnType<typeof schema.CompleteBody>>;
 /** The body of `POST /v1/jobs/:id/release`. */
 export type ReleaseRequest = z.input<typeof schema.ReleaseBody>;
 /** The body of `POST /v1/jobs/:id/fail`. */
-export type FailRequest = z.input<typeof schema.FailBody>;
+export type FailRequest = z.input<ReturnType<typeof schema.FailBody>>;
+/** One job of `POST /v1/queues/:queue/jobs`. */
+export type NewJobRequest = z.input<typeof schema.EnqueueManyBody>["jobs"][number];
+/** What `POST /v1/queues/:queue/jobs` answers for each job, in order. */
+export type Enqueued = { id: string; created: boolean };
+/** What complete and fail ask to take next in the same transaction: up to `limit` due jobs of the same queue. */
+export type NextRequest = z.input<ReturnType<typeof schema.NextBody>>;
+/** A job whose lease complete or fail ended, and the leases taken when `next` was asked. */
+export type Settled = { job: Job; leases: Lease[] };
+/** The body of `POST /v1/leases/renew`. */
+export type RenewManyRequest = z.input<ReturnType<typeof schema.RenewManyBody>>;
+/** What `POST /v1/leases/renew` answers: each lease, in order, with its new `until` or its `error`. */
+export type RenewManyAnswer = z.output<typeof schema.RenewManyAnswer>;
+/** The body of `POST /v1/leases/complete`. */
+export type CompleteManyRequest = z.input<ReturnType<typeof schema.CompleteManyBody>>;
+/** What `POST /v1/leases/complete` answers: each completion, in order, done or with its `error`; and the leases taken. */
+export type CompleteManyAnswer = z.output<typeof schema.CompleteManyAnswer>;
 /** The query of `GET /v1/jobs`, as the server reads it (numbers as numbers). */
 export type ListRequest = z.output<typeof schema.ListQuery>;
 /** The query of `GET /v1/jobs/:id/events`, as the server reads it. */

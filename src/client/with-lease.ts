@@ -83,7 +83,7 @@ export async function withLease<T>(
       await client.release(job.id, { owner, fence }).catch(() => undefined);
       throw options.signal.reason;
     }
-    return await client.complete(job.id, { owner, fence, result: value === undefined ? null : value });
+    return (await client.complete(job.id, { owner, fence, result: value === undefined ? null : value })).job;
   } finally {
     heartbeat.stop();
     options.signal?.removeEventListener("abort", stop);

@@ -1,12 +1,13 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { swaggerUI } from "@hono/swagger-ui";
 import { bodyLimit } from "hono/body-limit";
-import type { Job } from "../job.ts";
-import type { Lease, LeaseStore } from "../store.ts";
+import type { Job, Lease } from "../job.ts";
+import type { LeaseOutcome } from "../refusal.ts";
+import type { LeaseStore, Settled } from "../store.ts";
 import * as check from "../validate.ts";
 import { ApiError } from "./api-error.ts";
 import { type Auth, bearerAuth, requireConfiguredAuth } from "./auth.ts";
-import { errorResponse } from "./errors.ts";
+import { describeError, errorResponse } from "./errors.ts";
 import { prometheusText } from "./metrics.ts";
 import { requestLog } from "./request-log.ts";
 import { routes } from "./routes.ts";
@@ -40,6 +41,16 @@ function parseOr(text: string): unknown {
 }
 
 const leaseView = (lease: Lease) => ({ fence: lease.fence, until: lease.until, job: jobView(lease.job) });
+
+/** A job whose lease a complete or fail ended, with the leases taken when `next` was asked (and only then). */
+const settledView = (settled: Settled, next: unknown) => ({ job: jobView(settled.job), ...(next !== undefined && { leases: settled.leases.map(leaseView) }) });
+
+/** One lease of a many-lease call: its answer, or the error a single call would answer, in the API's shape. */
+function outcomeView<T extends object>(outcome: LeaseOutcome<T>) {
+  if (!("error" in outcome)) return outcome;
+  const { code, message, details } = describeError(outcome.error);
+  return { id: outcome.id, error: { code, message, details } };
+}
 
 /** The limits given, each checked once when the app is built, the rest from DEFAULT_LIMITS. */
 function limitsOf(given: Partial<Limits> = {}): Limits {
@@ -99,6 +110,12 @@ export function createApp(options: AppOptions) {
     return created ? c.json({ created: true as const, job: jobView(job) }, 201) : c.json({ created: false as const, job: jobView(job) }, 200);
   });
 
+  app.openapi(route.enqueueMany, async (c) => {
+    const now = clock();
+    const jobs = c.req.valid("json").jobs.map(({ delayMs, runAt, ...job }) => ({ ...job, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs) }));
+    return c.json({ jobs: await store.enqueueMany(c.req.valid("param").queue, jobs, now) }, 200);
+  });
+
   app.openapi(route.get, async (c) => c.json(jobView(await store.getJob(c.req.valid("param").id, clock())), 200));
 
   app.openapi(route.claim, async (c) => {
@@ -118,9 +135,9 @@ export function createApp(options: AppOptions) {
   });
 
   app.openapi(route.complete, async (c) => {
-    const { owner, fence, result } = c.req.valid("json");
-    const job = await store.completeJob(c.req.valid("param").id, owner, fence, clock(), check.json("result", result)!);
-    return c.json({ job: jobView(job) }, 200);
+    const { owner, fence, result, next } = c.req.valid("json");
+    const settled = await store.completeJob(c.req.valid("param").id, owner, fence, clock(), check.json("result", result)!, { next });
+    return c.json(settledView(settled, next), 200);
   });
 
   app.openapi(route.release, async (c) => {
@@ -129,8 +146,21 @@ export function createApp(options: AppOptions) {
   });
 
   app.openapi(route.fail, async (c) => {
-    const { owner, fence, error, retryInMs } = c.req.valid("json");
-    return c.json({ job: jobView(await store.failJob(c.req.valid("param").id, owner, fence, clock(), error, retryInMs)) }, 200);
+    const { owner, fence, error, retryInMs, next } = c.req.valid("json");
+    const settled = await store.failJob(c.req.valid("param").id, owner, fence, clock(), error, { retryInMs, next });
+    return c.json(settledView(settled, next), 200);
+  });
+
+  app.openapi(route.renewMany, async (c) => {
+    const { owner, ttlMs, leases } = c.req.valid("json");
+    return c.json({ leases: (await store.renewMany(owner, leases, clock(), ttlMs)).map(outcomeView) }, 200);
+  });
+
+  app.openapi(route.completeMany, async (c) => {
+    const { owner, leases, next } = c.req.valid("json");
+    const completions = leases.map(({ id, fence, result }) => ({ id, fence, result: check.json("result", result)! }));
+    const { completed, leases: taken } = await store.completeMany(owner, completions, clock(), next);
+    return c.json({ completed: completed.map(outcomeView), leases: taken.map(leaseView) }, 200);
   });
 
   app.openapi(route.retry, async (c) => c.json({ job: jobView(await store.retryJob(c.req.valid("param").id, clock())) }, 200));

@@ -17,9 +17,11 @@ type Described = {
 /** The seconds a client should wait before retrying a request the database could not serve. */
 const RETRY_AFTER_SECONDS = "1";
 
-// Every error the app can meet, turned into its status, code and message.
-// Anything unexpected is a plain 500 that shows nothing of the internals.
-function describe(error: unknown): Described {
+/**
+ * Every error the app can meet, turned into its status, code and message.
+ * Anything unexpected is a plain 500 that shows nothing of the internals.
+ */
+export function describeError(error: unknown): Described {
   if (error instanceof ApiError) return error;
   if (error instanceof InvalidArgument) return { status: 400, code: error.code, message: error.message };
   if (error instanceof NotFound) return { status: 404, code: error.code, message: error.message };
@@ -49,7 +51,7 @@ function describe(error: unknown): Described {
 
 /** The one error handler: maps domain errors to HTTP, and logs what it did not expect. */
 export function errorResponse(error: unknown, c: Context): Response {
-  const { status, code, message, details, headers } = describe(error);
+  const { status, code, message, details, headers } = describeError(error);
   if (status === 500) console.error("fencelease: unexpected error", error);
   const body: ErrorBody = { error: { code, message, ...(details && { details }) } };
   return c.json(body, status, headers);

@@ -39,6 +39,16 @@ export function routes(limits: schema.Limits) {
         ...refusals,
       },
     }),
+    enqueueMany: createRoute({
+      method: "post",
+      path: "/v1/queues/{queue}/jobs",
+      summary: `Enqueue 1 to ${schema.MAX_MANY} jobs in one transaction; an id that exists (or repeats) is left as it is`,
+      request: { params: QueueParam, ...body(schema.EnqueueManyBody) },
+      responses: {
+        200: json(z.object({ jobs: z.array(z.object({ id: z.string(), created: z.boolean() })) }), "Each job, in order: created, or already there and untouched"),
+        ...refusals,
+      },
+    }),
     get: createRoute({
       method: "get",
       path: "/v1/jobs/{id}",
@@ -80,10 +90,10 @@ export function routes(limits: schema.Limits) {
     complete: createRoute({
       method: "post",
       path: "/v1/jobs/{id}/complete",
-      summary: "Store the result of the current lease; the same completion again answers 200 again",
-      request: { params: IdParam, ...body(schema.CompleteBody) },
+      summary: "Store the result of the current lease; the same completion again answers 200 again. With next, also lease the next due jobs of the queue",
+      request: { params: IdParam, ...body(schema.CompleteBody(limits)) },
       responses: {
-        200: json(z.object({ job: schema.JobSchema }), "The job, done"),
+        200: json(z.object({ job: schema.JobSchema, leases: z.array(schema.LeaseSchema).optional() }), "The job, done; with next, the leases taken"),
         404: error("not_found"),
         409: error("stale_lease: the stored result is untouched"),
         ...refusals,
@@ -105,13 +115,27 @@ export function routes(limits: schema.Limits) {
       method: "post",
       path: "/v1/jobs/{id}/fail",
       summary: "End the current lease as a failed attempt: the job is due again later, or dead after its last attempt",
-      request: { params: IdParam, ...body(schema.FailBody) },
+      request: { params: IdParam, ...body(schema.FailBody(limits)) },
       responses: {
-        200: json(z.object({ job: schema.JobSchema }), "The job, queued again (status scheduled) or dead"),
+        200: json(z.object({ job: schema.JobSchema, leases: z.array(schema.LeaseSchema).optional() }), "The job, queued again (status scheduled) or dead; with next, the leases taken"),
         404: error("not_found"),
         409: error("stale_lease"),
         ...refusals,
       },
+    }),
+    renewMany: createRoute({
+      method: "post",
+      path: "/v1/leases/renew",
+      summary: `One heartbeat for many leases: extend each of 1 to ${schema.MAX_MANY} leases of one owner, each decided alone`,
+      request: body(schema.RenewManyBody(limits)),
+      responses: { 200: json(schema.RenewManyAnswer, "Each lease, in order: its new until, or the error a single renew would answer"), ...refusals },
+    }),
+    completeMany: createRoute({
+      method: "post",
+      path: "/v1/leases/complete",
+      summary: `Complete 1 to ${schema.MAX_MANY} leases of one owner, each decided alone; with next, also lease the next due jobs of a queue`,
+      request: body(schema.CompleteManyBody(limits)),
+      responses: { 200: json(schema.CompleteManyAnswer, "Each completion, in order: done, or the error a single complete would answer; and the leases taken"), ...refusals },
     }),
     retry: createRoute({
       method: "post",

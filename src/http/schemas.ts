@@ -103,18 +103,44 @@ export const ErrorSchema = z
   })
   .openapi("Error");
 
-export const EnqueueBody = body({
+/** The fields of one job to enqueue, the queue apart. */
+const newJob = {
   id: JobId,
-  queue: QueueName.optional(),
   payload: z.unknown().optional().openapi({ description: "Any JSON value, handed to the worker" }),
   priority: integer().optional().openapi({ description: "Higher is claimed first; default 0" }),
   runAt: instant().optional().openapi({ description: "Not claimed by claim-next before this time (ms since the epoch)" }),
   delayMs: integer().min(0, { error: "must not be negative" }).optional().openapi({ description: "Or: due this many ms from now" }),
   maxAttempts: positive().optional(),
-})
-  .refine((body) => body.runAt === undefined || body.delayMs === undefined, {
-    error: "give runAt or delayMs, not both",
-  });
+};
+
+const oneOfRunAtOrDelay = [
+  (job: { runAt?: number; delayMs?: number }) => job.runAt === undefined || job.delayMs === undefined,
+  { error: "give runAt or delayMs, not both" },
+] as const;
+
+export const EnqueueBody = body({ ...newJob, queue: QueueName.optional() }).refine(...oneOfRunAtOrDelay);
+
+/** The most jobs or leases one many-job call carries. */
+export const MAX_MANY = 1_000;
+
+/** A list of 1 to MAX_MANY entries in which no id comes twice. */
+function many<T extends z.ZodType<{ id: string }>>(entry: T, what: string) {
+  return z
+    .array(entry, { error: (issue) => (issue.input === undefined ? "is required" : `must be an array of ${what}`) })
+    .min(1, { error: `must hold at least one of the ${what}` })
+    .max(MAX_MANY, { error: `must hold at most ${MAX_MANY} ${what}; send the rest in another call` })
+    .superRefine((entries, context) => {
+      const seen = new Set<string>();
+      entries.forEach((entry, i) => {
+        if (seen.has(entry.id)) context.addIssue({ code: "custom", path: [i, "id"], message: `repeats the id ${JSON.stringify(entry.id)}; each id may come once` });
+        seen.add(entry.id);
+      });
+    });
+}
+
+export const EnqueueManyBody = body({
+  jobs: many(body(newJob).refine(...oneOfRunAtOrDelay), "jobs").openapi({ description: `1 to ${MAX_MANY} jobs, enqueued in one transaction` }),
+});
 
 export const ClaimBody = (limits: Limits) => body({ owner: Owner, ttlMs: Ttl(limits) });
 
@@ -125,26 +151,48 @@ export const ClaimNextBody = (limits: Limits) =>
     limit: positive(100).optional().openapi({ description: "How many jobs to take at most, 1 to 100; default 1" }),
   });
 
+/** What a complete or fail may take in the same transaction: the next due jobs of the job's queue. */
+export const NextBody = (limits: Limits) =>
+  body({
+    limit: positive(100).openapi({ description: "How many jobs to take at most, 1 to 100" }),
+    ttlMs: Ttl(limits),
+  }).openapi({ description: "Also lease up to `limit` due jobs of the same queue to the same owner, in the same transaction; a refused write takes none" });
+
 export const RenewBody = (limits: Limits) => body({ owner: Owner, fence: Fence, ttlMs: Ttl(limits) });
 
-export const CompleteBody = body({
-  owner: Owner,
-  fence: Fence,
-  result: z.unknown().refine((value) => value !== undefined, { error: "is required: any JSON value" }),
-});
+const resultField = z.unknown().refine((value) => value !== undefined, { error: "is required: any JSON value" });
+
+export const CompleteBody = (limits: Limits) => body({ owner: Owner, fence: Fence, result: resultField, next: NextBody(limits).optional() });
 
 export const ReleaseBody = body({ owner: Owner, fence: Fence });
 
 const YEAR_MS = 365 * 24 * 60 * 60 * 1000;
 
-export const FailBody = body({
-  owner: Owner,
-  fence: Fence,
-  error: z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") }).max(10_000, { error: "must be at most 10000 characters" })
-    .openapi({ description: "Why the attempt failed; kept as the job's lastError" }),
-  retryInMs: integer().min(0, { error: "must not be negative" }).max(YEAR_MS, { error: `must be at most ${YEAR_MS} (a year)` }).optional()
-    .openapi({ description: "Due again this many ms from now; default the backoff (1 s doubling per attempt, capped at 1 hour, with jitter)" }),
-});
+export const FailBody = (limits: Limits) =>
+  body({
+    owner: Owner,
+    fence: Fence,
+    error: z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") }).max(10_000, { error: "must be at most 10000 characters" })
+      .openapi({ description: "Why the attempt failed; kept as the job's lastError" }),
+    retryInMs: integer().min(0, { error: "must not be negative" }).max(YEAR_MS, { error: `must be at most ${YEAR_MS} (a year)` }).optional()
+      .openapi({ description: "Due again this many ms from now; default the backoff (1 s doubling per attempt, capped at 1 hour, with jitter)" }),
+    next: NextBody(limits).optional(),
+  });
+
+export const RenewManyBody = (limits: Limits) =>
+  body({
+    owner: Owner,
+    ttlMs: Ttl(limits),
+    leases: many(body({ id: JobId, fence: Fence }), "leases").openapi({ description: `1 to ${MAX_MANY} leases, each renewed or refused alone` }),
+  });
+
+export const CompleteManyBody = (limits: Limits) =>
+  body({
+    owner: Owner,
+    leases: many(body({ id: JobId, fence: Fence, result: resultField }), "leases").openapi({ description: `1 to ${MAX_MANY} completions, each accepted or refused alone` }),
+    next: body({ queue: QueueName, limit: positive(100), ttlMs: Ttl(limits) }).optional()
+      .openapi({ description: "Also lease up to `limit` due jobs of `queue` to the same owner, in the same transaction" }),
+  });
 
 /** A number sent as a query parameter. */
 const queryInt = (max: number) =>
@@ -199,3 +247,17 @@ export const QueueStatsSchema = z
     refused: z.object({ lastHour: z.number().int(), total: z.number().int() }),
   })
   .openapi("QueueStats");
+
+/** How one lease of a many-lease call was refused: the code and details a single call would answer. */
+export const LeaseErrorSchema = z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()).optional() });
+
+export const RenewManyAnswer = z
+  .object({ leases: z.array(z.union([z.object({ id: z.string(), until: z.number().int() }), z.object({ id: z.string(), error: LeaseErrorSchema })])) })
+  .openapi("RenewManyAnswer");
+
+export const CompleteManyAnswer = z
+  .object({
+    completed: z.array(z.union([z.object({ id: z.string(), done: z.literal(true) }), z.object({ id: z.string(), error: LeaseErrorSchema })])),
+    leases: z.array(LeaseSchema),
+  })
+  .openapi("CompleteManyAnswer");

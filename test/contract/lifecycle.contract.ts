@@ -60,7 +60,7 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       await store.fail("job-1", "A", 1, T + 1, "first", 0);
       expect(await store.state("job-1", T + 1)).toMatchObject({ status: "queued", attempts: 1 });
       expect(await store.claim("job-1", "A", T + 2, TTL)).toBe(2);
-      const dead = await store.failJob("job-1", "A", 2, T + 3, "second", 0);
+      const dead = (await store.failJob("job-1", "A", 2, T + 3, "second", { retryInMs: 0 })).job;
       expect(dead).toMatchObject({ status: "dead", done: false, attempts: 2, lastError: "second", owner: null, fence: 2 });
       expect((await snapshot())["job-1"]).toMatchObject({ dead: 1, done: 1, last_event: "dead" });
       expect(await kinds(store, "job-1")).toEqual(["enqueued", "claimed", "failed", "claimed", "dead"]);

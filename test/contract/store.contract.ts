@@ -537,9 +537,9 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
 
     test("completeJob answers the done job, and again for the same completion sent twice", async () => {
       const { store, snapshot } = await leasedByA();
-      expect(await store.completeJob("job-1", "A", 1, T + 1, "r")).toMatchObject({ done: true, result: "r", owner: "A", fence: 1 });
+      expect((await store.completeJob("job-1", "A", 1, T + 1, "r")).job).toMatchObject({ done: true, result: "r", owner: "A", fence: 1 });
       const done = await snapshot();
-      expect(await store.completeJob("job-1", "A", 1, T + 2, "r")).toMatchObject({ done: true, result: "r", updatedAt: T + 1 });
+      expect((await store.completeJob("job-1", "A", 1, T + 2, "r")).job).toMatchObject({ done: true, result: "r", updatedAt: T + 1 });
       expect(await snapshot()).toEqual(done);
     });
 

@@ -1,0 +1,107 @@
+import type { Statement } from "./drivers/driver.ts";
+import { currentLease } from "./statements.ts";
+
+// The rules of src/statements.ts applied to many jobs at once, each job still
+// decided alone by the same conditions. The jobs travel as ONE JSON array
+// parameter, unpacked by `json_each`, so that a call of 1,000 jobs is a
+// handful of statements whatever its size: cheap on a file, and within D1's
+// limits on bound parameters and statements per batch.
+
+/** The rows of a JSON array parameter `?N` of arrays, as columns `names[0]`, `names[1]` ... */
+function unpacked(parameter: string, names: string[]): string {
+  const columns = names.map((name, i) => `json_extract(value, '$[${i}]') AS ${name}`).join(", ");
+  return `(SELECT ${columns} FROM json_each(${parameter}))`;
+}
+
+/** One job to enqueue: id, payload (JSON text or null), priority, runAt, maxAttempts. */
+export type NewJob = [id: string, payload: string | null, priority: number, runAt: number, maxAttempts: number];
+
+/**
+ * Inserts every job whose id does not exist yet, in one statement; answers the
+ * ids it inserted. An existing id is left untouched, and a re-used id starts
+ * at its retired fence, as `enqueue` does.
+ */
+export function enqueueMany(queue: string, jobs: NewJob[], now: number): Statement {
+  return {
+    sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at)
+          SELECT new_id, ?1, new_payload, new_priority, new_run_at, new_max_attempts,
+                 coalesce((SELECT fence FROM retired_fences WHERE id = new_id), 0), ?2, ?2
+          FROM ${unpacked("?3", ["new_id", "new_payload", "new_priority", "new_run_at", "new_max_attempts"])}
+          WHERE true
+          ON CONFLICT (id) DO NOTHING
+          RETURNING id`,
+    args: [queue, now, JSON.stringify(jobs)],
+  };
+}
+
+/** One lease presented: the job's id and the fence the caller holds. */
+export type HeldLease = [id: string, fence: number];
+
+/**
+ * Extends every presented lease that is current (the one rule, `currentLease`),
+ * records a refusal for each that is not, and reads the jobs of those refused
+ * so the caller can say why. Answers, in order: the renewed `(id, until)`, the
+ * refusals inserted, and the refused leases (see `readRefused`).
+ */
+export function renewMany(owner: string, leases: HeldLease[], now: number, ttlMs: number): Statement[] {
+  const held = unpacked("?3", ["lease_id", "lease_fence"]);
+  const current = currentLease("?1", "lease_fence", "?2");
+  return [
+    {
+      sql: `UPDATE jobs SET until = ?2 + ?4, last_event = 'renewed', updated_at = ?2
+            FROM ${held} WHERE id = lease_id AND ${current}
+            RETURNING id, until`,
+      args: [owner, now, JSON.stringify(leases), ttlMs],
+    },
+    refusedMany("renew", held, `NOT (${current})`, [owner, now, JSON.stringify(leases)]),
+    readRefused(held, `NOT (${current})`, [owner, now, JSON.stringify(leases)]),
+  ];
+}
+
+/** One completion: the job's id, the fence the caller holds, and the result as JSON text. */
+export type Completion = [id: string, fence: number, result: string];
+
+/**
+ * Stores the result of every presented lease that is current and marks its job
+ * done, as `complete` does one; the same completion sent again is not a
+ * refusal. Answers, in order: the completed ids, the refusals inserted, and
+ * the refused leases (see `readRefused`).
+ */
+export function completeMany(owner: string, completions: Completion[], now: number): Statement[] {
+  const held = unpacked("?3", ["lease_id", "lease_fence", "lease_result"]);
+  const args = [owner, now, JSON.stringify(completions)];
+  const doneByThisLease = "done = 1 AND dead = 0 AND owner = ?1 AND fence = lease_fence AND result = lease_result";
+  return [
+    {
+      sql: `UPDATE jobs SET result = lease_result, done = 1, last_event = 'completed', updated_at = ?2
+            FROM ${held} WHERE id = lease_id AND ${currentLease("?1", "lease_fence", "?2")}
+            RETURNING id`,
+      args,
+    },
+    refusedMany("complete", held, `NOT (${doneByThisLease})`, args),
+    readRefused(held, `NOT (${doneByThisLease})`, args),
+  ];
+}
+
+/** Records a refusal for each presented lease (?1 owner, ?2 now) whose job exists and matches `refused`. */
+function refusedMany(action: string, held: string, refused: string, args: Statement["args"]): Statement {
+  return {
+    sql: `INSERT INTO events (job_id, queue, at, kind, action, owner, fence, current_owner, current_fence)
+          SELECT id, queue, ?2, 'refused', '${action}', ?1, lease_fence, owner, fence
+          FROM ${held} JOIN jobs ON id = lease_id WHERE ${refused}`,
+    args,
+  };
+}
+
+/**
+ * The presented leases that were refused: those whose job matches `refused`,
+ * with what the refusal's reason is read from, and those whose job does not
+ * exist (`found = 0`).
+ */
+function readRefused(held: string, refused: string, args: Statement["args"]): Statement {
+  return {
+    sql: `SELECT lease_id, id IS NOT NULL AS found, owner, fence, done, dead
+          FROM ${held} LEFT JOIN jobs ON id = lease_id WHERE id IS NULL OR ${refused}`,
+    args,
+  };
+}
