@@ -1,6 +1,7 @@
 import { createClient } from "@libsql/client";
 import { describe, expect, test } from "vitest";
 import { openStore, StorageUnavailable } from "../src/index.ts";
+import { manyContract } from "./contract/many.contract.ts";
 import { lifecycleContract } from "./contract/lifecycle.contract.ts";
 import { storeContract } from "./contract/store.contract.ts";
 import { freshStore, freshUrl } from "./fresh-db.ts";
@@ -10,6 +11,7 @@ import { freshStore, freshUrl } from "./fresh-db.ts";
 // closing is tested here only.
 storeContract(freshStore);
 lifecycleContract(freshStore);
+manyContract(freshStore);
 
 describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {

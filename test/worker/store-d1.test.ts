@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { d1Driver } from "../../src/drivers/d1.ts";
 import type { Row } from "../../src/drivers/driver.ts";
 import { LeaseStore } from "../../src/store.ts";
+import { manyContract } from "../contract/many.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
 import { type FreshStore, storeContract } from "../contract/store.contract.ts";
 
@@ -28,3 +29,4 @@ async function freshD1Store(): Promise<FreshStore> {
 // The same contract as libSQL's (test/store.test.ts), on D1 in the Workers runtime.
 storeContract(freshD1Store);
 lifecycleContract(freshD1Store);
+manyContract(freshD1Store);
