@@ -1,18 +1,21 @@
 import { execFile } from "node:child_process";
 import { describe, expect, test } from "vitest";
 import { startServer } from "../src/index.ts";
-import { freshStore, freshUrl } from "./fresh-db.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { freshDir, freshStore, freshUrl } from "./fresh-db.ts";
 
 const TOKEN = "cli-test-token";
 
 type Ran = { code: number; stdout: string; stderr: string };
 
 /** Runs the fencelease command as a user would, in a process of its own. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<Ran> {
+function cli(args: string[], env: Record<string, string> = {}, stdin = ""): Promise<Ran> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ["src/cli/main.ts", ...args], { env: { ...process.env, ...env } }, (error, stdout, stderr) => {
+    const child = execFile(process.execPath, ["src/cli/main.ts", ...args], { env: { ...process.env, ...env } }, (error, stdout, stderr) => {
       resolve({ code: error ? Number(error.code) : 0, stdout, stderr });
     });
+    child.stdin!.end(stdin);
   });
 }
 
@@ -21,7 +24,8 @@ async function serving() {
   const fresh = await freshStore();
   const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: fresh.url, auth: { tokens: [TOKEN] } });
   const run = (...args: string[]) => cli(args, { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN });
-  return { ...fresh, server, run, [Symbol.asyncDispose]: () => server.stop() };
+  const runWithInput = (stdin: string, ...args: string[]) => cli(args, { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN }, stdin);
+  return { ...fresh, server, run, runWithInput, [Symbol.asyncDispose]: () => server.stop() };
 }
 
 describe("the fencelease command", () => {
@@ -41,6 +45,31 @@ describe("the fencelease command", () => {
     const done = await s.run("complete", "job-1", "--owner", "B", "--fence", "2", "--result", '{"ok":true}', "--json");
     expect(JSON.parse(done.stdout)).toMatchObject({ job: { done: true, result: { ok: true } } });
     expect((await s.snapshot())["job-1"]).toMatchObject({ owner: "B", fence: 2, done: 1, result: '{"ok":true}' });
+  });
+
+  test("enqueue-many reads JSON lines from a file or standard input and sends them 1,000 per call", async () => {
+    await using s = await serving();
+    const file = join(freshDir(), "jobs.jsonl");
+    writeFileSync(file, `${Array.from({ length: 1_500 }, (_, i) => JSON.stringify({ id: `job-${i}`, payload: { n: i } })).join("\n")}\n\n`);
+    expect(await s.run("enqueue-many", "q", "--file", file)).toEqual({ code: 0, stdout: "enqueued 1500 of 1500 jobs in queue q\n", stderr: "" });
+    const again = await s.runWithInput('{"id":"job-0"}\n{"id":"new","priority":3}\n', "enqueue-many", "q", "--json");
+    expect(JSON.parse(again.stdout)).toEqual({ jobs: [{ id: "job-0", created: false }, { id: "new", created: true }] });
+    const rows = await s.snapshot();
+    expect(Object.keys(rows)).toHaveLength(1_501);
+    expect(rows["job-1499"]).toMatchObject({ queue: "q", payload: '{"n":1499}' });
+    expect(rows.new).toMatchObject({ priority: 3 });
+  });
+
+  test("enqueue-many names the line that is wrong, exits 2 and sends nothing", async () => {
+    await using s = await serving();
+    const bad = await s.runWithInput('{"id":"a"}\nnot json\n', "enqueue-many", "q");
+    expect(bad).toEqual({ code: 2, stdout: "", stderr: "fencelease: line 2 is not JSON: not json (see fencelease --help)\n" });
+    const noId = await s.runWithInput('{"id":"a"}\n[1]\n', "enqueue-many", "q");
+    expect(noId.stderr).toMatch(/^fencelease: line 2 must be a JSON object with a string "id"/);
+    const refused = await s.runWithInput('{"id":"a","maxAttempts":0}\n', "enqueue-many", "q");
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("jobs.0.maxAttempts must be at least 1");
+    expect(await s.snapshot()).toEqual({});
   });
 
   test("a refusal exits 4 with one line on stderr, and changes nothing", async () => {

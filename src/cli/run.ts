@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { LeaseClient } from "../client/lease-client.ts";
 import type { Job, JobEvent, Lease, ListRequest, QueueStats } from "../client/types.ts";
+import { enqueueMany } from "./enqueue-many.ts";
 import { EXIT, exitFor, UsageError } from "./exit-codes.ts";
 
 const USAGE = `fencelease: leases with fencing tokens
@@ -14,6 +15,8 @@ Server:
                                  (against --url if given, else a server of its own on a temporary database)
 Jobs:
   enqueue <id> [--queue Q] [--payload JSON] [--priority N] [--run-at MS | --delay-ms MS] [--max-attempts N]
+  enqueue-many <queue> [--file F]
+                                 jobs as JSON lines ({"id":"a","payload":1} per line) from F or standard input
   get <id>
   claim <id> --owner O --ttl-ms MS
   claim-next <queue> --owner O --ttl-ms MS [--limit N]
@@ -59,12 +62,13 @@ const OPTIONS = {
   "retry-in-ms": { type: "string" },
   status: { type: "string" },
   cursor: { type: "string" },
+  file: { type: "string" },
 } as const;
 
 type Flags = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
 
-/** Where the CLI writes: stdout for answers, stderr for the one-line errors. */
-export type Io = { out: (line: string) => void; err: (line: string) => void; env: NodeJS.ProcessEnv };
+/** Where the CLI writes (stdout for answers, stderr for the one-line errors) and reads standard input from. */
+export type Io = { out: (line: string) => void; err: (line: string) => void; env: NodeJS.ProcessEnv; stdin: () => Promise<string> };
 
 /**
  * A command: what it sends, and how it reads back to a person; `code` is the
@@ -73,7 +77,7 @@ export type Io = { out: (line: string) => void; err: (line: string) => void; env
 type Command = (args: { id: string; flags: Flags; client: LeaseClient; io: Io }) => Promise<{ json: unknown; text: string; code?: number }>;
 
 /** What a command takes as its argument where it is not a job id; null for none. */
-const ARGUMENT: Record<string, string | null> = { "claim-next": "a queue", list: null, stats: null };
+const ARGUMENT: Record<string, string | null> = { "claim-next": "a queue", "enqueue-many": "a queue", list: null, stats: null };
 
 function required(flags: Flags, name: "owner" | "result" | "error", what: string): string {
   const value = flags[name];
@@ -156,6 +160,7 @@ const COMMANDS: Record<string, Command> = {
     });
     return { json: answer, text: answer.created ? `enqueued ${id} in queue ${answer.job.queue}` : `${id} exists already; nothing changed` };
   },
+  "enqueue-many": ({ id: queue, flags, client, io }) => enqueueMany(queue, flags.file, client, io.stdin),
   async get({ id, client }) {
     const job = await client.get(id);
     return { json: job, text: jobText(job) };
