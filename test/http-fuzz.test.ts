@@ -22,7 +22,8 @@ const segment = fc.oneof(
 );
 const path = fc.oneof(
   { arbitrary: fc.tuple(segment, fc.constantFrom("claim", "renew", "complete", "release", "fail", "retry", "events", "lease", "")).map(([id, verb]) => `/v1/jobs/${id}${verb && `/${verb}`}`), weight: 6 },
-  { arbitrary: segment.map((queue) => `/v1/queues/${queue}/claim`), weight: 2 },
+  { arbitrary: fc.tuple(segment, fc.constantFrom("claim", "jobs")).map(([queue, verb]) => `/v1/queues/${queue}/${verb}`), weight: 2 },
+  { arbitrary: fc.constantFrom("/v1/leases/renew", "/v1/leases/complete", "/v1/leases", "/v1/leases/release"), weight: 1 },
   { arbitrary: fc.constantFrom("/v1/jobs", "/v1/jobs/", "/v1/stats", "/metrics", "/healthz", "/openapi.json", "/docs", "/", "/v1", "/v1/queues//claim", "//v1/jobs", "/v1/jobs/open/claim/extra"), weight: 2 },
   { arbitrary: fc.webPath(), weight: 1 },
 ).chain((p) => fc.oneof(fc.constant(p), query.map((q) => `${p}?${q}`), fc.constant(`${p}#frag`)));
@@ -48,17 +49,25 @@ const tricky = fc.oneof(
   fc.constantFrom(0, -1, 1, 2, 1.5, 2 ** 53, -(2 ** 53), 1e308, 3_600_000, 3_600_001, "", "A", "B", "x".repeat(256), null, true, [], {}),
   fc.jsonValue({ maxDepth: 2 }),
 );
-const FIELDS = ["id", "owner", "ttlMs", "fence", "result", "limit", "queue", "payload", "priority", "runAt", "delayMs", "maxAttempts", "extra"];
+const FIELDS = ["id", "owner", "ttlMs", "fence", "result", "limit", "queue", "payload", "priority", "runAt", "delayMs", "maxAttempts", "next", "jobs", "leases", "extra"];
 const owner = fc.constantFrom("A", "B");
 const ttlMs = fc.constantFrom(1, 10, 60_000);
 const fence = fc.constantFrom(1, 2, 3);
 // The body each route expects, with values that meet the jobs above.
+const next = fc.record({ limit: fc.constantFrom(1, 2, 100), ttlMs });
+const heldId = fc.constantFrom(...IDS);
 const SHAPES = {
   "/claim": fc.record({ owner, ttlMs }),
   "/renew": fc.record({ owner, fence, ttlMs }),
-  "/complete": fc.record({ owner, fence, result: fc.jsonValue({ maxDepth: 1 }) }),
+  "/complete": fc.record({ owner, fence, result: fc.jsonValue({ maxDepth: 1 }), next }, { requiredKeys: ["owner", "fence", "result"] }),
   "/release": fc.record({ owner, fence }),
-  "/fail": fc.record({ owner, fence, error: fc.string({ maxLength: 10 }), retryInMs: fc.constantFrom(0, 10) }, { requiredKeys: ["owner", "fence", "error"] }),
+  "/fail": fc.record({ owner, fence, error: fc.string({ maxLength: 10 }), retryInMs: fc.constantFrom(0, 10), next }, { requiredKeys: ["owner", "fence", "error"] }),
+  renewMany: fc.record({ owner, ttlMs, leases: fc.array(fc.record({ id: heldId, fence }), { minLength: 1, maxLength: 4 }) }),
+  completeMany: fc.record(
+    { owner, leases: fc.array(fc.record({ id: heldId, fence, result: fc.jsonValue({ maxDepth: 1 }) }), { minLength: 1, maxLength: 4 }), next: next.map((take) => ({ ...take, queue: "default" })) },
+    { requiredKeys: ["owner", "leases"] },
+  ),
+  enqueueMany: fc.record({ jobs: fc.array(fc.record({ id: fc.oneof(heldId, fc.string({ minLength: 1, maxLength: 8 })), payload: fc.jsonValue({ maxDepth: 1 }), delayMs: fc.constantFrom(0, 10) }, { requiredKeys: ["id"] }), { minLength: 1, maxLength: 4 }) }),
   queue: fc.record({ owner, ttlMs, limit: fc.constantFrom(1, 2, 100) }, { requiredKeys: ["owner", "ttlMs"] }),
   enqueue: fc.record(
     { id: fc.oneof(fc.constantFrom(...IDS), fc.string({ minLength: 1, maxLength: 8 })), queue: fc.constantFrom("default", "held"), payload: fc.jsonValue({ maxDepth: 1 }), priority: fc.integer({ min: -2, max: 2 }), delayMs: fc.constantFrom(0, 10) },
@@ -84,6 +93,9 @@ const plausible = fc.oneof(
   ),
   fc.record({ path: fc.constantFrom("/v1/queues/default/claim", "/v1/queues/held/claim"), body: shapedLike(SHAPES.queue) }),
   fc.record({ path: fc.constant("/v1/jobs"), body: shapedLike(SHAPES.enqueue) }),
+  fc.record({ path: fc.constant("/v1/leases/renew"), body: shapedLike(SHAPES.renewMany) }),
+  fc.record({ path: fc.constant("/v1/leases/complete"), body: shapedLike(SHAPES.completeMany) }),
+  fc.record({ path: fc.constantFrom("/v1/queues/default/jobs", "/v1/queues/held/jobs"), body: shapedLike(SHAPES.enqueueMany) }),
 ).chain(({ path, body }) =>
   fc.record({
     method: fc.constant("POST"),

@@ -41,6 +41,28 @@ describe("the Worker on D1", () => {
     expect(await row("invoice-42")).toEqual({ owner: "B", until: T + 2 * TTL, fence: 2, done: 1, result: '"paid by B"' });
   });
 
+  test("a worker's round trips: enqueue 1,000 jobs in one call, renew and complete them by the hundred, each completion taking the next jobs", async () => {
+    const jobs = Array.from({ length: 1_000 }, (_, i) => ({ id: `bulk-${String(i).padStart(4, "0")}`, payload: { n: i } }));
+    const enqueued = (await (await call("POST", "/v1/queues/bulk/jobs", { jobs })).json()) as { jobs: { created: boolean }[] };
+    expect(enqueued.jobs.filter((job) => job.created)).toHaveLength(1_000);
+    type Lease = { fence: number; job: { id: string } };
+    let held = ((await (await call("POST", "/v1/queues/bulk/claim", { owner: "W", ttlMs: TTL, limit: 100 })).json()) as { leases: Lease[] }).leases;
+    let done = 0;
+    while (held.length > 0) {
+      const renewed = (await (await call("POST", "/v1/leases/renew", { owner: "W", ttlMs: TTL, leases: held.map((lease) => ({ id: lease.job.id, fence: lease.fence })) })).json()) as { leases: { until?: number }[] };
+      expect(renewed.leases.every((lease) => lease.until === T + TTL)).toBe(true);
+      const answer = await call("POST", "/v1/leases/complete", { owner: "W", leases: held.map((lease) => ({ id: lease.job.id, fence: lease.fence, result: lease.job.id })), next: { queue: "bulk", limit: 100, ttlMs: TTL } });
+      expect(answer.status).toBe(200);
+      const body = (await answer.json()) as { completed: { done?: true }[]; leases: Lease[] };
+      expect(body.completed.every((completion) => completion.done === true)).toBe(true);
+      done += body.completed.length;
+      held = body.leases;
+    }
+    expect(done).toBe(1_000);
+    const counts = await env.DB.prepare("SELECT count(*) AS n, sum(result = json_quote(id)) AS right FROM jobs WHERE queue = 'bulk' AND done = 1 AND fence = 1").first();
+    expect(counts).toEqual({ n: 1_000, right: 1_000 });
+  });
+
   test("32 concurrent claims of one job: exactly one 200, 31 409s", async () => {
     await call("POST", "/v1/jobs", { id: "contended" });
     const responses = await Promise.all(
