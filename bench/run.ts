@@ -1,17 +1,21 @@
 // `npm run bench`: what a lease costs, measured against the floor. Prints a
 // table and writes bench/results.json. Every ratio compares two scenarios of
 // this same run, so it holds on a noisy machine; raw, raw+read and store are
-// interleaved, trial by trial, and the median trial counts.
+// interleaved, trial by trial, and the median trial counts. The last section,
+// "peer: BullMQ" (bench/versus-bullmq.ts), sets our enqueue-many and worker
+// runner against BullMQ on a redis-server that the bench starts itself; it is
+// skipped, and says so, where redis-server is not installed.
 //   npm run bench              the full run (a few minutes: it builds a 1,000,000-job database)
 //   npm run bench -- --quick   everything small, in well under a minute
 import { availableParallelism, cpus } from "node:os";
-import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { Client, InStatement } from "@libsql/client";
 import { openStore } from "../src/open.ts";
 import * as sql from "../src/statements.ts";
 import { cachedStatements, freshDatabase, rawClient, T } from "./db.ts";
 import { jsonClient, startServerProcess } from "./http-load.ts";
+import { BASELINES, label, median, percentile, report, results, sleep, timed, turn } from "./measure.ts";
+import { versusBullmq } from "./versus-bullmq.ts";
 
 const { values: flags } = parseArgs({ options: { quick: { type: "boolean" } } });
 const quick = flags.quick === true;
@@ -24,53 +28,10 @@ const size = {
   claimNextCycles: quick ? 1_000 : 5_000,
   contentionRounds: quick ? 40 : 300,
   claimers: 64,
+  peerJobs: quick ? 5_000 : 20_000, // per run of enqueue-many, worker runner and their BullMQ peers
 };
 const TTL = 60_000;
 
-type Result = {
-  name: string;
-  unit: string;
-  opsPerSec: number;
-  p50Ms?: number;
-  p99Ms?: number;
-  /** Throughput as a multiple of each baseline's, from this same run. */
-  ratios?: Record<string, number>;
-  /** The issue's target: at least `min` × the throughput of `of`. */
-  target?: { of: string; min: number; met?: boolean };
-  note?: string;
-};
-/** The baselines each scenario is compared with. */
-const BASELINES: Record<string, string[]> = {};
-const results: Result[] = [];
-
-// ---- measuring ----------------------------------------------------------------
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN;
-}
-
-// libSQL answers a local statement at once, so a loop of awaits never lets the
-// event loop turn; but the native side of each prepared statement is freed by a
-// finalizer that runs only when it does (tursodatabase/libsql-js#153). Without
-// a turn now and then, such a loop grows by ~100 KB per cycle: 24 GB in a full run.
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/** Runs `cycle(i)` for i in [0, n), one after the other; answers cycles per second and the latency percentiles. */
-async function timed(n: number, cycle: (i: number) => Promise<unknown>) {
-  const latencies = new Float64Array(n);
-  const start = performance.now();
-  for (let i = 0; i < n; i++) {
-    if (i % 100 === 99) await turn();
-    const t = performance.now();
-    await cycle(i);
-    latencies[i] = performance.now() - t;
-  }
-  const seconds = (performance.now() - start) / 1000;
-  const sorted = Array.from(latencies).sort((a, b) => a - b);
-  return { opsPerSec: n / seconds, p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99) };
-}
-
-const median = <T extends { opsPerSec: number }>(trials: T[]): T => [...trials].sort((a, b) => a.opsPerSec - b.opsPerSec)[Math.floor(trials.length / 2)]!;
 const statements = (built: InStatement | InStatement[]): InStatement[] => [built].flat();
 
 /** A verb's statements as the store sends them: one alone, several as one write batch. */
@@ -241,8 +202,6 @@ async function claimNextScenario(): Promise<void> {
   }
 }
 
-const label = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${n / 1_000}k`);
-
 // ---- contention ----------------------------------------------------------------------
 
 async function contentionScenario(name: string, serverEnv: Record<string, string> = {}): Promise<void> {
@@ -266,8 +225,6 @@ async function contentionScenario(name: string, serverEnv: Record<string, string
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 // ---- the run ---------------------------------------------------------------------------
 
 const machine = { cores: availableParallelism(), cpu: cpus()[0]?.model ?? "unknown", node: process.version };
@@ -280,30 +237,11 @@ for (const [what, scenario] of [
   ["claim-next", claimNextScenario],
   ["contention", () => contentionScenario(`contention ${size.claimers}`)],
   ["contention, without group commit", () => contentionScenario(`contention ${size.claimers} without group-commit`, { GROUP_COMMIT: "0" })],
+  ["peer: BullMQ", () => versusBullmq(size.peerJobs)],
 ] as const) {
   console.error(`- ${what}`);
   await scenario();
 }
 
-const byName = new Map(results.map((result) => [result.name, result]));
-for (const result of results) {
-  const baselines = BASELINES[result.name] ?? [];
-  if (baselines.length > 0) result.ratios = Object.fromEntries(baselines.map((of) => [of, result.opsPerSec / byName.get(of)!.opsPerSec]));
-  if (result.target) result.target.met = result.opsPerSec / byName.get(result.target.of)!.opsPerSec >= result.target.min;
-}
-const fmt = (value: number | undefined, digits = 2) => (value === undefined || Number.isNaN(value) ? "" : value.toFixed(digits));
-const rows = results.map((r) => [
-  r.name, `${Math.round(r.opsPerSec).toLocaleString("en")} ${r.unit}`, fmt(r.p50Ms), fmt(r.p99Ms),
-  Object.entries(r.ratios ?? {}).map(([of, ratio]) => `${fmt(ratio)} × ${of}`).join(", "),
-  r.target === undefined ? "" : `>= ${r.target.min} × ${r.target.of}: ${r.target.met ? "met" : "MISSED"}`,
-]);
-const header = ["scenario", "throughput", "p50 ms", "p99 ms", "ratios", "target"];
-const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-const line = (cells: string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(" | ")} |`;
-console.log(`\n${machine.cores} cores (${machine.cpu}), Node ${machine.node}${quick ? ", --quick" : ""}, ${((performance.now() - started) / 1000).toFixed(0)} s`);
-console.log([line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n"));
-
-const file = new URL("./results.json", import.meta.url);
-writeFileSync(file, `${JSON.stringify(results.map((r) => ({ ...r, ...machine, quick, date: new Date().toISOString() })), null, 2)}\n`);
-console.error(`\nwrote ${file.pathname}`);
+report(machine, quick, (performance.now() - started) / 1000);
 process.exit(0);

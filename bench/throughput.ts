@@ -1,0 +1,139 @@
+// Our side of the BullMQ comparison (./versus-bullmq.ts): a batch enqueue and
+// the worker runner, over HTTP against the server in a process of its own
+// (auth on), through LeaseClient as a user calls it. One call is one run on a
+// fresh database and server, measured once; each checks its own work and
+// throws if a job is lost or processed twice. The worker runner's run answers
+// null while runWorker is not in src/client yet.
+import * as fencelease from "../src/client/index.ts";
+import { LeaseClient } from "../src/client/index.ts";
+import { withStallCheck } from "./peer/bullmq.ts";
+import { freshDatabase } from "./db.ts";
+import { startServerProcess } from "./http-load.ts";
+import { sleep } from "./measure.ts";
+
+export type Run = { opsPerSec: number; jobs: number; seconds: number };
+
+// ---- enqueue-many ------------------------------------------------------------------
+
+/** Jobs `<prefix>-<from>`..`<prefix>-<from + count - 1>`, each with the payload `{ n }`. */
+const newJobs = (prefix: string, from: number, count: number) => Array.from({ length: count }, (_, k) => ({ id: `${prefix}-${from + k}`, payload: { n: from + k } }));
+
+/** Enqueues all jobs in calls of `perCall`, one after the other; throws unless each call created every one of its jobs. */
+async function enqueueAll(client: LeaseClient, queue: string, jobs: number, perCall: number): Promise<void> {
+  for (let from = 0; from < jobs; from += perCall) {
+    const batch = newJobs(queue, from, Math.min(perCall, jobs - from));
+    const answer = await client.enqueueMany(queue, batch);
+    const created = answer.filter((job, k) => job.created && job.id === batch[k]!.id).length;
+    if (answer.length !== batch.length || created !== batch.length) throw new Error(`enqueue-many: ${created} of ${batch.length} jobs created in one call`);
+  }
+}
+
+/** A queue's jobs by status, from GET /v1/stats. */
+async function countsOf(client: LeaseClient, queue: string): Promise<Record<string, number>> {
+  return (await client.stats()).find((stats) => stats.queue === queue)?.jobs ?? {};
+}
+
+async function expectCounts(client: LeaseClient, queue: string, expected: Record<string, number>, what: string): Promise<void> {
+  const counts = await countsOf(client, queue);
+  const wrong = Object.entries({ ...counts, ...expected }).filter(([status]) => (counts[status] ?? 0) !== (expected[status] ?? 0));
+  if (wrong.length > 0) throw new Error(`${what}: ${JSON.stringify(counts)} jobs by status, expected ${JSON.stringify(expected)}`);
+}
+
+/**
+ * `jobs` jobs with the payload `{ n: i }` through `client.enqueueMany(queue,
+ * jobs)` (POST /v1/queues/{queue}/jobs), `perCall` per call, one call after
+ * the other, into a fresh queue on a fresh server: jobs per second over the
+ * whole enqueue. One call of `perCall` jobs to
+ * another queue warms the connection and the server first, outside the clock
+ * (the BullMQ side gets the same).
+ */
+export async function enqueueManyRun(jobs = 20_000, perCall = 1_000): Promise<Run> {
+  const server = await startServerProcess(await freshDatabase(0));
+  try {
+    const client = new LeaseClient({ baseUrl: server.url, token: server.token });
+    await enqueueAll(client, "bench-warm-up", perCall, perCall);
+    const start = performance.now();
+    await enqueueAll(client, "bench", jobs, perCall);
+    const seconds = (performance.now() - start) / 1000;
+    await expectCounts(client, "bench", { queued: jobs }, "enqueue-many");
+    return { opsPerSec: jobs / seconds, jobs, seconds };
+  } finally {
+    await server.stop();
+  }
+}
+
+// ---- worker runner -----------------------------------------------------------------
+
+type RunWorkerOptions = { queue: string; owner: string; concurrency: number; ttlMs: number };
+type Runner = { stop(): Promise<void> };
+/** `runWorker` of src/client, as it is being written. */
+export type RunWorker = (client: LeaseClient, options: RunWorkerOptions, handler: (lease: unknown) => Promise<unknown>) => Runner | Promise<Runner>;
+
+/** runWorker from src/client/index.ts, or null while it is not there. */
+export function runWorkerOf(): RunWorker | null {
+  const runWorker = (fencelease as unknown as { runWorker?: unknown }).runWorker;
+  return typeof runWorker === "function" ? (runWorker as RunWorker) : null;
+}
+
+/** The payload's n of what the handler is given, whether a lease `{ job }` or a job. */
+function payloadN(given: unknown): number | undefined {
+  const job = (given as { job?: unknown })?.job ?? given;
+  const n = (job as { payload?: { n?: unknown } })?.payload?.n;
+  return typeof n === "number" ? n : undefined;
+}
+
+/**
+ * `jobs` jobs with the payload `{ n: i }` enqueued through enqueueMany into a
+ * fresh database on a fresh server (outside the clock), then ONE
+ * `runWorker(client, { queue, owner: "bench", concurrency, ttlMs: 30_000 })`,
+ * its handler answering `{ ok: true }` at once. The clock runs from the
+ * runWorker call until GET /v1/stats counts every job done (polled once the
+ * handler has been called for the last job), so the last completes are inside
+ * it. Jobs per second; null while runWorker is missing. `runWorker` may be
+ * given, to try this scenario on a stand-in.
+ */
+export async function workerRunnerRun(jobs = 20_000, concurrency = 32, runWorker = runWorkerOf()): Promise<Run | null> {
+  if (runWorker === null) return null;
+  const server = await startServerProcess(await freshDatabase(0));
+  let runner: Runner | undefined;
+  try {
+    const client = new LeaseClient({ baseUrl: server.url, token: server.token });
+    await enqueueAll(client, "bench", jobs, 1_000);
+    await expectCounts(client, "bench", { queued: jobs }, "worker runner, before");
+    const seen = new Uint8Array(jobs); // how often the handler got each payload n
+    let calls = 0;
+    let strange = 0; // calls for no job of ours, or for one already handled
+    let reached!: () => void;
+    const allCalled = new Promise<void>((resolve) => (reached = resolve));
+    const handler = async (given: unknown) => {
+      const n = payloadN(given);
+      if (n === undefined || n < 0 || n >= jobs || seen[n]!++ > 0) strange++;
+      if (++calls === jobs) reached();
+      return { ok: true };
+    };
+
+    const start = performance.now();
+    runner = await runWorker(client, { queue: "bench", owner: "bench", concurrency, ttlMs: 30_000 }, handler);
+    await withStallCheck(allCalled, () => calls, "worker runner");
+    let done = 0;
+    let polling = true;
+    const allDone = (async () => {
+      while (polling && (done = (await countsOf(client, "bench")).done ?? 0) < jobs) await sleep(2);
+    })();
+    try {
+      await withStallCheck(allDone, () => done, "worker runner, the last completes");
+    } finally {
+      polling = false;
+    }
+    const seconds = (performance.now() - start) / 1000;
+
+    await runner.stop();
+    runner = undefined;
+    await expectCounts(client, "bench", { done: jobs }, "worker runner, after");
+    if (calls !== jobs || strange > 0) throw new Error(`worker runner: ${calls} handler calls for ${jobs} jobs, ${strange} of them again or for a job not ours`);
+    return { opsPerSec: jobs / seconds, jobs, seconds };
+  } finally {
+    await runner?.stop();
+    await server.stop();
+  }
+}

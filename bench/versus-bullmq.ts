@@ -1,0 +1,85 @@
+// The section "peer: BullMQ" of `npm run bench`: our enqueue-many and worker
+// runner (./throughput.ts) against BullMQ doing the same on a Redis of our own
+// (./peer/). One Redis for the section, flushed before every peer run; a fresh
+// database and server for every run of ours. Three rounds, each pair
+// interleaved (ours first in rounds 1 and 3, the peer first in round 2, so
+// neither always runs on the warmer machine); the median run counts. Without
+// redis-server the peer is skipped and says so; no peer number is ever made up.
+import { BASELINES, median, results } from "./measure.ts";
+import { bullmqEnqueue, bullmqWorker } from "./peer/bullmq.ts";
+import { startRedis } from "./peer/redis.ts";
+import { enqueueManyRun, type Run, runWorkerOf, workerRunnerRun } from "./throughput.ts";
+
+const ROUNDS = 3;
+const PER_CALL = 1_000;
+const CONCURRENCY = 32;
+
+const names = {
+  addBulk: "bullmq addBulk",
+  worker: `bullmq worker ${CONCURRENCY}`,
+  enqueueMany: "enqueue-many",
+  runner: `worker runner ${CONCURRENCY}`,
+};
+
+/** Runs the section and adds its results; `jobs` per run. */
+export async function versusBullmq(jobs: number): Promise<void> {
+  const redis = await startRedis();
+  if (redis === null) console.error("  redis-server not found: the BullMQ peer scenarios are skipped; apt-get install redis-server");
+  else console.error(`  (redis-server ${redis.version} on 127.0.0.1:${redis.port}, appendonly, appendfsync everysec)`);
+  let runnerMissing = runWorkerOf() === null;
+  if (runnerMissing) console.error(`  runWorker is not in src/client yet: ${names.runner} is skipped`);
+
+  const trials: Record<string, Run[]> = { [names.addBulk]: [], [names.worker]: [], [names.enqueueMany]: [], [names.runner]: [] };
+  const ours = async (name: string, run: () => Promise<Run | null>): Promise<boolean> => {
+    const result = await run();
+    if (result !== null) trials[name]!.push(result);
+    return result === null;
+  };
+  const peer = async (name: string, run: () => Promise<Run>) => {
+    if (redis !== null) trials[name]!.push(await run());
+  };
+  /** The two runs of a pair, ours first or the peer first. */
+  const pair = async (oursFirst: boolean, first: () => Promise<void>, second: () => Promise<void>) => {
+    if (oursFirst) {
+      await first();
+      await second();
+    } else {
+      await second();
+      await first();
+    }
+  };
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      const oursFirst = round % 2 === 0;
+      await pair(
+        oursFirst,
+        async () => {
+          await ours(names.enqueueMany, () => enqueueManyRun(jobs, PER_CALL));
+        },
+        () => peer(names.addBulk, () => bullmqEnqueue(redis!, jobs, PER_CALL)),
+      );
+      await pair(
+        oursFirst,
+        async () => {
+          if (!runnerMissing) runnerMissing = await ours(names.runner, () => workerRunnerRun(jobs, CONCURRENCY));
+        },
+        () => peer(names.worker, () => bullmqWorker(redis!, jobs, CONCURRENCY)),
+      );
+    }
+  } finally {
+    await redis?.stop();
+  }
+
+  const count = jobs.toLocaleString("en");
+  const redisNote = redis === null ? "" : `; redis-server ${redis.version} of our own, AOF fsynced every second`;
+  const add = (name: string, note: string, target?: string) => {
+    if (trials[name]!.length === 0) return;
+    const { opsPerSec } = median(trials[name]!);
+    results.push({ name, unit: "jobs/s", opsPerSec, ...(target && { target: { of: target, min: 1.0 } }), note: `${note}; median of ${trials[name]!.length} runs` });
+    if (target) BASELINES[name] = [target];
+  };
+  add(names.enqueueMany, `${count} jobs {n} through LeaseClient over HTTP (auth on), ${PER_CALL.toLocaleString("en")} per call, one call after the other`, names.addBulk);
+  add(names.addBulk, `${count} jobs {n} through Queue.addBulk, ${PER_CALL.toLocaleString("en")} per call, one call after the other${redisNote}`);
+  add(names.runner, `${count} queued jobs, one runWorker of concurrency ${CONCURRENCY}, handler answers at once; until /v1/stats counts all done`, names.worker);
+  add(names.worker, `${count} queued jobs, one Worker of concurrency ${CONCURRENCY}, processor answers at once; until all completed (kept, BullMQ's defaults)${redisNote}`);
+}
