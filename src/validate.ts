@@ -1,4 +1,5 @@
 import { InvalidArgument } from "./errors.ts";
+import { hasUnprintable } from "./printable.ts";
 
 // Every store verb checks its arguments here, before the database is touched,
 // so a bad call can never leave a half-written trace.
@@ -25,10 +26,10 @@ export function integer(name: string, value: unknown): number {
   throw new InvalidArgument(`${name} must be a safe integer, got ${describe(value)}`);
 }
 
-/** A non-empty string that SQLite stores as it is given (no NUL, no lone surrogate): an id, an owner, a queue name. */
+/** A non-empty string that SQLite stores as it is given and a log prints on one line (no control character, no lone surrogate): an id, an owner, a queue name. */
 export function name(what: string, value: unknown): string {
-  if (typeof value === "string" && value.length > 0 && !value.includes("\u0000") && value.isWellFormed()) return value;
-  throw new InvalidArgument(`${what} must be a non-empty string, got ${describe(value)}`);
+  if (typeof value === "string" && value.length > 0 && value.isWellFormed() && !hasUnprintable(value)) return value;
+  throw new InvalidArgument(`${what} must be a non-empty string of printable text, got ${describe(value)}`);
 }
 
 /** Any string, the empty one included (a result). */

@@ -72,6 +72,16 @@ describe("the fencelease command", () => {
     expect(await s.snapshot()).toEqual({});
   });
 
+  test("control characters in what the server answers reach the terminal escaped, never raw", async () => {
+    await using s = await serving();
+    await s.run("enqueue", "job-1");
+    await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "60000");
+    await s.run("fail", "job-1", "--owner", "A", "--fence", "1", "--error", "boom\u001b[2J\nforged line");
+    const events = await s.run("events", "job-1");
+    expect(events.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);
+    expect(events.stdout).toContain("failed A/1: boom\\u001b[2J\\u000aforged line\n");
+  });
+
   test("a refusal exits 4 with one line on stderr, and changes nothing", async () => {
     await using s = await serving();
     await s.run("enqueue", "job-1");

@@ -44,8 +44,8 @@ describe("claimMany", () => {
   });
 
   test.each([
-    ["id", ["", ["a"], T, TTL], 'id must be a non-empty string, got ""'],
-    ["owner", ["job-1", ["a", ""], T, TTL], 'owners[1] must be a non-empty string, got ""'],
+    ["id", ["", ["a"], T, TTL], 'id must be a non-empty string of printable text, got ""'],
+    ["owner", ["job-1", ["a", ""], T, TTL], 'owners[1] must be a non-empty string of printable text, got ""'],
     ["now", ["job-1", ["a"], -1, TTL], "now must be integer milliseconds since the epoch, got -1"],
     ["ttlMs", ["job-1", ["a"], T, 0], "ttlMs must be a positive safe integer, got 0"],
   ] as const)("refuses a bad %s by name before the database file is even created", async (_, args, message) => {

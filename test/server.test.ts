@@ -58,6 +58,18 @@ describe("the Node server", () => {
     expect(lines.join("\n")).not.toMatch(/token/);
   });
 
+  test("a control character in the URL is escaped in the log line, which stays one line", async () => {
+    const lines: string[] = [];
+    const server = await running(freshUrl(), (line) => lines.push(line));
+    try {
+      await fetch(`${server.url}/v1/jobs/x%0AGET%20admin%20200%201ms%1B%5B2J`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+    } finally {
+      await server.stop();
+    }
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^GET \/v1\/jobs\/x\\u000aGET admin 200 1ms\\u001b\[2J 400 \d+ms$/);
+  });
+
   test("ends expired leases and purges old jobs on a timer, as the Worker's cron does", async () => {
     const { url, snapshot } = await freshStore();
     const clock = { now: 1_000_000 };

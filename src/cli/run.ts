@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { LeaseClient } from "../client/lease-client.ts";
 import type { Job, JobEvent, Lease, ListRequest, QueueStats } from "../client/types.ts";
+import { printable } from "../printable.ts";
 import { enqueueMany } from "./enqueue-many.ts";
 import { EXIT, exitFor, UsageError } from "./exit-codes.ts";
 
@@ -138,7 +139,7 @@ function eventLine(event: JobEvent): string {
       : event.owner === null && event.fence === null
         ? event.kind
         : `${event.kind} ${holder(event.owner, event.fence)}`;
-  return `${at(event.at)}  ${what}${event.error === null ? "" : `: ${event.error}`}`;
+  return `${at(event.at)}  ${what}${event.error === null ? "" : `: ${printable(event.error)}`}`;
 }
 
 function statsLine(stats: QueueStats): string {
@@ -288,12 +289,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
     if (unexpected !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(unexpected)}`);
     const client = new LeaseClient({ baseUrl: baseUrl ?? "http://127.0.0.1:8787", token });
     const answer = await handler({ id: id ?? "", flags, client, io });
-    io.out(flags.json ? JSON.stringify(answer.json) : answer.text);
+    // Whatever the server sends back, no escape sequence reaches the terminal.
+    io.out(flags.json ? JSON.stringify(answer.json) : answer.text.split("\n").map(printable).join("\n"));
     return answer.code ?? EXIT.ok;
   } catch (error) {
     const usage = (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS") ? new UsageError((error as Error).message) : error;
     const { code, line } = exitFor(usage);
-    io.err(`fencelease: ${line}`);
+    io.err(`fencelease: ${printable(line)}`);
     return code;
   }
 }

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { hasUnprintable } from "../printable.ts";
 import { STATUSES } from "../statements.ts";
 
 // The request and response shapes of the API. The same schemas validate every
@@ -28,6 +29,8 @@ function label() {
     // A NUL would be cut off by SQLite, a lone surrogate would become U+FFFD, and
     // "." or ".." would be rewritten by every URL parser on the way to /v1/jobs/:id.
     .refine((value) => !value.includes("\u0000") && value.isWellFormed(), { error: "must be well-formed text without NUL characters" })
+    // Control characters would reach logs and terminals; ids, owners and queues never need them.
+    .refine((value) => !hasUnprintable(value), { error: "must not contain control characters (U+0000 to U+001F, U+007F to U+009F) or bidirectional overrides" })
     .refine((value) => value !== "." && value !== "..", { error: 'must not be "." or ".."' });
 }
 
