@@ -64,6 +64,39 @@ describe("bearer auth", () => {
   });
 });
 
+describe("auth off: this machine's callers only", () => {
+  test.each([
+    ["a Host that is not a loopback name (DNS rebinding)", "http://evil.example:8787/v1/jobs", {}, /the Host evil\.example is not one/],
+    ["a private address", "http://192.168.1.5:8787/v1/jobs", {}, /the Host 192\.168\.1\.5 is not one/],
+    ["a cross-site Origin", "http://127.0.0.1:8787/v1/jobs", { Origin: "https://evil.example" }, /the Origin https:\/\/evil\.example is not this machine/],
+    ["an opaque Origin", "http://localhost:8787/v1/jobs", { Origin: "null" }, /the Origin null is not this machine/],
+  ])("refuses %s with 403 and writes nothing", async (_, url, headers, says) => {
+    const { app, snapshot } = await freshApp({ auth: "off" });
+    const response = await app.request(url, { method: "POST", headers: { "Content-Type": "application/json", ...headers }, body: '{"id":"x"}' });
+    expect(response.status).toBe(403);
+    const { error } = (await response.json()) as ErrorBody;
+    expect(error.code).toBe("forbidden");
+    expect(error.message).toMatch(says);
+    expect(await snapshot()).toEqual({});
+  });
+
+  test.each([
+    ["127.0.0.1", "http://127.0.0.1:8787/v1/jobs", {}],
+    ["localhost with a page of its own", "http://localhost:8787/v1/jobs", { Origin: "http://localhost:5173" }],
+    ["[::1]", "http://[::1]:8787/v1/jobs", { Origin: "http://[::1]:8787" }],
+  ])("lets %s in", async (_, url, headers) => {
+    const { app } = await freshApp({ auth: "off" });
+    const response = await app.request(url, { method: "POST", headers: { "Content-Type": "application/json", ...headers }, body: '{"id":"x"}' });
+    expect(response.status).toBe(201);
+  });
+
+  test("with tokens the Host and Origin are the token's business: a good token is let in from anywhere", async () => {
+    const { app } = await freshApp();
+    const response = await app.request("http://fencelease.example.com/v1/jobs/none", { headers: { Authorization: "Bearer test-token", Origin: "https://dashboard.example.com" } });
+    expect(response.status).toBe(404);
+  });
+});
+
 describe("unexpected errors", () => {
   test("answer a plain 500 that shows no SQL, no stack and no internals", async () => {
     const { call, url } = await freshApp();

@@ -6,7 +6,7 @@ import type { LeaseOutcome } from "../refusal.ts";
 import type { LeaseStore, Settled } from "../store.ts";
 import * as check from "../validate.ts";
 import { ApiError } from "./api-error.ts";
-import { type Auth, bearerAuth, requireConfiguredAuth } from "./auth.ts";
+import { type Auth, bearerAuth, localCallersOnly, requireConfiguredAuth } from "./auth.ts";
 import { describeError, errorResponse } from "./errors.ts";
 import { prometheusText } from "./metrics.ts";
 import { requestLog } from "./request-log.ts";
@@ -89,6 +89,7 @@ export function createApp(options: AppOptions) {
   app.notFound(unknownRoute(Object.values(route)));
   if (options.log) app.use(requestLog(options.log));
   app.use(requireConfiguredAuth(auth));
+  app.use(localCallersOnly(auth));
   // A body that is not JSON is refused by the route's validator (415, mapped to
   // a 400 that says so in src/http/errors.ts); routes without a body ignore it.
   app.use("/v1/*", bearerAuth(auth));

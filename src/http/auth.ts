@@ -50,3 +50,28 @@ export function bearerAuth(auth: Auth): MiddlewareHandler {
     await next();
   };
 }
+
+/** Host names that only this machine answers to. */
+function loopback(hostname: string): boolean {
+  const host = hostname.toLowerCase().replace(/\.$/, "");
+  return host === "localhost" || host.endsWith(".localhost") || /^127(\.\d{1,3}){3}$/.test(host) || host === "[::1]" || host === "::1";
+}
+
+/**
+ * With auth off, answers only this machine's own callers: a `Host` that is a
+ * loopback name (so DNS rebinding, which keeps the attacker's host name, is
+ * refused) and no `Origin` but a loopback one (so a web page elsewhere cannot
+ * make the browser post to us). Everything else is 403.
+ */
+export function localCallersOnly(auth: Auth): MiddlewareHandler {
+  return async function localCallersOnly(c, next) {
+    if (auth !== "off") return next();
+    const host = new URL(c.req.url).hostname;
+    if (!loopback(host)) throw new ApiError(403, "forbidden", `with auth off only this machine may call, by a loopback name such as 127.0.0.1 or localhost; the Host ${host} is not one (set FENCELEASE_TOKENS to serve other hosts)`);
+    const origin = c.req.header("Origin");
+    if (origin !== undefined && !loopback(URL.canParse(origin) ? new URL(origin).hostname : "")) {
+      throw new ApiError(403, "forbidden", `with auth off no other site may call; the Origin ${origin} is not this machine`);
+    }
+    await next();
+  };
+}

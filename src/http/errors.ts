@@ -7,7 +7,7 @@ import { ApiError } from "./api-error.ts";
 export type ErrorBody = { error: { code: string; message: string; details?: Record<string, unknown> } };
 
 type Described = {
-  status: 400 | 401 | 404 | 405 | 409 | 413 | 500 | 503;
+  status: 400 | 401 | 403 | 404 | 405 | 409 | 413 | 500 | 503;
   code: string;
   message: string;
   details?: Record<string, unknown>;

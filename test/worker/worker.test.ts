@@ -114,6 +114,16 @@ describe("the Worker on D1", () => {
     expect((await SELF.fetch("https://fencelease.test/v1/jobs/x")).status).toBe(401); // and with one, a token is needed
   });
 
+  test("with auth off (npm run dev) it answers this machine only: a foreign Host or a cross-site Origin is 403", async () => {
+    const devEnv = { ...env, FENCELEASE_TOKENS: undefined, FENCELEASE_AUTH: "off" };
+    const ask = (url: string, headers: Record<string, string> = {}) => worker.fetch(new Request(url, { headers }) as never, devEnv, createExecutionContext());
+    expect((await ask("http://127.0.0.1:8787/v1/jobs/x")).status).toBe(404);
+    expect((await ask("http://rebound.example:8787/v1/jobs/x")).status).toBe(403);
+    const crossSite = await ask("http://localhost:8787/v1/jobs/x", { Origin: "https://evil.example" });
+    expect(crossSite.status).toBe(403);
+    expect(((await crossSite.json()) as ErrorBody).error.code).toBe("forbidden");
+  });
+
   test("healthz answers while D1 does", async () => {
     expect(await (await SELF.fetch("https://fencelease.test/healthz")).json()).toEqual({ ok: true });
   });
