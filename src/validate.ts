@@ -38,6 +38,12 @@ export function text(what: string, value: unknown): string {
   throw new InvalidArgument(`${what} must be a string, got ${describe(value)}`);
 }
 
+function hasNonFinite(value: unknown, depth = 0): boolean {
+  if (typeof value === "number") return !Number.isFinite(value);
+  if (value === null || typeof value !== "object" || depth > 256) return false;
+  return Object.values(value).some((inner) => hasNonFinite(inner, depth + 1));
+}
+
 /** A value that JSON can carry, returned as its JSON text. */
 export function json(what: string, value: unknown): string | null {
   if (value === undefined) return null;
@@ -48,5 +54,7 @@ export function json(what: string, value: unknown): string | null {
     throw new InvalidArgument(`${what} must be a JSON value: ${(error as Error).message}`);
   }
   if (encoded === undefined) throw new InvalidArgument(`${what} must be a JSON value, got ${describe(value)}`);
+  // JSON.stringify writes NaN and ±Infinity as null: refuse rather than change the value.
+  if (/\bnull\b/.test(encoded) && hasNonFinite(value)) throw new InvalidArgument(`${what} must not hold NaN or Infinity, which JSON cannot carry`);
   return encoded;
 }

@@ -57,6 +57,10 @@ const BAD: Bad[] = [
   { why: "a method the path does not take", method: "PUT", path: "/v1/jobs/job-1", status: 405, code: "method_not_allowed", says: /use GET or DELETE/ },
   { why: "a claim with no body at all", method: "POST", path: "/v1/jobs/job-1/claim", status: 400, code: "invalid_request", says: /owner is required; ttlMs is required/ },
   { why: "GET on a POST-only route", method: "GET", path: "/v1/jobs/job-1/claim", status: 405, code: "method_not_allowed", says: /use POST/ },
+  { why: "a payload integer beyond 2^53, which JSON.parse would round", method: "POST", path: "/v1/jobs", body: '{"id":"x","payload":{"ids":[1,12345678901234567891]}}', status: 400, code: "invalid_request", says: /^payload\.ids\.1 is a number that cannot be kept exactly .+ send it as a string$/ },
+  { why: "a result of 1e400, which would become Infinity and be stored as null", method: "POST", path: "/v1/jobs/job-1/complete", body: '{"owner":"A","fence":1,"result":1e400}', status: 400, code: "invalid_request", says: /^result is a number that cannot be kept exactly/ },
+  { why: "a bulk job's payload beyond 2^53", method: "POST", path: "/v1/queues/q/jobs", body: '{"jobs":[{"id":"a"},{"id":"b","payload":-9007199254740993}]}', status: 400, code: "invalid_request", says: /^jobs\.1\.payload is a number that cannot be kept exactly/ },
+  { why: "a many-lease result of -1e999", method: "POST", path: "/v1/leases/complete", body: '{"owner":"A","leases":[{"id":"job-1","fence":1,"result":{"n":-1e999}}]}', status: 400, code: "invalid_request", says: /^leases\.0\.result\.n is a number that cannot be kept exactly/ },
   { why: "a route that does not exist", method: "GET", path: "/v2/jobs", status: 404, code: "route_not_found", says: /no route GET \/v2\/jobs/ },
   { why: "a wrong token", method: "POST", path: "/v1/jobs", body: { id: "x" }, headers: { Authorization: "Bearer not-the-token" }, status: 401, code: "unauthorized", says: /not valid/ },
   { why: "no token at all", method: "GET", path: "/v1/jobs/job-1", headers: { Authorization: "" }, status: 401, code: "unauthorized" },
@@ -75,6 +79,13 @@ test.each(BAD)("$why: $status $code, and the database is unchanged", async ({ me
   expect(answer.body.error.message).toEqual(expect.any(String));
   if (says) expect(answer.body.error.message).toMatch(says);
   expect(await snapshot()).toEqual(before);
+});
+
+test("numbers JSON keeps pass untouched: ±(2^53 - 1), 2^60 written out, and floats such as 6.02e23, 1e308 and 0.1", async () => {
+  const { call } = await freshApp();
+  const answer = await call("POST", "/v1/jobs", '{"id":"x","payload":[9007199254740991,-9007199254740991,1152921504606846976,6.02e23,1e308,0.1]}');
+  expect(answer.status).toBe(201);
+  expect(answer.body.job.payload).toEqual([9007199254740991, -9007199254740991, 2 ** 60, 6.02e23, 1e308, 0.1]);
 });
 
 test("a token is never echoed back in an error", async () => {

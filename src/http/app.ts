@@ -8,6 +8,7 @@ import * as check from "../validate.ts";
 import { ApiError } from "./api-error.ts";
 import { type Auth, bearerAuth, localCallersOnly, requireConfiguredAuth } from "./auth.ts";
 import { describeError, errorResponse } from "./errors.ts";
+import { exactNumbers } from "./exact-numbers.ts";
 import { prometheusText } from "./metrics.ts";
 import { requestLog } from "./request-log.ts";
 import { routes } from "./routes.ts";
@@ -103,6 +104,7 @@ export function createApp(options: AppOptions) {
       },
     }),
   );
+  app.use("/v1/*", exactNumbers());
 
   app.openapi(route.enqueue, async (c) => {
     const { id, delayMs, runAt, ...rest } = c.req.valid("json");

@@ -410,6 +410,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
     const cases: [string, (store: LeaseStore) => Promise<unknown>, string][] = [
       ["enqueue id", (s) => s.enqueue("", { now: T }), 'id must be a non-empty string of printable text, got ""'],
       ["enqueue queue", (s) => s.enqueue("job-2", { queue: "", now: T }), 'queue must be a non-empty string of printable text, got ""'],
+      ["enqueue payload", (s) => s.enqueue("job-2", { payload: { n: [1, Number.NaN] }, now: T }), "payload must not hold NaN or Infinity, which JSON cannot carry"],
       ["enqueue payload", (s) => s.enqueue("job-2", { payload: Symbol("x"), now: T }), "payload must be a JSON value, got Symbol(x)"],
       ["enqueue payload with a bigint", (s) => s.enqueue("job-2", { payload: 1n, now: T }), "payload must be a JSON value: Do not know how to serialize a BigInt"],
       ["enqueue priority", (s) => s.enqueue("job-2", { priority: 1.5, now: T }), "priority must be a safe integer, got 1.5"],

@@ -124,6 +124,17 @@ describe("the Worker on D1", () => {
     expect(((await crossSite.json()) as ErrorBody).error.code).toBe("forbidden");
   });
 
+  test("a payload integer beyond 2^53 is refused with 400 naming the field, as on Node", async () => {
+    const response = await SELF.fetch("https://fencelease.test/v1/jobs", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+      body: '{"id":"big","payload":{"order":12345678901234567891}}',
+    });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as ErrorBody).error.message).toMatch(/^payload\.order is a number that cannot be kept exactly/);
+    expect(await row("big")).toBeNull();
+  });
+
   test("healthz answers while D1 does", async () => {
     expect(await (await SELF.fetch("https://fencelease.test/healthz")).json()).toEqual({ ok: true });
   });
