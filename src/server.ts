@@ -1,7 +1,9 @@
 import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
 import { serve } from "@hono/node-server";
 import { createApp } from "./http/app.ts";
 import { type Auth, authFromEnv } from "./http/auth.ts";
+import { gracefulStop } from "./graceful-stop.ts";
 import { maintain, maintainedLine } from "./maintenance.ts";
 import { openStore } from "./open.ts";
 
@@ -24,6 +26,8 @@ export type ServerConfig = {
   /** How often to end expired leases and purge old jobs; default every minute; 0 never. */
   maintainEveryMs?: number;
   log?: (line: string) => void;
+  /** How long requests in flight may take to finish after a stop before their connections are cut; default SHUTDOWN_GRACE_MS (10 s). */
+  shutdownGraceMs?: number;
   /** The server's clock; only tests replace it. */
   clock?: () => number;
 };
@@ -31,7 +35,7 @@ export type ServerConfig = {
 /** A running server: where it listens, and how to stop it. */
 export type RunningServer = { url: string; stop: () => Promise<void> };
 
-/** Reads HOST, PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, RETENTION_MS, FENCELEASE_TOKENS and FENCELEASE_AUTH. */
+/** Reads HOST, PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, RETENTION_MS, SHUTDOWN_GRACE_MS, FENCELEASE_TOKENS and FENCELEASE_AUTH. */
 export function serverConfigFromEnv(env: NodeJS.ProcessEnv): ServerConfig {
   const port = Number(env.PORT ?? 8787);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got ${env.PORT}`);
@@ -42,6 +46,7 @@ export function serverConfigFromEnv(env: NodeJS.ProcessEnv): ServerConfig {
     databaseAuthToken: env.DATABASE_AUTH_TOKEN,
     auth: authFromEnv(env),
     retentionMs: env.RETENTION_MS === undefined ? undefined : positive("RETENTION_MS", env.RETENTION_MS),
+    shutdownGraceMs: env.SHUTDOWN_GRACE_MS === undefined ? undefined : positive("SHUTDOWN_GRACE_MS", env.SHUTDOWN_GRACE_MS),
   };
 }
 
@@ -67,8 +72,9 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   // Requests that arrive together share one commit: about twice the lease writes per second.
   const store = await openStore({ url: config.databaseUrl, authToken: config.databaseAuthToken, busyTimeoutMs: config.busyTimeoutMs, groupCommit: config.groupCommit ?? true });
   const app = createApp({ store, auth: config.auth, log: config.log, clock: config.clock });
+  const graceful = gracefulStop(app.fetch);
   const { server, address } = await new Promise<{ server: ReturnType<typeof serve>; address: AddressInfo }>((resolve) => {
-    const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (address) => resolve({ server, address }));
+    const server = serve({ fetch: graceful.fetch, hostname: config.host, port: config.port }, (address) => resolve({ server, address }));
   });
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const clock = config.clock ?? Date.now;
@@ -82,16 +88,14 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   maintenance?.unref();
   return {
     url: `http://${host}:${address.port}`,
-    stop: () =>
-      new Promise<void>((resolve, reject) => {
-        clearInterval(maintenance);
-        // Stop accepting, let the requests in flight finish, then close the database.
-        server.close((error) => {
-          store.close();
-          if (error) reject(error);
-          else resolve();
-        });
-        if ("closeIdleConnections" in server) server.closeIdleConnections();
-      }),
+    stop: async () => {
+      clearInterval(maintenance);
+      // No new request starts; those in flight finish (within the grace), then the database closes.
+      try {
+        await graceful.stop(server as Server, config.shutdownGraceMs);
+      } finally {
+        store.close();
+      }
+    },
   };
 }

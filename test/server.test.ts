@@ -1,5 +1,7 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { Agent, request } from "node:http";
+import { connect } from "node:net";
 import { createInterface } from "node:readline";
 import { describe, expect, test } from "vitest";
 import { type RunningServer, serverConfigFromEnv, startServer } from "../src/index.ts";
@@ -18,6 +20,20 @@ function post(server: RunningServer, path: string, body: unknown) {
     method: "POST",
     headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
     body: JSON.stringify(body),
+  });
+}
+
+/** POSTs a job over the given agent's connections: what a keep-alive client sees. */
+function postOver(agent: Agent, server: RunningServer, body: string): Promise<{ status: number; connection: string | undefined }> {
+  const { port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const headers = { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) };
+    const sent = request({ agent, host: "127.0.0.1", port, path: "/v1/jobs", method: "POST", headers }, (response) => {
+      response.resume();
+      response.on("end", () => resolve({ status: response.statusCode!, connection: response.headers.connection }));
+    });
+    sent.on("error", reject);
+    sent.end(body);
   });
 }
 
@@ -70,6 +86,21 @@ describe("the Node server", () => {
     expect(lines[0]).toMatch(/^GET \/v1\/jobs\/x\\u000aGET admin 200 1ms\\u001b\[2J 400 \d+ms$/);
   });
 
+  test("after a 413 on a keep-alive connection, the next request of the same client works: the 413 says Connection: close", async () => {
+    const { url, snapshot } = await freshStore();
+    const server = await running(url);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const tooBig = await postOver(agent, server, JSON.stringify({ id: "big", payload: "y".repeat(1024 * 1024) }));
+      expect(tooBig).toMatchObject({ status: 413, connection: "close" });
+      expect(await postOver(agent, server, JSON.stringify({ id: "after" }))).toMatchObject({ status: 201 });
+      expect(Object.keys(await snapshot())).toEqual(["after"]);
+    } finally {
+      agent.destroy();
+      await server.stop();
+    }
+  });
+
   test("ends expired leases and purges old jobs on a timer, as the Worker's cron does", async () => {
     const { url, snapshot } = await freshStore();
     const clock = { now: 1_000_000 };
@@ -95,6 +126,65 @@ describe("the Node server", () => {
     } finally {
       await server.stop();
     }
+  });
+
+  test("stop under keep-alive load starts no new request, lets those in flight finish, closes every connection and resolves at once", async () => {
+    const { url, snapshot } = await freshStore();
+    const server = await running(url);
+    const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+    const answered: number[] = [];
+    let next = 0;
+    const client = async () => {
+      // Each client sends until the server turns it away (503) or its connection is gone.
+      for (;;) {
+        const answer = await postOver(agent, server, JSON.stringify({ id: `job-${next++}` })).catch(() => undefined);
+        if (answer === undefined || answer.status !== 201) return;
+        answered.push(answer.status);
+      }
+    };
+    const clients = Array.from({ length: 16 }, client);
+    try {
+      while (answered.length < 300) await new Promise((resolve) => setTimeout(resolve, 5));
+      const stopping = server.stop();
+      const stopCalledAt = Date.now();
+      const within = await Promise.race([stopping.then(() => "stopped"), new Promise((resolve) => setTimeout(() => resolve("still serving"), 3_000))]);
+      expect(within).toBe("stopped");
+      await Promise.all(clients);
+      const rows = Object.values(await snapshot());
+      expect(rows.length).toBeGreaterThanOrEqual(300);
+      expect(rows.filter((row) => (row.created_at as number) > stopCalledAt)).toEqual([]); // nothing was started after the stop
+      expect(rows.length).toBe(answered.length); // and every request that was started got its answer
+      await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  test("a keep-alive connection busy when the stop begins gets its answer with Connection: close, and serves nothing more", async () => {
+    const { url, snapshot } = await freshStore();
+    const server = await running(url);
+    const socket = connect(Number(new URL(server.url).port), "127.0.0.1");
+    await once(socket, "connect");
+    socket.on("error", () => {}); // writing to the closed connection may fail: that is the point
+    const closed = once(socket, "close").then(() => "closed");
+    let received = "";
+    socket.setEncoding("utf8").on("data", (chunk: string) => (received += chunk));
+    const head = (body: string) => `POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+    const first = JSON.stringify({ id: "in-flight" });
+    socket.write(head(first) + first.slice(0, 5)); // the request is under way when the stop begins
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const stopped = server.stop();
+    socket.write(first.slice(5));
+    while (!received.includes("\r\n\r\n{")) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(received).toMatch(/^HTTP\/1\.1 201 /);
+    expect(received.toLowerCase()).toContain("connection: close");
+    const second = JSON.stringify({ id: "after-the-stop" });
+    socket.write(head(second) + second);
+    expect(await Promise.race([closed, new Promise((resolve) => setTimeout(() => resolve("still open"), 2_000))])).toBe("closed");
+    expect(received.match(/HTTP\/1\.1/g)).toHaveLength(1); // one answer only
+    await stopped;
+    expect(Object.keys(await snapshot())).toEqual(["in-flight"]);
+    socket.destroy();
   });
 
   test("stop closes the listener and the database", async () => {

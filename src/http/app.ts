@@ -100,7 +100,8 @@ export function createApp(options: AppOptions) {
     bodyLimit({
       maxSize: limits.maxBodyBytes,
       onError: () => {
-        throw new ApiError(413, "payload_too_large", `the body must be at most ${limits.maxBodyBytes} bytes`);
+        // The rest of the body is never read, so this connection cannot carry another request: say so.
+        throw new ApiError(413, "payload_too_large", `the body must be at most ${limits.maxBodyBytes} bytes`, { Connection: "close" });
       },
     }),
   );
