@@ -1,47 +1,33 @@
-// A long-running Node consumer: takes the jobs of one queue one at a time,
-// holds each lease with heartbeats while it works, and stops gracefully on
-// SIGINT or SIGTERM (it finishes the job in hand, takes no new one, and exits).
+// A long-running Node consumer: runs up to CONCURRENCY jobs of one queue at
+// once with runWorker (which renews all their leases in one call, and takes the
+// next jobs with each batch of results), and stops gracefully on SIGINT or
+// SIGTERM: it takes no new job, finishes the ones in hand, stores their
+// results, and exits.
 //
-//   FENCELEASE_URL=http://127.0.0.1:8787 QUEUE=thumbnails node examples/node-worker.ts
-import { type HeldLease, LeaseClient, withLease } from "fencelease/client";
+//   FENCELEASE_URL=http://127.0.0.1:8787 QUEUE=thumbnails CONCURRENCY=16 node examples/node-worker.ts
+import { type HeldLease, LeaseClient, runWorker } from "fencelease/client";
 
 const client = new LeaseClient({ baseUrl: process.env.FENCELEASE_URL ?? "http://127.0.0.1:8787", token: process.env.FENCELEASE_TOKEN });
 const queue = process.env.QUEUE ?? "default";
 const owner = `node-worker-${process.pid}`;
+const concurrency = Number(process.env.CONCURRENCY ?? 8); // jobs in hand at most
 const idleMs = Number(process.env.IDLE_MS ?? 1_000); // how long to wait when the queue is empty
-
-const stopping = new AbortController();
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    console.log(`${signal}: finishing the job in hand, then stopping`);
-    stopping.abort();
-  });
-}
 
 /** The work itself. The fence goes with every write to another system, so a stale write can be refused there too. */
 async function handle({ job, fence, signal }: HeldLease): Promise<unknown> {
   const words = String((job.payload as { text?: string } | null)?.text ?? "").split(/\s+/).filter(Boolean);
-  if (signal.aborted) throw signal.reason; // the lease is gone: stop before writing anything
+  if (signal.aborted) throw signal.reason; // the lease is gone: stop before writing anything (the result would be dropped anyway)
   console.log(`processed ${job.id} with fence ${fence}`);
   return { words: words.length };
 }
 
-/** Waits, unless told to stop first. */
-function idle(ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    stopping.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+console.log(`${owner} taking jobs from queue ${queue}`);
+const worker = runWorker(client, { queue, owner, concurrency, ttlMs: 30_000, idleMs, onError: (error) => console.error(`${owner}: ${(error as Error).message}`) }, handle);
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    console.log(`${signal}: finishing the job in hand, then stopping`);
+    void worker.stop();
   });
 }
-
-console.log(`${owner} taking jobs from queue ${queue}`);
-while (!stopping.signal.aborted) {
-  try {
-    const done = await withLease(client, { queue }, handle, { owner, ttlMs: 30_000 });
-    if (done === null) await idle(idleMs);
-  } catch (error) {
-    console.error(`${owner}: ${(error as Error).message}`);
-    await idle(idleMs);
-  }
-}
+await worker.done;
 console.log(`${owner} stopped`);

@@ -1,0 +1,373 @@
+import { errorFromResponse, LeaseLostError, NotFoundError, UnavailableError } from "./errors.ts";
+import type { LeaseClient } from "./lease-client.ts";
+import { expiredError, LeaseKeeper, type LostLease } from "./lease-keeper.ts";
+import type { JobHandler, Settings } from "./run-worker.ts";
+import type { CompleteManyAnswer, Lease } from "./types.ts";
+
+/** The most jobs one claim takes (the server's limit). */
+const MAX_CLAIM = 100;
+/** The most leases one renewMany or completeMany carries (the server's limit). */
+export const MAX_MANY = 1_000;
+/** The longest lastError the server keeps (FailBody in src/http/schemas.ts). */
+const MAX_ERROR_LENGTH = 10_000;
+
+/** One job in hand, from its claim until its handler has returned and its lease has ended. */
+type Slot = {
+  lease: Lease;
+  controller: AbortController;
+  result?: unknown;
+  lost?: LostLease;
+  /** Send without `next`: a call with `next` carrying this result did not get through. */
+  noNext?: boolean;
+  /** Send alone: a call carrying this result among others was refused as a whole. */
+  alone?: boolean;
+};
+
+/** The exponential backoff after `failures` failures in a row: 100 ms doubling, capped at 5 s, times a jitter in [0.5, 1). */
+function backoffMs(failures: number): number {
+  return Math.round(Math.min(5_000, 100 * 2 ** failures) * (0.5 + Math.random() / 2));
+}
+
+/** What a failed attempt records as the job's lastError, as withLease does: the message, or the thrown value as text. */
+function failureMessage(error: unknown): string {
+  const message = error instanceof Error ? error.message || error.name : String(error);
+  return message.slice(0, MAX_ERROR_LENGTH);
+}
+
+/**
+ * The moving parts of runWorker (whose comment states what they guarantee):
+ * the claim loop, the handlers, the completions sent as a group, and the stop.
+ */
+export class WorkerRunner {
+  readonly done: Promise<void>;
+  readonly #client: LeaseClient;
+  readonly #settings: Settings;
+  readonly #handler: JobHandler;
+  readonly #keeper: LeaseKeeper;
+  /** Every job in hand; its size is what `concurrency` bounds. */
+  readonly #slots = new Set<Slot>();
+  /** The slots whose lease is still held, by job id. */
+  readonly #held = new Map<string, Slot>();
+  /** Results waiting for the completion in flight. */
+  #queued: Slot[] = [];
+  /** Slots promised to jobs that a claim or a `next` on its way may bring. */
+  #reserved = 0;
+  /** Requests on their way that end a lease or may bring one: stop() waits for them. */
+  #busy = 0;
+  #claiming = false;
+  #completing = false;
+  #flushSoon = false;
+  #claimFailures = 0;
+  #completeFailures = 0;
+  /** Set while the claim loop waits: the queue was empty, or a claim failed. */
+  #waiting: ReturnType<typeof setTimeout> | undefined;
+  /** Set while completions wait out a backoff after a completeMany that failed. */
+  #completeBackoff: ReturnType<typeof setTimeout> | undefined;
+  #stopping = false;
+  #stopped = false;
+  #resolveDone!: () => void;
+  readonly #onAbort = () => void this.stop();
+
+  constructor(client: LeaseClient, settings: Settings, handler: JobHandler) {
+    this.#client = client;
+    this.#settings = settings;
+    this.#handler = handler;
+    this.done = new Promise((resolve) => (this.#resolveDone = resolve));
+    this.#keeper = new LeaseKeeper({
+      client,
+      owner: settings.owner,
+      ttlMs: settings.ttlMs,
+      everyMs: settings.renewEveryMs,
+      onLost: (id, fence, error) => this.#lost(id, fence, error),
+      onSettled: () => this.#scheduleFlush(),
+      onError: (error) => this.#report(error),
+    });
+    if (settings.signal?.aborted) void this.stop();
+    else {
+      settings.signal?.addEventListener("abort", this.#onAbort, { once: true });
+      this.#pump();
+    }
+  }
+
+  stop(): Promise<void> {
+    if (!this.#stopping) {
+      this.#stopping = true;
+      clearTimeout(this.#waiting);
+      this.#waiting = undefined;
+      this.#settleIfStopped();
+    }
+    return this.done;
+  }
+
+  /** Free slots: neither in hand nor promised to a claim on its way. */
+  #free(): number {
+    return this.#settings.concurrency - this.#slots.size - this.#reserved;
+  }
+
+  /**
+   * How many jobs a write that ends `ending` leases may take with `next`: the
+   * slots free once they are gone. The slots of another write on its way count
+   * as taken until it is answered (its `next` already holds them), so this never
+   * promises a slot twice, at the cost of a claim now and then when two overlap.
+   */
+  #freeAfter(ending: number): number {
+    return Math.max(0, Math.min(MAX_CLAIM, this.#free() + ending));
+  }
+
+  /** Claims jobs for the free slots, unless a claim is on its way or the loop waits. */
+  #pump(): void {
+    if (this.#stopping || this.#claiming || this.#waiting !== undefined) return;
+    const limit = Math.min(this.#free(), MAX_CLAIM);
+    if (limit > 0) void this.#claim(limit);
+  }
+
+  async #claim(limit: number): Promise<void> {
+    const { queue, owner, ttlMs } = this.#settings;
+    this.#claiming = true;
+    this.#reserved += limit;
+    this.#busy++;
+    const sentAt = Date.now();
+    let leases: Lease[] | undefined;
+    try {
+      leases = await this.#client.claimNext(queue, { owner, ttlMs, limit });
+    } catch (error) {
+      this.#report(error);
+    }
+    this.#claiming = false;
+    this.#reserved -= limit;
+    this.#busy--;
+    if (leases === undefined) this.#wait(backoffMs(this.#claimFailures++));
+    else {
+      this.#claimFailures = 0;
+      this.#took(leases, limit, sentAt);
+    }
+    this.#afterChange();
+  }
+
+  /**
+   * Waits before the next claim because the queue had no due job. The one
+   * place that decides how to wait for jobs: a long poll replaces it later.
+   */
+  #waitForJobs(): void {
+    this.#wait(this.#settings.idleMs);
+  }
+
+  #wait(ms: number): void {
+    if (this.#stopping || this.#waiting !== undefined) return;
+    this.#waiting = setTimeout(() => {
+      this.#waiting = undefined;
+      this.#pump();
+    }, ms);
+  }
+
+  /** Takes the leases a claim or a `next` of `limit` brought: fewer than asked means the queue is empty for now. */
+  #took(leases: Lease[], limit: number, sentAt: number): void {
+    for (const lease of leases) {
+      if (this.#stopping) void this.#release(lease);
+      else this.#start(lease, sentAt);
+    }
+    if (leases.length < limit) this.#waitForJobs();
+    else if (!this.#stopping) {
+      // The server answered in full: there may be more, and whatever the loop waited out is over.
+      clearTimeout(this.#waiting);
+      this.#waiting = undefined;
+    }
+  }
+
+  #start(lease: Lease, sentAt: number): void {
+    const slot: Slot = { lease, controller: new AbortController() };
+    this.#slots.add(slot);
+    this.#held.set(lease.job.id, slot);
+    this.#keeper.keep(lease.job.id, lease.fence, sentAt);
+    void this.#run(slot);
+  }
+
+  async #run(slot: Slot): Promise<void> {
+    const { job, fence } = slot.lease;
+    let failure: string | undefined;
+    try {
+      const value = await this.#handler({ job, fence, signal: slot.controller.signal });
+      slot.result = value === undefined ? null : value;
+    } catch (error) {
+      failure = failureMessage(error);
+    }
+    if (slot.lost) this.#finish(slot); // its result, or its failure, is dropped
+    else if (failure === undefined) {
+      this.#queued.push(slot);
+      this.#scheduleFlush();
+      return;
+    } else await this.#fail(slot, failure);
+    this.#afterChange();
+  }
+
+  /** Flushes once the handlers that return in this same turn have queued their results too. */
+  #scheduleFlush(): void {
+    if (this.#flushSoon) return;
+    this.#flushSoon = true;
+    queueMicrotask(() => {
+      this.#flushSoon = false;
+      this.#flush();
+    });
+  }
+
+  /** Sends the queued results in one completeMany, unless one is on its way or backing off. */
+  #flush(): void {
+    if (this.#completing || this.#completeBackoff !== undefined || this.#queued.length === 0) return;
+    for (const slot of this.#queued.filter((slot) => this.#keeper.overdue(slot.lease.job.id, slot.lease.fence))) {
+      this.#lost(slot.lease.job.id, slot.lease.fence, expiredError(slot.lease.job.id, slot.lease.fence)); // no retry past the deadline
+    }
+    // A result whose lease the renew in flight carries waits for it: see LeaseKeeper.
+    const ready = this.#queued.filter((slot) => !this.#keeper.renewing(slot.lease.job.id));
+    const alone = ready.find((slot) => slot.alone);
+    const batch = alone ? [alone] : ready.slice(0, MAX_MANY);
+    if (batch.length === 0) return;
+    const sending = new Set(batch);
+    this.#queued = this.#queued.filter((slot) => !sending.has(slot));
+    void this.#complete(batch);
+  }
+
+  async #complete(batch: Slot[]): Promise<void> {
+    const { queue, owner, ttlMs } = this.#settings;
+    this.#completing = true;
+    this.#busy++;
+    for (const slot of batch) this.#keeper.settling(slot.lease.job.id, slot.lease.fence, true);
+    // The slots free once these results are stored, if this call may take jobs.
+    const limit = this.#stopping || batch.some((slot) => slot.noNext) ? 0 : this.#freeAfter(batch.length);
+    this.#reserved += limit;
+    const sentAt = Date.now();
+    let answer: CompleteManyAnswer | undefined;
+    let failure: unknown;
+    try {
+      const leases = batch.map(({ lease, result }) => ({ id: lease.job.id, fence: lease.fence, result }));
+      answer = await this.#client.completeMany({ owner, leases, next: limit > 0 ? { queue, limit, ttlMs } : undefined });
+    } catch (error) {
+      failure = error;
+    }
+    this.#completing = false;
+    this.#reserved -= limit;
+    this.#busy--;
+    if (answer === undefined) this.#retryCompletions(batch, failure);
+    else {
+      this.#completeFailures = 0;
+      answer.completed.forEach((outcome, i) => {
+        const slot = batch[i]!;
+        if ("error" in outcome) this.#lose(slot, errorFromResponse(outcome.error.code === "not_found" ? 404 : 409, { error: outcome.error }) as LostLease);
+        this.#finish(slot);
+      });
+      if (limit > 0) this.#took(answer.leases, limit, sentAt);
+    }
+    this.#afterChange();
+  }
+
+  /** After a completeMany that failed: the same results again without `next` after a backoff, or each alone. */
+  #retryCompletions(batch: Slot[], error: unknown): void {
+    this.#report(error);
+    if (error instanceof UnavailableError) {
+      // It may have landed. So it is sent again without `next`, and its leases are not renewed meanwhile (a
+      // renew that came after it would be refused): it is retried until their deadlines (see #flush).
+      for (const slot of batch) slot.noNext = true;
+      this.#queued.unshift(...batch);
+      this.#completeBackoff = setTimeout(() => {
+        this.#completeBackoff = undefined;
+        this.#flush();
+      }, backoffMs(this.#completeFailures++));
+      return;
+    }
+    // Refused as a whole, so nothing was applied: the leases are kept and renewed as before.
+    for (const slot of batch) this.#keeper.settling(slot.lease.job.id, slot.lease.fence, false);
+    if (batch.length > 1) {
+      for (const slot of batch) slot.alone = slot.noNext = true;
+      this.#queued.unshift(...batch);
+    } else void this.#fail(batch[0]!, `the result could not be stored: ${failureMessage(error)}`).then(() => this.#afterChange());
+  }
+
+  /** Fails the attempt with the handler's message, taking the next jobs for the freed slot. */
+  async #fail(slot: Slot, message: string): Promise<void> {
+    const { owner, ttlMs, retryInMs } = this.#settings;
+    const { job, fence } = slot.lease;
+    this.#busy++;
+    try {
+      if (this.#keeper.renewing(job.id)) await this.#keeper.settled(); // as for a result: see LeaseKeeper
+      if (slot.lost) return;
+      this.#keeper.settling(job.id, fence, true);
+      const limit = this.#stopping ? 0 : this.#freeAfter(1);
+      this.#reserved += limit;
+      const sentAt = Date.now();
+      let leases: Lease[] | undefined;
+      try {
+        ({ leases } = await this.#client.fail(job.id, { owner, fence, error: message, retryInMs, next: limit > 0 ? { limit, ttlMs } : undefined }));
+      } catch (error) {
+        if (error instanceof LeaseLostError || error instanceof NotFoundError) this.#lose(slot, error);
+        else this.#report(error); // the lease runs out by itself, counted as a failed attempt
+      }
+      this.#reserved -= limit;
+      this.#finish(slot);
+      if (limit > 0 && leases !== undefined) this.#took(leases, limit, sentAt);
+    } finally {
+      this.#finish(slot);
+      this.#busy--;
+    }
+  }
+
+  async #release(lease: Lease): Promise<void> {
+    this.#busy++;
+    try {
+      await this.#client.release(lease.job.id, { owner: this.#settings.owner, fence: lease.fence });
+    } catch (error) {
+      this.#report(error); // the lease runs out by itself
+    } finally {
+      this.#busy--;
+      this.#settleIfStopped();
+    }
+  }
+
+  /** The keeper lost a lease: abort its handler, and drop its result if it was waiting to be sent. */
+  #lost(id: string, fence: number, error: LostLease): void {
+    const slot = this.#held.get(id);
+    if (slot?.lease.fence !== fence) return;
+    this.#lose(slot, error);
+    const queued = this.#queued.indexOf(slot);
+    if (queued === -1) return; // its handler runs, or its fail waits for the renew: they see `lost`
+    this.#queued.splice(queued, 1);
+    this.#finish(slot);
+    this.#afterChange();
+  }
+
+  #lose(slot: Slot, error: LostLease): void {
+    if (slot.lost) return;
+    slot.lost = error;
+    if (this.#held.get(slot.lease.job.id) === slot) this.#held.delete(slot.lease.job.id);
+    this.#keeper.drop(slot.lease.job.id, slot.lease.fence);
+    slot.controller.abort(error);
+    this.#report(error);
+  }
+
+  /** The slot's job is no longer in hand: its lease ended, or was lost, and its handler returned. */
+  #finish(slot: Slot): void {
+    this.#slots.delete(slot);
+    if (this.#held.get(slot.lease.job.id) === slot) this.#held.delete(slot.lease.job.id);
+    this.#keeper.drop(slot.lease.job.id, slot.lease.fence);
+  }
+
+  #afterChange(): void {
+    this.#pump();
+    this.#scheduleFlush();
+    this.#settleIfStopped();
+  }
+
+  #settleIfStopped(): void {
+    if (!this.#stopping || this.#stopped || this.#slots.size > 0 || this.#busy > 0) return;
+    this.#stopped = true;
+    clearTimeout(this.#completeBackoff);
+    this.#settings.signal?.removeEventListener("abort", this.#onAbort);
+    void this.#keeper.stop().then(() => this.#resolveDone());
+  }
+
+  #report(error: unknown): void {
+    try {
+      this.#settings.onError(error);
+    } catch {
+      // An onError that throws must not break the runner.
+    }
+  }
+}
