@@ -42,11 +42,12 @@ export type WorkerHandle = {
  *
  * Round trips: jobs are taken with claimNext (as many as there are free slots,
  * at most 100 a call) and, above all, by the completions themselves. A result
- * is sent as soon as its handler returns, unless a completion is already on its
- * way: then it waits, and every result that finished meanwhile goes in ONE
- * completeMany (a group commit on the client side: at most one in flight, no
- * wait when alone), which also asks for the next jobs (`next`, as many as it
- * frees slots) in the same transaction. Under load that is far less than one
+ * is sent as soon as its handler returns, unless two completions are already
+ * on their way: then it waits, and the results that finished meanwhile go
+ * together in one completeMany (a group commit on the client side, no wait when
+ * alone; at most half the jobs in hand per call, so that with two calls on
+ * their way the worker and the server each work on one half), which also asks
+ * for the next jobs (`next`, as many as it frees slots) in the same transaction. Under load that is far less than one
  * request per job. All the leases in hand are renewed by ONE renewMany every
  * `renewEveryMs` (see LeaseKeeper).
  *

@@ -8,6 +8,12 @@ import type { CompleteManyAnswer, Lease } from "./types.ts";
 const MAX_CLAIM = 100;
 /** The most leases one renewMany or completeMany carries (the server's limit). */
 export const MAX_MANY = 1_000;
+/**
+ * How many completeMany calls may be on their way at once. Two let the worker
+ * and the server work at the same time, each on its half of the jobs in hand,
+ * where one would leave each idle while the other works.
+ */
+export const MAX_COMPLETING = 2;
 /** The longest lastError the server keeps (FailBody in src/http/schemas.ts). */
 const MAX_ERROR_LENGTH = 10_000;
 
@@ -55,7 +61,9 @@ export class WorkerRunner {
   /** Requests on their way that end a lease or may bring one: stop() waits for them. */
   #busy = 0;
   #claiming = false;
-  #completing = false;
+  /** completeMany calls on their way, and the slots their answers end. */
+  #completing = 0;
+  #ending = 0;
   #flushSoon = false;
   #claimFailures = 0;
   #completeFailures = 0;
@@ -99,9 +107,9 @@ export class WorkerRunner {
     return this.done;
   }
 
-  /** Free slots: neither in hand nor promised to a claim on its way. */
+  /** Free slots: neither in hand (but for those a completion on its way ends) nor promised to a claim on its way. */
   #free(): number {
-    return this.#settings.concurrency - this.#slots.size - this.#reserved;
+    return this.#settings.concurrency - (this.#slots.size - this.#ending) - this.#reserved;
   }
 
   /**
@@ -210,30 +218,38 @@ export class WorkerRunner {
     });
   }
 
-  /** Sends the queued results in one completeMany, unless one is on its way or backing off. */
+  /** Sends the queued results in completeMany calls of at most half the jobs in hand, while fewer than MAX_COMPLETING are on their way. */
   #flush(): void {
-    if (this.#completing || this.#completeBackoff !== undefined || this.#queued.length === 0) return;
+    while (this.#completing < MAX_COMPLETING && this.#completeBackoff === undefined && this.#queued.length > 0) {
+      if (!this.#flushOne()) return;
+    }
+  }
+
+  /** Sends one batch of the queued results; false if none is ready to go. */
+  #flushOne(): boolean {
     for (const slot of this.#queued.filter((slot) => this.#keeper.overdue(slot.lease.job.id, slot.lease.fence))) {
       this.#lost(slot.lease.job.id, slot.lease.fence, expiredError(slot.lease.job.id, slot.lease.fence)); // no retry past the deadline
     }
     // A result whose lease the renew in flight carries waits for it: see LeaseKeeper.
     const ready = this.#queued.filter((slot) => !this.#keeper.renewing(slot.lease.job.id));
     const alone = ready.find((slot) => slot.alone);
-    const batch = alone ? [alone] : ready.slice(0, MAX_MANY);
-    if (batch.length === 0) return;
+    const batch = alone ? [alone] : ready.slice(0, Math.min(MAX_MANY, Math.ceil(this.#settings.concurrency / MAX_COMPLETING)));
+    if (batch.length === 0) return false;
     const sending = new Set(batch);
     this.#queued = this.#queued.filter((slot) => !sending.has(slot));
     void this.#complete(batch);
+    return true;
   }
 
   async #complete(batch: Slot[]): Promise<void> {
     const { queue, owner, ttlMs } = this.#settings;
-    this.#completing = true;
+    this.#completing++;
     this.#busy++;
     for (const slot of batch) this.#keeper.settling(slot.lease.job.id, slot.lease.fence, true);
     // The slots free once these results are stored, if this call may take jobs.
     const limit = this.#stopping || batch.some((slot) => slot.noNext) ? 0 : this.#freeAfter(batch.length);
     this.#reserved += limit;
+    this.#ending += batch.length;
     const sentAt = Date.now();
     let answer: CompleteManyAnswer | undefined;
     let failure: unknown;
@@ -243,7 +259,8 @@ export class WorkerRunner {
     } catch (error) {
       failure = error;
     }
-    this.#completing = false;
+    this.#completing--;
+    this.#ending -= batch.length;
     this.#reserved -= limit;
     this.#busy--;
     if (answer === undefined) this.#retryCompletions(batch, failure);
