@@ -6,6 +6,7 @@ import { type Auth, authFromEnv } from "./http/auth.ts";
 import { gracefulStop } from "./graceful-stop.ts";
 import { maintain, maintainedLine } from "./maintenance.ts";
 import { openStore } from "./open.ts";
+import { uiFilesFromDisk } from "./ui-files.ts";
 
 /** How the Node server runs; `serverConfigFromEnv` reads it from the environment. */
 export type ServerConfig = {
@@ -71,7 +72,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   }
   // Requests that arrive together share one commit: about twice the lease writes per second.
   const store = await openStore({ url: config.databaseUrl, authToken: config.databaseAuthToken, busyTimeoutMs: config.busyTimeoutMs, groupCommit: config.groupCommit ?? true });
-  const app = createApp({ store, auth: config.auth, log: config.log, clock: config.clock });
+  const app = createApp({ store, auth: config.auth, log: config.log, clock: config.clock, ui: uiFilesFromDisk() });
   const graceful = gracefulStop(app.fetch);
   const { server, address } = await new Promise<{ server: ReturnType<typeof serve>; address: AddressInfo }>((resolve) => {
     const server = serve({ fetch: graceful.fetch, hostname: config.host, port: config.port }, (address) => resolve({ server, address }));

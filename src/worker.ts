@@ -1,13 +1,14 @@
 // The Cloudflare Worker: the same Hono app as the Node server, over Turso/libSQL
 // when LIBSQL_DB_URL is set, else over the D1 binding DB; and a cron trigger
 // that ends expired leases and purges old finished jobs.
-import type { D1Database, ExecutionContext, ScheduledController } from "@cloudflare/workers-types";
+import type { D1Database, ExecutionContext, Fetcher, ScheduledController } from "@cloudflare/workers-types";
 import { createClient } from "@libsql/client/web";
 import { d1Driver } from "./drivers/d1.ts";
 import type { Driver } from "./drivers/driver.ts";
 import { libsqlDriver } from "./drivers/libsql-client.ts";
 import { createApp } from "./http/app.ts";
 import { authFromEnv } from "./http/auth.ts";
+import type { UiFiles } from "./http/ui.ts";
 import { maintain, maintainedLine } from "./maintenance.ts";
 import { LeaseStore } from "./store.ts";
 
@@ -22,6 +23,8 @@ export type WorkerEnv = {
   MAX_BODY_BYTES?: string;
   /** How long done and dead jobs are kept, in ms; default 7 days. */
   RETENTION_MS?: string;
+  /** The folder src/ui, as static assets: the dashboard and the API docs (wrangler.toml's [assets]). */
+  ASSETS?: Fetcher;
 };
 
 // One libSQL client per isolate and URL: it keeps its HTTP connection warm between requests.
@@ -38,6 +41,15 @@ function driverFor(env: WorkerEnv): Driver {
   }
   if (env.DB) return d1Driver(env.DB);
   throw new Error("no database: bind a D1 database as DB in wrangler.toml, or set LIBSQL_DB_URL");
+}
+
+/** The dashboard's files, read through the assets binding; the app adds the headers, as on Node. */
+function assetFiles(assets: Fetcher): UiFiles {
+  return async function readAsset(name) {
+    // Any origin will do: the binding serves the folder's files by path.
+    const response = await assets.fetch(`https://assets.invalid/${name}`);
+    return response.ok ? (response as unknown as Response) : null;
+  };
 }
 
 function number(value: string | undefined): number | undefined {
@@ -62,6 +74,7 @@ function buildApp(env: WorkerEnv) {
     auth: authFromEnv(env),
     limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
     log: (line) => console.log(line),
+    ui: env.ASSETS && assetFiles(env.ASSETS),
   });
 }
 

@@ -38,11 +38,12 @@ describe("bearer auth", () => {
     }
   });
 
-  test("only /healthz is open: the document and its page need the token too", async () => {
+  test("only /healthz and the OpenAPI document are open: the API and /metrics need the token", async () => {
     const { app } = await freshApp();
     expect((await app.request("/healthz")).status).toBe(200);
-    expect((await app.request("/openapi.json")).status).toBe(401);
-    expect((await app.request("/docs")).status).toBe(401);
+    expect((await app.request("/openapi.json")).status).toBe(200);
+    expect((await app.request("/metrics")).status).toBe(401);
+    expect((await app.request("/v1/stats")).status).toBe(401);
   });
 
   test("no token configured fails closed: every request, healthz too, is 503 naming the secret to set", async () => {

@@ -1,5 +1,4 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { swaggerUI } from "@hono/swagger-ui";
 import { bodyLimit } from "hono/body-limit";
 import type { Job, Lease } from "../job.ts";
 import type { LeaseOutcome } from "../refusal.ts";
@@ -13,6 +12,7 @@ import { prometheusText } from "./metrics.ts";
 import { requestLog } from "./request-log.ts";
 import { routes } from "./routes.ts";
 import { DEFAULT_LIMITS, type Limits } from "./schemas.ts";
+import { type UiFiles, uiRoutes } from "./ui.ts";
 import { unknownRoute } from "./unknown-route.ts";
 
 /** What the app is built from. */
@@ -26,6 +26,8 @@ export type AppOptions = {
   clock?: () => number;
   /** Where to write one line per request; none by default. */
   log?: (line: string) => void;
+  /** The files of the dashboard (/ui) and of the API docs (/docs); without them neither is served. */
+  ui?: UiFiles;
 };
 
 /** A job as the API shows it: the result parsed back into the JSON value it was stored from. */
@@ -94,7 +96,9 @@ export function createApp(options: AppOptions) {
   // A body that is not JSON is refused by the route's validator (415, mapped to
   // a 400 that says so in src/http/errors.ts); routes without a body ignore it.
   app.use("/v1/*", bearerAuth(auth));
-  for (const path of ["/openapi.json", "/docs", "/metrics"]) app.use(path, bearerAuth(auth));
+  // The OpenAPI document is open, like the README that says as much: it describes
+  // the routes, holds no data, and so /docs can render it before anyone signs in.
+  app.use("/metrics", bearerAuth(auth));
   app.use(
     "/v1/*",
     bodyLimit({
@@ -204,6 +208,6 @@ export function createApp(options: AppOptions) {
     security: [{ bearer: [] }],
   });
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
-  app.get("/docs", swaggerUI({ url: "/openapi.json" }));
+  if (options.ui) app.route("/", uiRoutes(options.ui));
   return app;
 }
