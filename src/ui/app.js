@@ -1,0 +1,107 @@
+// @ts-check
+// The dashboard: sign-in, then one view at a time, chosen by the URL's hash so
+// that links, reloads and the back button work without any server routing:
+//   #/                                  queues
+//   #/jobs?queue=&status=&cursor=       a page of jobs
+//   #/job/<id>                          one job and its history
+import { api, ApiError, token, whenUnauthorized } from "./api.js";
+import { errorNote, h } from "./dom.js";
+import { jobView } from "./job.js";
+import { jobsView } from "./jobs.js";
+import { queuesView } from "./queues.js";
+
+/** @typedef {(container: HTMLElement, params: URLSearchParams, signal: AbortSignal) => void | Promise<void>} View */
+
+const main = /** @type {HTMLElement} */ (document.getElementById("main"));
+const session = /** @type {HTMLElement} */ (document.getElementById("session"));
+
+/** Stops the view on screen: its timers and its requests' rendering. */
+let leave = new AbortController();
+
+/** @returns {{ view: View, params: URLSearchParams }} */
+function route() {
+  const [path = "", query = ""] = location.hash.replace(/^#/, "").split("?");
+  const params = new URLSearchParams(query);
+  if (path.startsWith("/job/")) {
+    params.set("id", decodeURIComponent(path.slice("/job/".length)));
+    return { view: jobView, params };
+  }
+  if (path === "/jobs") return { view: jobsView, params };
+  return { view: queuesView, params };
+}
+
+async function show() {
+  leave.abort();
+  leave = new AbortController();
+  const { view, params } = route();
+  main.replaceChildren();
+  try {
+    await view(main, params, leave.signal);
+  } catch (error) {
+    if (!leave.signal.aborted) main.append(errorNote(error));
+  }
+}
+
+/**
+ * The sign-in form: the token is tried on GET /v1/stats before it is kept.
+ * @param {string} [why] what went wrong before, if anything
+ */
+function signIn(why) {
+  leave.abort();
+  window.removeEventListener("hashchange", show);
+  session.replaceChildren();
+  const input = h("input", { type: "password", name: "token", id: "token", required: true, autocomplete: "off", spellcheck: "false" });
+  const note = h("div", { class: "note" }, why ? errorNote(why) : null);
+  const form = h("form", { class: "sign-in", onsubmit: submit },
+    h("h1", {}, "Sign in"),
+    h("p", {}, "This server wants a bearer token: one of its FENCELEASE_TOKENS. The page keeps it in this tab only (sessionStorage) and sends it only to this server."),
+    h("label", { for: "token" }, "Token"),
+    input,
+    h("button", { type: "submit" }, "Sign in"),
+    note);
+  main.replaceChildren(form);
+  input.focus();
+
+  /** @param {SubmitEvent} event */
+  async function submit(event) {
+    event.preventDefault();
+    const given = input.value.trim();
+    try {
+      await api("/v1/stats", { bearer: given, quiet401: true });
+    } catch (error) {
+      const refused = error instanceof ApiError && error.status === 401;
+      note.replaceChildren(errorNote(refused ? `That token was refused: ${error}` : error));
+      return;
+    }
+    token.set(given);
+    signedIn("token");
+  }
+}
+
+/** @param {"token" | "open"} how */
+function signedIn(how) {
+  session.replaceChildren(how === "open"
+    ? h("span", { class: "badge muted", title: "FENCELEASE_AUTH=off: no token, and only this machine may call" }, "auth off")
+    : h("button", { type: "button", class: "secondary", onclick: () => { token.clear(); signIn(); } }, "Sign out"));
+  window.addEventListener("hashchange", show);
+  void show();
+}
+
+async function start() {
+  whenUnauthorized((error) => {
+    token.clear();
+    signIn(`Signed out: ${error}`);
+  });
+  try {
+    // With auth off the API answers without a token, and the page opens directly.
+    await api("/v1/stats", { quiet401: true });
+    signedIn(token.get() ? "token" : "open");
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 401)) return void main.replaceChildren(errorNote(error));
+    const hadToken = token.get() !== null;
+    token.clear();
+    signIn(hadToken ? `The token of this tab is no longer accepted: ${error}` : undefined);
+  }
+}
+
+void start();

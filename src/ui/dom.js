@@ -1,0 +1,62 @@
+// @ts-check
+// Building the page: elements from data, and the one dialog that confirms an action.
+
+/** @typedef {Node | string | number | null | undefined | false} Child */
+
+/**
+ * An element with attributes, listeners ("onclick") and children. Children that
+ * are strings become text, never HTML: ids, owners, payloads and error messages
+ * are other people's strings.
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Record<string, unknown>} [props]
+ * @param {...(Child | Child[])} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
+export function h(tag, props = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith("on")) element.addEventListener(key.slice(2), /** @type {EventListener} */ (value));
+    else element.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    element.append(child instanceof Node ? child : String(child));
+  }
+  return element;
+}
+
+/**
+ * A message of the API or of the page, announced to screen readers.
+ * @param {unknown} error
+ */
+export function errorNote(error) {
+  return h("p", { class: "error", role: "alert" }, String(error));
+}
+
+/**
+ * Asks before an action: a modal dialog with the action's own button and Cancel.
+ * @param {string} title
+ * @param {string} text
+ * @param {string} action the button's label, such as "Retry job"
+ * @returns {Promise<boolean>}
+ */
+export function confirmAction(title, text, action) {
+  const dialog = h("dialog", { class: "confirm", "aria-labelledby": "confirm-title" });
+  const form = h("form", { method: "dialog" },
+    h("h2", { id: "confirm-title" }, title),
+    h("p", {}, text),
+    h("div", { class: "buttons" },
+      h("button", { value: "cancel", class: "secondary" }, "Cancel"),
+      h("button", { value: "ok", class: "danger" }, action)));
+  dialog.append(form);
+  document.body.append(dialog);
+  dialog.showModal();
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => {
+      resolve(dialog.returnValue === "ok");
+      dialog.remove();
+    });
+  });
+}

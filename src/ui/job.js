@@ -1,0 +1,113 @@
+// @ts-check
+// One job: what it is now, its history as lease generations, and the two
+// actions an operator takes, each confirmed and sent through the public API.
+import { api, ApiError, jobPath } from "./api.js";
+import { confirmAction, errorNote, h } from "./dom.js";
+import { moment, prettyJson } from "./format.js";
+import { timeline } from "./timeline.js";
+
+/** Events read per request, and the most the page reads (then it says so). */
+const EVENTS_PAGE = 1_000;
+const EVENTS_MAX = 10_000;
+
+/**
+ * @typedef {import("./timeline.js").JobEvent} JobEvent
+ * @typedef {{ id: string, queue: string, payload: unknown, priority: number, runAt: number, owner: string | null,
+ *   until: number, fence: number, result: unknown, done: boolean, status: string, attempts: number,
+ *   maxAttempts: number, lastError: string | null, createdAt: number, updatedAt: number }} Job
+ */
+
+/** @type {import("./app.js").View} */
+export async function jobView(container, params, signal) {
+  const id = params.get("id") ?? "";
+  let job;
+  let history;
+  try {
+    [job, history] = await Promise.all([api(jobPath(id)), allEvents(id)]);
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 404)) throw error;
+    container.append(h("h1", {}, "No such job"), errorNote(error), h("p", {}, h("a", { href: "#/jobs" }, "All jobs")));
+    return;
+  }
+  if (signal.aborted) return;
+  const reload = () => {
+    container.replaceChildren();
+    return jobView(container, params, signal);
+  };
+  container.append(
+    h("div", { class: "heading" },
+      h("h1", {}, h("span", { class: "muted" }, "Job "), job.id, " ", h("span", { class: `status status-${job.status}` }, job.status)),
+      actions(job, reload)),
+    fields(job),
+    timeline(history.events, job),
+    h("div", { class: "values" },
+      h("section", {}, h("h2", {}, "Payload"), h("pre", { class: "json" }, prettyJson(job.payload))),
+      h("section", {}, h("h2", {}, "Result"), h("pre", { class: "json" }, job.result === null ? "none yet" : prettyJson(job.result)))));
+  if (history.more) container.append(h("p", { class: "muted" }, `Only the first ${EVENTS_MAX} events are shown.`));
+}
+
+/**
+ * Every event of the job, page after page, up to EVENTS_MAX.
+ * @param {string} id
+ * @returns {Promise<{ events: JobEvent[], more: boolean }>}
+ */
+async function allEvents(id) {
+  /** @type {JobEvent[]} */
+  const events = [];
+  let cursor = null;
+  do {
+    const query = new URLSearchParams({ limit: String(EVENTS_PAGE) });
+    if (cursor) query.set("cursor", cursor);
+    const page = await api(`${jobPath(id)}/events?${query}`);
+    events.push(...page.events);
+    cursor = page.nextCursor;
+  } while (cursor && events.length < EVENTS_MAX);
+  return { events, more: cursor !== null };
+}
+
+/** @param {Job} job */
+function fields(job) {
+  /** @type {[string, unknown][]} */
+  const rows = [
+    ["queue", h("a", { href: `#/jobs?${new URLSearchParams({ queue: job.queue })}` }, job.queue)],
+    ["owner", job.owner ?? "nobody"],
+    ["fence", job.fence],
+    ["lease until", job.until > 0 ? moment(job.until) : "–"],
+    ["attempts", `${job.attempts} of ${job.maxAttempts}`],
+    ["priority", job.priority],
+    ["due", moment(job.runAt)],
+    ["created", moment(job.createdAt)],
+    ["updated", moment(job.updatedAt)],
+    ["last error", job.lastError ?? "–"],
+  ];
+  return h("dl", { class: "fields" }, rows.map(([name, value]) =>
+    h("div", {}, h("dt", {}, name), h("dd", { "data-field": name }, value instanceof Node ? value : String(value)))));
+}
+
+/**
+ * Retry (a dead job) and delete (a job nobody holds), each confirmed first.
+ * A refusal shows the API's own message; a success shows the job again.
+ * @param {Job} job
+ * @param {() => void} reload
+ */
+function actions(job, reload) {
+  const note = h("div", { class: "action-note" });
+  const act = async (/** @type {string} */ method, /** @type {string} */ path, /** @type {() => void} */ then) => {
+    try {
+      await api(path, { method });
+      then();
+    } catch (error) {
+      note.replaceChildren(errorNote(error));
+    }
+  };
+  const retry = job.status === "dead" && h("button", { type: "button", onclick: async () => {
+    const ok = await confirmAction("Retry this job?", `${job.id} goes back to queue ${job.queue} with its attempts reset. Its fence stays ${job.fence}, so no old lease can write to it.`, "Retry job");
+    if (ok) await act("POST", `${jobPath(job.id)}/retry`, () => void reload());
+  } }, "Retry");
+  const remove = job.status !== "leased" && h("button", { type: "button", class: "danger", onclick: async () => {
+    const ok = await confirmAction("Delete this job?", `${job.id} is removed from queue ${job.queue}. A new job with this id would start above fence ${job.fence}, so no old lease can write to it either.`, "Delete job");
+    if (ok) await act("DELETE", jobPath(job.id), () => deleted.replaceChildren(h("p", { class: "ok", role: "status" }, `Deleted ${job.id}. `, h("a", { href: "#/jobs" }, "All jobs"))));
+  } }, "Delete");
+  const deleted = h("div", { class: "actions" }, retry, remove, note);
+  return deleted;
+}
