@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { UiFiles } from "./http/ui.ts";
@@ -6,8 +7,11 @@ import type { UiFiles } from "./http/ui.ts";
 /** The dashboard's folder. From src/ and from the package's dist/ alike: both sit beside src/. */
 export const UI_DIR = fileURLToPath(new URL("../src/ui/", import.meta.url));
 
-/** The pinned swagger-ui-dist package, whose files /docs serves as ui/vendor/swagger-ui/. */
-const SWAGGER_UI_DIR = dirname(fileURLToPath(import.meta.resolve("swagger-ui-dist/package.json")));
+/**
+ * The pinned swagger-ui-dist package, whose files /docs serves as ui/vendor/swagger-ui/
+ * (found with require.resolve: import.meta.resolve is missing from Node 20 before 20.6).
+ */
+const SWAGGER_UI_DIR = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
 const VENDOR = "vendor/swagger-ui/";
 
 const TYPES: Record<string, string> = {
