@@ -67,8 +67,8 @@ function filters(queues, queue, status) {
   queueSelect.addEventListener("change", go);
   statusSelect.addEventListener("change", go);
   return h("div", { class: "filters" },
-    h("label", { for: "filter-queue" }, "Queue"), queueSelect,
-    h("label", { for: "filter-status" }, "Status"), statusSelect);
+    h("span", {}, h("label", { for: "filter-queue" }, "Queue "), queueSelect),
+    h("span", {}, h("label", { for: "filter-status" }, "Status "), statusSelect));
 }
 
 /** @param {JobRow[]} jobs */
