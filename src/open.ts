@@ -2,10 +2,12 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { type Client, createClient } from "@libsql/client";
 import { libsqlDriver } from "./drivers/libsql-client.ts";
+import { BUSY_TIMEOUT_MS, libsqlFileDriver } from "./drivers/libsql-file.ts";
 import { groupCommit } from "./drivers/group-commit.ts";
 import { type Migration, migrate } from "./migrate.ts";
 import { readMigrations } from "./migrations-dir.ts";
 import { LeaseStore } from "./store.ts";
+import type { Driver } from "./drivers/driver.ts";
 
 /** Where the store keeps its jobs: a URL to open, or a libSQL client you already have. */
 export type OpenOptions = (
@@ -30,11 +32,13 @@ export type OpenOptions = (
   groupCommit?: boolean;
 };
 
-/** The default busy timeout: long enough for any lease write to wait its turn. */
-export const BUSY_TIMEOUT_MS = 5000;
+/** The default busy timeout (kept with the file driver, which uses it too). */
+export { BUSY_TIMEOUT_MS };
 
 /**
- * openStore opens a lease store and brings its schema up to date.
+ * openStore opens a lease store and brings its schema up to date. A `file:`
+ * URL runs on the native file driver (src/drivers/libsql-file.ts); a remote
+ * URL, `:memory:` or a client given run on @libsql/client (libsqlDriver).
  *
  * @example
  * const store = await openStore({ url: "file:./data/fencelease.db" });
@@ -43,14 +47,26 @@ export const BUSY_TIMEOUT_MS = 5000;
  */
 export async function openStore(options: OpenOptions): Promise<LeaseStore> {
   const client = "client" in options ? options.client : await connect(options.url, options);
+  const path = "client" in options ? undefined : localPath(options.url); // after connect, which refuses a malformed URL
   try {
     if (options.migrations !== false) await migrate(client, options.migrations ?? (await readMigrations()));
   } catch (error) {
     if (!("client" in options)) client.close();
     throw error;
   }
-  const ours = !("client" in options) && client.protocol === "file";
-  const driver = libsqlDriver(client, ours ? { afterBusy: () => reconnect(client) } : {});
+  let driver: Driver;
+  if (path !== undefined && path !== ":memory:") {
+    // A file: the client above made its folder, applied the settings and the
+    // migrations; the store runs on the native driver, which prepares each
+    // statement once instead of on every call.
+    client.close();
+    driver = libsqlFileDriver(path, { busyTimeoutMs: "busyTimeoutMs" in options ? options.busyTimeoutMs : undefined });
+  } else {
+    // A remote database, a client given, or `:memory:`: an in-memory database
+    // lives on its one connection, so the store keeps the client that migrated it.
+    const ours = !("client" in options) && client.protocol === "file";
+    driver = libsqlDriver(client, ours ? { afterBusy: () => reconnect(client) } : {});
+  }
   return new LeaseStore(options.groupCommit ? groupCommit(driver) : driver, { random: options.random });
 }
 
@@ -95,5 +111,6 @@ export async function reconnect(client: Client): Promise<void> {
 function localPath(url: string): string | undefined {
   if (url === ":memory:") return url;
   if (!url.startsWith("file:")) return undefined;
-  return url.replace(/^file:(\/\/(localhost)?(?=\/))?/, "").split("?")[0];
+  // As @libsql/client reads it: no `//` or `//localhost` authority, no query, percent-decoded.
+  return decodeURIComponent(url.replace(/^file:(\/\/(localhost)?(?=\/))?/, "").split("?")[0]!);
 }

@@ -82,7 +82,11 @@ describe("migrate", () => {
   });
 });
 
-describe("connection settings of a file database", () => {
+// A client of `connect` runs the migrations at open, the CLI's migrate, and a
+// store given a client of one's own. A store opened on a `file:` URL runs on the
+// native file driver instead, whose settings and single connection are checked
+// the same way in test/libsql-file-driver.test.ts.
+describe("connection settings of a file database, on a client of connect", () => {
   /** The first column of the only row a PRAGMA answers. */
   async function pragma(client: Client, name: string): Promise<unknown> {
     return Object.values((await client.execute(`PRAGMA ${name}`)).rows[0] ?? {})[0];
