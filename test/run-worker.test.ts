@@ -305,8 +305,9 @@ describe("runWorker", () => {
     });
     await until(async () => (await s.snapshot())["job-0000"]!.done === 1, "B's completion");
     await worker.stop();
-    expect(timing!.abortedAt - claimSentAt).toBeGreaterThanOrEqual(399);
-    expect(timing!.abortedAt - timing!.startedAt).toBeLessThan(400); // not a full ttl from the answer's arrival
+    // The runner notes the claim as sent a moment before this test's fetch sees it: a few ms of slack, no more.
+    expect(timing!.abortedAt - claimSentAt).toBeGreaterThanOrEqual(390);
+    expect(timing!.abortedAt - timing!.startedAt).toBeLessThan(300); // about 150 ms: not a full ttl from the answer's arrival
     expect(s.errors).toEqual([expect.objectContaining({ name: "LeaseLostError", reason: "expired" })]);
     expect((await s.snapshot())["job-0000"]).toMatchObject({ owner: "B", fence: 2, done: 1, result: '"B\'s result"' });
     expect(s.count("completeMany")).toBe(0);
