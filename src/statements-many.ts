@@ -1,5 +1,5 @@
 import type { Statement } from "./drivers/driver.ts";
-import { currentLease } from "./statements.ts";
+import { currentLease, FENCE_FLOOR } from "./statements.ts";
 
 // The rules of src/statements.ts applied to many jobs at once, each job still
 // decided alone by the same conditions. The jobs travel as ONE JSON array
@@ -18,14 +18,14 @@ export type NewJob = [id: string, payload: string | null, priority: number, runA
 
 /**
  * Inserts every job whose id does not exist yet, in one statement; answers the
- * ids it inserted. An existing id is left untouched, and a re-used id starts
- * at its retired fence, as `enqueue` does.
+ * ids it inserted. An existing id is left untouched, and every new row starts
+ * at the fence floor, as `enqueue` does.
  */
 export function enqueueMany(queue: string, jobs: NewJob[], now: number): Statement {
   return {
     sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at)
           SELECT new_id, ?1, new_payload, new_priority, new_run_at, new_max_attempts,
-                 coalesce((SELECT fence FROM retired_fences WHERE id = new_id), 0), ?2, ?2
+                 ${FENCE_FLOOR}, ?2, ?2
           FROM ${unpacked("?3", ["new_id", "new_payload", "new_priority", "new_run_at", "new_max_attempts"])}
           WHERE true
           ON CONFLICT (id) DO NOTHING

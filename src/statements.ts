@@ -31,7 +31,13 @@ export function currentLease(owner: string, fence: string, now: string): string 
 /** A job whose lease expired on its last attempt dies instead of being claimed again. */
 export const EXHAUSTED = "attempts >= max_attempts";
 
-/** Inserts a job unless its id exists. A re-used id starts at its retired fence. */
+/**
+ * A new job's fence: the floor, the highest fence of any job ever removed
+ * (migrations/0003), so that a re-used id starts above every fence it had.
+ */
+export const FENCE_FLOOR = "(SELECT fence FROM fence_floor)";
+
+/** Inserts a job unless its id exists, at the fence floor. */
 export function enqueue(job: {
   id: string;
   queue: string;
@@ -44,7 +50,7 @@ export function enqueue(job: {
   return [
     {
       sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, coalesce((SELECT fence FROM retired_fences WHERE id = ?1), 0), ?7, ?7)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ${FENCE_FLOOR}, ?7, ?7)
             ON CONFLICT (id) DO NOTHING
             RETURNING id`,
       args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now],
@@ -234,7 +240,7 @@ export function retry(id: string, now: number): Statement[] {
   ];
 }
 
-/** Deletes a job that nobody holds a current lease on, recording it; the fence is retired (migrations/0001). */
+/** Deletes a job that nobody holds a current lease on, recording it; its fence raises the fence floor (migrations/0003). */
 export function remove(id: string, now: number): Statement[] {
   const notLeased = "id = ?1 AND NOT (done = 0 AND owner IS NOT NULL AND until > ?2)";
   return [

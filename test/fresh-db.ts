@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { createClient } from "@libsql/client";
 import { onTestFinished } from "vitest";
 import { openStore } from "../src/index.ts";
-import type { FreshStore } from "./contract/store.contract.ts";
+import type { FreshStorage } from "./contract/storage.contract.ts";
 
 /** A new temp dir, removed when the test ends. */
 export function freshDir(): string {
@@ -22,7 +22,7 @@ export function freshUrl(): string {
  * A store on a fresh file database, and a second connection that reads what is
  * really stored, so that assertions never see a cache of the store's.
  */
-export async function freshStore(): Promise<FreshStore & { url: string }> {
+export async function freshStore(): Promise<FreshStorage & { url: string }> {
   const url = freshUrl();
   const store = await openStore({ url });
   const reader = createClient({ url });
@@ -44,6 +44,9 @@ export async function freshStore(): Promise<FreshStore & { url: string }> {
     },
     async exec(sql) {
       await reader.execute(sql);
+    },
+    async rows(sql) {
+      return (await reader.execute(sql)).rows.map((row) => ({ ...row }));
     },
   };
 }

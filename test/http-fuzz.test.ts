@@ -6,7 +6,7 @@ import { T, TOKEN, freshApp } from "./fresh-app.ts";
 // Random and malformed requests against the real app on a real database: any
 // method, path, query, headers and body. None may answer a 5xx, every refusal
 // is the error JSON, and a refused request (any non-2xx), like any GET or HEAD,
-// leaves the database as it was: the jobs, the retired fences and the events,
+// leaves the database as it was: the jobs, the fence floor and the events,
 // except the one record a refused write with a lease adds to the history by
 // design ('refused'). On a failure fast-check prints the shortest request it
 // found, with the seed to replay it.
@@ -144,12 +144,12 @@ const request = fc.record({
   tick: fc.constantFrom(0, 0, 1, 500, 60_000),
 });
 
-type Snapshot = { jobs: Record<string, unknown>[]; retired: Record<string, unknown>[]; events: Record<string, unknown>[] };
+type Snapshot = { jobs: Record<string, unknown>[]; floor: Record<string, unknown>[]; events: Record<string, unknown>[] };
 
 /** The one job that died between two snapshots, if every other job and table is as it was. */
 function deadIn(before: Snapshot, after: Snapshot): { row: Record<string, unknown> } | undefined {
   const changed = after.jobs.filter((row, i) => JSON.stringify(row) !== JSON.stringify(before.jobs[i]));
-  if (after.jobs.length !== before.jobs.length || changed.length !== 1 || JSON.stringify(after.retired) !== JSON.stringify(before.retired)) return undefined;
+  if (after.jobs.length !== before.jobs.length || changed.length !== 1 || JSON.stringify(after.floor) !== JSON.stringify(before.floor)) return undefined;
   return { row: changed[0]! };
 }
 
@@ -162,7 +162,7 @@ describe("HTTP fuzz", () => {
       const read = async (sql: string) => (await reader.execute(sql)).rows.map((row) => ({ ...row }));
       return {
         jobs: await read("SELECT * FROM jobs ORDER BY id"),
-        retired: await read("SELECT * FROM retired_fences ORDER BY id"),
+        floor: await read("SELECT * FROM fence_floor"),
         events: await read("SELECT count(*) AS n, max(seq) AS last FROM events WHERE kind <> 'refused'"), // events are only ever appended
       };
     };

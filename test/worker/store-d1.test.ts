@@ -4,13 +4,14 @@ import type { Row } from "../../src/drivers/driver.ts";
 import { LeaseStore } from "../../src/store.ts";
 import { manyContract } from "../contract/many.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
-import { type FreshStore, storeContract } from "../contract/store.contract.ts";
+import { type FreshStorage, storageContract } from "../contract/storage.contract.ts";
+import { storeContract } from "../contract/store.contract.ts";
 
 /** A store over the D1 binding, on empty tables, with the binding itself to look at the rows. */
-async function freshD1Store(): Promise<FreshStore> {
-  // Deleting jobs retires their fences and records nothing else; the tables they feed are emptied after them.
-  const tables = ["jobs", "retired_fences", "events", "refusal_counts"];
-  await env.DB.batch(tables.map((table) => env.DB.prepare(`DELETE FROM ${table}`)));
+async function freshD1Store(): Promise<FreshStorage> {
+  // Deleting jobs raises the fence floor and records nothing else; the tables they feed are emptied after them.
+  const tables = ["jobs", "events", "refusal_counts"];
+  await env.DB.batch([...tables.map((table) => env.DB.prepare(`DELETE FROM ${table}`)), env.DB.prepare("UPDATE fence_floor SET fence = 0")]);
   return {
     store: new LeaseStore(d1Driver(env.DB)),
     async snapshot() {
@@ -23,6 +24,9 @@ async function freshD1Store(): Promise<FreshStore> {
     async exec(sql) {
       await env.DB.prepare(sql).run();
     },
+    async rows(sql) {
+      return (await env.DB.prepare(sql).all<Row>()).results;
+    },
   };
 }
 
@@ -30,3 +34,4 @@ async function freshD1Store(): Promise<FreshStore> {
 storeContract(freshD1Store);
 lifecycleContract(freshD1Store);
 manyContract(freshD1Store);
+storageContract(freshD1Store);
