@@ -17,7 +17,7 @@ import { jsonClient, startServerProcess } from "./http-load.ts";
 import { BASELINES, label, median, percentile, report, results, sleep, timed, turn } from "./measure.ts";
 import { versusBullmq } from "./versus-bullmq.ts";
 
-const { values: flags } = parseArgs({ options: { quick: { type: "boolean" } } });
+const { values: flags } = parseArgs({ options: { quick: { type: "boolean" }, only: { type: "string" } } });
 const quick = flags.quick === true;
 const size = {
   trials: quick ? 3 : 5,
@@ -239,6 +239,7 @@ for (const [what, scenario] of [
   ["contention, without group commit", () => contentionScenario(`contention ${size.claimers} without group-commit`, { GROUP_COMMIT: "0" })],
   ["peer: BullMQ", () => versusBullmq(size.peerJobs)],
 ] as const) {
+  if (flags.only !== undefined && !what.includes(flags.only)) continue; // --only peer: the sections whose name holds "peer"
   console.error(`- ${what}`);
   await scenario();
 }

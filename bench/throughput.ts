@@ -2,10 +2,8 @@
 // the worker runner, over HTTP against the server in a process of its own
 // (auth on), through LeaseClient as a user calls it. One call is one run on a
 // fresh database and server, measured once; each checks its own work and
-// throws if a job is lost or processed twice. The worker runner's run answers
-// null while runWorker is not in src/client yet.
-import * as fencelease from "../src/client/index.ts";
-import { LeaseClient } from "../src/client/index.ts";
+// throws if a job is lost or processed twice.
+import { type HeldLease, LeaseClient, runWorker, type WorkerHandle } from "../src/client/index.ts";
 import { withStallCheck } from "./peer/bullmq.ts";
 import { freshDatabase } from "./db.ts";
 import { startServerProcess } from "./http-load.ts";
@@ -64,24 +62,6 @@ export async function enqueueManyRun(jobs = 20_000, perCall = 1_000): Promise<Ru
 
 // ---- worker runner -----------------------------------------------------------------
 
-type RunWorkerOptions = { queue: string; owner: string; concurrency: number; ttlMs: number };
-type Runner = { stop(): Promise<void> };
-/** `runWorker` of src/client, as it is being written. */
-export type RunWorker = (client: LeaseClient, options: RunWorkerOptions, handler: (lease: unknown) => Promise<unknown>) => Runner | Promise<Runner>;
-
-/** runWorker from src/client/index.ts, or null while it is not there. */
-export function runWorkerOf(): RunWorker | null {
-  const runWorker = (fencelease as unknown as { runWorker?: unknown }).runWorker;
-  return typeof runWorker === "function" ? (runWorker as RunWorker) : null;
-}
-
-/** The payload's n of what the handler is given, whether a lease `{ job }` or a job. */
-function payloadN(given: unknown): number | undefined {
-  const job = (given as { job?: unknown })?.job ?? given;
-  const n = (job as { payload?: { n?: unknown } })?.payload?.n;
-  return typeof n === "number" ? n : undefined;
-}
-
 /**
  * `jobs` jobs with the payload `{ n: i }` enqueued through enqueueMany into a
  * fresh database on a fresh server (outside the clock), then ONE
@@ -89,13 +69,11 @@ function payloadN(given: unknown): number | undefined {
  * its handler answering `{ ok: true }` at once. The clock runs from the
  * runWorker call until GET /v1/stats counts every job done (polled once the
  * handler has been called for the last job), so the last completes are inside
- * it. Jobs per second; null while runWorker is missing. `runWorker` may be
- * given, to try this scenario on a stand-in.
+ * it. Jobs per second.
  */
-export async function workerRunnerRun(jobs = 20_000, concurrency = 32, runWorker = runWorkerOf()): Promise<Run | null> {
-  if (runWorker === null) return null;
+export async function workerRunnerRun(jobs = 20_000, concurrency = 32): Promise<Run> {
   const server = await startServerProcess(await freshDatabase(0));
-  let runner: Runner | undefined;
+  let runner: WorkerHandle | undefined;
   try {
     const client = new LeaseClient({ baseUrl: server.url, token: server.token });
     await enqueueAll(client, "bench", jobs, 1_000);
@@ -105,15 +83,15 @@ export async function workerRunnerRun(jobs = 20_000, concurrency = 32, runWorker
     let strange = 0; // calls for no job of ours, or for one already handled
     let reached!: () => void;
     const allCalled = new Promise<void>((resolve) => (reached = resolve));
-    const handler = async (given: unknown) => {
-      const n = payloadN(given);
-      if (n === undefined || n < 0 || n >= jobs || seen[n]!++ > 0) strange++;
+    const handler = async ({ job }: HeldLease) => {
+      const n = (job.payload as { n?: unknown } | null)?.n;
+      if (typeof n !== "number" || n < 0 || n >= jobs || seen[n]!++ > 0) strange++;
       if (++calls === jobs) reached();
       return { ok: true };
     };
 
     const start = performance.now();
-    runner = await runWorker(client, { queue: "bench", owner: "bench", concurrency, ttlMs: 30_000 }, handler);
+    runner = runWorker(client, { queue: "bench", owner: "bench", concurrency, ttlMs: 30_000 }, handler);
     await withStallCheck(allCalled, () => calls, "worker runner");
     let done = 0;
     let polling = true;

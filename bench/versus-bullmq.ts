@@ -8,7 +8,7 @@
 import { BASELINES, median, results } from "./measure.ts";
 import { bullmqEnqueue, bullmqWorker } from "./peer/bullmq.ts";
 import { startRedis } from "./peer/redis.ts";
-import { enqueueManyRun, type Run, runWorkerOf, workerRunnerRun } from "./throughput.ts";
+import { enqueueManyRun, type Run, workerRunnerRun } from "./throughput.ts";
 
 const ROUNDS = 3;
 const PER_CALL = 1_000;
@@ -26,14 +26,10 @@ export async function versusBullmq(jobs: number): Promise<void> {
   const redis = await startRedis();
   if (redis === null) console.error("  redis-server not found: the BullMQ peer scenarios are skipped; apt-get install redis-server");
   else console.error(`  (redis-server ${redis.version} on 127.0.0.1:${redis.port}, appendonly, appendfsync everysec)`);
-  let runnerMissing = runWorkerOf() === null;
-  if (runnerMissing) console.error(`  runWorker is not in src/client yet: ${names.runner} is skipped`);
 
   const trials: Record<string, Run[]> = { [names.addBulk]: [], [names.worker]: [], [names.enqueueMany]: [], [names.runner]: [] };
-  const ours = async (name: string, run: () => Promise<Run | null>): Promise<boolean> => {
-    const result = await run();
-    if (result !== null) trials[name]!.push(result);
-    return result === null;
+  const ours = async (name: string, run: () => Promise<Run>) => {
+    trials[name]!.push(await run());
   };
   const peer = async (name: string, run: () => Promise<Run>) => {
     if (redis !== null) trials[name]!.push(await run());
@@ -53,16 +49,12 @@ export async function versusBullmq(jobs: number): Promise<void> {
       const oursFirst = round % 2 === 0;
       await pair(
         oursFirst,
-        async () => {
-          await ours(names.enqueueMany, () => enqueueManyRun(jobs, PER_CALL));
-        },
+        () => ours(names.enqueueMany, () => enqueueManyRun(jobs, PER_CALL)),
         () => peer(names.addBulk, () => bullmqEnqueue(redis!, jobs, PER_CALL)),
       );
       await pair(
         oursFirst,
-        async () => {
-          if (!runnerMissing) runnerMissing = await ours(names.runner, () => workerRunnerRun(jobs, CONCURRENCY));
-        },
+        () => ours(names.runner, () => workerRunnerRun(jobs, CONCURRENCY)),
         () => peer(names.worker, () => bullmqWorker(redis!, jobs, CONCURRENCY)),
       );
     }
