@@ -88,6 +88,25 @@ test("numbers JSON keeps pass untouched: ±(2^53 - 1), 2^60 written out, and flo
   expect(answer.body.job.payload).toEqual([9007199254740991, -9007199254740991, 2 ** 60, 6.02e23, 1e308, 0.1]);
 });
 
+test("a body sent in chunks, without a length, is counted as it comes: over the limit 413 and nothing written, under it accepted", async () => {
+  const { app, snapshot } = await freshApp({ limits: { maxBodyBytes: 1024 } });
+  const chunked = (text: string) =>
+    app.request("/v1/jobs", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+      body: new ReadableStream({ start(controller) {
+        for (let at = 0; at < text.length; at += 100) controller.enqueue(new TextEncoder().encode(text.slice(at, at + 100)));
+        controller.close();
+      } }),
+      duplex: "half",
+    } as RequestInit);
+  const big = await chunked(JSON.stringify({ id: "big", payload: "p".repeat(2048) }));
+  expect(big.status).toBe(413);
+  expect(((await big.json()) as { error: { code: string } }).error.code).toBe("payload_too_large");
+  expect(await snapshot()).toEqual({});
+  expect((await chunked(JSON.stringify({ id: "small" }))).status).toBe(201);
+});
+
 test("a token is never echoed back in an error", async () => {
   const { call } = await freshApp();
   const answer = await call("GET", "/v1/jobs/job-1", undefined, { Authorization: "Bearer secret-guess-123" });

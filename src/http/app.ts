@@ -1,10 +1,10 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { bodyLimit } from "hono/body-limit";
 import type { Job, Lease } from "../job.ts";
 import type { LeaseOutcome } from "../refusal.ts";
 import type { LeaseStore, Settled } from "../store.ts";
 import * as check from "../validate.ts";
 import { ApiError } from "./api-error.ts";
+import { limitBody } from "./body-limit.ts";
 import { type Auth, bearerAuth, localCallersOnly, requireConfiguredAuth } from "./auth.ts";
 import { describeError, errorResponse } from "./errors.ts";
 import { exactNumbers } from "./exact-numbers.ts";
@@ -99,16 +99,7 @@ export function createApp(options: AppOptions) {
   // The OpenAPI document is open, like the README that says as much: it describes
   // the routes, holds no data, and so /docs can render it before anyone signs in.
   app.use("/metrics", bearerAuth(auth));
-  app.use(
-    "/v1/*",
-    bodyLimit({
-      maxSize: limits.maxBodyBytes,
-      onError: () => {
-        // The rest of the body is never read, so this connection cannot carry another request: say so.
-        throw new ApiError(413, "payload_too_large", `the body must be at most ${limits.maxBodyBytes} bytes`, { Connection: "close" });
-      },
-    }),
-  );
+  app.use("/v1/*", limitBody(limits.maxBodyBytes));
   app.use("/v1/*", exactNumbers());
 
   app.openapi(route.enqueue, async (c) => {
