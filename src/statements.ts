@@ -283,20 +283,36 @@ export function events(id: string, after: number, limit: number): Statement {
   return { sql: "SELECT * FROM events WHERE job_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3", args: [id, after, limit] };
 }
 
-/** Per queue and status: how many jobs, and the earliest run_at (for queued jobs: the one due longest). */
-export function queueCounts(now: number): Statement {
-  return {
-    sql: `SELECT queue, ${status("?1")} AS status, count(*) AS jobs, min(run_at) AS oldest_run_at
-          FROM jobs GROUP BY queue, status`,
-    args: [now],
-  };
+/** The refusals of "the last hour" at `now` are those from the start of this minute (`at / 60000`) on: now's minute and the 59 before it. */
+export function firstMinuteOfHour(now: number): number {
+  return Math.floor(now / 60_000) - 59;
 }
 
-/** Per queue: refused writes since `since`, and ever. */
-export function refusalCounts(since: number): Statement {
+/**
+ * Per queue: the jobs by stored state (migrations/0004's `queue_counts`,
+ * kept by every transition), what of them depends on `now` (index ranges of
+ * that queue: waiting jobs due later, leases expired and not yet ended, and
+ * the earliest run_at of each), and its refusals in the last hour and ever.
+ * A queue is listed while it has a job or has ever had a refusal. Reads a few
+ * rows per queue: its cost grows with the queues, the jobs scheduled for later
+ * and the leases expired since the last cron, never with the history.
+ */
+export function stats(now: number): Statement {
+  const waiting = "jobs.queue = q.queue AND done = 0 AND owner IS NULL";
+  const expired = "jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL AND until <= ?1";
   return {
-    sql: `SELECT queue, total, (SELECT count(*) FROM events e WHERE e.kind = 'refused' AND e.queue = r.queue AND e.at >= ?1) AS recent
-          FROM refusal_counts r`,
-    args: [since],
+    sql: `SELECT q.queue, coalesce(c.waiting, 0) AS waiting, coalesce(c.held, 0) AS held, coalesce(c.done, 0) AS done, coalesce(c.dead, 0) AS dead,
+                 (SELECT count(*) FROM jobs WHERE ${waiting} AND run_at > ?1) AS waiting_later,
+                 (SELECT min(run_at) FROM jobs WHERE ${waiting}) AS waiting_first_run_at,
+                 (SELECT count(*) FROM jobs WHERE ${expired}) AS expired,
+                 (SELECT count(*) FROM jobs WHERE ${expired} AND run_at > ?1) AS expired_later,
+                 (SELECT min(run_at) FROM jobs WHERE ${expired}) AS expired_first_run_at,
+                 (SELECT coalesce(sum(refusals), 0) FROM refusal_minutes m WHERE m.queue = q.queue AND minute >= ?2) AS refused_recent,
+                 coalesce(r.total, 0) AS refused_total
+          FROM (SELECT queue FROM queue_counts UNION SELECT queue FROM refusal_counts) q
+          LEFT JOIN queue_counts c ON c.queue = q.queue
+          LEFT JOIN refusal_counts r ON r.queue = q.queue
+          ORDER BY q.queue`,
+    args: [now, firstMinuteOfHour(now)],
   };
 }

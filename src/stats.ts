@@ -1,8 +1,12 @@
 import type { Row } from "./drivers/driver.ts";
 import type { JobStatus } from "./job.ts";
-import { STATUSES } from "./statements.ts";
 
-/** Per queue: jobs by status, how long the job due longest has waited, and refused stale writes. */
+/**
+ * Per queue, at the time asked: jobs by status (as each job's `status` would
+ * say), how long the job due longest has waited (null when none is queued),
+ * and refused stale writes in the last hour (this minute and the 59 before
+ * it) and ever.
+ */
 export type QueueStats = {
   queue: string;
   jobs: Record<JobStatus, number>;
@@ -10,23 +14,30 @@ export type QueueStats = {
   refused: { lastHour: number; total: number };
 };
 
-/** Reads the rows of `queueCounts` and `refusalCounts` (src/statements.ts) into the stats of each queue, by name. */
-export function queueStats(counts: Row[], refusals: Row[], now: number): QueueStats[] {
-  const queues = new Map<string, QueueStats>();
-  const of = (queue: string): QueueStats => {
-    let stats = queues.get(queue);
-    if (!stats) {
-      const jobs = Object.fromEntries(STATUSES.map((status) => [status, 0])) as Record<JobStatus, number>;
-      stats = { queue, jobs, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 } };
-      queues.set(queue, stats);
-    }
-    return stats;
-  };
-  for (const row of counts) {
-    const stats = of(row.queue as string);
-    stats.jobs[row.status as JobStatus] = row.jobs as number;
-    if (row.status === "queued") stats.oldestDueAgeMs = now - (row.oldest_run_at as number);
-  }
-  for (const row of refusals) of(row.queue as string).refused = { lastHour: row.recent as number, total: row.total as number };
-  return [...queues.values()].sort((a, b) => (a.queue < b.queue ? -1 : 1));
+/**
+ * Reads the rows of `stats` (src/statements.ts) into the stats of each queue.
+ * A job nobody holds is scheduled while its run_at is ahead, else queued; a
+ * held job is leased until its lease ends, and then, until the cron or a claim
+ * ends the lease, queued or scheduled by its run_at as well.
+ */
+export function queueStats(rows: Row[], now: number): QueueStats[] {
+  return rows.map((row) => {
+    const count = (column: string) => row[column] as number;
+    const expiredDue = count("expired") - count("expired_later");
+    const queued = count("waiting") - count("waiting_later") + expiredDue;
+    // The earliest run_at of each part is the earliest queued one when it is due.
+    const firstDue = [row.waiting_first_run_at, row.expired_first_run_at].filter((runAt): runAt is number => typeof runAt === "number" && runAt <= now);
+    return {
+      queue: row.queue as string,
+      jobs: {
+        queued,
+        scheduled: count("waiting_later") + count("expired_later"),
+        leased: count("held") - count("expired"),
+        done: count("done"),
+        dead: count("dead"),
+      },
+      oldestDueAgeMs: queued > 0 ? now - Math.min(...firstDue) : null,
+      refused: { lastHour: count("refused_recent"), total: count("refused_total") },
+    };
+  });
 }

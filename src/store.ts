@@ -252,10 +252,12 @@ export class LeaseStore {
     return { items, next: rows.length > limit ? String(items.at(-1)!.seq) : null };
   }
 
-  /** stats answers, per queue, the jobs by status, the oldest due job's age, and refused stale writes. */
+  /**
+   * stats answers, per queue, the jobs by status, the oldest due job's age, and
+   * refused stale writes; one read, which never waits for the write lock.
+   */
   async stats(now: number): Promise<QueueStats[]> {
-    const [counts, refusals] = (await this.#driver.batch([sql.queueCounts(check.instant("now", now)), sql.refusalCounts(now - 3_600_000)])) as [Row[], Row[]];
-    return queueStats(counts, refusals, now);
+    return queueStats(await this.#driver.run(sql.stats(check.instant("now", now))), now);
   }
 
   /** reclaimExpired ends every expired lease (the job dies if that was its last attempt); answers how many. */

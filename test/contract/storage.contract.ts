@@ -1,18 +1,44 @@
 import { describe, expect, test } from "vitest";
 import type { Row } from "../../src/drivers/driver.ts";
+import type { JobStatus } from "../../src/job.ts";
+import type { QueueStats } from "../../src/stats.ts";
 import type { FreshStore } from "./store.contract.ts";
 
 // What the store keeps, and what it costs to keep (issue 10): fences of
-// removed ids folded into one floor. Run on every driver like the store
-// contract; these tests also read tables other than `jobs`, so their fresh
-// store can run any query.
+// removed ids folded into one floor, and counts per queue kept by every
+// transition, so that the stats read a few rows per queue. Run on every
+// driver like the store contract; these tests also read tables other than
+// `jobs`, so their fresh store can run any query.
 
 /** A fresh store, and a way to read any table of its database from outside the store. */
 export type FreshStorage = FreshStore & { rows: (sql: string) => Promise<Row[]> };
 
 const HOUR = 3_600_000;
+const MINUTE = 60_000;
 const T = 100 * HOUR;
 const TTL = 30_000;
+
+/** A job's status at `now`, from its stored row, as the README defines it. */
+function statusOf(row: Row, now: number): JobStatus {
+  if (row.dead === 1) return "dead";
+  if (row.done === 1) return "done";
+  if (row.owner !== null && (row.until as number) > now) return "leased";
+  return (row.run_at as number) > now ? "scheduled" : "queued";
+}
+
+/** The jobs part of the stats, worked out from every row: what the store's counts must agree with. */
+function expectedJobs(rows: Row[], now: number): Pick<QueueStats, "queue" | "jobs" | "oldestDueAgeMs">[] {
+  const queues = new Map<string, Pick<QueueStats, "queue" | "jobs" | "oldestDueAgeMs">>();
+  for (const row of rows) {
+    const queue = row.queue as string;
+    if (!queues.has(queue)) queues.set(queue, { queue, jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0 }, oldestDueAgeMs: null });
+    const stats = queues.get(queue)!;
+    const status = statusOf(row, now);
+    stats.jobs[status]++;
+    if (status === "queued") stats.oldestDueAgeMs = Math.max(stats.oldestDueAgeMs ?? 0, now - (row.run_at as number));
+  }
+  return [...queues.values()].sort((a, b) => (a.queue < b.queue ? -1 : 1));
+}
 
 /** Registers the storage contract for one driver. */
 export function storageContract(freshStore: () => Promise<FreshStorage>): void {
@@ -65,6 +91,92 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       await store.deleteJob("high", T + 3 * TTL);
       await store.deleteJob("low", T + 3 * TTL);
       expect(await rows("SELECT * FROM fence_floor")).toEqual([{ one: 1, fence: 2 }]);
+    });
+  });
+
+  describe("queue counts", () => {
+    /** Jobs in every state, in three queues: what the counts must follow through each kind of transition. */
+    async function everyState() {
+      const fresh = await freshStore();
+      const { store } = fresh;
+      await store.enqueueMany("a", [{ id: "a-queued" }, { id: "a-scheduled", runAt: T + HOUR }, { id: "a-high-later", priority: 9, runAt: T + 2 * HOUR }], T);
+      for (const id of ["a-leased", "a-expiring", "a-done", "a-dead", "a-retried", "a-released", "a-never-claimed", "a-deleted"]) await store.enqueue(id, { queue: "a", maxAttempts: 1, now: T - MINUTE });
+      await store.enqueue("a-expired-scheduled", { queue: "a", runAt: T + HOUR, maxAttempts: 1, now: T - MINUTE });
+      await store.claim("a-leased", "A", T, HOUR);
+      await store.claim("a-expiring", "A", T - MINUTE, MINUTE + 10); // until T + 10
+      await store.claim("a-expired-scheduled", "A", T - MINUTE, MINUTE); // by id, before its runAt; until T: expired, not ended
+      await store.claim("a-done", "A", T, TTL);
+      await store.complete("a-done", "A", 1, T + 1, "r");
+      await store.claim("a-dead", "A", T, TTL);
+      await store.fail("a-dead", "A", 1, T + 1, "x");
+      await store.claim("a-retried", "A", T, TTL);
+      await store.fail("a-retried", "A", 1, T + 1, "x");
+      await store.retryJob("a-retried", T + 2);
+      await store.claim("a-released", "A", T, TTL);
+      await store.release("a-released", "A", 1, T + 1);
+      await store.deleteJob("a-deleted", T);
+      await store.enqueue("b-1", { queue: "b", maxAttempts: 5, now: T });
+      await store.claim("b-1", "B", T, TTL);
+      await store.fail("b-1", "B", 1, T + 1, "again", 10 * MINUTE); // scheduled again
+      await store.enqueue("c-expired", { queue: "c", runAt: T - HOUR, now: T - HOUR });
+      await store.claimNext("c", "C", T - HOUR, TTL); // expired at T - HOUR + TTL
+      return fresh;
+    }
+
+    test("stats agree, at every time, with the status of every row", async () => {
+      const { store, snapshot } = await everyState();
+      const rows = Object.values(await snapshot());
+      for (const now of [T - HOUR, T - 1, T, T + 1, T + 10, T + HOUR - 1, T + HOUR, T + 2 * HOUR, T + 3 * HOUR]) {
+        const stats = (await store.stats(now)).map(({ queue, jobs, oldestDueAgeMs }) => ({ queue, jobs, oldestDueAgeMs }));
+        expect(stats, `at T + ${now - T}`).toEqual(expectedJobs(rows, now));
+      }
+    });
+
+    test("are one row per queue with a job, kept by every insert, transition and delete", async () => {
+      const { store, rows, snapshot } = await everyState();
+      // waiting: not done, nobody holds it; held: not done, an owner (leased, or expired and not yet ended).
+      const counts = [
+        { queue: "a", waiting: 6, held: 3, done: 1, dead: 1 },
+        { queue: "b", waiting: 1, held: 0, done: 0, dead: 0 },
+        { queue: "c", waiting: 0, held: 1, done: 0, dead: 0 },
+      ];
+      expect(await rows("SELECT * FROM queue_counts ORDER BY queue")).toEqual(counts);
+      expect(await store.reclaimExpired(T + HOUR)).toBe(4); // a-expiring, a-expired-scheduled (their last attempt: dead), a-leased, c-expired
+      const held = await rows("SELECT * FROM queue_counts ORDER BY queue");
+      expect(held).toEqual([{ ...counts[0], held: 0, dead: 4 }, counts[1], { ...counts[2], held: 0, waiting: 1 }]);
+      for (const id of Object.keys(await snapshot()).filter((id) => id.startsWith("c-"))) await store.deleteJob(id, T + HOUR);
+      expect(await rows("SELECT queue FROM queue_counts ORDER BY queue")).toEqual([{ queue: "a" }, { queue: "b" }]); // a queue with no jobs has no row
+    });
+
+    test("a queue whose jobs are all gone is still listed while it has refusals to count", async () => {
+      const { store } = await freshStore();
+      await store.enqueue("job-1", { queue: "gone", now: T });
+      await store.claim("job-1", "A", T, TTL);
+      await store.complete("job-1", "A", 1, T + 1, "r");
+      expect(await store.complete("job-1", "Z", 1, T + 2, "stale")).toBe(false);
+      expect(await store.purge(T + 1 + HOUR, HOUR)).toBe(1);
+      expect(await store.stats(T + 1 + HOUR)).toEqual([
+        { queue: "gone", jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 1 } },
+      ]);
+    });
+  });
+
+  describe("refusals in the last hour", () => {
+    test("count the refusals from the start of the minute 59 minutes before now's, per queue, and every one ever", async () => {
+      const { store } = await freshStore();
+      for (const queue of ["q", "r"]) {
+        await store.enqueue(`${queue}-job`, { queue, now: 0 });
+        await store.claim(`${queue}-job`, "A", 0, 1_000 * HOUR);
+      }
+      const now = T + 30_000; // half a minute into a minute
+      const windowStart = T - 59 * MINUTE; // the start of the 60th minute, counting now's
+      for (const at of [windowStart - 1, windowStart, now - 1, now]) await store.renew("q-job", "Z", 1, at, TTL);
+      await store.renew("r-job", "Z", 1, windowStart - MINUTE, TTL);
+      expect((await store.stats(now)).map(({ queue, refused }) => ({ queue, refused }))).toEqual([
+        { queue: "q", refused: { lastHour: 3, total: 4 } },
+        { queue: "r", refused: { lastHour: 0, total: 1 } },
+      ]);
+      expect((await store.stats(now + HOUR)).map(({ refused }) => refused)).toEqual([{ lastHour: 0, total: 4 }, { lastHour: 0, total: 1 }]);
     });
   });
 }
