@@ -86,6 +86,10 @@ export type JobEvent = {
   currentOwner: string | null;
   currentFence: number | null;
   error: string | null;
+  /** How many times it happened: the renews of one lease, or the same stale lease refused again, are one event. */
+  count: number;
+  /** When it last happened; `at` is the first time. */
+  lastAt: number;
 };
 
 /** Reads an `events` row. */
@@ -102,5 +106,7 @@ export function eventFromRow(row: Row): JobEvent {
     currentOwner: row.current_owner as string | null,
     currentFence: row.current_fence as number | null,
     error: row.error as string | null,
+    count: row.count as number,
+    lastAt: (row.last_at ?? row.at) as number,
   };
 }

@@ -1,5 +1,5 @@
 import type { Statement } from "./drivers/driver.ts";
-import { currentLease, FENCE_FLOOR } from "./statements.ts";
+import { currentLease, FENCE_FLOOR, FOLD_REFUSAL } from "./statements.ts";
 
 // The rules of src/statements.ts applied to many jobs at once, each job still
 // decided alone by the same conditions. The jobs travel as ONE JSON array
@@ -83,12 +83,13 @@ export function completeMany(owner: string, completions: Completion[], now: numb
   ];
 }
 
-/** Records a refusal for each presented lease (?1 owner, ?2 now) whose job exists and matches `refused`. */
+/** Records a refusal for each presented lease (?1 owner, ?2 now) whose job exists and matches `refused`, folded as `refused` folds one. */
 function refusedMany(action: string, held: string, refused: string, args: Statement["args"]): Statement {
   return {
     sql: `INSERT INTO events (job_id, queue, at, kind, action, owner, fence, current_owner, current_fence)
           SELECT id, queue, ?2, 'refused', '${action}', ?1, lease_fence, owner, fence
-          FROM ${held} JOIN jobs ON id = lease_id WHERE ${refused}`,
+          FROM ${held} JOIN jobs ON id = lease_id WHERE ${refused}
+          ${FOLD_REFUSAL}`,
     args,
   };
 }

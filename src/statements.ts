@@ -107,7 +107,7 @@ export function claimNext(queue: string, owner: string, now: number, ttlMs: numb
 /**
  * The claim-next that follows a complete or fail of job `id` (the next jobs of
  * its queue, for the same owner, in the same batch): it takes nothing unless
- * the write before it was accepted. The refusal record just before it inserted
+ * the write before it was accepted. The refusal record just before it wrote
  * no row (`changes() = 0`) exactly when the write was accepted, or when the job
  * does not exist, which the second condition rules out.
  */
@@ -133,12 +133,21 @@ function takeNext(queue: string, guard: string, args: InValue[]): Statement {
   };
 }
 
+/**
+ * The end of an INSERT of refusals: the same stale lease refused again for the
+ * same action, against the same current fence, counts on its event (migrations/0005)
+ * instead of adding one, so a zombie that loops adds nothing.
+ */
+export const FOLD_REFUSAL = `ON CONFLICT (job_id, fence, owner, action, current_fence) WHERE kind = 'refused'
+  DO UPDATE SET count = count + 1, at = min(at, excluded.at), last_at = max(coalesce(last_at, at), excluded.at)`;
+
 /** Records a refused write with a lease, if the write just before it changed nothing. */
 function refused(action: string, id: string, owner: string, fence: number, now: number, unless = "", more: InValue[] = []): Statement {
   return {
     sql: `INSERT INTO events (job_id, queue, at, kind, action, owner, fence, current_owner, current_fence)
           SELECT id, queue, ?4, 'refused', ?5, ?2, ?3, owner, fence FROM jobs
-          WHERE id = ?1 AND changes() = 0 ${unless}`,
+          WHERE id = ?1 AND changes() = 0 ${unless}
+          ${FOLD_REFUSAL}`,
     args: [id, owner, fence, now, action, ...more],
   };
 }

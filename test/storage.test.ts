@@ -2,7 +2,7 @@ import { createClient } from "@libsql/client";
 import { describe, expect, onTestFinished, test } from "vitest";
 import type { Driver, Statement } from "../src/drivers/driver.ts";
 import { libsqlDriver } from "../src/drivers/libsql-client.ts";
-import { openStore } from "../src/index.ts";
+import { migrate, openStore, readMigrations } from "../src/index.ts";
 import * as sql from "../src/statements.ts";
 import { LeaseStore } from "../src/store.ts";
 import { storageContract } from "./contract/storage.contract.ts";
@@ -51,6 +51,43 @@ describe("stats", () => {
     onTestFinished(() => store.close());
     await store.stats(T);
     expect(calls).toEqual(["run SELECT"]);
+  });
+});
+
+describe("migration 0005", () => {
+  test("folds the events already recorded: one renewed event per lease, one refused event per stale lease, the counters untouched", async () => {
+    const url = freshUrl();
+    const client = createClient({ url });
+    onTestFinished(() => client.close());
+    const migrations = await readMigrations();
+    await migrate(client, migrations.filter((migration) => migration.name < "0005"));
+    await client.execute("INSERT INTO jobs (id, queue, created_at, updated_at) VALUES ('job-1', 'q', 1, 1), ('job-2', 'q', 1, 1)");
+    const event = (id: string, at: number, kind: string, owner: string, fence: number, action: string | null = null, currentFence: number | null = null) =>
+      client.execute({ sql: "INSERT INTO events (job_id, queue, at, kind, action, owner, fence, current_fence) VALUES (?, 'q', ?, ?, ?, ?, ?, ?)", args: [id, at, kind, action, owner, fence, currentFence] });
+    await event("job-1", 2, "claimed", "A", 1);
+    for (const at of [3, 4, 5]) await event("job-1", at, "renewed", "A", 1);
+    for (const at of [6, 7]) await event("job-1", at, "refused", "Z", 1, "renew", 1);
+    await event("job-1", 8, "refused", "Z", 1, "complete", 1);
+    await event("job-1", 9, "claimed", "B", 2);
+    await event("job-1", 10, "renewed", "B", 2);
+    await event("job-2", 11, "renewed", "A", 1);
+    const counters = "SELECT (SELECT total FROM refusal_counts) AS total, (SELECT sum(refusals) FROM refusal_minutes) AS minutes";
+    expect((await client.execute(counters)).rows.map((row) => ({ ...row }))).toEqual([{ total: 3, minutes: 3 }]);
+
+    await migrate(client, migrations);
+    const rows = (await client.execute("SELECT job_id, at, kind, action, owner, fence, count, last_at FROM events ORDER BY seq")).rows.map((row) => ({ ...row }));
+    expect(rows).toEqual([
+      { job_id: "job-1", at: 1, kind: "enqueued", action: null, owner: null, fence: null, count: 1, last_at: null },
+      { job_id: "job-2", at: 1, kind: "enqueued", action: null, owner: null, fence: null, count: 1, last_at: null },
+      { job_id: "job-1", at: 2, kind: "claimed", action: null, owner: "A", fence: 1, count: 1, last_at: null },
+      { job_id: "job-1", at: 3, kind: "renewed", action: null, owner: "A", fence: 1, count: 3, last_at: 5 },
+      { job_id: "job-1", at: 6, kind: "refused", action: "renew", owner: "Z", fence: 1, count: 2, last_at: 7 },
+      { job_id: "job-1", at: 8, kind: "refused", action: "complete", owner: "Z", fence: 1, count: 1, last_at: null },
+      { job_id: "job-1", at: 9, kind: "claimed", action: null, owner: "B", fence: 2, count: 1, last_at: null },
+      { job_id: "job-1", at: 10, kind: "renewed", action: null, owner: "B", fence: 2, count: 1, last_at: null },
+      { job_id: "job-2", at: 11, kind: "renewed", action: null, owner: "A", fence: 1, count: 1, last_at: null },
+    ]);
+    expect((await client.execute(counters)).rows.map((row) => ({ ...row }))).toEqual([{ total: 3, minutes: 3 }]);
   });
 });
 

@@ -239,6 +239,8 @@ export const EventSchema = z
     currentOwner: z.string().nullable(),
     currentFence: z.number().int().nullable(),
     error: z.string().nullable(),
+    count: z.number().int().openapi({ description: "How many times it happened: the renews of one lease, or the same stale lease refused again, are one event" }),
+    lastAt: z.number().int().openapi({ description: "When it last happened; at is the first time" }),
   })
   .openapi("Event");
 

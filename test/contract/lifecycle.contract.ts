@@ -242,12 +242,12 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       const { store } = await leasedByA();
       await store.renew("job-1", "A", 1, T + 1, TTL);
       await store.complete("job-1", "A", 1, T + 2, "ok");
-      const events = (await store.events("job-1")).items.map(({ kind, owner, fence, at }) => ({ kind, owner, fence, at }));
+      const events = (await store.events("job-1")).items.map(({ kind, owner, fence, at, count, lastAt }) => ({ kind, owner, fence, at, count, lastAt }));
       expect(events).toEqual([
-        { kind: "enqueued", owner: null, fence: null, at: T },
-        { kind: "claimed", owner: "A", fence: 1, at: T },
-        { kind: "renewed", owner: "A", fence: 1, at: T + 1 },
-        { kind: "completed", owner: "A", fence: 1, at: T + 2 },
+        { kind: "enqueued", owner: null, fence: null, at: T, count: 1, lastAt: T },
+        { kind: "claimed", owner: "A", fence: 1, at: T, count: 1, lastAt: T },
+        { kind: "renewed", owner: "A", fence: 1, at: T + 1, count: 1, lastAt: T + 1 },
+        { kind: "completed", owner: "A", fence: 1, at: T + 2, count: 1, lastAt: T + 2 },
       ]);
     });
 
@@ -284,11 +284,14 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
 
     test("page oldest first with a cursor, to the end", async () => {
       const { store } = await leasedByA();
-      for (let i = 1; i <= 3; i++) await store.renew("job-1", "A", 1, T + i, TTL);
+      for (let i = 1; i <= 2; i++) {
+        await store.release("job-1", "A", i, T + i);
+        await store.claim("job-1", "A", T + i, TTL);
+      }
       const first = await store.events("job-1", { limit: 2 });
       const second = await store.events("job-1", { limit: 2, cursor: first.next! });
       const third = await store.events("job-1", { limit: 2, cursor: second.next! });
-      expect([...first.items, ...second.items, ...third.items].map((event) => event.kind)).toEqual(["enqueued", "claimed", "renewed", "renewed", "renewed"]);
+      expect([...first.items, ...second.items, ...third.items].map((event) => event.kind)).toEqual(["enqueued", "claimed", "released", "claimed", "released", "claimed"]);
       expect(third.next).toBeNull();
     });
   });

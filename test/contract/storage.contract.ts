@@ -5,8 +5,9 @@ import type { QueueStats } from "../../src/stats.ts";
 import type { FreshStore } from "./store.contract.ts";
 
 // What the store keeps, and what it costs to keep (issue 10): fences of
-// removed ids folded into one floor, and counts per queue kept by every
-// transition, so that the stats read a few rows per queue. Run on every
+// removed ids folded into one floor, counts per queue kept by every
+// transition, so that the stats read a few rows per queue, and a lease's
+// history that stays small however often it renews or is refused. Run on every
 // driver like the store contract; these tests also read tables other than
 // `jobs`, so their fresh store can run any query.
 
@@ -177,6 +178,88 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
         { queue: "r", refused: { lastHour: 0, total: 1 } },
       ]);
       expect((await store.stats(now + HOUR)).map(({ refused }) => refused)).toEqual([{ lastHour: 0, total: 4 }, { lastHour: 0, total: 1 }]);
+    });
+  });
+
+  describe("a lease's history", () => {
+    /** The events of a job, as the API answers them, without the fields these tests do not speak of. */
+    async function history(store: FreshStorage["store"], id: string) {
+      return (await store.events(id, { limit: 1000 })).items.map(({ kind, action, owner, fence, currentFence, at, count, lastAt }) => ({ kind, action, owner, fence, currentFence, at, count, lastAt }));
+    }
+
+    test("a lease held 3 hours with a renew every 10 s is four events: its renews are one, with their count, first and last time", async () => {
+      const { store, rows } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      await store.enqueue("bystander", { now: T });
+      await store.claim("job-1", "A", T, TTL);
+      await store.claim("bystander", "A", T, TTL);
+      await store.renew("bystander", "A", 1, T + 1, TTL);
+      const renews = (3 * HOUR) / 10_000;
+      await store.renewMany("A", [{ id: "job-1", fence: 1 }], T + 10_000, TTL); // the heartbeat of many leases coalesces too
+      for (let i = 2; i <= renews; i++) expect(await store.renew("job-1", "A", 1, T + i * 10_000, TTL)).toBe(true);
+      await store.complete("job-1", "A", 1, T + 3 * HOUR + 1, "r");
+      const lease = { action: null, owner: "A", fence: 1, currentFence: null };
+      expect(await history(store, "job-1")).toEqual([
+        { ...lease, kind: "enqueued", owner: null, fence: null, at: T, count: 1, lastAt: T },
+        { ...lease, kind: "claimed", at: T, count: 1, lastAt: T },
+        { ...lease, kind: "renewed", at: T + 10_000, count: renews, lastAt: T + 3 * HOUR },
+        { ...lease, kind: "completed", at: T + 3 * HOUR + 1, count: 1, lastAt: T + 3 * HOUR + 1 },
+      ]);
+      expect(await rows("SELECT count(*) AS n FROM events WHERE job_id = 'job-1'")).toEqual([{ n: 4 }]);
+      expect((await history(store, "bystander")).map(({ kind, count }) => [kind, count])).toEqual([["enqueued", 1], ["claimed", 1], ["renewed", 1]]);
+    });
+
+    test("the renews of the next lease are an event of their own, after its claim", async () => {
+      const { store } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      await store.claim("job-1", "A", T, TTL);
+      await store.renew("job-1", "A", 1, T + 1, TTL);
+      await store.renew("job-1", "A", 1, T + 2, TTL);
+      expect(await store.claim("job-1", "B", T + 2 + TTL, TTL)).toBe(2);
+      await store.renew("job-1", "B", 2, T + 3 + TTL, TTL);
+      expect((await history(store, "job-1")).map(({ kind, owner, fence, count }) => [kind, owner, fence, count])).toEqual([
+        ["enqueued", null, null, 1], ["claimed", "A", 1, 1], ["renewed", "A", 1, 2], ["expired", "A", 1, 1], ["claimed", "B", 2, 1], ["renewed", "B", 2, 1],
+      ]);
+    });
+
+    test("a zombie refused again and again is one event, while the live lease renews beside it; the stats count every refusal", async () => {
+      const { store, rows } = await freshStore();
+      await store.enqueue("job-1", { queue: "q", now: T });
+      await store.claim("job-1", "A", T, TTL);
+      await store.claim("job-1", "B", T + TTL, HOUR); // A's lease expired: B holds fence 2
+      for (let i = 1; i <= 50; i++) {
+        expect(await store.renew("job-1", "A", 1, T + TTL + i, TTL)).toBe(false);
+        expect(await store.renew("job-1", "B", 2, T + TTL + i, HOUR)).toBe(true);
+      }
+      const refusedMany = await store.renewMany("A", [{ id: "job-1", fence: 1 }], T + TTL + 51, TTL);
+      expect(refusedMany).toEqual([{ id: "job-1", error: expect.objectContaining({ reason: "superseded" }) }]);
+      expect((await history(store, "job-1")).slice(3)).toEqual([
+        { kind: "claimed", action: null, owner: "B", fence: 2, currentFence: null, at: T + TTL, count: 1, lastAt: T + TTL },
+        { kind: "refused", action: "renew", owner: "A", fence: 1, currentFence: 2, at: T + TTL + 1, count: 51, lastAt: T + TTL + 51 },
+        { kind: "renewed", action: null, owner: "B", fence: 2, currentFence: null, at: T + TTL + 1, count: 50, lastAt: T + TTL + 50 },
+      ]);
+      expect(await rows("SELECT count(*) AS n FROM events")).toEqual([{ n: 6 }]);
+      expect((await store.stats(T + TTL + 60)).map(({ refused }) => refused)).toEqual([{ lastHour: 51, total: 51 }]);
+    });
+
+    test("refusals of another action, another fence or against another lease are events of their own", async () => {
+      const { store } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      await store.claim("job-1", "A", T, TTL);
+      await store.claim("job-1", "B", T + TTL, TTL); // fence 2
+      expect(await store.renew("job-1", "A", 1, T + TTL + 1, TTL)).toBe(false);
+      expect(await store.complete("job-1", "A", 1, T + TTL + 2, "x")).toBe(false);
+      expect(await store.complete("job-1", "A", 1, T + TTL + 3, "y")).toBe(false); // the same refusal again
+      expect(await store.completeMany("A", [{ id: "job-1", fence: 1, result: "z" }], T + TTL + 4)).toMatchObject({ completed: [{ id: "job-1", error: expect.anything() }] });
+      expect(await store.renew("job-1", "Z", 1, T + TTL + 5, TTL)).toBe(false);
+      expect(await store.renew("job-1", "A", 3, T + TTL + 6, TTL)).toBe(false);
+      expect(await store.claim("job-1", "C", T + 2 * TTL, TTL)).toBe(3);
+      expect(await store.renew("job-1", "A", 1, T + 2 * TTL + 1, TTL)).toBe(false); // against C's lease now
+      const refusals = (await history(store, "job-1")).filter((event) => event.kind === "refused");
+      expect(refusals.map(({ action, owner, fence, currentFence, count }) => [action, owner, fence, currentFence, count])).toEqual([
+        ["renew", "A", 1, 2, 1], ["complete", "A", 1, 2, 3], ["renew", "Z", 1, 2, 1], ["renew", "A", 3, 2, 1], ["renew", "A", 1, 3, 1],
+      ]);
+      expect((await store.stats(T + 2 * TTL + 2))[0]?.refused).toEqual({ lastHour: 7, total: 7 });
     });
   });
 }
