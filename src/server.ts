@@ -4,9 +4,11 @@ import { serve } from "@hono/node-server";
 import { createApp } from "./http/app.ts";
 import { type Auth, authFromEnv } from "./http/auth.ts";
 import { gracefulStop } from "./graceful-stop.ts";
-import { maintain, maintainedLine } from "./maintenance.ts";
+import { maintain, maintainedLine, wakeAfter } from "./maintenance.ts";
 import { openStore } from "./open.ts";
 import { uiFilesFromDisk } from "./ui-files.ts";
+import { localWaits } from "./wait/long-poll.ts";
+import { WaitRoom } from "./wait/wait-room.ts";
 
 /** How the Node server runs; `serverConfigFromEnv` reads it from the environment. */
 export type ServerConfig = {
@@ -29,14 +31,18 @@ export type ServerConfig = {
   log?: (line: string) => void;
   /** How long requests in flight may take to finish after a stop before their connections are cut; default SHUTDOWN_GRACE_MS (10 s). */
   shutdownGraceMs?: number;
+  /** The most requests waiting at once (waitMs); beyond it they answer at once. Default MAX_WAITING (10,000). */
+  maxWaiting?: number;
+  /** How often a queue with waiting claims, or a job with waiting reads, is looked at again for writes of other processes; default RECHECK_MS (1 s). */
+  recheckMs?: number;
   /** The server's clock; only tests replace it. */
   clock?: () => number;
 };
 
-/** A running server: where it listens, and how to stop it. */
-export type RunningServer = { url: string; stop: () => Promise<void> };
+/** A running server: where it listens, how many requests wait (waitMs) now, and how to stop it. */
+export type RunningServer = { url: string; readonly waiting: number; stop: () => Promise<void> };
 
-/** Reads HOST, PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, RETENTION_MS, SHUTDOWN_GRACE_MS, FENCELEASE_TOKENS and FENCELEASE_AUTH. */
+/** Reads HOST, PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, RETENTION_MS, SHUTDOWN_GRACE_MS, MAX_WAITING, WAIT_RECHECK_MS, FENCELEASE_TOKENS and FENCELEASE_AUTH. */
 export function serverConfigFromEnv(env: NodeJS.ProcessEnv): ServerConfig {
   const port = Number(env.PORT ?? 8787);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got ${env.PORT}`);
@@ -48,6 +54,8 @@ export function serverConfigFromEnv(env: NodeJS.ProcessEnv): ServerConfig {
     auth: authFromEnv(env),
     retentionMs: env.RETENTION_MS === undefined ? undefined : positive("RETENTION_MS", env.RETENTION_MS),
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS === undefined ? undefined : positive("SHUTDOWN_GRACE_MS", env.SHUTDOWN_GRACE_MS),
+    maxWaiting: env.MAX_WAITING === undefined ? undefined : positive("MAX_WAITING", env.MAX_WAITING),
+    recheckMs: env.WAIT_RECHECK_MS === undefined ? undefined : positive("WAIT_RECHECK_MS", env.WAIT_RECHECK_MS),
   };
 }
 
@@ -72,23 +80,33 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   }
   // Requests that arrive together share one commit: about twice the lease writes per second.
   const store = await openStore({ url: config.databaseUrl, authToken: config.databaseAuthToken, busyTimeoutMs: config.busyTimeoutMs, groupCommit: config.groupCommit ?? true });
-  const app = createApp({ store, auth: config.auth, log: config.log, clock: config.clock, ui: uiFilesFromDisk() });
+  const clock = config.clock ?? Date.now;
+  // Requests with waitMs wait here; on a stop every one of them answers at once.
+  const room = new WaitRoom({ maxWaiting: config.maxWaiting, recheckMs: config.recheckMs, clock });
+  const waits = localWaits(store, room, clock);
+  const app = createApp({ store, auth: config.auth, log: config.log, clock: config.clock, ui: uiFilesFromDisk(), waits });
   const graceful = gracefulStop(app.fetch);
+  graceful.onStop(() => room.stop());
   const { server, address } = await new Promise<{ server: ReturnType<typeof serve>; address: AddressInfo }>((resolve) => {
     const server = serve({ fetch: graceful.fetch, hostname: config.host, port: config.port }, (address) => resolve({ server, address }));
   });
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  const clock = config.clock ?? Date.now;
   const every = config.maintainEveryMs ?? 60_000;
   // The Node server's stand-in for the Worker's cron trigger.
   const maintenance = every > 0 ? setInterval(() => {
     maintain(store, clock(), config.retentionMs)
-      .then((done) => config.log?.(maintainedLine(done)))
+      .then((done) => {
+        void wakeAfter(done, waits);
+        config.log?.(maintainedLine(done));
+      })
       .catch((error: unknown) => config.log?.(`fencelease: maintenance failed: ${(error as Error).message}`));
   }, every) : undefined;
   maintenance?.unref();
   return {
     url: `http://${host}:${address.port}`,
+    get waiting() {
+      return room.waiting;
+    },
     stop: async () => {
       clearInterval(maintenance);
       // No new request starts; those in flight finish (within the grace), then the database closes.

@@ -75,7 +75,7 @@ export function expire(now: number, id?: string): Statement {
               dead = (${EXHAUSTED}), done = (${EXHAUSTED}),
               last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END, updated_at = ?1
           WHERE done = 0 AND owner IS NOT NULL AND until <= ?1 ${id === undefined ? "" : "AND id = ?2"}
-          RETURNING id, dead`,
+          RETURNING id, queue, dead`,
     args: id === undefined ? [now] : [now, id],
   };
 }
@@ -158,6 +158,22 @@ export function renew(id: string, owner: string, fence: number, now: number, ttl
     {
       sql: `UPDATE jobs
             SET until = ?4 + ?5, last_event = 'renewed', updated_at = ?4
+/**
+ * When a job of `queue` next becomes claimable by `takeNext`: the earliest
+ * run_at of a job nobody holds, or the earliest end of a lease that is not
+ * its job's last attempt (one row; `at` null when there is none). What a
+ * waiting claim sleeps until; two index ranges of the queue (migrations/0004).
+ */
+export function nextClaimable(queue: string): Statement {
+  return {
+    sql: `SELECT min(at) AS at FROM (
+            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL ORDER BY run_at LIMIT 1)
+            UNION ALL
+            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1))`,
+    args: [queue],
+  };
+}
+
             WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
             RETURNING until`,
       args: [id, owner, fence, now, ttlMs],

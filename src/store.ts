@@ -77,6 +77,12 @@ export class LeaseStore {
     return leasesOf(rows);
   }
 
+  /** nextClaimableAt answers when a job of `queue` next becomes claimable by claimNext (maybe already), or null if none will. */
+  async nextClaimableAt(queue: string): Promise<number | null> {
+    const [row] = await this.#driver.run(sql.nextClaimable(check.name("queue", queue)));
+    return (row?.at as number | null | undefined) ?? null;
+  }
+
   /** renew extends the current lease to `now + ttlMs`; false if the lease is not current. */
   async renew(id: string, owner: string, fence: number, now: number, ttlMs: number): Promise<boolean> {
     return (await this.#write(checked.renew(id, owner, fence, now, ttlMs))) !== undefined;
@@ -262,7 +268,13 @@ export class LeaseStore {
 
   /** reclaimExpired ends every expired lease (the job dies if that was its last attempt); answers how many. */
   async reclaimExpired(now: number): Promise<number> {
-    return (await this.#driver.batch([sql.expire(check.instant("now", now))]))[0]!.length;
+    return (await this.reclaimExpiredLeases(now)).length;
+  }
+
+  /** reclaimExpiredLeases is reclaimExpired that answers each job whose lease it ended, with its queue and whether it died. */
+  async reclaimExpiredLeases(now: number): Promise<{ id: string; queue: string; dead: boolean }[]> {
+    const [rows] = await this.#driver.batch([sql.expire(check.instant("now", now))]);
+    return rows!.map((row) => ({ id: row.id as string, queue: row.queue as string, dead: row.dead === 1 }));
   }
 
   /** purge deletes done and dead jobs, with their events, last changed at least `retentionMs` before `now`; answers how many. */

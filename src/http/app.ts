@@ -14,6 +14,9 @@ import { routes } from "./routes.ts";
 import { DEFAULT_LIMITS, type Limits } from "./schemas.ts";
 import { type UiFiles, uiRoutes } from "./ui.ts";
 import { unknownRoute } from "./unknown-route.ts";
+import { afterAnswer, wakeWith } from "./wake.ts";
+import { localWaits, type Waits } from "../wait/long-poll.ts";
+import { WaitRoom } from "../wait/wait-room.ts";
 
 /** What the app is built from. */
 export type AppOptions = {
@@ -28,6 +31,8 @@ export type AppOptions = {
   log?: (line: string) => void;
   /** The files of the dashboard (/ui) and of the API docs (/docs); without them neither is served. */
   ui?: UiFiles;
+  /** Where requests with waitMs wait, and what writes ring; default a WaitRoom of the app's own, in this process. */
+  waits?: Waits;
 };
 
 /** A job as the API shows it: the result parsed back into the JSON value it was stored from. */
@@ -80,6 +85,8 @@ export function createApp(options: AppOptions) {
   const clock = options.clock ?? (() => Date.now());
   const limits = limitsOf(options.limits);
   const route = routes(limits);
+  const waits = options.waits ?? localWaits(store, new WaitRoom({ clock }), clock);
+  const wake = wakeWith(waits);
 
   const app = new OpenAPIHono({
     defaultHook: (result) => {
@@ -106,16 +113,24 @@ export function createApp(options: AppOptions) {
     const { id, delayMs, runAt, ...rest } = c.req.valid("json");
     const now = clock();
     const { created, job } = await store.enqueueJob(id, { ...rest, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
+    if (created) afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
     return created ? c.json({ created: true as const, job: jobView(job) }, 201) : c.json({ created: false as const, job: jobView(job) }, 200);
   });
 
   app.openapi(route.enqueueMany, async (c) => {
     const now = clock();
     const jobs = c.req.valid("json").jobs.map(({ delayMs, runAt, ...job }) => ({ ...job, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs) }));
-    return c.json({ jobs: await store.enqueueMany(c.req.valid("param").queue, jobs, now) }, 200);
+    const queue = c.req.valid("param").queue;
+    const enqueued = await store.enqueueMany(queue, jobs, now);
+    afterAnswer(c, wake.enqueued(queue, jobs.filter((_, i) => enqueued[i]!.created).map((job) => job.runAt ?? now), now));
+    return c.json({ jobs: enqueued }, 200);
   });
 
-  app.openapi(route.get, async (c) => c.json(jobView(await store.getJob(c.req.valid("param").id, clock())), 200));
+  app.openapi(route.get, async (c) => {
+    const { id } = c.req.valid("param");
+    const waitMs = c.req.valid("query").waitMs ?? 0;
+    return c.json(jobView(waitMs > 0 ? await waits.job(id, waitMs, c.req.raw.signal) : await store.getJob(id, clock())), 200);
+  });
 
   app.openapi(route.claim, async (c) => {
     const { owner, ttlMs } = c.req.valid("json");
@@ -123,9 +138,11 @@ export function createApp(options: AppOptions) {
   });
 
   app.openapi(route.claimNext, async (c) => {
-    const { owner, ttlMs, limit } = c.req.valid("json");
-    const leases = await store.claimNext(c.req.valid("param").queue, owner, clock(), ttlMs, limit ?? 1);
-    return c.json({ leases: leases.map(leaseView) }, 200);
+    const { owner, ttlMs, limit = 1, waitMs = 0 } = c.req.valid("json");
+    const queue = c.req.valid("param").queue;
+    if (waitMs === 0) return c.json({ leases: (await store.claimNext(queue, owner, clock(), ttlMs, limit)).map(leaseView) }, 200);
+    const { leases, waitedMs } = await waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, c.req.raw.signal);
+    return c.json({ leases: leases.map(leaseView), waitedMs }, 200);
   });
 
   app.openapi(route.renew, async (c) => {
@@ -136,17 +153,23 @@ export function createApp(options: AppOptions) {
   app.openapi(route.complete, async (c) => {
     const { owner, fence, result, next } = c.req.valid("json");
     const settled = await store.completeJob(c.req.valid("param").id, owner, fence, clock(), check.json("result", result)!, { next });
+    wake.finished([settled.job.id]);
     return c.json(settledView(settled, next), 200);
   });
 
   app.openapi(route.release, async (c) => {
     const { owner, fence } = c.req.valid("json");
-    return c.json({ job: jobView(await store.releaseLease(c.req.valid("param").id, owner, fence, clock())) }, 200);
+    const now = clock();
+    const job = await store.releaseLease(c.req.valid("param").id, owner, fence, now);
+    afterAnswer(c, wake.settled(job, now));
+    return c.json({ job: jobView(job) }, 200);
   });
 
   app.openapi(route.fail, async (c) => {
     const { owner, fence, error, retryInMs, next } = c.req.valid("json");
-    const settled = await store.failJob(c.req.valid("param").id, owner, fence, clock(), error, { retryInMs, next });
+    const now = clock();
+    const settled = await store.failJob(c.req.valid("param").id, owner, fence, now, error, { retryInMs, next });
+    afterAnswer(c, wake.settled(settled.job, now));
     return c.json(settledView(settled, next), 200);
   });
 
@@ -159,13 +182,20 @@ export function createApp(options: AppOptions) {
     const { owner, leases, next } = c.req.valid("json");
     const completions = leases.map(({ id, fence, result }) => ({ id, fence, result: check.json("result", result)! }));
     const { completed, leases: taken } = await store.completeMany(owner, completions, clock(), next);
+    wake.finished(completed.flatMap((outcome) => ("done" in outcome ? [outcome.id] : [])));
     return c.json({ completed: completed.map(outcomeView), leases: taken.map(leaseView) }, 200);
   });
 
-  app.openapi(route.retry, async (c) => c.json({ job: jobView(await store.retryJob(c.req.valid("param").id, clock())) }, 200));
+  app.openapi(route.retry, async (c) => {
+    const now = clock();
+    const job = await store.retryJob(c.req.valid("param").id, now);
+    afterAnswer(c, wake.settled(job, now));
+    return c.json({ job: jobView(job) }, 200);
+  });
 
   app.openapi(route.delete, async (c) => {
     await store.deleteJob(c.req.valid("param").id, clock());
+    wake.finished([c.req.valid("param").id]);
     return c.json({ deleted: true as const }, 200);
   });
 

@@ -52,8 +52,8 @@ export function routes(limits: schema.Limits) {
     get: createRoute({
       method: "get",
       path: "/v1/jobs/{id}",
-      summary: "Read a job",
-      request: { params: IdParam },
+      summary: "Read a job; with waitMs, wait for it to be done or dead first (a long poll)",
+      request: { params: IdParam, query: schema.JobQuery },
       responses: { 200: json(schema.JobSchema, "The job"), 404: error("not_found"), ...refusals },
     }),
     claim: createRoute({
@@ -71,9 +71,9 @@ export function routes(limits: schema.Limits) {
     claimNext: createRoute({
       method: "post",
       path: "/v1/queues/{queue}/claim",
-      summary: "Claim the next due jobs of a queue: highest priority first, then due longest",
+      summary: "Claim the next due jobs of a queue: highest priority first, then due longest; with waitMs, wait for one while none is due (a long poll)",
       request: { params: QueueParam, ...body(schema.ClaimNextBody(limits)) },
-      responses: { 200: json(z.object({ leases: z.array(schema.LeaseSchema) }), "The leases taken; empty when nothing is due"), ...refusals },
+      responses: { 200: json(schema.ClaimNextAnswer, "The leases taken; empty when nothing is due (or came within waitMs)"), ...refusals },
     }),
     renew: createRoute({
       method: "post",

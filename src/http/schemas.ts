@@ -147,12 +147,28 @@ export const EnqueueManyBody = body({
 
 export const ClaimBody = (limits: Limits) => body({ owner: Owner, ttlMs: Ttl(limits) });
 
+/** The longest a request may wait: for a job (claim-next) or for a result (a job's read). */
+export const MAX_WAIT_MS = 30_000;
+
+/** How long a request may wait, 0 (no wait, the default) to MAX_WAIT_MS. */
+function waitMs() {
+  return integer().min(0, { error: "must not be negative" }).max(MAX_WAIT_MS, { error: `must be at most ${MAX_WAIT_MS}` }).optional();
+}
+
 export const ClaimNextBody = (limits: Limits) =>
   body({
     owner: Owner,
     ttlMs: Ttl(limits),
     limit: positive(100).optional().openapi({ description: "How many jobs to take at most, 1 to 100; default 1" }),
+    waitMs: waitMs().openapi({ description: `With no due job, wait up to this many ms (0 to ${MAX_WAIT_MS}) for one before answering; default 0, no wait` }),
   });
+
+export const ClaimNextAnswer = z.object({
+  leases: z.array(LeaseSchema),
+  waitedMs: z.number().int().optional().openapi({
+    description: "With waitMs: how long the server waited before the claim that took these leases, in ms. The leases began no earlier than the request's send time plus waitedMs, on the client's own clock",
+  }),
+});
 
 /** What a complete or fail may take in the same transaction: the next due jobs of the job's queue. */
 export const NextBody = (limits: Limits) =>
@@ -217,6 +233,11 @@ export const ListQuery = query({
 export const EventsQuery = query({
   limit: queryInt(1000).optional().openapi({ type: "integer", description: "1 to 1000; default 100" }),
   cursor: z.string().regex(/^\d+$/, { error: "must be the nextCursor of the page before" }).optional(),
+});
+
+export const JobQuery = query({
+  waitMs: z.string().regex(/^\d+$/, { error: "must be a whole number" }).transform(Number).pipe(z.number().max(MAX_WAIT_MS, { error: `must be at most ${MAX_WAIT_MS}` })).optional()
+    .openapi({ type: "integer", description: `Wait up to this many ms (0 to ${MAX_WAIT_MS}) for the job to be done or dead, then answer it as it is; default 0` }),
 });
 
 export const LeaseQuery = query({

@@ -1,0 +1,45 @@
+import type { Context } from "hono";
+import type { Job } from "../job.ts";
+import type { Waits } from "../wait/long-poll.ts";
+
+/**
+ * Lets `work` (a ring on its way to a Durable Object) finish after the answer:
+ * through `waitUntil` on Workers; on Node it simply runs on. A ring that fails
+ * is dropped: the waiters it was for wake at their timer, re-check or deadline.
+ */
+export function afterAnswer(c: Context, work: void | Promise<void>): void {
+  if (!(work instanceof Promise)) return;
+  const settled = work.catch((error: unknown) => console.error("fencelease: a ring of the waiters failed", error));
+  try {
+    c.executionCtx.waitUntil(settled);
+  } catch {
+    // No execution context (Node): the promise runs to its end anyway.
+  }
+}
+
+/**
+ * What the app's writes tell the waiters, once their batch has committed:
+ * which jobs became claimable now or later, and which finished.
+ */
+export function wakeWith(waits: Waits) {
+  return {
+    /** Jobs created in `queue` with these run_at: those due at `now` ring, the earliest later one sets the timer. */
+    enqueued(queue: string, runAts: number[], now: number): void | Promise<void> {
+      const due = runAts.filter((at) => at <= now).length;
+      const later = runAts.filter((at) => at > now);
+      if (due === 0 && later.length === 0) return;
+      return waits.claimable(queue, due, later.length > 0 ? Math.min(...later) : undefined);
+    },
+
+    /** A job whose lease a release or fail ended, or that a retry queued: claimable now or later, or finished (dead). */
+    settled(job: Job, now: number): void | Promise<void> {
+      if (job.status === "dead" || job.status === "done") return waits.finished([job.id]);
+      return job.runAt <= now ? waits.claimable(job.queue, 1) : waits.claimable(job.queue, 0, job.runAt);
+    },
+
+    /** Jobs done, dead or deleted: whoever waits for their results reads them again. */
+    finished(ids: string[]): void {
+      if (ids.length > 0) waits.finished(ids);
+    },
+  };
+}

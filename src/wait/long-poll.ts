@@ -1,0 +1,125 @@
+import type { Job, Lease } from "../job.ts";
+import type { LeaseStore } from "../store.ts";
+import type { WaitRoom } from "./wait-room.ts";
+
+/** A claim-next that may wait: up to `limit` jobs of `queue`, waiting at most `waitMs` for the first. */
+export type WaitingClaim = { queue: string; owner: string; ttlMs: number; limit: number; waitMs: number };
+
+/**
+ * What a waiting claim answers: the leases, and how long it waited before the
+ * claim that took them (whole ms, rounded down), so that a client can put the
+ * start of its leases no earlier than its send time plus `waitedMs`.
+ */
+export type Claimed = { leases: Lease[]; waitedMs: number };
+
+/**
+ * What the HTTP app needs to wait, and to tell waiters what its writes did.
+ * `claimNext` and `job` are the long polls; the others are called after a
+ * write's batch has committed, and may answer a promise (a ring sent to a
+ * Durable Object) that the app lets finish after its answer.
+ */
+export type Waits = {
+  /** Claims as claim-next does, waiting up to `waitMs` while none is due; [] when none came. */
+  claimNext(claim: WaitingClaim, signal: AbortSignal): Promise<Claimed>;
+  /** Reads job `id`, waiting up to `waitMs` for it to be done or dead; NotFound if there is none. */
+  job(id: string, waitMs: number, signal: AbortSignal): Promise<Job>;
+  /** `due` jobs of `queue` are claimable now ("some": how many is unknown), and the next of the others at `at`. */
+  claimable(queue: string, due: number | "some", at?: number): void | Promise<void>;
+  /** These jobs are done, dead or deleted. */
+  finished(ids: string[]): void;
+};
+
+/** Whether a job's result is final: done, or dead (a retry can still bring it back). */
+export function isFinished(job: Job): boolean {
+  return job.status === "done" || job.status === "dead";
+}
+
+/**
+ * localWaits waits in `room`, in this process, over `store`: the Node server's
+ * waits, a Durable Object's, and a Worker isolate's without one.
+ */
+export function localWaits(store: LeaseStore, room: WaitRoom, clock: () => number): Waits {
+  return {
+    claimNext: (claim, signal) => waitForJobs(store, room, claim, clock, signal),
+    job: (id, waitMs, signal) => waitForResult(store, room, id, waitMs, clock, signal),
+    claimable(queue, due, at) {
+      if (due === "some") room.wake(queue);
+      else if (due > 0) room.ring(queue, due);
+      if (at !== undefined) room.wakeAt(queue, at);
+    },
+    finished: (ids) => room.finished(ids),
+  };
+}
+
+/**
+ * The long poll of claim-next: enter the queue's line, then claim; while
+ * nothing comes, sleep until rung, the next due job (a timer), the deadline,
+ * the client's disconnect or the server's stop, and claim again. Each claim is
+ * the one claim-next statement, so a woken waiter that loses the race simply
+ * waits on. A client gone by the time its claim answers is never handed a
+ * lease: what it took is released at once (the attempt given back) and
+ * handed to the next waiter. A full room answers after one claim, as with no wait.
+ */
+export async function waitForJobs(store: LeaseStore, room: WaitRoom, claim: WaitingClaim, clock: () => number, signal: AbortSignal): Promise<Claimed> {
+  const { queue, owner, ttlMs, limit } = claim;
+  const entered = performance.now();
+  const deadline = entered + claim.waitMs;
+  const none = () => ({ leases: [], waitedMs: Math.floor(performance.now() - entered) });
+  const waiter = room.enterQueue(queue, limit);
+  if (waiter === null) return { leases: await store.claimNext(queue, owner, clock(), ttlMs, limit), waitedMs: 0 };
+  let handOn = false;
+  try {
+    for (;;) {
+      waiter.claiming();
+      const waitedMs = Math.floor(performance.now() - entered);
+      const leases = await store.claimNext(queue, owner, clock(), ttlMs, limit);
+      if (leases.length > 0) {
+        if (signal.aborted) {
+          waiter.leave();
+          await giveBack(store, room, leases, owner, clock);
+          return none();
+        }
+        handOn = leases.length === limit; // there may be more: the next waiter looks
+        room.wakeAt(queue, Math.min(...leases.map((lease) => lease.until))); // the others wake if these leases run out
+        return { leases, waitedMs };
+      }
+      if (waiter.stopped || signal.aborted || performance.now() >= deadline) return none();
+      if (!room.hasTimer(queue)) room.wakeAt(queue, await store.nextClaimableAt(queue));
+      await waiter.sleep(deadline, signal);
+      if (waiter.stopped || signal.aborted) return none();
+    }
+  } finally {
+    waiter.leave(handOn);
+  }
+}
+
+/** Releases leases taken for a client that has gone (the attempts given back), and rings for them. */
+async function giveBack(store: LeaseStore, room: WaitRoom, leases: Lease[], owner: string, clock: () => number): Promise<void> {
+  const now = clock();
+  let released = 0;
+  for (const lease of leases) if (await store.release(lease.job.id, owner, lease.fence, now)) released++;
+  room.ring(leases[0]!.job.queue, released);
+}
+
+/**
+ * The long poll of a job's result: enter the job's line, then read it; until
+ * it is done or dead, sleep until a write of this process finishes it, the
+ * re-check (`room.recheckMs`, for writes of other processes), the deadline,
+ * the client's disconnect or the server's stop, and read again. Answers the
+ * job as last read; a full room answers after one read.
+ */
+export async function waitForResult(store: LeaseStore, room: WaitRoom, id: string, waitMs: number, clock: () => number, signal: AbortSignal): Promise<Job> {
+  const deadline = performance.now() + waitMs;
+  const waiter = room.enterJob(id);
+  try {
+    for (;;) {
+      waiter?.claiming();
+      const job = await store.getJob(id, clock());
+      if (waiter === null || isFinished(job) || waiter.stopped || signal.aborted || performance.now() >= deadline) return job;
+      const recheck = room.recheckMs > 0 ? performance.now() + room.recheckMs : deadline;
+      await waiter.sleep(Math.min(deadline, recheck), signal);
+    }
+  } finally {
+    waiter?.leave();
+  }
+}

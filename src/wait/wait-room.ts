@@ -1,0 +1,271 @@
+/** Options of a WaitRoom; every one has a default. */
+export type WaitRoomOptions = {
+  /** The most requests waiting at once; `enter` answers null beyond it. Default MAX_WAITING (10,000). */
+  maxWaiting?: number;
+  /**
+   * How often a queue with waiters is woken anyway (one waiter, which claims),
+   * for jobs that writes outside this room made due: another process on the
+   * same file, plain SQL. Default RECHECK_MS (1 s); 0 never.
+   */
+  recheckMs?: number;
+  /** The clock that `wakeAt` times are read on (the server's); default Date.now. */
+  clock?: () => number;
+};
+
+/** The default most requests waiting at once in one room. */
+export const MAX_WAITING = 10_000;
+/** The default re-check of a queue with waiters: 1 s. */
+export const RECHECK_MS = 1_000;
+
+/** Where a waiter waits: for a job of a queue, or for the result of one job. */
+type Line = { kind: "queue" | "job"; key: string };
+
+/** One queue's waiters in arrival order, its timer at the next due job, and its re-check. */
+type QueueLine = { waiters: Set<Waiter>; timer?: { at: number; handle: unknown }; recheck?: unknown };
+
+/** Timers must not keep a Node process alive; Workers timers have no unref. */
+function unref(timer: unknown): unknown {
+  (timer as { unref?: () => void } | undefined)?.unref?.();
+  return timer;
+}
+
+/**
+ * WaitRoom is where waiting requests wait, in one process (the Node server,
+ * one Durable Object, one Worker isolate): per queue, the claims waiting for
+ * a job, first come first served; per job, the reads waiting for its result.
+ * It decides nothing about leases: a woken waiter runs the same claim-next
+ * statement as any other claim, which alone decides who gets a job.
+ *
+ * Guarantees:
+ * - No wake-up is missed: a waiter enters BEFORE its first claim, and a ring
+ *   that comes while it claims is kept (it is `owed`), so that its next
+ *   `sleep` returns at once and it claims again.
+ * - No thundering herd: `ring(queue, jobs)` wakes waiters in arrival order
+ *   until their limits cover `jobs`, skipping those already woken and not yet
+ *   done claiming. A wake of unknown size (a timer, a re-check) wakes one; a
+ *   waiter that then takes a full batch hands the wake on (`leave(true)`),
+ *   and so on until one comes back short.
+ * - A wake is not lost with its waiter: one that leaves while owed (its
+ *   deadline, its client gone, a failed claim) hands the wake to the next.
+ * - Scheduled jobs and lease ends: `wakeAt` keeps one timer per queue with
+ *   waiters, at the earliest time given; when it fires, one waiter wakes.
+ * - Bounded: at most `maxWaiting` waiters; `enter` answers null beyond it,
+ *   and after `stop`. `stop` wakes every waiter at once, and `stopped` tells
+ *   each to answer now.
+ *
+ * Failure modes:
+ * - A write this room does not hear of (another process, plain SQL, a ring
+ *   lost on its way) wakes nobody: a queue with waiters is re-checked every
+ *   `recheckMs`, a job waiter re-reads as often (see long-poll.ts); with
+ *   `recheckMs` 0 they wait for their deadline, the next ring or the timer.
+ * - A woken waiter that loses the race (another client took the job) finds
+ *   nothing and sleeps again: one claim spent, nothing taken twice.
+ * - Timers run on the process's own clock: a server clock moved by hand moves
+ *   where `wakeAt` arms a timer, not how long a waiter waits.
+ */
+export class WaitRoom {
+  readonly #queues = new Map<string, QueueLine>();
+  readonly #jobs = new Map<string, Set<Waiter>>();
+  readonly #maxWaiting: number;
+  readonly #recheckMs: number;
+  readonly #clock: () => number;
+  #waiting = 0;
+  #stopped = false;
+
+  constructor(options: WaitRoomOptions = {}) {
+    this.#maxWaiting = options.maxWaiting ?? MAX_WAITING;
+    this.#recheckMs = options.recheckMs ?? RECHECK_MS;
+    this.#clock = options.clock ?? Date.now;
+    if (!Number.isSafeInteger(this.#maxWaiting) || this.#maxWaiting < 0) throw new RangeError(`maxWaiting must be a whole number, 0 or more, got ${options.maxWaiting}`);
+    if (!Number.isSafeInteger(this.#recheckMs) || this.#recheckMs < 0) throw new RangeError(`recheckMs must be a whole number of ms, 0 or more, got ${options.recheckMs}`);
+  }
+
+  /** How many requests wait now. */
+  get waiting(): number {
+    return this.#waiting;
+  }
+
+  /** Whether `stop` was called: waiters answer at once, and no new one enters. */
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** How often a waiter re-reads on its own (0: never). */
+  get recheckMs(): number {
+    return this.#recheckMs;
+  }
+
+  /** A place in `queue`'s line for a claim of up to `limit` jobs; null when the room is full or stopped. */
+  enterQueue(queue: string, limit: number): Waiter | null {
+    if (!this.#admit()) return null;
+    let line = this.#queues.get(queue);
+    if (!line) {
+      line = { waiters: new Set() };
+      if (this.#recheckMs > 0) line.recheck = unref(setInterval(() => this.wake(queue), this.#recheckMs));
+      this.#queues.set(queue, line);
+    }
+    const waiter = new Waiter(this, { kind: "queue", key: queue }, limit);
+    line.waiters.add(waiter);
+    return waiter;
+  }
+
+  /** A place among those waiting for job `id`'s result; null when the room is full or stopped. */
+  enterJob(id: string): Waiter | null {
+    if (!this.#admit()) return null;
+    const waiter = new Waiter(this, { kind: "job", key: id }, 1);
+    let line = this.#jobs.get(id);
+    if (!line) this.#jobs.set(id, (line = new Set()));
+    line.add(waiter);
+    return waiter;
+  }
+
+  /** `jobs` jobs of `queue` became claimable: wakes waiters, first come first served, until their limits cover them. */
+  ring(queue: string, jobs: number): void {
+    let left = jobs;
+    for (const waiter of this.#queues.get(queue)?.waiters ?? []) {
+      if (left <= 0) return;
+      if (waiter.owed) continue;
+      waiter.rung();
+      left -= waiter.limit;
+    }
+  }
+
+  /** Some jobs of `queue` may be claimable, how many unknown: wakes the first waiter not already woken. */
+  wake(queue: string): void {
+    for (const waiter of this.#queues.get(queue)?.waiters ?? []) {
+      if (waiter.owed) continue;
+      waiter.rung();
+      return;
+    }
+  }
+
+  /** A job of `queue` becomes claimable at `at` (the server's clock): one waiter wakes then. Null: none is due. */
+  wakeAt(queue: string, at: number | null): void {
+    const line = this.#queues.get(queue);
+    if (!line || at === null) return;
+    if (line.timer && line.timer.at <= at) return;
+    clearTimeout(line.timer?.handle as number);
+    const fire = () => {
+      if (line.timer?.handle === handle) line.timer = undefined;
+      this.wake(queue);
+    };
+    const handle = unref(setTimeout(fire, Math.max(0, at - this.#clock())));
+    line.timer = { at, handle };
+  }
+
+  /** Whether `queue` has a timer armed: if not, a waiter that found nothing asks when to set one. */
+  hasTimer(queue: string): boolean {
+    return this.#queues.get(queue)?.timer !== undefined;
+  }
+
+  /** The jobs finished (done, dead, or gone): wakes everyone waiting for their results. */
+  finished(ids: Iterable<string>): void {
+    for (const id of ids) for (const waiter of this.#jobs.get(id) ?? []) waiter.rung();
+  }
+
+  /** Wakes every waiter, for good: each answers at once; nobody enters any more. */
+  stop(): void {
+    this.#stopped = true;
+    for (const line of this.#queues.values()) for (const waiter of line.waiters) waiter.rung();
+    for (const line of this.#jobs.values()) for (const waiter of line) waiter.rung();
+  }
+
+  /** Takes `waiter` out of its line; called by `Waiter.leave`. */
+  remove(waiter: Waiter, line: Line): void {
+    this.#waiting--;
+    if (line.kind === "job") {
+      const waiters = this.#jobs.get(line.key);
+      waiters?.delete(waiter);
+      if (waiters?.size === 0) this.#jobs.delete(line.key);
+      return;
+    }
+    const queue = this.#queues.get(line.key);
+    if (!queue) return;
+    queue.waiters.delete(waiter);
+    if (queue.waiters.size > 0) return;
+    clearTimeout(queue.timer?.handle as number);
+    clearInterval(queue.recheck as number);
+    this.#queues.delete(line.key);
+  }
+
+  #admit(): boolean {
+    if (this.#stopped || this.#waiting >= this.#maxWaiting) return false;
+    this.#waiting++;
+    return true;
+  }
+}
+
+/**
+ * One waiting request's place in a WaitRoom: it sleeps between its claims (or
+ * reads) until it is rung, its deadline passes, its signal aborts or the room
+ * stops; it leaves once, whatever happened.
+ */
+export class Waiter {
+  readonly limit: number;
+  readonly #room: WaitRoom;
+  readonly #line: Line;
+  #owed = false;
+  #wake: (() => void) | undefined;
+  #left = false;
+
+  constructor(room: WaitRoom, line: Line, limit: number) {
+    this.#room = room;
+    this.#line = line;
+    this.limit = limit;
+  }
+
+  /** Rung, and no claim (or read) has started since: one is on its way, so another ring passes it by. */
+  get owed(): boolean {
+    return this.#owed;
+  }
+
+  /** The room stopped: answer now. */
+  get stopped(): boolean {
+    return this.#room.stopped;
+  }
+
+  /** Marks this waiter rung, waking it if it sleeps; called by the room. */
+  rung(): void {
+    this.#owed = true;
+    this.#wake?.();
+  }
+
+  /**
+   * Sleeps until rung, `deadline` (performance.now() ms), `signal` or the
+   * room's stop; at once if a ring came since the last `claiming`.
+   */
+  sleep(deadline: number, signal?: AbortSignal): Promise<void> {
+    if (this.#owed || this.stopped || signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = unref(setTimeout(() => wake(), Math.max(0, deadline - performance.now())));
+      const wake = () => {
+        clearTimeout(timer as number);
+        signal?.removeEventListener("abort", wake);
+        this.#wake = undefined;
+        resolve();
+      };
+      signal?.addEventListener("abort", wake, { once: true });
+      this.#wake = wake;
+    });
+  }
+
+  /**
+   * A claim (or read) starts now: it answers the rings before it. A ring that
+   * comes while it runs may be for a job it does not see, so it stays owed.
+   */
+  claiming(): void {
+    this.#owed = false;
+  }
+
+  /**
+   * Leaves the line. A waiter that leaves owed, or with `handOn` (it took a
+   * full batch, so there may be more), wakes the next one in its queue.
+   */
+  leave(handOn = false): void {
+    if (this.#left) return;
+    this.#left = true;
+    this.#wake?.();
+    this.#room.remove(this, this.#line);
+    if (this.#line.kind === "queue" && (this.#owed || handOn)) this.#room.wake(this.#line.key);
+  }
+}
