@@ -1,6 +1,7 @@
 // A long-running Node consumer: runs up to CONCURRENCY jobs of one queue at
 // once with runWorker (which renews all their leases in one call, and takes the
-// next jobs with each batch of results), and stops gracefully on SIGINT or
+// next jobs with each batch of results; while the queue is empty, one claim
+// waits on the server for a job, so it never polls), and stops gracefully on SIGINT or
 // SIGTERM: it takes no new job, finishes the ones in hand, stores their
 // results, and exits.
 //
@@ -11,7 +12,7 @@ const client = new LeaseClient({ baseUrl: process.env.FENCELEASE_URL ?? "http://
 const queue = process.env.QUEUE ?? "default";
 const owner = `node-worker-${process.pid}`;
 const concurrency = Number(process.env.CONCURRENCY ?? 8); // jobs in hand at most
-const idleMs = Number(process.env.IDLE_MS ?? 1_000); // how long to wait when the queue is empty
+const waitMs = Number(process.env.WAIT_MS ?? 30_000); // how long one claim waits on the server while the queue is empty (a long poll)
 
 /** The work itself. The fence goes with every write to another system, so a stale write can be refused there too. */
 async function handle({ job, fence, signal }: HeldLease): Promise<unknown> {
@@ -22,7 +23,7 @@ async function handle({ job, fence, signal }: HeldLease): Promise<unknown> {
 }
 
 console.log(`${owner} taking jobs from queue ${queue}`);
-const worker = runWorker(client, { queue, owner, concurrency, ttlMs: 30_000, idleMs, onError: (error) => console.error(`${owner}: ${(error as Error).message}`) }, handle);
+const worker = runWorker(client, { queue, owner, concurrency, ttlMs: 30_000, waitMs, onError: (error) => console.error(`${owner}: ${(error as Error).message}`) }, handle);
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     console.log(`${signal}: finishing the job in hand, then stopping`);

@@ -47,6 +47,23 @@ describe("the fencelease command", () => {
     expect((await s.snapshot())["job-1"]).toMatchObject({ owner: "B", fence: 2, done: 1, result: '{"ok":true}' });
   });
 
+  test("claim-next --wait MS waits for a job enqueued meanwhile; get --wait waits until the job is done", async () => {
+    await using s = await serving();
+    const claiming = s.run("claim-next", "q", "--owner", "A", "--ttl-ms", "60000", "--wait", "10000");
+    for (const started = Date.now(); s.server.waiting === 0 && Date.now() - started < 10_000; ) await new Promise((resolve) => setTimeout(resolve, 5));
+    await s.run("enqueue", "job-1", "--queue", "q");
+    expect((await claiming).stdout).toMatch(/^claimed job-1: fence 1, until \S+Z \(owner A\)\n$/);
+    expect((await s.run("claim-next", "q", "--owner", "A", "--ttl-ms", "60000", "--wait", "200")).stdout).toBe("nothing came in queue q within 200 ms\n");
+    expect(await s.run("claim-next", "q", "--owner", "A", "--ttl-ms", "60000", "--wait")).toMatchObject({ code: 2, stderr: "fencelease: --wait needs the most ms to wait for a job, up to 30000 (see fencelease --help)\n" });
+
+    const getting = s.run("get", "job-1", "--wait", "--json");
+    for (const started = Date.now(); s.server.waiting === 0 && Date.now() - started < 10_000; ) await new Promise((resolve) => setTimeout(resolve, 5));
+    await s.run("complete", "job-1", "--owner", "A", "--fence", "1", "--result", '"paid"');
+    expect(JSON.parse((await getting).stdout)).toMatchObject({ id: "job-1", status: "done", result: "paid" });
+    await s.run("enqueue", "job-2", "--queue", "q");
+    expect((await s.run("get", "job-2", "--wait", "200")).stdout).toMatch(/^status {6}"queued"$/m); // as it is once the 200 ms have passed
+  });
+
   test("enqueue-many reads JSON lines from a file or standard input and sends them 1,000 per call", async () => {
     await using s = await serving();
     const file = join(freshDir(), "jobs.jsonl");

@@ -373,6 +373,36 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
     expect(await stranger.stats().catch((error) => error)).toBeInstanceOf(UnauthorizedError);
   });
 
+  test("claimNext with waitMs is given its waitMs on top of timeoutMs, and answers the job enqueued meanwhile", async () => {
+    await using s = await serving();
+    const client = new LeaseClient({ baseUrl: s.server.url, token: TOKEN, timeoutMs: 100, retry: { retries: 0 } });
+    const enqueued = new Promise((resolve) => setTimeout(resolve, 300)).then(() => s.client.enqueue({ id: "late", queue: "q" }));
+    const answer = await client.claimNextAnswer("q", { owner: "A", ttlMs: TTL, waitMs: 5_000 });
+    await enqueued;
+    expect(answer.leases.map((lease) => [lease.job.id, lease.fence])).toEqual([["late", 1]]);
+    expect(answer.waitedMs).toBeGreaterThanOrEqual(250); // the server waited that long before the claim that took it
+    expect(await client.claimNext("q", { owner: "A", ttlMs: TTL, waitMs: 200 })).toEqual([]);
+  });
+
+  test("waitFor long-polls until the job is done and answers it; at its own timeout it answers the job as it is", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    const lease = await s.client.claim("job-1", { owner: "A", ttlMs: TTL });
+    const finished = s.client.waitFor("job-1", { timeoutMs: 10_000 });
+    while (s.server.waiting === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+    const completedAt = Date.now();
+    await s.client.complete("job-1", { owner: "A", fence: lease.fence, result: "paid" });
+    expect(await finished).toMatchObject({ id: "job-1", status: "done", result: "paid" });
+    expect(Date.now() - completedAt).toBeLessThan(100);
+
+    await s.client.enqueue({ id: "job-2" });
+    const startedAt = Date.now();
+    expect(await s.client.waitFor("job-2", { timeoutMs: 300 })).toMatchObject({ id: "job-2", status: "queued" });
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(290);
+    await expect(s.client.waitFor("nobody", { timeoutMs: 300 })).rejects.toBeInstanceOf(NotFoundError);
+    expect(() => s.client.waitFor("job-2", { timeoutMs: -1 })).rejects.toThrow(RangeError);
+  });
+
   test("fail, retry and delete are not sent again after a lost answer, while the reads are", async () => {
     await using s = await serving();
     await s.client.enqueue({ id: "job-1", maxAttempts: 1 });

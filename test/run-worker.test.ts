@@ -57,6 +57,11 @@ async function serving() {
     traffic,
     errors,
     count: (kind: Kind) => sent.filter((request) => request.kind === kind).length,
+    /** The claimNext calls that asked for jobs due now, and those that waited on the server for one (once the queue was empty). */
+    claims: () => ({
+      now: sent.filter((request) => request.kind === "claimNext" && request.body.waitMs === undefined),
+      waiting: sent.filter((request) => request.kind === "claimNext" && request.body.waitMs !== undefined),
+    }),
     /** Starts a runner of owner W on queue "q"; its errors are kept in `errors`. */
     run(options: Partial<WorkerOptions>, handler: JobHandler): WorkerHandle {
       const worker = runWorker(client, { queue: "q", owner: W, concurrency: 4, ttlMs: 60_000, onError: (error) => errors.push(error), ...options }, handler);
@@ -196,7 +201,8 @@ describe("runWorker", () => {
     expect(batches.slice(0, 2)).toEqual([4, 4]); // the 8 results of one turn, in two halves
     expect(Math.max(...batches)).toBe(4);
     expect(batches.reduce((sum, n) => sum + n, 0)).toBe(16);
-    expect(s.count("claimNext")).toBe(1); // every later job came with a completion
+    expect(s.claims().now).toHaveLength(1); // every later job came with a completion
+    expect(s.claims().waiting.length).toBeLessThanOrEqual(1); // and once the queue was empty, one claim waits on the server
   });
 
   test("renews all the leases in hand with one renewMany per tick, never one renew per job", async () => {
@@ -332,7 +338,8 @@ describe("runWorker", () => {
       { owner: W, fence: 1, error: "cannot do job-0000", retryInMs: 60_000, next: { limit: 1, ttlMs: 60_000 } },
       { owner: W, fence: 1, error: "cannot do job-0001", retryInMs: 60_000, next: { limit: 1, ttlMs: 60_000 } },
     ]);
-    expect(s.count("claimNext")).toBe(1); // the second and third jobs came with the fails
+    expect(s.claims().now).toHaveLength(1); // the second and third jobs came with the fails
+    expect(s.claims().waiting.length).toBeLessThanOrEqual(1);
     expect(s.errors).toEqual([]);
   });
 
@@ -466,7 +473,7 @@ describe("runWorker", () => {
     const worker = s.run({ concurrency: 1, idleMs: 60_000 }, async () => "ok");
     await until(async () => (await s.snapshot())["job-0000"]!.done === 1, "the job");
     await worker.stop();
-    const claims = s.sent.filter((request) => request.kind === "claimNext");
+    const claims = s.claims().now; // then, the queue empty, one that waits on the server
     expect(claims).toHaveLength(4);
     const gaps = claims.slice(1).map((claim, i) => claim.at - claims[i]!.at);
     expect(gaps[0]).toBeGreaterThanOrEqual(50); // 100 ms, then 200, then 400, each times [0.5, 1)
@@ -475,10 +482,29 @@ describe("runWorker", () => {
     expect(s.errors.every((error) => error instanceof UnavailableError)).toBe(true);
   });
 
-  test("waits idleMs between claims while the queue is empty, and takes a job enqueued meanwhile", async () => {
+  test("while the queue is empty one claim at a time waits on the server, waitMs long, and a job enqueued meanwhile is taken at once", async () => {
     await using s = await serving();
     const done: string[] = [];
-    const worker = s.run({ concurrency: 4, idleMs: 100 }, async ({ job }) => void done.push(job.id));
+    const worker = s.run({ concurrency: 4, waitMs: 200 }, async ({ job }) => void done.push(job.id));
+    await wait(450);
+    const { now, waiting } = s.claims();
+    expect(now).toHaveLength(1); // the first: the queue might have had jobs
+    expect(waiting.length).toBeGreaterThanOrEqual(2); // then at 0, 200 and 400 ms on a quiet machine: one request per waitMs
+    expect(waiting.length).toBeLessThanOrEqual(3);
+    expect(waiting.every((request) => request.body.limit === 4 && request.body.waitMs === 200)).toBe(true);
+    const enqueuedAt = Date.now();
+    await s.enqueue(1);
+    await until(() => done.length === 1, "the job");
+    expect(Date.now() - enqueuedAt).toBeLessThan(150); // no poll interval in between
+    await worker.stop();
+    expect(done).toEqual(["job-0000"]);
+    await until(() => s.server.waiting === 0, "the server to see the waiting claim given up by stop()");
+  });
+
+  test("with waitMs 0 it waits idleMs between claims while the queue is empty, and takes a job enqueued meanwhile", async () => {
+    await using s = await serving();
+    const done: string[] = [];
+    const worker = s.run({ concurrency: 4, waitMs: 0, idleMs: 100 }, async ({ job }) => void done.push(job.id));
     await wait(450);
     const claims = s.count("claimNext");
     expect(claims).toBeGreaterThanOrEqual(2); // at 0, 100, 200, 300 and 400 ms on a quiet machine
@@ -515,6 +541,7 @@ describe("runWorker", () => {
       [{ ttlMs: 0 }, /ttlMs must be a whole number from 1/],
       [{ ttlMs: 300, renewEveryMs: 300 }, /renewEveryMs must be a whole number from 1 to 299, got 300/],
       [{ idleMs: 0 }, /idleMs must be a whole number from 1/],
+      [{ waitMs: 30_001 }, /waitMs must be a whole number from 0 to 30000, got 30001/],
       [{ retryInMs: -1 }, /retryInMs must be a whole number from 0/],
       [{ queue: "" }, /queue must be a non-empty string/],
       [{ owner: "" }, /owner must be a non-empty string/],

@@ -187,6 +187,36 @@ describe("withLease", () => {
     expect(await withLease(s.client, { queue: "empty" }, async () => 1, { owner: "A", ttlMs: 60_000 })).toBeNull();
   });
 
+  test("with waitMs it waits on the server for a job of the queue enqueued meanwhile; the lease's deadline counts from when the server took it", async () => {
+    await using s = await serving();
+    const enqueued = wait(600).then(() => s.other.enqueue({ id: "late", queue: "q" }));
+    const sentAt = Date.now();
+    let seen: { aborted: boolean; after: number } | undefined;
+    const done = await withLease(s.client, { queue: "q" }, async ({ signal }) => {
+      await wait(200);
+      seen = { aborted: signal.aborted, after: Date.now() - sentAt };
+      return "in time";
+    }, { owner: "A", ttlMs: 500, renewEveryMs: 450, waitMs: 5_000 }); // no renew before fn returns: the deadline is the claim's own
+    await enqueued;
+    expect(s.traffic.renews).toBe(0);
+    // Counted from the send, the lease would have been given up at 500 ms, before the job even came.
+    expect(seen).toMatchObject({ aborted: false });
+    expect(seen!.after).toBeGreaterThanOrEqual(790);
+    expect(done).toMatchObject({ id: "late", done: true, result: "in time", fence: 1 });
+  });
+
+  test("with waitMs, aborting the caller's signal gives up the wait: the call rejects, and the server takes nothing for it", async () => {
+    await using s = await serving();
+    const stop = new AbortController();
+    const outcome = withLease(s.client, { queue: "q" }, async () => "never", { owner: "A", ttlMs: 60_000, waitMs: 10_000, signal: stop.signal });
+    while (s.server.waiting === 0) await wait(2);
+    stop.abort(new Error("shutting down"));
+    await expect(outcome).rejects.toThrow("shutting down");
+    while (s.server.waiting > 0) await wait(2);
+    await s.other.enqueue({ id: "after", queue: "q" });
+    expect((await s.snapshot()).after).toMatchObject({ owner: null, fence: 0 });
+  });
+
   test("the caller's signal stops fn and releases the lease without completing", async () => {
     await using s = await serving();
     await s.client.enqueue({ id: "job-1" });

@@ -18,9 +18,10 @@ Jobs:
   enqueue <id> [--queue Q] [--payload JSON] [--priority N] [--run-at MS | --delay-ms MS] [--max-attempts N]
   enqueue-many <queue> [--file F]
                                  jobs as JSON lines ({"id":"a","payload":1} per line) from F or standard input
-  get <id>
+  get <id> [--wait [MS]]          with --wait, once the job is done or dead (or MS has passed: as it then is)
   claim <id> --owner O --ttl-ms MS
-  claim-next <queue> --owner O --ttl-ms MS [--limit N]
+  claim-next <queue> --owner O --ttl-ms MS [--limit N] [--wait MS]
+                                 with --wait, wait up to MS (at most 30000) for a job while none is due
   renew <id> --owner O --fence F --ttl-ms MS
   complete <id> --owner O --fence F --result JSON
   release <id> --owner O --fence F
@@ -64,6 +65,7 @@ const OPTIONS = {
   status: { type: "string" },
   cursor: { type: "string" },
   file: { type: "string" },
+  wait: { type: "string" },
 } as const;
 
 type Flags = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
@@ -162,8 +164,9 @@ const COMMANDS: Record<string, Command> = {
     return { json: answer, text: answer.created ? `enqueued ${id} in queue ${answer.job.queue}` : `${id} exists already; nothing changed` };
   },
   "enqueue-many": ({ id: queue, flags, client, io }) => enqueueMany(queue, flags.file, client, io.stdin),
-  async get({ id, client }) {
-    const job = await client.get(id);
+  async get({ id, flags, client }) {
+    // --wait alone waits until the job is done or dead; --wait MS at most that long.
+    const job = flags.wait === undefined ? await client.get(id) : await client.waitFor(id, { timeoutMs: flags.wait === "" ? Number.MAX_SAFE_INTEGER : integer(flags, "wait") });
     return { json: job, text: jobText(job) };
   },
   async claim({ id, flags, client }) {
@@ -171,9 +174,12 @@ const COMMANDS: Record<string, Command> = {
     return { json: lease, text: leaseLine(lease) };
   },
   async "claim-next"({ id: queue, flags, client }) {
-    const request = { owner: required(flags, "owner", "who takes the leases"), ttlMs: requiredInteger(flags, "ttl-ms"), limit: integer(flags, "limit") };
+    if (flags.wait === "") throw new UsageError("--wait needs the most ms to wait for a job, up to 30000");
+    const waitMs = integer(flags, "wait");
+    const request = { owner: required(flags, "owner", "who takes the leases"), ttlMs: requiredInteger(flags, "ttl-ms"), limit: integer(flags, "limit"), waitMs };
     const leases = await client.claimNext(queue, request);
-    return { json: { leases }, text: leases.length === 0 ? `nothing due in queue ${queue}` : leases.map(leaseLine).join("\n") };
+    const none = waitMs ? `nothing came in queue ${queue} within ${waitMs} ms` : `nothing due in queue ${queue}`;
+    return { json: { leases }, text: leases.length === 0 ? none : leases.map(leaseLine).join("\n") };
   },
   async renew({ id, flags, client }) {
     const request = { owner: required(flags, "owner", "the lease's owner"), fence: requiredInteger(flags, "fence"), ttlMs: requiredInteger(flags, "ttl-ms") };
@@ -262,10 +268,15 @@ async function migrateDatabase(io: Io): Promise<number> {
   }
 }
 
+/** `--wait` with no value after it (`get <id> --wait`) is `--wait=`: wait with no time limit. */
+function bareWait(argv: string[]): string[] {
+  return argv.map((arg, i) => (arg === "--wait" && (i === argv.length - 1 || argv[i + 1]!.startsWith("-")) ? "--wait=" : arg));
+}
+
 /** run carries out one command line and answers the exit code. */
 export async function run(argv: string[], io: Io): Promise<number> {
   try {
-    const { values: flags, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+    const { values: flags, positionals } = parseArgs({ args: bareWait(argv), options: OPTIONS, allowPositionals: true, strict: true });
     const [command, id, ...extra] = positionals;
     if (flags.help || command === "help") {
       io.out(USAGE);

@@ -1,6 +1,7 @@
 import { errorFromResponse, UnavailableError } from "./errors.ts";
 import { delayBefore, neverSent, type RetryOptions, type RetryPolicy, retryPolicy } from "./retry.ts";
 import type {
+  ClaimNextAnswer,
   ClaimNextRequest,
   ClaimRequest,
   CompleteManyAnswer,
@@ -47,6 +48,12 @@ export type LeaseClientOptions = {
 // once the job is no longer dead; a delete, answered 404 once it is gone).
 type Repeat = "always" | "if-unsent";
 
+/** What one call may add: how long the server may wait before answering (a long poll), and a signal to give up. */
+type CallOptions = { waitMs?: number; signal?: AbortSignal };
+
+/** The longest a server waits in one long poll (MAX_WAIT_MS in src/http/schemas.ts). */
+const MAX_WAIT_MS = 30_000;
+
 /** The `details.outcome` of an error answer, if it has one. */
 function outcomeOf(answer: unknown): unknown {
   return (answer as { error?: { details?: { outcome?: unknown } } } | undefined)?.error?.details?.outcome;
@@ -91,9 +98,29 @@ export class LeaseClient {
     return (await this.#call<{ jobs: Enqueued[] }>("POST", `${queuePath(queue)}/jobs`, { jobs }, "always")).jobs;
   }
 
-  /** get reads a job; NotFoundError if there is none. */
-  get(id: string): Promise<Job> {
-    return this.#call("GET", jobPath(id), undefined, "always");
+  /**
+   * get reads a job; NotFoundError if there is none. With `waitMs` (up to
+   * 30,000) the server answers as soon as the job is done or dead, or as it is
+   * once `waitMs` has passed.
+   */
+  get(id: string, options: CallOptions = {}): Promise<Job> {
+    return this.#call("GET", `${jobPath(id)}${queryString({ waitMs: options.waitMs || undefined })}`, undefined, "always", options);
+  }
+
+  /**
+   * waitFor long-polls a job until it is done or dead, or `timeoutMs` (default
+   * 60 s) has passed, and answers it as it then is: check its `status`.
+   * Each request waits at most 30 s on the server; NotFoundError if there is no such job.
+   */
+  async waitFor(id: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Job> {
+    const timeoutMs = options.timeoutMs ?? 60_000;
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) throw new RangeError(`waitFor: timeoutMs must be a whole number of ms, 0 or more, got ${options.timeoutMs}`);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const waitMs = Math.max(0, Math.min(MAX_WAIT_MS, deadline - Date.now()));
+      const job = await this.get(id, { waitMs, signal: options.signal });
+      if (job.status === "done" || job.status === "dead" || Date.now() >= deadline) return job;
+    }
   }
 
   /** claim takes the lease of one job: NotClaimableError while another holds it or once it is done. */
@@ -101,10 +128,25 @@ export class LeaseClient {
     return this.#call("POST", `${jobPath(id)}/claim`, request, "if-unsent");
   }
 
-  /** claimNext takes the leases of up to `limit` due jobs of a queue; an empty list when none is due. */
-  async claimNext(queue: string, request: ClaimNextRequest): Promise<Lease[]> {
-    const answer = await this.#call<{ leases: Lease[] }>("POST", `${queuePath(queue)}/claim`, request, "if-unsent");
-    return answer.leases;
+  /**
+   * claimNext takes the leases of up to `limit` due jobs of a queue; an empty
+   * list when none is due. With `waitMs` (up to 30,000) the server waits that
+   * long for a job while none is due (a long poll); this attempt then waits
+   * `timeoutMs` more for the answer. Aborting `signal` gives up the wait: the
+   * server takes nothing for a client that has gone.
+   */
+  async claimNext(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<Lease[]> {
+    return (await this.claimNextAnswer(queue, request, options)).leases;
+  }
+
+  /**
+   * claimNextAnswer is claimNext that answers the server's whole answer: with
+   * `waitMs`, also `waitedMs`, how long the server waited before the claim
+   * that took the leases. They began no earlier than this call's send time
+   * plus `waitedMs`, on this process's clock: where a lease's deadline starts.
+   */
+  claimNextAnswer(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<ClaimNextAnswer> {
+    return this.#call("POST", `${queuePath(queue)}/claim`, request, "if-unsent", { waitMs: request.waitMs, signal: options.signal });
   }
 
   /** renew extends the current lease and answers its new end; LeaseLostError if it is not current. */
@@ -198,7 +240,7 @@ export class LeaseClient {
   }
 
   /** Sends one call, retrying what may be retried, and answers its JSON or throws its typed error. */
-  async #call<T>(method: string, path: string, body: unknown, repeat: Repeat): Promise<T> {
+  async #call<T>(method: string, path: string, body: unknown, repeat: Repeat, options: CallOptions = {}): Promise<T> {
     const headers: Record<string, string> = {};
     if (this.#token) headers.Authorization = `Bearer ${this.#token}`;
     if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -209,8 +251,11 @@ export class LeaseClient {
       let response: Response;
       try {
         // A server that never answers is a broken connection: the outcome of the call is unknown.
-        response = await this.#fetch(`${this.#baseUrl}${path}`, { ...init, signal: AbortSignal.timeout(this.#timeoutMs) });
+        // A long poll may be answered only after its waitMs: it gets that much more.
+        const timeout = AbortSignal.timeout(this.#timeoutMs + (options.waitMs ?? 0));
+        response = await this.#fetch(`${this.#baseUrl}${path}`, { ...init, signal: options.signal ? AbortSignal.any([timeout, options.signal]) : timeout });
       } catch (error) {
+        options.signal?.throwIfAborted(); // given up by the caller: not a failure to retry
         if (retriesLeft && (repeat === "always" || neverSent(error))) {
           await this.#retry.sleep(delayBefore(attempt, this.#retry, null));
           continue;

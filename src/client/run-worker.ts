@@ -17,7 +17,13 @@ export type WorkerOptions = {
   ttlMs: number;
   /** How often to renew all the leases in hand, in one call; default a third of the ttl. */
   renewEveryMs?: number;
-  /** How long to wait before asking again when the queue had no due job; default 1 s. */
+  /**
+   * While the queue has no due job, a claim waits up to this many ms on the
+   * server for one (a long poll; 0 to 30,000); default 30 s, so an idle
+   * runner sends about 2 requests a minute. 0: ask again after `idleMs` instead.
+   */
+  waitMs?: number;
+  /** With `waitMs` 0, how long to wait before asking again when the queue had no due job; also the pause after a long poll the server cut short (stopping, or full). Default 1 s. */
   idleMs?: number;
   /** When a handler throws, the job is due again this many ms later; default the server's backoff. */
   retryInMs?: number;
@@ -41,7 +47,9 @@ export type WorkerHandle = {
  * job's result. It answers at once; the work goes on until `stop()`.
  *
  * Round trips: jobs are taken with claimNext (as many as there are free slots,
- * at most 100 a call) and, above all, by the completions themselves. A result
+ * at most 100 a call) and, above all, by the completions themselves. While
+ * the queue is empty, one claimNext waits on the server (`waitMs`) and answers
+ * as soon as a job comes: no polling. A result
  * is sent as soon as its handler returns, unless two completions are already
  * on their way: then it waits, and the results that finished meanwhile go
  * together in one completeMany (a group commit on the client side, no wait when
@@ -68,7 +76,10 @@ export type WorkerHandle = {
  *
  * Failure modes:
  * - claimNext unreachable: reported to `onError`, asked again after a backoff
- *   (100 ms doubling, capped at 5 s, with jitter).
+ *   (100 ms doubling, capped at 5 s, with jitter). A long poll that comes
+ *   back empty before its `waitMs` (the server stopping, or full) is asked
+ *   again after `idleMs`, never in a tight loop. `stop()` gives up a long poll
+ *   on its way: the server hands nothing to a claim given up.
  * - completeMany unreachable: a call with `next` may have landed, so it is
  *   never sent twice as it was. The same results are sent again WITHOUT
  *   `next` (the server answers a completion it already stored as done), after
@@ -102,6 +113,9 @@ export function runWorker(client: LeaseClient, options: WorkerOptions, handler: 
   return { stop: () => runner.stop(), done: runner.done };
 }
 
+/** The longest a claim waits on the server (MAX_WAIT_MS in src/http/schemas.ts). */
+const MAX_WAIT_MS = 30_000;
+
 /** The longest retryInMs the server takes: a year (FailBody in src/http/schemas.ts). */
 const MAX_RETRY_IN_MS = 365 * 24 * 60 * 60 * 1000;
 
@@ -125,8 +139,10 @@ function checked(options: WorkerOptions): Settings {
   wholeMs("renewEveryMs", renewEveryMs, 1, options.ttlMs - 1 || 1);
   const idleMs = options.idleMs ?? 1_000;
   wholeMs("idleMs", idleMs, 1);
+  const waitMs = options.waitMs ?? MAX_WAIT_MS;
+  wholeMs("waitMs", waitMs, 0, MAX_WAIT_MS);
   if (options.retryInMs !== undefined) wholeMs("retryInMs", options.retryInMs, 0, MAX_RETRY_IN_MS);
   if (options.onError !== undefined && typeof options.onError !== "function") throw new TypeError("runWorker: onError must be a function");
-  return { ...options, renewEveryMs, idleMs, onError: options.onError ?? ((error) => console.error(error)) };
+  return { ...options, renewEveryMs, idleMs, waitMs, onError: options.onError ?? ((error) => console.error(error)) };
 }
 

@@ -28,6 +28,8 @@ export type EnqueueRequest = z.input<typeof schema.EnqueueBody>;
 export type ClaimRequest = z.input<ReturnType<typeof schema.ClaimBody>>;
 /** The body of `POST /v1/queues/:queue/claim`. */
 export type ClaimNextRequest = z.input<ReturnType<typeof schema.ClaimNextBody>>;
+/** What `POST /v1/queues/:queue/claim` answers: the leases, and with waitMs how long the server waited before taking them. */
+export type ClaimNextAnswer = Answer<"claimNext", 200>;
 /** The body of `POST /v1/jobs/:id/renew`. */
 export type RenewRequest = z.input<ReturnType<typeof schema.RenewBody>>;
 /** The body of `POST /v1/jobs/:id/complete`. */

@@ -15,6 +15,8 @@ export type WithLeaseOptions = {
   signal?: AbortSignal;
   /** When fn throws, the job is due again this many ms later; default the server's backoff. */
   retryInMs?: number;
+  /** With `{ queue }`: while no job is due, wait up to this many ms (at most 30,000) on the server for one; default 0, answer null at once. */
+  waitMs?: number;
 };
 
 /**
@@ -29,7 +31,9 @@ export type WithLeaseOptions = {
  * aborted at once and the job is NEVER completed: withLease throws
  * LeaseLostError instead.
  *
- * Answers the done job, or null when `{ queue }` had nothing due.
+ * Answers the done job, or null when `{ queue }` had nothing due (within
+ * `waitMs`, when given: the server holds the claim until a job comes, so a
+ * worker waits for work without polling; aborting `signal` gives up the wait).
  *
  * @example
  * await withLease(client, { queue: "mail" }, async ({ job, fence, signal }) => {
@@ -49,9 +53,11 @@ export async function withLease<T>(
     throw new RangeError(`withLease: retryInMs must be a whole number of ms, 0 or more, got ${retryInMs}`);
   }
   options.signal?.throwIfAborted();
-  const claimedAt = Date.now();
-  const lease = await claim(client, target, owner, ttlMs);
-  if (lease === null) return null;
+  const sentAt = Date.now();
+  const claimed = await claim(client, target, { owner, ttlMs, waitMs: options.waitMs, signal: options.signal });
+  if (claimed === null) return null;
+  const { lease, waitedMs } = claimed;
+  const claimedAt = sentAt + waitedMs; // the lease began no earlier: the server waited this long before taking it
   const { job, fence } = lease;
   if (options.signal?.aborted) {
     // Stopped while the claim was on its way: give the job back untouched, fn never starts.
@@ -90,9 +96,13 @@ export async function withLease<T>(
   }
 }
 
-async function claim(client: LeaseClient, target: string | { queue: string }, owner: string, ttlMs: number): Promise<Lease | null> {
-  if (typeof target !== "string") return (await client.claimNext(target.queue, { owner, ttlMs, limit: 1 }))[0] ?? null;
-  return client.claim(target, { owner, ttlMs });
+/** Claims the job, or the next one of the queue (waiting up to `waitMs` for it); with how long the server waited before taking it. */
+async function claim(client: LeaseClient, target: string | { queue: string }, how: { owner: string; ttlMs: number; waitMs?: number; signal?: AbortSignal }): Promise<{ lease: Lease; waitedMs: number } | null> {
+  const { owner, ttlMs, waitMs, signal } = how;
+  if (typeof target === "string") return { lease: await client.claim(target, { owner, ttlMs }), waitedMs: 0 };
+  const answer = await client.claimNextAnswer(target.queue, { owner, ttlMs, limit: 1, waitMs: waitMs || undefined }, { signal });
+  const [lease] = answer.leases;
+  return lease ? { lease, waitedMs: answer.waitedMs ?? 0 } : null;
 }
 
 /** The longest lastError the server keeps (FailBody in src/http/schemas.ts); a longer message is cut. */

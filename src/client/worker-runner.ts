@@ -2,7 +2,7 @@ import { errorFromResponse, LeaseLostError, NotFoundError, UnavailableError } fr
 import type { LeaseClient } from "./lease-client.ts";
 import { expiredError, LeaseKeeper, type LostLease } from "./lease-keeper.ts";
 import type { JobHandler, Settings } from "./run-worker.ts";
-import type { CompleteManyAnswer, Lease } from "./types.ts";
+import type { ClaimNextAnswer, CompleteManyAnswer, Lease } from "./types.ts";
 
 /** The most jobs one claim takes (the server's limit). */
 const MAX_CLAIM = 100;
@@ -69,6 +69,12 @@ export class WorkerRunner {
   #completeFailures = 0;
   /** Set while the claim loop waits: the queue was empty, or a claim failed. */
   #waiting: ReturnType<typeof setTimeout> | undefined;
+  /** The next claim waits on the server for a job (the queue was empty). */
+  #longPoll = false;
+  /** A long poll came back empty before its waitMs: the next waits idleMs first. */
+  #cutShort = false;
+  /** Aborted by stop(): gives up a long poll on its way. */
+  readonly #giveUp = new AbortController();
   /** Set while completions wait out a backoff after a completeMany that failed. */
   #completeBackoff: ReturnType<typeof setTimeout> | undefined;
   #stopping = false;
@@ -102,6 +108,7 @@ export class WorkerRunner {
       this.#stopping = true;
       clearTimeout(this.#waiting);
       this.#waiting = undefined;
+      this.#giveUp.abort(new Error("the worker runner stopped"));
       this.#settleIfStopped();
     }
     return this.done;
@@ -131,33 +138,40 @@ export class WorkerRunner {
 
   async #claim(limit: number): Promise<void> {
     const { queue, owner, ttlMs } = this.#settings;
+    const waitMs = this.#longPoll ? this.#settings.waitMs : 0;
+    this.#longPoll = false;
     this.#claiming = true;
     this.#reserved += limit;
     this.#busy++;
     const sentAt = Date.now();
-    let leases: Lease[] | undefined;
+    let answer: ClaimNextAnswer | undefined;
     try {
-      leases = await this.#client.claimNext(queue, { owner, ttlMs, limit });
+      answer = await this.#client.claimNextAnswer(queue, { owner, ttlMs, limit, waitMs: waitMs || undefined }, { signal: this.#giveUp.signal });
     } catch (error) {
-      this.#report(error);
+      if (!this.#giveUp.signal.aborted) this.#report(error); // given up by stop(): not an error
     }
     this.#claiming = false;
     this.#reserved -= limit;
     this.#busy--;
-    if (leases === undefined) this.#wait(backoffMs(this.#claimFailures++));
+    if (answer === undefined) this.#wait(backoffMs(this.#claimFailures++));
     else {
       this.#claimFailures = 0;
-      this.#took(leases, limit, sentAt);
+      const waitedMs = answer.waitedMs ?? 0;
+      this.#cutShort = waitMs > 0 && answer.leases.length === 0 && waitedMs < waitMs;
+      // The leases began no earlier than the send plus the server's wait: their deadlines count from there.
+      this.#took(answer.leases, limit, sentAt + waitedMs);
     }
     this.#afterChange();
   }
 
   /**
-   * Waits before the next claim because the queue had no due job. The one
-   * place that decides how to wait for jobs: a long poll replaces it later.
+   * The queue had no due job: the next claim waits on the server for one (a
+   * long poll of `waitMs`), at once. With `waitMs` 0, or after a long poll the
+   * server cut short, it is sent after `idleMs` instead.
    */
   #waitForJobs(): void {
-    this.#wait(this.#settings.idleMs);
+    if (this.#settings.waitMs > 0 && !this.#cutShort) this.#longPoll = true;
+    else this.#wait(this.#settings.idleMs);
   }
 
   #wait(ms: number): void {
