@@ -59,11 +59,12 @@ const MUTANTS: Mutant[] = [
   {
     name: "4 claim refuses at now == until (row[0] >= now)",
     // "Claimable at now == until" is said where a claim by id ends the expired
-    // lease first (expire), in the claim itself, and in claim-next's takeover.
+    // lease first (expire), in the claim itself, and in claim-next's takeover
+    // of an ended lease (takeNext; the jobs it takes unheld have until 0).
     edits: [
       { file: "src/statements.ts", scope: "export function expire(", search: "until <= ?1", replace: "until < ?1" },
       { file: "src/statements.ts", scope: "export function claim(", search: "until <= ?3", replace: "until < ?3" },
-      { file: "src/statements.ts", scope: "export function claimNext(", search: "until <= ?3", replace: "until < ?3" },
+      { file: "src/statements.ts", scope: "function takeNext(", search: "owner IS NOT NULL AND until <= ?3", replace: "owner IS NOT NULL AND until < ?3" },
     ],
     tests: ["test/store.test.ts"],
   },

@@ -115,17 +115,42 @@ export function claimNextAfter(id: string, owner: string, now: number, take: { l
   return takeNext("(SELECT queue FROM jobs WHERE id = ?1)", "AND changes() = 0 AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1)", [id, owner, now, take.ttlMs, take.limit]);
 }
 
-/** The one claim-next statement: `queue` an SQL expression over ?1, `guard` a further condition; ?2 owner, ?3 now, ?4 ttl, ?5 limit. */
+/**
+ * The one claim-next statement: `queue` an SQL expression over ?1, `guard` a
+ * further condition; ?2 owner, ?3 now, ?4 ttl, ?5 limit.
+ *
+ * Its candidates are read so that their cost does not grow with the jobs it
+ * must pass over (migrations/0006): the jobs nobody holds, priority by
+ * priority from the highest (`level`: each step seeks the next priority down,
+ * and counts, up to the limit, the due jobs of the one before, so it stops
+ * once it has enough), seeking at each priority straight to the due ones; and
+ * the held jobs whose lease has ended, from the index of lease ends. Of those,
+ * the first `limit` in claim order.
+ */
 function takeNext(queue: string, guard: string, args: InValue[]): Statement {
+  const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
+  const due = "run_at <= ?3 AND until <= ?3";
   return {
     sql: `UPDATE jobs
           SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END,
               owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
               last_event = 'claimed', updated_at = ?3
           WHERE id IN (
-            SELECT id FROM jobs
-            WHERE queue = ${queue} AND done = 0 AND until <= ?3 AND run_at <= ?3
-              AND NOT (owner IS NOT NULL AND ${EXHAUSTED}) ${guard}
+            WITH RECURSIVE level(priority, before) AS (
+              SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1), 0
+              UNION ALL
+              SELECT (SELECT priority FROM jobs WHERE ${waiting} AND priority < level.priority ORDER BY priority DESC LIMIT 1),
+                     before + (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE ${waiting} AND priority = level.priority AND ${due} LIMIT ?5))
+              FROM level WHERE level.priority IS NOT NULL AND before < ?5)
+            SELECT id FROM (
+              SELECT * FROM (
+                SELECT id, priority, run_at, created_at FROM jobs
+                WHERE ${waiting} AND priority IN (SELECT priority FROM level WHERE before < ?5) AND ${due}
+                ORDER BY priority DESC, run_at, created_at, id LIMIT ?5)
+              UNION ALL
+              SELECT id, priority, run_at, created_at FROM jobs
+              WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until <= ?3 AND run_at <= ?3 AND NOT (${EXHAUSTED}))
+            WHERE true ${guard}
             ORDER BY priority DESC, run_at, created_at, id
             LIMIT ?5)
           RETURNING *, ${status("?3")} AS status`,

@@ -45,8 +45,8 @@ export async function freshStore(): Promise<FreshStorage & { url: string }> {
     async exec(sql) {
       await reader.execute(sql);
     },
-    async rows(sql) {
-      return (await reader.execute(sql)).rows.map((row) => ({ ...row }));
+    async rows(sql, args = []) {
+      return (await reader.execute({ sql, args })).rows.map((row) => ({ ...row }));
     },
   };
 }

@@ -1,16 +1,15 @@
 import { createClient } from "@libsql/client";
 import { describe, expect, onTestFinished, test } from "vitest";
-import type { Driver, Statement } from "../src/drivers/driver.ts";
+import type { Driver } from "../src/drivers/driver.ts";
 import { libsqlDriver } from "../src/drivers/libsql-client.ts";
 import { migrate, openStore, readMigrations } from "../src/index.ts";
-import * as sql from "../src/statements.ts";
 import { LeaseStore } from "../src/store.ts";
 import { storageContract } from "./contract/storage.contract.ts";
 import { freshStore, freshUrl } from "./fresh-db.ts";
 
 // What the store keeps, and what it costs to keep, on libSQL over a real file;
 // the same suite runs on D1 in test/worker/store-d1.test.ts. Below it, what
-// only a file shows: who takes the write lock, and SQLite's query plans.
+// only a file shows: who takes the write lock, and a migration of old rows.
 storageContract(freshStore);
 
 const T = 1_000_000;
@@ -88,21 +87,5 @@ describe("migration 0005", () => {
       { job_id: "job-2", at: 11, kind: "renewed", action: null, owner: "A", fence: 1, count: 1, last_at: null },
     ]);
     expect((await client.execute(counters)).rows.map((row) => ({ ...row }))).toEqual([{ total: 3, minutes: 3 }]);
-  });
-});
-
-describe("query plans", () => {
-  /** The lines of SQLite's plan for a statement that scan a whole table of jobs or events (or a whole index of one). */
-  async function fullScans(statement: Statement): Promise<string[]> {
-    const url = freshUrl();
-    (await openStore({ url })).close();
-    const client = createClient({ url });
-    onTestFinished(() => client.close());
-    const plan = await client.execute({ sql: `EXPLAIN QUERY PLAN ${statement.sql}`, args: statement.args });
-    return plan.rows.map((row) => String(row.detail)).filter((detail) => /^SCAN (jobs|events)\b/.test(detail));
-  }
-
-  test("the stats never scan every job or every event: each count is an index range or a row per queue", async () => {
-    expect(await fullScans(sql.stats(T))).toEqual([]);
   });
 });

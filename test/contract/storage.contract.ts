@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
-import type { Row } from "../../src/drivers/driver.ts";
+import type { Row, Statement } from "../../src/drivers/driver.ts";
 import type { JobStatus } from "../../src/job.ts";
+import * as sql from "../../src/statements.ts";
 import type { QueueStats } from "../../src/stats.ts";
 import type { FreshStore } from "./store.contract.ts";
 
@@ -11,8 +12,8 @@ import type { FreshStore } from "./store.contract.ts";
 // driver like the store contract; these tests also read tables other than
 // `jobs`, so their fresh store can run any query.
 
-/** A fresh store, and a way to read any table of its database from outside the store. */
-export type FreshStorage = FreshStore & { rows: (sql: string) => Promise<Row[]> };
+/** A fresh store, and a way to run any query on its database from outside the store. */
+export type FreshStorage = FreshStore & { rows: (sql: string, args?: Statement["args"]) => Promise<Row[]> };
 
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
@@ -260,6 +261,92 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
         ["renew", "A", 1, 2, 1], ["complete", "A", 1, 2, 3], ["renew", "Z", 1, 2, 1], ["renew", "A", 3, 2, 1], ["renew", "A", 1, 3, 1],
       ]);
       expect((await store.stats(T + 2 * TTL + 2))[0]?.refused).toEqual({ lastHour: 7, total: 7 });
+    });
+  });
+
+  describe("claim-next behind jobs it must not take", () => {
+    /** The ids claim-next must take at `now`, worked out from every row: due, nobody's current lease, not an ended last attempt; in claim order. */
+    function expectedTake(rows: Row[], now: number, limit: number): string[] {
+      const claimable = rows.filter((row) => row.done === 0 && (row.until as number) <= now && (row.run_at as number) <= now && !(row.owner !== null && (row.attempts as number) >= (row.max_attempts as number)));
+      const key = (row: Row) => [-(row.priority as number), row.run_at as number, row.created_at as number];
+      claimable.sort((a, b) => {
+        const [x, y] = [key(a), key(b)];
+        for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+        return (a.id as string) < (b.id as string) ? -1 : 1;
+      });
+      return claimable.slice(0, limit).map((row) => row.id as string);
+    }
+
+    test("takes due jobs in claim order across priorities, past leased and scheduled jobs of every priority, with the ended leases among them", async () => {
+      const { store, snapshot } = await freshStore();
+      const now = T;
+      let n = 0;
+      const add = async (priority: number, runIn: number, setup?: "leased" | "ended" | "ended-last" | "done") => {
+        const id = `p${priority}-${String(n++).padStart(3, "0")}`;
+        await store.enqueue(id, { queue: "q", priority, runAt: now + runIn - HOUR, maxAttempts: setup === "ended-last" ? 1 : 5, now: now - HOUR - (n % 7) });
+        if (setup === "leased") await store.claim(id, "X", now - HOUR, 2 * HOUR);
+        if (setup === "ended" || setup === "ended-last") await store.claim(id, "X", now - HOUR, HOUR - (n % 3)); // until now or before
+        if (setup === "done") await store.complete(id, "X", (await store.claim(id, "X", now - HOUR, TTL))!, now - HOUR, "r");
+      };
+      for (const priority of [9, 7, 5, 3, 0, -2]) {
+        // Each priority has jobs held and scheduled (ahead of its due ones in the index), and some due ones.
+        for (let i = 0; i < 3; i++) await add(priority, HOUR + 1 + i); // scheduled
+        for (let i = 0; i < 2; i++) await add(priority, -i, "leased");
+        if (priority !== 7) for (let i = 0; i < 3; i++) await add(priority, -(i % 2) * 1_000); // due; priority 7 has none
+        if (priority % 2 === 1) await add(priority, -5, "ended");
+        if (priority === 5) await add(priority, -6, "ended-last");
+        await add(priority, -7, "done");
+      }
+      await store.enqueue("elsewhere", { queue: "other", priority: 99, now: now - HOUR });
+      for (const limit of [1, 2, 4, 5, 3, 100]) {
+        const expected = expectedTake(Object.values(await snapshot()).filter((row) => row.queue === "q"), now, limit);
+        expect(expected.length).toBeGreaterThan(0);
+        const taken = await store.claimNext("q", `W${limit}`, now, TTL, limit);
+        expect(taken.map((lease) => lease.job.id), `limit ${limit}`).toEqual(expected);
+      }
+      expect(await store.claimNext("q", "W", now, TTL, 100)).toEqual([]);
+      expect((await store.state("elsewhere", now))?.owner).toBeNull();
+    });
+
+    test("a complete with next takes from the same order", async () => {
+      const { store } = await freshStore();
+      await store.enqueue("held", { queue: "q", now: T - HOUR });
+      await store.enqueue("later", { queue: "q", priority: 9, runAt: T + HOUR, now: T - HOUR });
+      await store.enqueue("due-low", { queue: "q", priority: 1, runAt: T - 10, now: T - HOUR });
+      await store.enqueue("due-high", { queue: "q", priority: 2, runAt: T - 5, now: T - HOUR });
+      expect(await store.claim("held", "A", T, TTL)).toBe(1);
+      const { leases } = await store.completeJob("held", "A", 1, T + 1, "r", { next: { limit: 5, ttlMs: TTL } });
+      expect(leases.map((lease) => lease.job.id)).toEqual(["due-high", "due-low"]);
+    });
+  });
+
+  describe("query plans", () => {
+    /** The lines of the database's own plan for a statement that read jobs or events. */
+    async function reads(statement: Statement): Promise<string[]> {
+      const { rows } = await freshStore();
+      const plan = await rows(`EXPLAIN QUERY PLAN ${statement.sql}`, statement.args);
+      return plan.map((row) => String(row.detail)).filter((detail) => /^(SEARCH|SCAN) (jobs|events)\b/.test(detail));
+    }
+
+    test("the stats never scan every job or every event: each count is an index range of one queue", async () => {
+      const lines = await reads(sql.stats(T));
+      expect(lines.length).toBeGreaterThan(0);
+      for (const line of lines) expect(line).toMatch(/^SEARCH jobs USING (COVERING )?INDEX jobs_(waiting_by_run_at|held_by_until) \(queue=\?( AND (run_at>\?|until<\?))?\)$/);
+    });
+
+    test("claim-next seeks the due jobs nobody holds priority by priority, and the ended leases: never the leased or future jobs", async () => {
+      const allowed = [
+        /^SEARCH jobs (EXISTS )?USING (COVERING )?INDEX sqlite_autoindex_jobs_1 \(id=\?\)$/, // the rows it takes; a complete's job
+        /^SEARCH jobs USING (COVERING )?INDEX jobs_claim_waiting \(queue=\?\)$/, // the highest priority (LIMIT 1)
+        /^SEARCH jobs USING (COVERING )?INDEX jobs_claim_waiting \(queue=\? AND priority<\?\)$/, // the next priority down (LIMIT 1)
+        /^SEARCH jobs USING INDEX jobs_claim_waiting \(queue=\? AND priority=\? AND run_at<\?\)$/, // the due jobs of a priority
+        /^SEARCH jobs USING INDEX jobs_held_by_until \(queue=\? AND until<\?\)$/, // the leases that have ended
+      ];
+      for (const statement of [...sql.claimNext("q", "A", T, TTL, 10), sql.claimNextAfter("job-1", "A", T, { limit: 10, ttlMs: TTL })]) {
+        const lines = await reads(statement);
+        expect(lines.some((line) => line.includes("priority=? AND run_at<?"))).toBe(true);
+        for (const line of lines) expect(allowed.some((pattern) => pattern.test(line)), line).toBe(true);
+      }
     });
   });
 }

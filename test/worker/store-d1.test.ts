@@ -24,8 +24,8 @@ async function freshD1Store(): Promise<FreshStorage> {
     async exec(sql) {
       await env.DB.prepare(sql).run();
     },
-    async rows(sql) {
-      return (await env.DB.prepare(sql).all<Row>()).results;
+    async rows(sql, args = []) {
+      return (await env.DB.prepare(sql).bind(...args).all<Row>()).results;
     },
   };
 }
