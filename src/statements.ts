@@ -159,6 +159,22 @@ function takeNext(queue: string, guard: string, args: InValue[]): Statement {
 }
 
 /**
+ * When a job of `queue` next becomes claimable by `takeNext`: the earliest
+ * run_at of a job nobody holds, or the earliest end of a lease that is not
+ * its job's last attempt (one row; `at` null when there is none). What a
+ * waiting claim sleeps until; two index ranges of the queue (migrations/0004).
+ */
+export function nextClaimable(queue: string): Statement {
+  return {
+    sql: `SELECT min(at) AS at FROM (
+            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL ORDER BY run_at LIMIT 1)
+            UNION ALL
+            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1))`,
+    args: [queue],
+  };
+}
+
+/**
  * The end of an INSERT of refusals: the same stale lease refused again for the
  * same action, against the same current fence, counts on its event (migrations/0005)
  * instead of adding one, so a zombie that loops adds nothing.
@@ -183,22 +199,6 @@ export function renew(id: string, owner: string, fence: number, now: number, ttl
     {
       sql: `UPDATE jobs
             SET until = ?4 + ?5, last_event = 'renewed', updated_at = ?4
-/**
- * When a job of `queue` next becomes claimable by `takeNext`: the earliest
- * run_at of a job nobody holds, or the earliest end of a lease that is not
- * its job's last attempt (one row; `at` null when there is none). What a
- * waiting claim sleeps until; two index ranges of the queue (migrations/0004).
- */
-export function nextClaimable(queue: string): Statement {
-  return {
-    sql: `SELECT min(at) AS at FROM (
-            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL ORDER BY run_at LIMIT 1)
-            UNION ALL
-            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1))`,
-    args: [queue],
-  };
-}
-
             WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
             RETURNING until`,
       args: [id, owner, fence, now, ttlMs],
