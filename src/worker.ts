@@ -1,47 +1,19 @@
 // The Cloudflare Worker: the same Hono app as the Node server, over Turso/libSQL
-// when LIBSQL_DB_URL is set, else over the D1 binding DB; and a cron trigger
-// that ends expired leases and purges old finished jobs.
-import type { D1Database, ExecutionContext, Fetcher, ScheduledController } from "@cloudflare/workers-types";
-import { createClient } from "@libsql/client/web";
-import { d1Driver } from "./drivers/d1.ts";
-import type { Driver } from "./drivers/driver.ts";
-import { libsqlDriver } from "./drivers/libsql-client.ts";
+// when LIBSQL_DB_URL is set, else over the D1 binding DB; a cron trigger that
+// ends expired leases and purges old finished jobs; and QueueDoorbell, the
+// Durable Object where a queue's waiting claims wait.
+import type { ExecutionContext, Fetcher, ScheduledController } from "@cloudflare/workers-types";
 import { createApp } from "./http/app.ts";
 import { authFromEnv } from "./http/auth.ts";
 import type { UiFiles } from "./http/ui.ts";
-import { maintain, maintainedLine } from "./maintenance.ts";
+import { maintain, maintainedLine, wakeAfter } from "./maintenance.ts";
 import { LeaseStore } from "./store.ts";
+import { requestWaits, type Waits } from "./wait/long-poll.ts";
+import { durableWaits } from "./wait/queue-doorbell.ts";
+import { driverFor, number, type WorkerEnv } from "./worker-env.ts";
 
-/** The Worker's bindings and vars, as wrangler.toml and the secrets set them. */
-export type WorkerEnv = {
-  DB?: D1Database;
-  LIBSQL_DB_URL?: string;
-  LIBSQL_DB_AUTH_TOKEN?: string;
-  FENCELEASE_TOKENS?: string;
-  FENCELEASE_AUTH?: string;
-  MAX_TTL_MS?: string;
-  MAX_BODY_BYTES?: string;
-  /** How long done and dead jobs are kept, in ms; default 7 days. */
-  RETENTION_MS?: string;
-  /** The folder src/ui, as static assets: the dashboard and the API docs (wrangler.toml's [assets]). */
-  ASSETS?: Fetcher;
-};
-
-// One libSQL client per isolate and URL: it keeps its HTTP connection warm between requests.
-const libsqlClients = new Map<string, ReturnType<typeof createClient>>();
-
-function driverFor(env: WorkerEnv): Driver {
-  if (env.LIBSQL_DB_URL) {
-    let client = libsqlClients.get(env.LIBSQL_DB_URL);
-    if (!client) {
-      client = createClient({ url: env.LIBSQL_DB_URL, authToken: env.LIBSQL_DB_AUTH_TOKEN });
-      libsqlClients.set(env.LIBSQL_DB_URL, client);
-    }
-    return { ...libsqlDriver(client), close() {} }; // the client outlives the request
-  }
-  if (env.DB) return d1Driver(env.DB);
-  throw new Error("no database: bind a D1 database as DB in wrangler.toml, or set LIBSQL_DB_URL");
-}
+export { QueueDoorbell } from "./wait/queue-doorbell.ts";
+export type { WorkerEnv } from "./worker-env.ts";
 
 /** The dashboard's files, read through the assets binding; the app adds the headers, as on Node. */
 function assetFiles(assets: Fetcher): UiFiles {
@@ -52,41 +24,50 @@ function assetFiles(assets: Fetcher): UiFiles {
   };
 }
 
-function number(value: string | undefined): number | undefined {
-  return value === undefined || value === "" ? undefined : Number(value);
+/**
+ * Where requests with waitMs wait: claims in their queue's Durable Object
+ * (DOORBELL), reads in their own request. Without the binding, each waits in
+ * its own request, re-checking every second (RECHECK_MS) and at the next due
+ * job: a bounded re-check inside the request (see requestWaits).
+ */
+function waitsFor(env: WorkerEnv, store: LeaseStore): Waits {
+  const inRequest = requestWaits(store, Date.now, number(env.MAX_WAITING));
+  return env.DOORBELL ? durableWaits(env.DOORBELL, store, inRequest, Date.now) : inRequest;
 }
 
 // The app is built once per env object, which a Worker isolate keeps between requests.
-const apps = new WeakMap<WorkerEnv, ReturnType<typeof createApp>>();
+const built = new WeakMap<WorkerEnv, { app: ReturnType<typeof createApp>; waits: Waits }>();
 
-function appFor(env: WorkerEnv) {
-  let app = apps.get(env);
-  if (!app) {
-    app = buildApp(env);
-    apps.set(env, app);
+function builtFor(env: WorkerEnv) {
+  let entry = built.get(env);
+  if (!entry) {
+    const store = new LeaseStore(driverFor(env));
+    const waits = waitsFor(env, store);
+    const app = createApp({
+      store,
+      auth: authFromEnv(env),
+      limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
+      log: (line) => console.log(line),
+      ui: env.ASSETS && assetFiles(env.ASSETS),
+      waits,
+    });
+    entry = { app, waits };
+    built.set(env, entry);
   }
-  return app;
-}
-
-function buildApp(env: WorkerEnv) {
-  return createApp({
-    store: new LeaseStore(driverFor(env)),
-    auth: authFromEnv(env),
-    limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
-    log: (line) => console.log(line),
-    ui: env.ASSETS && assetFiles(env.ASSETS),
-  });
+  return entry;
 }
 
 export default {
   /** Serves the API. */
   fetch(request: Request, env: WorkerEnv, ctx: ExecutionContext): Response | Promise<Response> {
-    return appFor(env).fetch(request, env, ctx);
+    return builtFor(env).app.fetch(request, env, ctx);
   },
 
-  /** Ends expired leases (owner cleared, fence kept, an attempt counted) and purges old done and dead jobs. */
+  /** Ends expired leases (owner cleared, fence kept, an attempt counted) and purges old done and dead jobs; rings the queues whose jobs came back. */
   async scheduled(controller: ScheduledController, env: WorkerEnv): Promise<void> {
     const store = new LeaseStore(driverFor(env));
-    console.log(maintainedLine(await maintain(store, controller.scheduledTime, number(env.RETENTION_MS))));
+    const done = await maintain(store, controller.scheduledTime, number(env.RETENTION_MS));
+    console.log(maintainedLine(done));
+    await wakeAfter(done, builtFor(env).waits);
   },
 };

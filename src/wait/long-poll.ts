@@ -1,6 +1,6 @@
 import type { Job, Lease } from "../job.ts";
 import type { LeaseStore } from "../store.ts";
-import type { WaitRoom } from "./wait-room.ts";
+import { MAX_WAITING, WaitRoom } from "./wait-room.ts";
 
 /** A claim-next that may wait: up to `limit` jobs of `queue`, waiting at most `waitMs` for the first. */
 export type WaitingClaim = { queue: string; owner: string; ttlMs: number; limit: number; waitMs: number };
@@ -48,6 +48,30 @@ export function localWaits(store: LeaseStore, room: WaitRoom, clock: () => numbe
       if (at !== undefined) room.wakeAt(queue, at);
     },
     finished: (ids) => room.finished(ids),
+  };
+}
+
+/**
+ * requestWaits are the waits of a Worker isolate with no Durable Object to
+ * wait in. There one request can never wake another (the runtime refuses to
+ * settle a promise for a request other than the one that made it; only a
+ * Durable Object may), so each waiting request waits in a WaitRoom of its
+ * own, which nothing rings: it claims (or reads) again at the next due job's
+ * timer and every `recheckMs` (RECHECK_MS, 1 s), a bounded re-check inside
+ * the request. At most `maxWaiting` wait at once in the isolate.
+ */
+export function requestWaits(store: LeaseStore, clock: () => number, maxWaiting = MAX_WAITING): Waits {
+  let waiting = 0;
+  const own = <T>(wait: (waits: Waits) => Promise<T>): Promise<T> => {
+    const room = new WaitRoom({ maxWaiting: waiting < maxWaiting ? 1 : 0, clock });
+    waiting++;
+    return wait(localWaits(store, room, clock)).finally(() => waiting--);
+  };
+  return {
+    claimNext: (claim, signal) => own((waits) => waits.claimNext(claim, signal)),
+    job: (id, waitMs, signal) => own((waits) => waits.job(id, waitMs, signal)),
+    claimable() {},
+    finished() {},
   };
 }
 

@@ -1,0 +1,128 @@
+import { createExecutionContext, env, runInDurableObject, SELF } from "cloudflare:test";
+import { describe, expect, test } from "vitest";
+import worker, { type QueueDoorbell } from "../../src/worker.ts";
+
+// Long polls in the Workers runtime, on the real clock: a waiting claim waits
+// in its queue's Durable Object (DOORBELL), rung by the Worker's writes. Each
+// test uses queues of its own, and waits for the object's count of waiters (a
+// condition, not a sleep) before the write that should wake them.
+
+const TOKEN = "worker-test-token"; // FENCELEASE_TOKENS in vitest.config.ts
+type Lease = { fence: number; job: { id: string; owner: string } };
+
+function call(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
+  return SELF.fetch(`https://fencelease.test${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal,
+  });
+}
+
+async function claim(queue: string, body: Record<string, unknown>, signal?: AbortSignal): Promise<{ leases: Lease[]; ms: number }> {
+  const started = performance.now();
+  const response = await call("POST", `/v1/queues/${queue}/claim`, { owner: "w", ttlMs: 60_000, ...body }, signal);
+  expect(response.status).toBe(200);
+  const { leases } = (await response.json()) as { leases: Lease[] };
+  return { leases, ms: performance.now() - started };
+}
+
+/** How many claims wait in `queue`'s object. */
+function waitingIn(queue: string): Promise<number> {
+  const stub = env.DOORBELL!.get(env.DOORBELL!.idFromName(queue));
+  return runInDurableObject(stub as never, (doorbell: QueueDoorbell) => doorbell.waiting);
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
+  for (const started = Date.now(); !(await condition()); await pause(2)) {
+    if (Date.now() - started > 10_000) throw new Error(`timed out waiting for ${what}`);
+  }
+}
+
+describe("claim-next with waitMs in the Worker, waiting in the queue's Durable Object", () => {
+  test("a waiting claim receives a job enqueued by another request within milliseconds", async () => {
+    const claimed = claim("wq-latency", { waitMs: 10_000 });
+    await until(async () => (await waitingIn("wq-latency")) === 1, "the claim to wait in the object");
+    const enqueuedAt = performance.now();
+    expect((await call("POST", "/v1/jobs", { id: "wq-latency-1", queue: "wq-latency" })).status).toBe(201);
+    const { leases } = await claimed;
+    const ms = performance.now() - enqueuedAt;
+    expect(leases.map((lease) => [lease.job.id, lease.fence])).toEqual([["wq-latency-1", 1]]);
+    expect(ms).toBeLessThan(100);
+    expect(await waitingIn("wq-latency")).toBe(0);
+  });
+
+  test("100 waiters and 10 jobs: exactly 10 leases, each job once, and 90 empty answers at waitMs", async () => {
+    const claims = Array.from({ length: 100 }, (_, i) => claim("wq-herd", { owner: `w${i}`, waitMs: 1_500 }));
+    await until(async () => (await waitingIn("wq-herd")) === 100, "100 claims to wait");
+    const jobs = Array.from({ length: 10 }, (_, i) => ({ id: `wq-herd-${i}` }));
+    expect((await call("POST", "/v1/queues/wq-herd/jobs", { jobs })).status).toBe(200);
+    const answers = await Promise.all(claims);
+    const leases = answers.flatMap((answer) => answer.leases);
+    expect(leases).toHaveLength(10);
+    expect(new Set(leases.map((lease) => lease.job.id)).size).toBe(10);
+    const empty = answers.filter((answer) => answer.leases.length === 0);
+    expect(empty).toHaveLength(90);
+    expect(Math.min(...empty.map((answer) => answer.ms))).toBeGreaterThanOrEqual(1_400);
+    const { results } = await env.DB.prepare("SELECT fence, attempts FROM jobs WHERE queue = 'wq-herd'").all();
+    expect(results.every((row) => row.fence === 1 && row.attempts === 1)).toBe(true);
+  });
+
+  test("a job released by another request, or scheduled for later, wakes a waiting claim", async () => {
+    await call("POST", "/v1/jobs", { id: "wq-release-1", queue: "wq-release" });
+    const [held] = (await claim("wq-release", { owner: "A" })).leases;
+    const first = claim("wq-release", { owner: "B", waitMs: 10_000 });
+    await until(async () => (await waitingIn("wq-release")) === 1, "B to wait");
+    await call("POST", "/v1/jobs/wq-release-1/release", { owner: "A", fence: held!.fence });
+    expect((await first).leases.map((lease) => [lease.job.owner, lease.fence])).toEqual([["B", 2]]);
+
+    await call("POST", "/v1/jobs", { id: "wq-later-1", queue: "wq-later", delayMs: 300 });
+    const { leases, ms } = await claim("wq-later", { waitMs: 5_000 });
+    expect(leases.map((lease) => lease.job.id)).toEqual(["wq-later-1"]);
+    expect(ms).toBeGreaterThanOrEqual(250);
+    expect(ms).toBeLessThan(1_000);
+  });
+
+  test("a client that disconnects stops waiting in the object, and a job enqueued after is left for others", async () => {
+    const gone = new AbortController();
+    const abandoned = claim("wq-gone", { waitMs: 10_000 }, gone.signal).catch((error: unknown) => error);
+    await until(async () => (await waitingIn("wq-gone")) === 1, "the claim to wait");
+    gone.abort();
+    await abandoned;
+    await until(async () => (await waitingIn("wq-gone")) === 0, "the object to see its caller gone");
+    await call("POST", "/v1/jobs", { id: "wq-gone-1", queue: "wq-gone" });
+    const row = await env.DB.prepare("SELECT owner, fence FROM jobs WHERE id = 'wq-gone-1'").first();
+    expect(row).toEqual({ owner: null, fence: 0 });
+  });
+});
+
+describe("the Worker without the DOORBELL binding", () => {
+  test("a waiting claim re-checks inside the request: a job its isolate did not write is seen within a second", async () => {
+    const bare = { ...env, DOORBELL: undefined };
+    const ask = (path: string, body: unknown) =>
+      worker.fetch(new Request(`https://fencelease.test${path}`, { method: "POST", headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" }, body: JSON.stringify(body) }) as never, bare, createExecutionContext());
+    const started = performance.now();
+    const claimed = ask("/v1/queues/wq-bare/claim", { owner: "w", ttlMs: 60_000, waitMs: 5_000 });
+    await pause(50); // the job arrives while the claim waits: written straight to D1, so no ring reaches the isolate
+    await env.DB.prepare("INSERT INTO jobs (id, queue, run_at, fence, created_at, updated_at) VALUES ('wq-bare-1', 'wq-bare', 0, 0, 0, 0)").run();
+    const { leases, waitedMs } = (await (await claimed).json()) as { leases: Lease[]; waitedMs: number };
+    expect(leases.map((lease) => lease.job.id)).toEqual(["wq-bare-1"]);
+    expect(waitedMs).toBeGreaterThanOrEqual(900); // found by the re-check a second in, not by its first claim
+    expect(performance.now() - started).toBeLessThan(1_000 + 500);
+  });
+});
+
+describe("GET /v1/jobs/:id with waitMs in the Worker", () => {
+  test("answers within its re-check (a second) once another request completes the job", async () => {
+    await call("POST", "/v1/jobs", { id: "wr-1", queue: "wr" });
+    const [lease] = (await claim("wr", {})).leases;
+    const read = call("GET", "/v1/jobs/wr-1?waitMs=10000");
+    await pause(50);
+    const completedAt = performance.now();
+    await call("POST", "/v1/jobs/wr-1/complete", { owner: "w", fence: lease!.fence, result: "paid" });
+    expect(await (await read).json()).toMatchObject({ id: "wr-1", status: "done", result: "paid" });
+    expect(performance.now() - completedAt).toBeLessThan(1_000 + 300);
+  });
+});
