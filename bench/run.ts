@@ -15,6 +15,7 @@ import * as sql from "../src/statements.ts";
 import { cachedStatements, freshDatabase, rawClient, T } from "./db.ts";
 import { jsonClient, startServerProcess } from "./http-load.ts";
 import { BASELINES, label, median, percentile, report, results, sleep, timed, turn } from "./measure.ts";
+import { longPoll } from "./long-poll.ts";
 import { versusBullmq } from "./versus-bullmq.ts";
 
 const { values: flags } = parseArgs({ options: { quick: { type: "boolean" }, only: { type: "string" } } });
@@ -29,6 +30,8 @@ const size = {
   contentionRounds: quick ? 40 : 300,
   claimers: 64,
   peerJobs: quick ? 5_000 : 20_000, // per run of enqueue-many, worker runner and their BullMQ peers
+  longPollJobs: quick ? 100 : 500, // enqueued one at a time to 100 waiting claims
+  idleSeconds: quick ? 30 : 60, // an idle worker runner's requests counted over this window
 };
 const TTL = 60_000;
 
@@ -237,6 +240,7 @@ for (const [what, scenario] of [
   ["claim-next", claimNextScenario],
   ["contention", () => contentionScenario(`contention ${size.claimers}`)],
   ["contention, without group commit", () => contentionScenario(`contention ${size.claimers} without group-commit`, { GROUP_COMMIT: "0" })],
+  ["long poll", () => longPoll(size.longPollJobs, size.idleSeconds)],
   ["peer: BullMQ", () => versusBullmq(size.peerJobs)],
 ] as const) {
   if (flags.only !== undefined && !what.includes(flags.only)) continue; // --only peer: the sections whose name holds "peer"
