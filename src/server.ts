@@ -4,7 +4,7 @@ import { serve } from "@hono/node-server";
 import { createApp } from "./http/app.ts";
 import { type Auth, authFromEnv } from "./http/auth.ts";
 import { gracefulStop } from "./graceful-stop.ts";
-import { maintain, maintainedLine, wakeAfter } from "./maintenance.ts";
+import { maintain, maintainedLine, repeat, wakeAfter } from "./maintenance.ts";
 import { openStore } from "./open.ts";
 import { uiFilesFromDisk } from "./ui-files.ts";
 import { localWaits } from "./wait/long-poll.ts";
@@ -26,7 +26,7 @@ export type ServerConfig = {
   retentionMs?: number;
   /** Commit requests that arrive together as one transaction; default true. */
   groupCommit?: boolean;
-  /** How often to end expired leases and purge old jobs; default every minute; 0 never. */
+  /** How long between the end of one run that ends expired leases and purges old jobs and the start of the next; default a minute; 0 never. */
   maintainEveryMs?: number;
   log?: (line: string) => void;
   /** How long requests in flight may take to finish after a stop before their connections are cut; default SHUTDOWN_GRACE_MS (10 s). */
@@ -92,23 +92,24 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   });
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const every = config.maintainEveryMs ?? 60_000;
-  // The Node server's stand-in for the Worker's cron trigger.
-  const maintenance = every > 0 ? setInterval(() => {
-    maintain(store, clock(), config.retentionMs)
-      .then((done) => {
-        void wakeAfter(done, waits);
-        config.log?.(maintainedLine(done));
-      })
-      .catch((error: unknown) => config.log?.(`fencelease: maintenance failed: ${(error as Error).message}`));
-  }, every) : undefined;
-  maintenance?.unref();
+  // The Node server's stand-in for the Worker's cron trigger: one run at a time,
+  // each working through its backlog in chunks with requests served between them.
+  const maintenance = every > 0 ? repeat(every, async (signal) => {
+    try {
+      const done = await maintain(store, clock(), config.retentionMs, { signal });
+      void wakeAfter(done, waits);
+      config.log?.(maintainedLine(done));
+    } catch (error) {
+      config.log?.(`fencelease: maintenance failed: ${(error as Error).message}`);
+    }
+  }) : undefined;
   return {
     url: `http://${host}:${address.port}`,
     get waiting() {
       return room.waiting;
     },
     stop: async () => {
-      clearInterval(maintenance);
+      await maintenance?.stop(); // the run in progress stops after its current chunk
       // No new request starts; those in flight finish (within the grace), then the database closes.
       try {
         await graceful.stop(server as Server, config.shutdownGraceMs);

@@ -63,20 +63,41 @@ export function state(id: string, now: number): Statement {
   return { sql: `SELECT *, ${status("?2")} AS status FROM jobs WHERE id = ?1`, args: [id, now] };
 }
 
+/** What ending an expired lease writes: nobody holds it, the fence stays, and it counts as a failed attempt (the last one makes the job dead). */
+const END_LEASE = `owner = NULL, until = 0, last_error = 'the lease of ' || owner || ' expired',
+              dead = (${EXHAUSTED}), done = (${EXHAUSTED}),
+              last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END, updated_at = ?1`;
+
 /**
- * Ends expired leases: nobody holds them any more, the fence stays, and the
+ * Ends an expired lease: nobody holds it any more, the fence stays, and the
  * expiry counts as a failed attempt (the last one makes the job dead).
- * `id` limits it to one job; without it, every expired lease (the cron).
+ * `id` limits it to one job; without it, every expired lease at once.
  */
 export function expire(now: number, id?: string): Statement {
   return {
     sql: `UPDATE jobs
-          SET owner = NULL, until = 0, last_error = 'the lease of ' || owner || ' expired',
-              dead = (${EXHAUSTED}), done = (${EXHAUSTED}),
-              last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END, updated_at = ?1
+          SET ${END_LEASE}
           WHERE done = 0 AND owner IS NOT NULL AND until <= ?1 ${id === undefined ? "" : "AND id = ?2"}
           RETURNING id, queue, dead`,
     args: id === undefined ? [now] : [now, id],
+  };
+}
+
+/**
+ * Ends up to `limit` expired leases, as `expire` does: the cron's chunk. Each
+ * queue that holds leases (migrations/0004's counts) is searched for its ended
+ * ones in the index of lease ends, so the leases still held cost nothing.
+ */
+export function expireSome(now: number, limit: number): Statement {
+  return {
+    sql: `UPDATE jobs
+          SET ${END_LEASE}
+          WHERE id IN (
+            SELECT id FROM jobs
+            WHERE queue IN (SELECT queue FROM queue_counts WHERE held > 0) AND done = 0 AND owner IS NOT NULL AND until <= ?1
+            LIMIT ?2)
+          RETURNING id, queue, dead`,
+    args: [now, limit],
   };
 }
 
@@ -299,13 +320,25 @@ export function remove(id: string, now: number): Statement[] {
   ];
 }
 
-/** Deletes done and dead jobs last changed at or before `cutoff`, with their events, and old events of deleted jobs. */
-export function purge(cutoff: number): Statement[] {
-  const old = "done = 1 AND updated_at <= ?1";
+/**
+ * One purge chunk: up to `limit` done and dead jobs last changed at or before
+ * `cutoff`, those finished first, with all their events (later refusals too);
+ * and the histories of up to `limit` jobs deleted at or before `cutoff`, each
+ * up to its `deleted` event (a job enqueued again under that id keeps its
+ * own). Answers, second, the jobs purged and, third, the events, whose
+ * `deleted` ones count the histories.
+ */
+export function purge(cutoff: number, limit: number): Statement[] {
+  const finished = "SELECT id FROM jobs WHERE done = 1 AND updated_at <= ?1 ORDER BY updated_at LIMIT ?2";
+  const deletions = "SELECT job_id AS deleted_id, seq AS deleted_seq FROM events WHERE kind = 'deleted' AND at <= ?1 ORDER BY at LIMIT ?2";
   return [
-    { sql: `DELETE FROM events WHERE job_id IN (SELECT id FROM jobs WHERE ${old})`, args: [cutoff] },
-    { sql: `DELETE FROM jobs WHERE ${old} RETURNING id`, args: [cutoff] },
-    { sql: "DELETE FROM events WHERE at <= ?1 AND job_id NOT IN (SELECT id FROM jobs)", args: [cutoff] },
+    { sql: `DELETE FROM events WHERE job_id IN (${finished})`, args: [cutoff, limit] },
+    { sql: `DELETE FROM jobs WHERE id IN (${finished}) RETURNING id`, args: [cutoff, limit] },
+    {
+      sql: `DELETE FROM events WHERE seq IN (SELECT seq FROM (${deletions}) JOIN events ON job_id = deleted_id AND seq <= deleted_seq)
+            RETURNING kind`,
+      args: [cutoff, limit],
+    },
   ];
 }
 

@@ -33,6 +33,27 @@ export type Settled = { job: Job; leases: Lease[] };
 /** One job of `enqueueMany`: its id and the options of `enqueue`, less the queue and the time, which are the call's. */
 export type NewJob = { id: string } & Omit<EnqueueOptions, "queue" | "now">;
 
+/** How many rows one housekeeping transaction (a chunk of purge or reclaimExpired) takes at most, by default. */
+export const HOUSEKEEPING_CHUNK = 500;
+
+/**
+ * How purge and reclaimExpired work through a backlog: in chunks of at most
+ * `chunkSize` rows (default HOUSEKEEPING_CHUNK), each its own transaction, the
+ * event loop given a turn between two, until a chunk is not full, `maxChunks`
+ * chunks have run (default: no limit), or `signal` aborts.
+ */
+export type HousekeepingOptions = { chunkSize?: number; maxChunks?: number; signal?: AbortSignal };
+
+/** Runs `chunk(size)` until it answers false (it was not full) or the options say stop. */
+async function inChunks(options: HousekeepingOptions, chunk: (size: number) => Promise<boolean>): Promise<void> {
+  const size = check.positiveInt("chunkSize", options.chunkSize ?? HOUSEKEEPING_CHUNK);
+  const most = options.maxChunks === undefined ? Number.POSITIVE_INFINITY : check.positiveInt("maxChunks", options.maxChunks);
+  for (let done = 0; done < most && !options.signal?.aborted; done++) {
+    if (done > 0) await new Promise((resolve) => (globalThis.setImmediate ?? setTimeout)(resolve)); // let requests in between two transactions
+    if (!(await chunk(size))) return;
+  }
+}
+
 /** A page of a listing, and the cursor of the next page (null on the last). */
 export type Page<T> = { items: T[]; next: string | null };
 
@@ -266,21 +287,40 @@ export class LeaseStore {
     return queueStats(await this.#driver.run(sql.stats(check.instant("now", now))), now);
   }
 
-  /** reclaimExpired ends every expired lease (the job dies if that was its last attempt); answers how many. */
-  async reclaimExpired(now: number): Promise<number> {
-    return (await this.reclaimExpiredLeases(now)).length;
+  /**
+   * reclaimExpired ends every expired lease (the job dies if that was its last
+   * attempt), in chunks (see HousekeepingOptions); answers how many.
+   */
+  async reclaimExpired(now: number, options: HousekeepingOptions = {}): Promise<number> {
+    return (await this.reclaimExpiredLeases(now, options)).length;
   }
 
   /** reclaimExpiredLeases is reclaimExpired that answers each job whose lease it ended, with its queue and whether it died. */
-  async reclaimExpiredLeases(now: number): Promise<{ id: string; queue: string; dead: boolean }[]> {
-    const [rows] = await this.#driver.batch([sql.expire(check.instant("now", now))]);
-    return rows!.map((row) => ({ id: row.id as string, queue: row.queue as string, dead: row.dead === 1 }));
+  async reclaimExpiredLeases(now: number, options: HousekeepingOptions = {}): Promise<{ id: string; queue: string; dead: boolean }[]> {
+    check.instant("now", now);
+    const ended: { id: string; queue: string; dead: boolean }[] = [];
+    await inChunks(options, async (size) => {
+      const [rows] = await this.#driver.batch([sql.expireSome(now, size)]);
+      for (const row of rows!) ended.push({ id: row.id as string, queue: row.queue as string, dead: row.dead === 1 });
+      return rows!.length === size;
+    });
+    return ended;
   }
 
-  /** purge deletes done and dead jobs, with their events, last changed at least `retentionMs` before `now`; answers how many. */
-  async purge(now: number, retentionMs: number): Promise<number> {
+  /**
+   * purge deletes done and dead jobs last changed at least `retentionMs`
+   * before `now`, with their events, and the history of jobs deleted that long
+   * ago, in chunks (see HousekeepingOptions); answers how many jobs.
+   */
+  async purge(now: number, retentionMs: number, options: HousekeepingOptions = {}): Promise<number> {
     const cutoff = check.instant("now", now) - check.positiveInt("retentionMs", retentionMs);
-    return (await this.#driver.batch(sql.purge(cutoff)))[1]!.length;
+    let purged = 0;
+    await inChunks(options, async (size) => {
+      const [, jobs, events] = await this.#driver.batch(sql.purge(cutoff, size));
+      purged += jobs!.length;
+      return jobs!.length === size || events!.filter((event) => event.kind === "deleted").length === size;
+    });
+    return purged;
   }
 
   /** ping answers when the database does; it throws when the database cannot be reached. */

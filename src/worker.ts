@@ -6,7 +6,7 @@ import type { ExecutionContext, Fetcher, ScheduledController } from "@cloudflare
 import { createApp } from "./http/app.ts";
 import { authFromEnv } from "./http/auth.ts";
 import type { UiFiles } from "./http/ui.ts";
-import { maintain, maintainedLine, wakeAfter } from "./maintenance.ts";
+import { CRON_MAX_CHUNKS, maintain, maintainedLine, wakeAfter } from "./maintenance.ts";
 import { LeaseStore } from "./store.ts";
 import { requestWaits, type Waits } from "./wait/long-poll.ts";
 import { durableWaits } from "./wait/queue-doorbell.ts";
@@ -66,7 +66,8 @@ export default {
   /** Ends expired leases (owner cleared, fence kept, an attempt counted) and purges old done and dead jobs; rings the queues whose jobs came back. */
   async scheduled(controller: ScheduledController, env: WorkerEnv): Promise<void> {
     const store = new LeaseStore(driverFor(env));
-    const done = await maintain(store, controller.scheduledTime, number(env.RETENTION_MS));
+    // A bounded part of a large backlog per run, within D1's limits; the next runs take the rest.
+    const done = await maintain(store, controller.scheduledTime, number(env.RETENTION_MS), { maxChunks: CRON_MAX_CHUNKS });
     console.log(maintainedLine(done));
     await wakeAfter(done, builtFor(env).waits);
   },

@@ -53,6 +53,38 @@ describe("stats", () => {
   });
 });
 
+describe("purge", () => {
+  test("runs each chunk as its own transaction, and lets the event loop turn between chunks", async () => {
+    const url = freshUrl();
+    const store = await openStore({ url });
+    for (let i = 0; i < 5; i++) {
+      await store.enqueue(`done-${i}`, { now: T });
+      await store.complete(`done-${i}`, "A", (await store.claim(`done-${i}`, "A", T, 1_000))!, T, "r");
+    }
+    store.close();
+    const inner = libsqlDriver(createClient({ url }));
+    let turns = 0;
+    let purging = true;
+    const tick = () => {
+      turns++;
+      if (purging) setImmediate(tick);
+    };
+    const batches: number[] = [];
+    const spy: Driver = {
+      run: (statement) => inner.run(statement),
+      batch: (statements) => (batches.push(turns), inner.batch(statements)),
+      close: () => inner.close(),
+    };
+    const spied = new LeaseStore(spy);
+    onTestFinished(() => spied.close());
+    setImmediate(tick);
+    expect(await spied.purge(T + 1_000, 1_000, { chunkSize: 2 })).toBe(5);
+    purging = false;
+    expect(batches).toHaveLength(3); // 2, 2, then 1: fewer than a chunk, so the last
+    expect(batches[1]! > batches[0]! && batches[2]! > batches[1]!).toBe(true);
+  });
+});
+
 describe("migration 0005", () => {
   test("folds the events already recorded: one renewed event per lease, one refused event per stale lease, the counters untouched", async () => {
     const url = freshUrl();

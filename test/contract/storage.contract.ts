@@ -7,8 +7,9 @@ import type { FreshStore } from "./store.contract.ts";
 
 // What the store keeps, and what it costs to keep (issue 10): fences of
 // removed ids folded into one floor, counts per queue kept by every
-// transition, so that the stats read a few rows per queue, and a lease's
-// history that stays small however often it renews or is refused. Run on every
+// transition, so that the stats read a few rows per queue, a lease's
+// history that stays small however often it renews or is refused, and the
+// housekeeping that runs in bounded chunks. Run on every
 // driver like the store contract; these tests also read tables other than
 // `jobs`, so their fresh store can run any query.
 
@@ -320,6 +321,65 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
     });
   });
 
+  describe("housekeeping in chunks", () => {
+    test("purge takes at most chunkSize finished jobs a transaction, those finished first, and at most maxChunks chunks a call", async () => {
+      const { store, snapshot, rows } = await freshStore();
+      for (let i = 1; i <= 5; i++) {
+        await store.enqueue(`done-${i}`, { now: T });
+        await store.claim(`done-${i}`, "A", T, TTL);
+        await store.complete(`done-${i}`, "A", 1, T + 10 - i, "r"); // done-5 finished first
+      }
+      await store.enqueue("young", { now: T });
+      await store.complete("young", "A", (await store.claim("young", "A", T, TTL))!, T + HOUR, "r");
+      await store.enqueue("open", { now: T });
+      const kept = await snapshot();
+      expect(await store.purge(T + 9 + HOUR, HOUR, { chunkSize: 2, maxChunks: 2 })).toBe(4);
+      expect(Object.keys(await snapshot())).toEqual(["done-1", "open", "young"]);
+      expect(await snapshot()).toEqual({ "done-1": kept["done-1"], open: kept.open, young: kept.young });
+      expect(await rows("SELECT DISTINCT job_id FROM events ORDER BY job_id")).toEqual([{ job_id: "done-1" }, { job_id: "open" }, { job_id: "young" }]);
+      expect(await store.purge(T + 9 + HOUR, HOUR, { chunkSize: 2 })).toBe(1);
+      expect(await store.purge(T + 9 + HOUR, HOUR)).toBe(0);
+      expect(Object.keys(await snapshot())).toEqual(["open", "young"]);
+    });
+
+    test("a deleted job's history goes once its deletion is older than the retention; a new job under its id keeps its own", async () => {
+      const { store, rows } = await freshStore();
+      await store.enqueue("again", { now: T });
+      await store.claim("again", "A", T, TTL);
+      await store.release("again", "A", 1, T + 1);
+      await store.deleteJob("again", T + 2);
+      await store.enqueue("again", { now: T + 3 });
+      await store.claim("again", "B", T + 3, HOUR);
+      await store.enqueue("recent", { now: T });
+      await store.deleteJob("recent", T + 10);
+      expect(await store.purge(T + 9 + HOUR, HOUR)).toBe(0); // jobs purged: none finished
+      expect((await store.events("again")).items.map((event) => [event.kind, event.owner])).toEqual([["enqueued", null], ["claimed", "B"]]);
+      expect((await store.events("recent")).items.map((event) => event.kind)).toEqual(["enqueued", "deleted"]); // deleted less than an hour ago
+      expect(await store.purge(T + 10 + HOUR, HOUR)).toBe(0);
+      expect(await rows("SELECT job_id, kind FROM events ORDER BY seq")).toEqual([{ job_id: "again", kind: "enqueued" }, { job_id: "again", kind: "claimed" }]);
+    });
+
+    test("reclaimExpired ends at most chunkSize leases a transaction and maxChunks chunks a call, in every queue", async () => {
+      const { store, snapshot } = await freshStore();
+      for (const [id, queue] of [["a-1", "a"], ["a-2", "a"], ["b-1", "b"], ["held", "b"]]) {
+        await store.enqueue(id!, { queue, now: T });
+        await store.claim(id!, "A", T, id === "held" ? HOUR : TTL);
+      }
+      expect(await store.reclaimExpired(T + TTL, { chunkSize: 2, maxChunks: 1 })).toBe(2);
+      expect(Object.values(await snapshot()).filter((row) => row.owner === null)).toHaveLength(2);
+      expect(await store.reclaimExpired(T + TTL, { chunkSize: 2 })).toBe(1);
+      const after = await snapshot();
+      expect(["a-1", "a-2", "b-1"].map((id) => after[id]!.owner)).toEqual([null, null, null]);
+      expect(after.held).toMatchObject({ owner: "A", until: T + HOUR });
+    });
+
+    test.each([["chunkSize", { chunkSize: 0 }], ["maxChunks", { maxChunks: 1.5 }]])("refuses a bad %s by name, before touching the database", async (name, options) => {
+      const { store } = await freshStore();
+      await expect(store.purge(T, HOUR, options)).rejects.toMatchObject({ name: "InvalidArgument", message: expect.stringContaining(name) });
+      await expect(store.reclaimExpired(T, options)).rejects.toMatchObject({ name: "InvalidArgument", message: expect.stringContaining(name) });
+    });
+  });
+
   describe("query plans", () => {
     /** The lines of the database's own plan for a statement that read jobs or events. */
     async function reads(statement: Statement): Promise<string[]> {
@@ -332,6 +392,21 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       const lines = await reads(sql.stats(T));
       expect(lines.length).toBeGreaterThan(0);
       for (const line of lines) expect(line).toMatch(/^SEARCH jobs USING (COVERING )?INDEX jobs_(waiting_by_run_at|held_by_until) \(queue=\?( AND (run_at>\?|until<\?))?\)$/);
+    });
+
+    test("a purge chunk with nothing due is an index lookup or two: finished jobs by when they finished, deletions by when they happened", async () => {
+      const lines = (await Promise.all(sql.purge(T, 500).map(reads))).flat();
+      for (const line of lines) {
+        expect(line).toMatch(/^SEARCH (jobs USING INDEX jobs_finished \(updated_at<\?\)|events USING INDEX events_deleted \(at<\?\)|events USING (COVERING )?INDEX events_by_job \(job_id=\?.*\)|(jobs|events) USING (COVERING )?INDEX sqlite_autoindex_jobs_1 \(id=\?\)|events USING INTEGER PRIMARY KEY \(rowid=\?\))$/);
+      }
+      expect(lines.filter((line) => line.includes("jobs_finished"))).toHaveLength(2);
+      expect(lines.filter((line) => line.includes("events_deleted"))).toHaveLength(1);
+    });
+
+    test("the cron's expiry seeks each queue's ended leases, never every lease held", async () => {
+      for (const line of await reads(sql.expireSome(T, 500))) {
+        expect(line).toMatch(/^SEARCH jobs USING (INDEX jobs_held_by_until \(queue=\? AND until<\?\)|(COVERING )?INDEX sqlite_autoindex_jobs_1 \(id=\?\))$/);
+      }
     });
 
     test("claim-next seeks the due jobs nobody holds priority by priority, and the ended leases: never the leased or future jobs", async () => {
