@@ -20,7 +20,7 @@ export { type Auth, authFromEnv } from "./http/auth.ts";
 export { DEFAULT_LIMITS, type Limits } from "./http/schemas.ts";
 export { UI_CSP, type UiFiles } from "./http/ui.ts";
 export type { Job, JobEvent, JobStatus, Lease } from "./job.ts";
-export { maintain, type Maintained, RETENTION_MS } from "./maintenance.ts";
+export { CRON_MAX_CHUNKS, maintain, type Maintained, repeat, RETENTION_MS } from "./maintenance.ts";
 export { type Migration, migrate } from "./migrate.ts";
 export { MIGRATIONS_DIR, readMigrations } from "./migrations-dir.ts";
 export { BUSY_TIMEOUT_MS, connect, type OpenOptions, openStore, reconnect } from "./open.ts";
@@ -28,5 +28,5 @@ export { type RunningServer, type ServerConfig, serverConfigFromEnv, startServer
 export { UI_DIR, uiFilesFromDisk } from "./ui-files.ts";
 export { STATUSES } from "./statements.ts";
 export type { QueueStats } from "./stats.ts";
-export { type EnqueueOptions, LeaseStore, type NewJob, type NextClaim, type Page, type Settled } from "./store.ts";
+export { type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, LeaseStore, type NewJob, type NextClaim, type Page, type Settled } from "./store.ts";
 export type { LeaseOutcome } from "./refusal.ts";
