@@ -173,34 +173,44 @@ describe("runWorker", () => {
     expect(new Set(rows.map((row) => row.result)).size).toBe(2_000);
   });
 
-  test("at most two completeMany calls are in flight, each with at most half the jobs in hand; results that finish meanwhile wait and go together", async () => {
+  test("at most two completeMany calls are in flight: a result goes at once while one is on its way, and those that finish while two are wait and go together", async () => {
     await using s = await serving();
-    await s.enqueue(16);
+    await s.enqueue(8);
     let inFlight = 0;
     let most = 0;
+    const firstSent = gate();
+    const secondSent = gate();
     const held = gate();
     s.traffic.through = async (kind, send) => {
       if (kind !== "completeMany") return send();
       most = Math.max(most, ++inFlight);
-      if (s.count("completeMany") <= 2) await held.opened; // the first two stay on their way until the test lets them go
+      const nth = s.count("completeMany");
+      if (nth === 1) firstSent.open();
+      if (nth === 2) secondSent.open();
+      if (nth <= 2) await held.opened; // the first two stay on their way until the test lets them go
       try {
         return await send();
       } finally {
         inFlight--;
       }
     };
-    const worker = s.run({ concurrency: 8, idleMs: 60_000 }, async ({ job }) => job.id);
-    await until(() => s.count("completeMany") === 2, "two calls on their way");
-    await wait(50); // a third would have gone by now
+    const worker = s.run({ concurrency: 8, idleMs: 60_000 }, async ({ job }) => {
+      if (job.id === "job-0001") await firstSent.opened;
+      else if (job.id !== "job-0000") await secondSent.opened;
+      return job.id;
+    });
+    await secondSent.opened;
+    await wait(50); // the six results that came after the second call are queued, not sent
     expect(s.count("completeMany")).toBe(2);
     held.open();
     await until(async () => Object.values(await s.snapshot()).every((row) => row.done === 1), "every job done");
     await worker.stop();
     expect(most).toBe(2);
-    const batches = s.sent.filter((request) => request.kind === "completeMany").map((request) => request.body.leases.length);
-    expect(batches.slice(0, 2)).toEqual([4, 4]); // the 8 results of one turn, in two halves
-    expect(Math.max(...batches)).toBe(4);
-    expect(batches.reduce((sum, n) => sum + n, 0)).toBe(16);
+    const batches = s.sent.filter((request) => request.kind === "completeMany").map((request) => request.body.leases.map((lease: { id: string }) => lease.id));
+    expect(batches[0]).toEqual(["job-0000"]);
+    expect(batches[1]).toEqual(["job-0001"]);
+    expect(batches[2]).toHaveLength(6); // together
+    expect(batches.flat()).toHaveLength(8);
     expect(s.claims().now).toHaveLength(1); // every later job came with a completion
     expect(s.claims().waiting.length).toBeLessThanOrEqual(1); // and once the queue was empty, one claim waits on the server
   });
@@ -395,9 +405,8 @@ describe("runWorker", () => {
     await until(() => stopping !== undefined, "the stop");
     await stopping;
     expect(started).toEqual(["job-0000", "job-0001"]);
-    // Both results went at once, each alone (half the jobs in hand), each asking for the slot it frees.
-    const completions = s.sent.filter((request) => request.kind === "completeMany");
-    expect(completions.map((request) => request.body.next)).toEqual([{ queue: "q", limit: 1, ttlMs: 60_000 }, { queue: "q", limit: 1, ttlMs: 60_000 }]);
+    const first = s.sent.find((request) => request.kind === "completeMany")!;
+    expect(first.body.next).toEqual({ queue: "q", limit: 2, ttlMs: 60_000 });
     expect(s.sent.filter((request) => request.kind === "release").map((request) => request.body)).toEqual([
       { owner: W, fence: 1 },
       { owner: W, fence: 1 },
@@ -434,7 +443,7 @@ describe("runWorker", () => {
 
   test("a completeMany with next whose answer is lost is sent again without next, and no result is lost", async () => {
     await using s = await serving();
-    await s.enqueue(8);
+    await s.enqueue(4);
     let lost = false;
     s.traffic.through = async (kind, send) => {
       const answer = await send();
@@ -444,21 +453,20 @@ describe("runWorker", () => {
       }
       return answer;
     };
-    const worker = s.run({ concurrency: 4, ttlMs: 300, idleMs: 20 }, async ({ job, fence }) => `${job.id}@${fence}`);
+    const worker = s.run({ concurrency: 2, ttlMs: 300, idleMs: 20 }, async ({ job, fence }) => `${job.id}@${fence}`);
     await until(async () => Object.values(await s.snapshot()).every((row) => row.done === 1), "every job done");
     await worker.stop();
 
     const completions = s.sent.filter((request) => request.kind === "completeMany").map((request) => request.body);
     expect(completions[0]).toEqual({ owner: W, leases: [{ id: "job-0000", fence: 1, result: "job-0000@1" }, { id: "job-0001", fence: 1, result: "job-0001@1" }], next: { queue: "q", limit: 2, ttlMs: 300 } });
-    expect(completions).toContainEqual({ owner: W, leases: completions[0].leases }); // the same results again, without next
+    expect(completions[1]).toEqual({ owner: W, leases: completions[0].leases }); // the same results, without next
     expect(s.errors[0]).toBeInstanceOf(UnavailableError);
     const rows = await s.snapshot();
     expect(rows["job-0000"]).toMatchObject({ done: 1, fence: 1, result: '"job-0000@1"' });
     expect(rows["job-0001"]).toMatchObject({ done: 1, fence: 1, result: '"job-0001@1"' });
-    // The jobs the lost next took (the first two due after the four in hand) ran out their leases unseen, then were claimed again.
-    const lostNext = ["job-0004", "job-0005"];
-    for (const id of lostNext) expect(rows[id]).toMatchObject({ done: 1, fence: 2, attempts: 2, result: `"${id}@2"` });
-    for (const id of ["job-0002", "job-0003", "job-0006", "job-0007"]) expect(rows[id]).toMatchObject({ done: 1, fence: 1, attempts: 1 });
+    // The jobs the lost next took ran out their leases unseen, then were claimed again.
+    expect(rows["job-0002"]).toMatchObject({ done: 1, fence: 2, attempts: 2, result: '"job-0002@2"' });
+    expect(rows["job-0003"]).toMatchObject({ done: 1, fence: 2, attempts: 2, result: '"job-0003@2"' });
     expect((await s.events())["job-0000"]).toEqual(["enqueued", "claimed", "completed"]); // the repeat was answered as done, not refused
   });
 
@@ -519,7 +527,7 @@ describe("runWorker", () => {
   test("a result the server refuses fails only its own job; the other results of the same call are stored", async () => {
     await using s = await serving();
     await s.enqueue(3, () => ({ maxAttempts: 1 }));
-    const worker = s.run({ concurrency: 6, idleMs: 60_000 }, async ({ job }) => (job.id === "job-0001" ? "x".repeat(1_100_000) : "small"));
+    const worker = s.run({ concurrency: 3, idleMs: 60_000 }, async ({ job }) => (job.id === "job-0001" ? "x".repeat(1_100_000) : "small"));
     await until(async () => Object.values(await s.snapshot()).every((row) => row.done === 1), "every job ended");
     await worker.stop();
     const batches = s.sent.filter((request) => request.kind === "completeMany").map((request) => request.body.leases.map((lease: { id: string }) => lease.id));

@@ -53,9 +53,8 @@ export type WorkerHandle = {
  * is sent as soon as its handler returns, unless two completions are already
  * on their way: then it waits, and the results that finished meanwhile go
  * together in one completeMany (a group commit on the client side, no wait when
- * alone; at most half the jobs in hand per call, so that with two calls on
- * their way the worker and the server each work on one half), which also asks
- * for the next jobs (`next`, as many as it frees slots) in the same transaction. Under load that is far less than one
+ * alone), which also asks for the next jobs (`next`, as many as it frees
+ * slots) in the same transaction. Under load that is far less than one
  * request per job. All the leases in hand are renewed by ONE renewMany every
  * `renewEveryMs` (see LeaseKeeper).
  *

@@ -9,9 +9,10 @@ const MAX_CLAIM = 100;
 /** The most leases one renewMany or completeMany carries (the server's limit). */
 export const MAX_MANY = 1_000;
 /**
- * How many completeMany calls may be on their way at once. Two let the worker
- * and the server work at the same time, each on its half of the jobs in hand,
- * where one would leave each idle while the other works.
+ * How many completeMany calls may be on their way at once. A second lets a
+ * result that finishes while one call is on its way go without waiting for it;
+ * past two, results wait and go together, which is what keeps the requests far
+ * fewer than the jobs (the server's cost is mostly per request: see README).
  */
 export const MAX_COMPLETING = 2;
 /** The longest lastError the server keeps (FailBody in src/http/schemas.ts). */
@@ -232,7 +233,7 @@ export class WorkerRunner {
     });
   }
 
-  /** Sends the queued results in completeMany calls of at most half the jobs in hand, while fewer than MAX_COMPLETING are on their way. */
+  /** Sends the queued results in completeMany calls while fewer than MAX_COMPLETING are on their way. */
   #flush(): void {
     while (this.#completing < MAX_COMPLETING && this.#completeBackoff === undefined && this.#queued.length > 0) {
       if (!this.#flushOne()) return;
@@ -247,7 +248,7 @@ export class WorkerRunner {
     // A result whose lease the renew in flight carries waits for it: see LeaseKeeper.
     const ready = this.#queued.filter((slot) => !this.#keeper.renewing(slot.lease.job.id));
     const alone = ready.find((slot) => slot.alone);
-    const batch = alone ? [alone] : ready.slice(0, Math.min(MAX_MANY, Math.ceil(this.#settings.concurrency / MAX_COMPLETING)));
+    const batch = alone ? [alone] : ready.slice(0, MAX_MANY);
     if (batch.length === 0) return false;
     const sending = new Set(batch);
     this.#queued = this.#queued.filter((slot) => !sending.has(slot));
