@@ -16,6 +16,7 @@ import { cachedStatements, freshDatabase, rawClient, T } from "./db.ts";
 import { jsonClient, startServerProcess } from "./http-load.ts";
 import { BASELINES, label, median, percentile, report, results, sleep, timed, turn } from "./measure.ts";
 import { longPoll } from "./long-poll.ts";
+import { CLAIM_NEXT_AHEAD_SIZES, claimNextAhead } from "./claim-next-ahead.ts";
 import { versusBullmq } from "./versus-bullmq.ts";
 
 const { values: flags } = parseArgs({ options: { quick: { type: "boolean" }, only: { type: "string" } } });
@@ -238,6 +239,7 @@ for (const [what, scenario] of [
   ["http", () => httpScenario("http")],
   ["http, without group commit", () => httpScenario("http without group-commit", { GROUP_COMMIT: "0" })],
   ["claim-next", claimNextScenario],
+  ["claim-next behind leased and scheduled jobs", () => claimNextAhead(CLAIM_NEXT_AHEAD_SIZES[quick ? "quick" : "full"])],
   ["contention", () => contentionScenario(`contention ${size.claimers}`)],
   ["contention, without group commit", () => contentionScenario(`contention ${size.claimers} without group-commit`, { GROUP_COMMIT: "0" })],
   ["long poll", () => longPoll(size.longPollJobs, size.idleSeconds)],
