@@ -26,6 +26,8 @@ export { MIGRATIONS_DIR, readMigrations } from "./migrations-dir.ts";
 export { BUSY_TIMEOUT_MS, connect, type OpenOptions, openStore, reconnect } from "./open.ts";
 export { type RunningServer, type ServerConfig, serverConfigFromEnv, startServer } from "./server.ts";
 export { UI_DIR, uiFilesFromDisk } from "./ui-files.ts";
+export { type Claimed, localWaits, type WaitingClaim, type Waits } from "./wait/long-poll.ts";
+export { MAX_WAITING, RECHECK_MS, WaitRoom, type WaitRoomOptions } from "./wait/wait-room.ts";
 export { STATUSES } from "./statements.ts";
 export type { QueueStats } from "./stats.ts";
 export { type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, LeaseStore, type NewJob, type NextClaim, type Page, type Settled } from "./store.ts";
