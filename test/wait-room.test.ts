@@ -88,6 +88,17 @@ describe("WaitRoom", () => {
     expect(room.hasTimer("q")).toBe(false);
   });
 
+  test("a job due a year ahead arms a timer that does not fire now: no waiter spins on it", async () => {
+    const room = new WaitRoom({ recheckMs: 0 });
+    const { waiters, woken } = line(room, 1);
+    room.wakeAt("q", Date.now() + 365 * 24 * 60 * 60 * 1000); // past the longest delay a timer can take
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(room.hasTimer("q")).toBe(true);
+    expect(woken).toEqual([]);
+    waiters[0]!.leave();
+    expect(room.hasTimer("q")).toBe(false); // the line is gone, and its timer with it
+  });
+
   test("enter answers null beyond maxWaiting and after a stop; a stop wakes every waiter, claims and reads", async () => {
     const room = new WaitRoom({ maxWaiting: 3, recheckMs: 0 });
     const { woken, settled } = line(room, 2);

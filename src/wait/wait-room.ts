@@ -17,6 +17,9 @@ export const MAX_WAITING = 10_000;
 /** The default re-check of a queue with waiters: 1 s. */
 export const RECHECK_MS = 1_000;
 
+/** The longest delay a timer takes (a longer one would fire at once); a timer that far ahead is re-armed when it fires. */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+
 /** Where a waiter waits: for a job of a queue, or for the result of one job. */
 type Line = { kind: "queue" | "job"; key: string };
 
@@ -149,7 +152,7 @@ export class WaitRoom {
       if (line.timer?.handle === handle) line.timer = undefined;
       this.wake(queue);
     };
-    const handle = unref(setTimeout(fire, Math.max(0, at - this.#clock())));
+    const handle = unref(setTimeout(fire, Math.min(MAX_DELAY_MS, Math.max(0, at - this.#clock()))));
     line.timer = { at, handle };
   }
 
