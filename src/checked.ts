@@ -1,4 +1,4 @@
-import type { NewJob, EnqueueOptions } from "./store.ts";
+import type { EnqueueOptions, NewJob } from "./store-types.ts";
 import * as sql from "./statements.ts";
 import * as sqlMany from "./statements-many.ts";
 import * as check from "./validate.ts";

@@ -4,45 +4,13 @@ import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type
 import { type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
 import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./statements.ts";
+import * as reads from "./statements-reads.ts";
 import * as sqlMany from "./statements-many.ts";
 import { checked } from "./checked.ts";
 import * as check from "./validate.ts";
+import { type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, type NewJob, type NextClaim, type Page, type Settled } from "./store-types.ts";
 
-/** Options of `enqueue`; every one has a default. */
-export type EnqueueOptions = {
-  /** The queue that claim-next takes the job from; default `"default"`. */
-  queue?: string;
-  /** Any JSON value, handed to the worker that claims the job; default null. */
-  payload?: unknown;
-  /** Higher is claimed first; default 0. */
-  priority?: number;
-  /** Claim-next leaves the job alone before this time; default `now`. */
-  runAt?: number;
-  /** How many claims may end in failure or expiry before the job is dead; default 25. */
-  maxAttempts?: number;
-  /** The time of the enqueue, for `createdAt`; default `Date.now()`. */
-  now?: number;
-};
-
-/** What a complete or fail may take in the same transaction: up to `limit` due jobs of the same queue, each leased for `ttlMs`. */
-export type NextClaim = { limit: number; ttlMs: number };
-
-/** A lease ended by complete or fail, and the leases of the next jobs taken with it (empty unless `next` was asked). */
-export type Settled = { job: Job; leases: Lease[] };
-
-/** One job of `enqueueMany`: its id and the options of `enqueue`, less the queue and the time, which are the call's. */
-export type NewJob = { id: string } & Omit<EnqueueOptions, "queue" | "now">;
-
-/** How many rows one housekeeping transaction (a chunk of purge or reclaimExpired) takes at most, by default. */
-export const HOUSEKEEPING_CHUNK = 500;
-
-/**
- * How purge and reclaimExpired work through a backlog: in chunks of at most
- * `chunkSize` rows (default HOUSEKEEPING_CHUNK), each its own transaction, the
- * event loop given a turn between two, until a chunk is not full, `maxChunks`
- * chunks have run (default: no limit), or `signal` aborts.
- */
-export type HousekeepingOptions = { chunkSize?: number; maxChunks?: number; signal?: AbortSignal };
+export { type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, type NewJob, type NextClaim, type Page, type Settled } from "./store-types.ts";
 
 /** Runs `chunk(size)` until it answers false (it was not full) or the options say stop. */
 async function inChunks(options: HousekeepingOptions, chunk: (size: number) => Promise<boolean>): Promise<void> {
@@ -53,9 +21,6 @@ async function inChunks(options: HousekeepingOptions, chunk: (size: number) => P
     if (!(await chunk(size))) return;
   }
 }
-
-/** A page of a listing, and the cursor of the next page (null on the last). */
-export type Page<T> = { items: T[]; next: string | null };
 
 /**
  * The lease store: the verbs of the fencing contract over a Driver.
@@ -100,7 +65,7 @@ export class LeaseStore {
 
   /** nextClaimableAt answers when a job of `queue` next becomes claimable by claimNext (maybe already), or null if none will. */
   async nextClaimableAt(queue: string): Promise<number | null> {
-    const [row] = await this.#driver.run(sql.nextClaimable(check.name("queue", queue)));
+    const [row] = await this.#driver.run(reads.nextClaimable(check.name("queue", queue)));
     return (row?.at as number | null | undefined) ?? null;
   }
 
@@ -249,7 +214,7 @@ export class LeaseStore {
 
   /** leaseCheck tells a system outside whether (owner, fence) is the current lease of a job; NotFound for an unknown id. */
   async leaseCheck(id: string, owner: string, fence: number, now: number): Promise<{ current: boolean; fence: number; until: number }> {
-    const [row] = await this.#driver.run(sql.leaseCheck(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now)));
+    const [row] = await this.#driver.run(reads.leaseCheck(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now)));
     if (row === undefined) throw new NotFound(id);
     return { current: row.current === 1, fence: row.fence as number, until: row.until as number };
   }
@@ -258,7 +223,7 @@ export class LeaseStore {
   async list(filter: { queue?: string; status?: JobStatus; cursor?: string; limit?: number }, now: number): Promise<Page<Job>> {
     const limit = check.positiveInt("limit", filter.limit ?? 50);
     const rows = await this.#driver.run(
-      sql.list({
+      reads.list({
         queue: filter.queue === undefined ? null : check.name("queue", filter.queue),
         status: filter.status ?? null,
         after: filter.cursor === undefined ? null : check.name("cursor", filter.cursor),
@@ -274,7 +239,7 @@ export class LeaseStore {
   async events(id: string, page: { cursor?: string; limit?: number } = {}): Promise<Page<JobEvent>> {
     const limit = check.positiveInt("limit", page.limit ?? 100);
     const after = page.cursor === undefined ? 0 : check.instant("cursor", Number(page.cursor));
-    const rows = await this.#driver.run(sql.events(check.name("id", id), after, limit + 1));
+    const rows = await this.#driver.run(reads.events(check.name("id", id), after, limit + 1));
     const items = rows.slice(0, limit).map(eventFromRow);
     return { items, next: rows.length > limit ? String(items.at(-1)!.seq) : null };
   }
@@ -284,7 +249,7 @@ export class LeaseStore {
    * refused stale writes; one read, which never waits for the write lock.
    */
   async stats(now: number): Promise<QueueStats[]> {
-    return queueStats(await this.#driver.run(sql.stats(check.instant("now", now))), now);
+    return queueStats(await this.#driver.run(reads.stats(check.instant("now", now))), now);
   }
 
   /**

@@ -1,0 +1,80 @@
+import type { Statement } from "./drivers/driver.ts";
+import { currentLease, EXHAUSTED, status } from "./statements.ts";
+
+// The reads that decide nothing: a job's lease for a system outside, pages of
+// jobs and events, the numbers per queue, and when a waiting claim should look
+// again. The rules themselves, and every write, are in src/statements.ts.
+
+/**
+ * When a job of `queue` next becomes claimable by `takeNext`: the earliest
+ * run_at of a job nobody holds, or the earliest end of a lease that is not
+ * its job's last attempt (one row; `at` null when there is none). What a
+ * waiting claim sleeps until; two index ranges of the queue (migrations/0004).
+ */
+export function nextClaimable(queue: string): Statement {
+  return {
+    sql: `SELECT min(at) AS at FROM (
+            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL ORDER BY run_at LIMIT 1)
+            UNION ALL
+            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1))`,
+    args: [queue],
+  };
+}
+
+/** Whether (owner, fence) holds the current lease of a job, for systems outside to check a token. */
+export function leaseCheck(id: string, owner: string, fence: number, now: number): Statement {
+  return {
+    sql: `SELECT fence, until, (${currentLease("?2", "?3", "?4")}) AS current FROM jobs WHERE id = ?1`,
+    args: [id, owner, fence, now],
+  };
+}
+
+/** A page of jobs in id order after `after`, optionally of one queue and one status. */
+export function list(filter: { queue: string | null; status: string | null; after: string | null; limit: number; now: number }): Statement {
+  return {
+    sql: `SELECT * FROM (SELECT *, ${status("?5")} AS status FROM jobs
+                         WHERE (?1 IS NULL OR queue = ?1) AND id > coalesce(?3, ''))
+          WHERE ?2 IS NULL OR status = ?2
+          ORDER BY id LIMIT ?4`,
+    args: [filter.queue, filter.status, filter.after, filter.limit, filter.now],
+  };
+}
+
+/** A page of one job's events, oldest first, after sequence number `after`. */
+export function events(id: string, after: number, limit: number): Statement {
+  return { sql: "SELECT * FROM events WHERE job_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3", args: [id, after, limit] };
+}
+
+/** The refusals of "the last hour" at `now` are those from the start of this minute (`at / 60000`) on: now's minute and the 59 before it. */
+export function firstMinuteOfHour(now: number): number {
+  return Math.floor(now / 60_000) - 59;
+}
+
+/**
+ * Per queue: the jobs by stored state (migrations/0004's `queue_counts`,
+ * kept by every transition), what of them depends on `now` (index ranges of
+ * that queue: waiting jobs due later, leases expired and not yet ended, and
+ * the earliest run_at of each), and its refusals in the last hour and ever.
+ * A queue is listed while it has a job or has ever had a refusal. Reads a few
+ * rows per queue: its cost grows with the queues, the jobs scheduled for later
+ * and the leases expired since the last cron, never with the history.
+ */
+export function stats(now: number): Statement {
+  const waiting = "jobs.queue = q.queue AND done = 0 AND owner IS NULL";
+  const expired = "jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL AND until <= ?1";
+  return {
+    sql: `SELECT q.queue, coalesce(c.waiting, 0) AS waiting, coalesce(c.held, 0) AS held, coalesce(c.done, 0) AS done, coalesce(c.dead, 0) AS dead,
+                 (SELECT count(*) FROM jobs WHERE ${waiting} AND run_at > ?1) AS waiting_later,
+                 (SELECT min(run_at) FROM jobs WHERE ${waiting}) AS waiting_first_run_at,
+                 (SELECT count(*) FROM jobs WHERE ${expired}) AS expired,
+                 (SELECT count(*) FROM jobs WHERE ${expired} AND run_at > ?1) AS expired_later,
+                 (SELECT min(run_at) FROM jobs WHERE ${expired}) AS expired_first_run_at,
+                 (SELECT coalesce(sum(refusals), 0) FROM refusal_minutes m WHERE m.queue = q.queue AND minute >= ?2) AS refused_recent,
+                 coalesce(r.total, 0) AS refused_total
+          FROM (SELECT queue FROM queue_counts UNION SELECT queue FROM refusal_counts) q
+          LEFT JOIN queue_counts c ON c.queue = q.queue
+          LEFT JOIN refusal_counts r ON r.queue = q.queue
+          ORDER BY q.queue`,
+    args: [now, firstMinuteOfHour(now)],
+  };
+}
