@@ -72,19 +72,49 @@ export class LeaseLost extends Error {
  */
 export type Outcome = "not_applied" | "unknown";
 
-/** The database cannot be reached or is too busy to answer; the same call may work later. */
+/**
+ * Why the database could not serve a call. On the database itself: `busy`
+ * (another writer held the lock past the busy timeout), `read_only`,
+ * `corrupt`, `full` (the disk, or the database's size limit), `io` (the file
+ * cannot be read, written or opened), `closed` (the store was closed). On the
+ * way to a remote one: `unreachable` (no connection could be made), `refused`
+ * (it answered with an error before running anything: an HTTP 4xx or 503, a
+ * stream error), `timeout` (no answer within the statement timeout),
+ * `connection_lost` (the connection broke, or the answer was cut or
+ * malformed), `server_error` (an HTTP 5xx other than 503).
+ */
+export type StorageReason = "busy" | "read_only" | "corrupt" | "full" | "io" | "closed" | "unreachable" | "refused" | "timeout" | "connection_lost" | "server_error";
+
+/** What happened, in words a person can act on; then what it means for the write. */
+const WHAT_HAPPENED: Record<StorageReason, string> = {
+  busy: "the database is busy (another writer holds its lock)",
+  read_only: "the database is read-only: check the permissions of its file and folder, the disk's mount, and PRAGMA query_only",
+  corrupt: "the database file is corrupt (SQLITE_CORRUPT): restore it from a backup, or rebuild it with the sqlite3 shell's .recover",
+  full: "the database's disk is full, or the database reached its size limit: free some space",
+  io: "the database file cannot be read or written (an I/O error): check its disk",
+  closed: "the database connection is closed",
+  unreachable: "the database cannot be reached",
+  refused: "the database refused the request",
+  timeout: "the database did not answer in time",
+  connection_lost: "the database connection broke",
+  server_error: "the database answered with a server error",
+};
+
+/** The database cannot serve the call now: `reason` says why, `outcome` whether a write may have been applied. */
 export class StorageUnavailable extends Error {
   readonly code = "unavailable";
   readonly outcome: Outcome;
-  constructor(cause: unknown, outcome: Outcome) {
+  readonly reason: StorageReason;
+  constructor(cause: unknown, outcome: Outcome, reason: StorageReason = outcome === "unknown" ? "connection_lost" : "busy") {
     super(
       outcome === "not_applied"
-        ? "the database is unavailable and nothing was written; retry shortly"
-        : "the database connection broke: the write may or may not have been applied; read the job before you retry",
+        ? `${WHAT_HAPPENED[reason]}; nothing was written${reason === "busy" || reason === "unreachable" || reason === "refused" ? "; retry shortly" : ""}`
+        : `${WHAT_HAPPENED[reason]}: the write may or may not have been applied; read the job before you retry`,
       { cause },
     );
     this.name = "StorageUnavailable";
     this.outcome = outcome;
+    this.reason = reason;
   }
 }
 

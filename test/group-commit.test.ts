@@ -75,6 +75,35 @@ describe("group commit", () => {
     expect(batches).toBe(1); // not tried again one by one, which would make each wait out the busy timeout again
   });
 
+  test("when the outcome is unknown (the group committed, then its answer was lost), every caller gets that error and none runs again", async () => {
+    const { driver } = await countingDriver();
+    let lose = false;
+    const lost = new StorageUnavailable(new TypeError("terminated"), "unknown");
+    const committedThenLost: Driver = {
+      run: (statement) => driver.run(statement),
+      batch: async (statements) => {
+        const rows = await driver.batch(statements);
+        if (!lose) return rows;
+        lose = false;
+        throw lost;
+      },
+      close: () => driver.close(),
+    };
+    const store = new LeaseStore(groupCommit(committedThenLost));
+    for (const id of ["a", "b", "c", "d"]) await store.enqueue(id, { queue: "q", now: T });
+    lose = true;
+    const answers = await Promise.allSettled([store.claimJob("a", "w1", T, TTL), store.claimNext("q", "w2", T, TTL), store.claimJob("c", "w3", T, TTL)]);
+    expect(answers.map((answer) => answer.status === "rejected" && answer.reason)).toEqual([lost, lost, lost]);
+    // Applied once: a to w1, the next due job (b) to w2, c to w3; d untouched.
+    const jobs = await Promise.all(["a", "b", "c", "d"].map(async (id) => (({ owner, fence, attempts }) => ({ id, owner, fence, attempts }))((await store.state(id, T))!)));
+    expect(jobs).toEqual([
+      { id: "a", owner: "w1", fence: 1, attempts: 1 },
+      { id: "b", owner: "w2", fence: 1, attempts: 1 },
+      { id: "c", owner: "w3", fence: 1, attempts: 1 },
+      { id: "d", owner: null, fence: 0, attempts: 0 },
+    ]);
+  });
+
   test("a write alone runs at once on its own, and a read bypasses the group", async () => {
     const { driver, calls } = await countingDriver();
     const store = new LeaseStore(groupCommit(driver));

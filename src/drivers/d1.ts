@@ -9,14 +9,14 @@ export function d1Driver(db: D1Database): Driver {
       try {
         return (await prepare(statement).all<Row>()).results;
       } catch (error) {
-        throw storageError(error);
+        throw storageError(error, "d1");
       }
     },
     async batch(statements) {
       try {
         return (await db.batch<Row>(statements.map(prepare))).map((result) => result.results);
       } catch (error) {
-        throw storageError(error);
+        throw storageError(error, "d1");
       }
     },
     close() {

@@ -29,11 +29,16 @@ const READ_ONLY = /^\s*SELECT\b/i;
  *
  * A write waits at most one turn of the event loop (`setImmediate`) for
  * company, and none when it is alone. If the group fails because of one
- * caller's statement (a trigger refusing, a constraint), nothing of it was
- * committed, and each caller runs again on its own, so only that caller fails.
- * If it fails because the database is unavailable (StorageUnavailable: busy,
- * unreachable), nothing was committed and every caller gets that error, as
- * each would have alone. Reads (`run` of a SELECT) bypass the group.
+ * caller's statement (a trigger refusing, a constraint: any error but
+ * StorageUnavailable, which the Driver contract makes a transaction known to
+ * be rolled back), nothing of it was committed, and each caller runs again on
+ * its own, so only that caller fails. If it fails with StorageUnavailable,
+ * every caller gets that error and none runs again: with outcome
+ * `not_applied` (busy, unreachable) nothing was committed, as each would have
+ * met alone; with outcome `unknown` (the connection broke mid-answer, a
+ * timeout) the group may have committed, and running a caller again could
+ * apply its write twice (a second claim-next lease, a claim refused by the
+ * caller's own lease). Reads (`run` of a SELECT) bypass the group.
  *
  * @example
  * const client = await connect("file:./data/fencelease.db");
@@ -87,10 +92,10 @@ export function groupCommit(inner: Driver, options: GroupCommitOptions = {}): Dr
       results = await inner.batch(group.flatMap((caller) => caller.statements));
     } catch (error) {
       if (error instanceof StorageUnavailable) {
-        for (const caller of group) caller.reject(error);
+        for (const caller of group) caller.reject(error); // never run again: it may have committed
         return;
       }
-      for (const caller of group) await alone(caller); // find the one that fails, and fail only it
+      for (const caller of group) await alone(caller); // rolled back: find the one that fails, and fail only it
       return;
     }
     let at = 0;

@@ -30,7 +30,7 @@ export function libsqlDriver(client: Client, options: LibsqlDriverOptions = {}):
   let calls = 0;
   async function failure(error: unknown): Promise<unknown> {
     if (afterBusy && /SQLITE_BUSY/.test(String((error as { code?: string })?.code))) await afterBusy();
-    return storageError(error, local);
+    return storageError(error, local ? "local" : "remote");
   }
   async function run(statement: Statement): Promise<Row[]> {
     if (local && ++calls % YIELD_EVERY === 0) await yieldTurn();

@@ -214,7 +214,7 @@ export function libsqlFileDriver(path: string, options: LibsqlFileDriverOptions 
 
   function failure(error: unknown): unknown {
     if (isBusy(error)) dropConnection();
-    return storageError(error, true);
+    return storageError(error, "local");
   }
 
   async function run(statement: Statement): Promise<Row[]> {

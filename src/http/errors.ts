@@ -36,7 +36,7 @@ export function describeError(error: unknown): Described {
     return { status: 409, code: error.code, message: error.message, details: { status: error.status } };
   }
   if (error instanceof StorageUnavailable) {
-    const details = { outcome: error.outcome };
+    const details = { outcome: error.outcome, reason: error.reason };
     return { status: 503, code: error.code, message: error.message, details, headers: { "Retry-After": RETRY_AFTER_SECONDS } };
   }
   // Hono's own refusals of a body: malformed JSON (400), or none where one is required (415).
