@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { type Client, createClient } from "@libsql/client";
-import { libsqlDriver } from "./drivers/libsql-client.ts";
+import { libsqlDriver, STATEMENT_TIMEOUT_MS } from "./drivers/libsql-client.ts";
 import { BUSY_TIMEOUT_MS, libsqlFileDriver } from "./drivers/libsql-file.ts";
 import { groupCommit } from "./drivers/group-commit.ts";
 import { type Migration, migrate } from "./migrate.ts";
@@ -30,10 +30,19 @@ export type OpenOptions = (
   random?: () => number;
   /** Commit writes that arrive together as one transaction (see group-commit.ts); default false. Node only. */
   groupCommit?: boolean;
+  /**
+   * On a remote database, how long a call may take before it fails with 503
+   * `unavailable`, outcome `unknown`, reason `timeout`; default
+   * STATEMENT_TIMEOUT_MS (5 s). Also how long a write may wait before
+   * `health()` calls writes stuck (on a file: the busy timeout).
+   */
+  statementTimeoutMs?: number;
+  /** Where the store writes a change of its health (writes failing, and why; writes succeeding again), one line each; default console.error. */
+  log?: (line: string) => void;
 };
 
-/** The default busy timeout (kept with the file driver, which uses it too). */
-export { BUSY_TIMEOUT_MS };
+/** The default busy timeout (kept with the file driver, which uses it too), and the default statement timeout of a remote database (kept with its driver). */
+export { BUSY_TIMEOUT_MS, STATEMENT_TIMEOUT_MS };
 
 /**
  * openStore opens a lease store and brings its schema up to date. A `file:`
@@ -46,7 +55,7 @@ export { BUSY_TIMEOUT_MS };
  * const fence = await store.claim("job-1", "worker-a", Date.now(), 30_000);
  */
 export async function openStore(options: OpenOptions): Promise<LeaseStore> {
-  const client = "client" in options ? options.client : await connect(options.url, options);
+  let client = "client" in options ? options.client : await connect(options.url, options);
   const path = "client" in options ? undefined : localPath(options.url); // after connect, which refuses a malformed URL
   try {
     if (options.migrations !== false) await migrate(client, options.migrations ?? (await readMigrations()));
@@ -55,29 +64,47 @@ export async function openStore(options: OpenOptions): Promise<LeaseStore> {
     throw error;
   }
   let driver: Driver;
+  let stuckAfterMs = options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS;
   if (path !== undefined && path !== ":memory:") {
     // A file: the client above made its folder, applied the settings and the
     // migrations; the store runs on the native driver, which prepares each
     // statement once instead of on every call.
     client.close();
-    driver = libsqlFileDriver(path, { busyTimeoutMs: "busyTimeoutMs" in options ? options.busyTimeoutMs : undefined });
+    const busyTimeoutMs = "busyTimeoutMs" in options ? options.busyTimeoutMs : undefined;
+    driver = libsqlFileDriver(path, { busyTimeoutMs });
+    stuckAfterMs = busyTimeoutMs ?? BUSY_TIMEOUT_MS;
   } else {
+    if (!("client" in options) && path === undefined) {
+      // A remote URL: the migrations ran without a timeout (one may take long);
+      // the store's client aborts every request that outlives the statement timeout.
+      client.close();
+      client = await connect(options.url, { authToken: options.authToken, statementTimeoutMs: stuckAfterMs });
+    }
     // A remote database, a client given, or `:memory:`: an in-memory database
     // lives on its one connection, so the store keeps the client that migrated it.
     const ours = !("client" in options) && client.protocol === "file";
-    driver = libsqlDriver(client, ours ? { afterBusy: () => reconnect(client) } : {});
+    const local = client;
+    driver = libsqlDriver(client, { statementTimeoutMs: options.statementTimeoutMs, ...(ours && { afterBusy: () => reconnect(local) }) });
   }
-  return new LeaseStore(options.groupCommit ? groupCommit(driver) : driver, { random: options.random });
+  const health = { stuckAfterMs, log: options.log ?? ((line: string) => console.error(line)) };
+  return new LeaseStore(options.groupCommit ? groupCommit(driver) : driver, { random: options.random, health });
 }
 
 /**
  * connect opens a libSQL client with the settings the store relies on: for a
  * local file, one connection in WAL mode with `synchronous = NORMAL` and a busy
- * timeout, its folder created if need be; for a remote URL, a plain client.
+ * timeout, its folder created if need be; for a remote URL, a plain client,
+ * whose every request is aborted after `statementTimeoutMs` if given.
  */
-export async function connect(url: string, options: { authToken?: string; busyTimeoutMs?: number } = {}): Promise<Client> {
+export async function connect(url: string, options: { authToken?: string; busyTimeoutMs?: number; statementTimeoutMs?: number } = {}): Promise<Client> {
   const path = localPath(url);
-  if (path === undefined) return createClient({ url, authToken: options.authToken });
+  if (path === undefined) {
+    const timeoutMs = options.statementTimeoutMs;
+    // Each request aborted once it outlives the timeout: a request that never
+    // ends would keep its place among the client's concurrent requests forever.
+    const bounded = timeoutMs === undefined ? undefined : (request: Request) => fetch(request, { signal: AbortSignal.timeout(timeoutMs) });
+    return createClient({ url, authToken: options.authToken, ...(bounded && { fetch: bounded }) });
+  }
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   // libSQL runs each local statement synchronously, so extra connections in one
   // process add no parallelism; but a pool would open connections that miss the

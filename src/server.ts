@@ -21,6 +21,8 @@ export type ServerConfig = {
   databaseAuthToken?: string;
   /** How long a write waits for the database's lock before answering 503; default BUSY_TIMEOUT_MS. */
   busyTimeoutMs?: number;
+  /** On a remote database, how long a call may take before answering 503 `unavailable`, outcome `unknown`; default STATEMENT_TIMEOUT_MS (5 s). */
+  statementTimeoutMs?: number;
   auth: Auth;
   /** How long done and dead jobs are kept; default RETENTION_MS (7 days). */
   retentionMs?: number;
@@ -42,7 +44,7 @@ export type ServerConfig = {
 /** A running server: where it listens, how many requests wait (waitMs) now, and how to stop it. */
 export type RunningServer = { url: string; readonly waiting: number; stop: () => Promise<void> };
 
-/** Reads HOST, PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, RETENTION_MS, SHUTDOWN_GRACE_MS, MAX_WAITING, WAIT_RECHECK_MS, FENCELEASE_TOKENS and FENCELEASE_AUTH. */
+/** Reads HOST, PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, DATABASE_TIMEOUT_MS, RETENTION_MS, SHUTDOWN_GRACE_MS, MAX_WAITING, WAIT_RECHECK_MS, FENCELEASE_TOKENS and FENCELEASE_AUTH. */
 export function serverConfigFromEnv(env: NodeJS.ProcessEnv): ServerConfig {
   const port = Number(env.PORT ?? 8787);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got ${env.PORT}`);
@@ -51,6 +53,7 @@ export function serverConfigFromEnv(env: NodeJS.ProcessEnv): ServerConfig {
     port,
     databaseUrl: env.DATABASE_URL ?? "file:./data/fencelease.db",
     databaseAuthToken: env.DATABASE_AUTH_TOKEN,
+    statementTimeoutMs: env.DATABASE_TIMEOUT_MS === undefined ? undefined : positive("DATABASE_TIMEOUT_MS", env.DATABASE_TIMEOUT_MS),
     auth: authFromEnv(env),
     retentionMs: env.RETENTION_MS === undefined ? undefined : positive("RETENTION_MS", env.RETENTION_MS),
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS === undefined ? undefined : positive("SHUTDOWN_GRACE_MS", env.SHUTDOWN_GRACE_MS),
@@ -79,7 +82,14 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     throw new Error("set FENCELEASE_TOKENS (one token or a comma-separated list), or FENCELEASE_AUTH=off for local development");
   }
   // Requests that arrive together share one commit: about twice the lease writes per second.
-  const store = await openStore({ url: config.databaseUrl, authToken: config.databaseAuthToken, busyTimeoutMs: config.busyTimeoutMs, groupCommit: config.groupCommit ?? true });
+  const store = await openStore({
+    url: config.databaseUrl,
+    authToken: config.databaseAuthToken,
+    busyTimeoutMs: config.busyTimeoutMs,
+    statementTimeoutMs: config.statementTimeoutMs,
+    groupCommit: config.groupCommit ?? true,
+    log: config.log,
+  });
   const clock = config.clock ?? Date.now;
   // Requests with waitMs wait here; on a stop every one of them answers at once.
   const room = new WaitRoom({ maxWaiting: config.maxWaiting, recheckMs: config.recheckMs, clock });

@@ -7,6 +7,7 @@ import * as sql from "./statements.ts";
 import * as reads from "./statements-reads.ts";
 import * as sqlMany from "./statements-many.ts";
 import { checked } from "./checked.ts";
+import { type Health, type HealthOptions, WriteHealth } from "./health.ts";
 import * as check from "./validate.ts";
 import { type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, type NewJob, type NextClaim, type Page, type Settled } from "./store-types.ts";
 
@@ -33,10 +34,12 @@ async function inChunks(options: HousekeepingOptions, chunk: (size: number) => P
 export class LeaseStore {
   readonly #driver: Driver;
   readonly #random: () => number;
+  readonly #health: WriteHealth;
 
-  /** `random` draws the backoff jitter; tests fix it. */
-  constructor(driver: Driver, options: { random?: () => number } = {}) {
-    this.#driver = driver;
+  /** `random` draws the backoff jitter; tests fix it. `health`: how `health()` decides (see WriteHealth), and where it logs. */
+  constructor(driver: Driver, options: { random?: () => number; health?: HealthOptions } = {}) {
+    this.#health = new WriteHealth(options.health);
+    this.#driver = this.#health.watch(driver);
     this.#random = options.random ?? Math.random;
   }
 
@@ -286,6 +289,16 @@ export class LeaseStore {
       return jobs!.length === size || events!.filter((event) => event.kind === "deleted").length === size;
     });
     return purged;
+  }
+
+  /**
+   * health answers whether writes can succeed now: not while the database
+   * is corrupt, a write is stuck, or a write just failed because the
+   * database could not serve it; otherwise as a probe write that changes
+   * nothing answers (see WriteHealth).
+   */
+  health(): Promise<Health> {
+    return this.#health.check(this.#driver);
   }
 
   /** ping answers when the database does; it throws when the database cannot be reached. */

@@ -171,7 +171,7 @@ export async function hranaFake(path: string) {
   const held: (() => void)[] = [];
   let fault: Fault = { kind: "none" };
   let batons = 0;
-  const seen = { pipelines: 0, batches: 0 };
+  const seen = { pipelines: 0, batches: 0, abandoned: 0 };
 
   /** Runs one pipeline request and answers its JSON; a stream whose last request is `close` is closed. */
   function pipeline(body: { baton?: string | null; requests: Request[] }): { status: number; json: object } {
@@ -233,12 +233,17 @@ export async function hranaFake(path: string) {
         response.writeHead(200, { "content-type": "application/json" }); // chunked: the end of the body looks normal
         return void response.end(text.slice(0, Math.floor(text.length / 2)));
       }
-      case "stall":
+      case "stall": {
+        let gone = false;
+        response.once("close", () => {
+          if (!response.writableEnded) (gone = true), seen.abandoned++;
+        });
         return void held.push(() => {
-          if (response.destroyed || request.socket.destroyed) return; // the client gave up; nothing runs
+          if (gone) return; // the client gave up: nothing runs
           const { status, json } = pipeline(body);
           answer(response, status, json);
         });
+      }
     }
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -261,6 +266,10 @@ export async function hranaFake(path: string) {
     /** How many requests are held by a stall now. */
     get held(): number {
       return held.length;
+    },
+    /** How many held requests their client gave up (closed the connection) before an answer. */
+    get abandoned(): number {
+      return seen.abandoned;
     },
     /** Sets how the requests from now on fail (`{ kind: "none" }`: not at all). */
     fault(next: Fault): void {

@@ -207,6 +207,8 @@ describe("the Node server", () => {
     expect(serverConfigFromEnv({ HOST: "::1", PORT: "9000", DATABASE_URL: "libsql://db.example", DATABASE_AUTH_TOKEN: "t", FENCELEASE_TOKENS: "a,b" }))
       .toEqual({ host: "::1", port: 9000, databaseUrl: "libsql://db.example", databaseAuthToken: "t", auth: { tokens: ["a", "b"] } });
     expect(() => serverConfigFromEnv({ PORT: "eighty" })).toThrow(/PORT/);
+    expect(serverConfigFromEnv({ DATABASE_TIMEOUT_MS: "2000" }).statementTimeoutMs).toBe(2000);
+    expect(() => serverConfigFromEnv({ DATABASE_TIMEOUT_MS: "soon" })).toThrow(/DATABASE_TIMEOUT_MS/);
   });
 
   test("npm start's entry serves, then stops gracefully on SIGTERM", async () => {

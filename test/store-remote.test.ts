@@ -14,7 +14,7 @@ const T = 1_000_000;
 const TTL = 60_000;
 
 /** A store opened on the fake's URL, the fake, and a reader of the file under it. */
-async function remoteStore(options: { groupCommit?: boolean } = {}) {
+async function remoteStore(options: { groupCommit?: boolean; statementTimeoutMs?: number; log?: (line: string) => void } = {}) {
   const path = join(freshDir(), "remote.db");
   const fake = await hranaFake(path);
   const store = await openStore({ url: fake.url, ...options });
@@ -25,6 +25,12 @@ async function remoteStore(options: { groupCommit?: boolean } = {}) {
   });
   const rows = async (sql: string) => (await reader.execute(sql)).rows.map((row) => ({ ...row }));
   return { store, fake, rows };
+}
+
+/** A GET of /healthz on an app over `store`: its status and body. */
+async function health(store: LeaseStore) {
+  const response = await createApp({ store, auth: "off" }).request("/healthz");
+  return { status: response.status, retryAfter: response.headers.get("Retry-After"), body: (await response.json()) as { ok?: true; error?: { code: string; message: string; details?: Record<string, unknown> } } };
 }
 
 describe("a connection cut mid-answer", () => {
@@ -103,5 +109,76 @@ describe("group commit on a remote database", () => {
     const leased = await rows("SELECT owner, count(*) AS jobs, max(attempts) AS attempts FROM jobs WHERE owner IS NOT NULL GROUP BY owner ORDER BY owner");
     expect(leased).toEqual(Array.from({ length: 8 }, (_, i) => ({ owner: `w${i}`, jobs: 1, attempts: 1 })));
     expect(await rows("SELECT count(*) AS n FROM jobs WHERE owner IS NULL AND fence = 0")).toEqual([{ n: 8 }]);
+  });
+});
+
+describe("a remote database that stops answering", () => {
+  const TIMEOUT = 300;
+
+  test("a write fails after the statement timeout with StorageUnavailable, outcome unknown; nothing ran, and once the database answers the next write works", { timeout: 10_000 }, async () => {
+    const { store, fake, rows } = await remoteStore({ statementTimeoutMs: TIMEOUT });
+    await store.enqueue("job-1", { now: T });
+    fake.fault({ kind: "stall" });
+    const started = performance.now();
+    await expect(store.claimJob("job-1", "A", T, TTL)).rejects.toMatchObject({ name: "StorageUnavailable", outcome: "unknown", reason: "timeout" });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(TIMEOUT - 1);
+    expect(performance.now() - started).toBeLessThan(TIMEOUT + 1_000);
+    fake.fault({ kind: "none" });
+    await expect.poll(() => fake.abandoned).toBe(1); // the client gave the request up, so the database never runs it
+    fake.release();
+    expect(await rows("SELECT owner, fence FROM jobs")).toEqual([{ owner: null, fence: 0 }]);
+    expect(await store.claimJob("job-1", "A", T, TTL)).toMatchObject({ fence: 1 });
+  });
+
+  test("calls that timed out leave nothing behind in the client: after 25 of them (more than @libsql/client runs at once), the next call works", { timeout: 10_000 }, async () => {
+    const { store, fake } = await remoteStore({ statementTimeoutMs: TIMEOUT });
+    await store.enqueue("job-1", { now: T });
+    fake.fault({ kind: "stall" });
+    const answers = await Promise.allSettled(Array.from({ length: 25 }, (_, i) => store.enqueue(`stuck-${i}`, { now: T })));
+    expect(answers.every((answer) => answer.status === "rejected" && answer.reason.reason === "timeout")).toBe(true);
+    fake.fault({ kind: "none" }); // the held requests stay held: only the client's giving up frees it
+    expect(await store.claimJob("job-1", "A", T, TTL)).toMatchObject({ fence: 1 });
+  });
+
+  test("with group commit, writes that wait behind a stuck group are told at once when it times out, not_applied, and never sent", { timeout: 10_000 }, async () => {
+    const { store, fake, rows } = await remoteStore({ groupCommit: true, statementTimeoutMs: TIMEOUT });
+    for (const id of ["a", "b", "c", "d"]) await store.enqueue(id, { now: T });
+    const before = fake.seen.batches;
+    fake.fault({ kind: "stall" });
+    const started = performance.now();
+    const first = Promise.allSettled([store.claimJob("a", "w", T, TTL), store.claimJob("b", "w", T, TTL)]);
+    await expect.poll(() => fake.held).toBe(1); // the first group is on its way, and stuck
+    const behind = Promise.allSettled([store.claimJob("c", "w", T, TTL), store.claimJob("d", "w", T, TTL)]);
+    const reasons = (answers: PromiseSettledResult<unknown>[]) => answers.map((answer) => answer.status === "rejected" && [answer.reason.outcome, answer.reason.reason]);
+    expect(reasons(await first)).toEqual([["unknown", "timeout"], ["unknown", "timeout"]]);
+    expect(reasons(await behind)).toEqual([["not_applied", "timeout"], ["not_applied", "timeout"]]);
+    expect(performance.now() - started).toBeLessThan(TIMEOUT + 1_000); // not a timeout per group
+    expect(fake.seen.batches - before).toBe(1);
+    fake.fault({ kind: "none" });
+    await expect.poll(() => fake.abandoned).toBe(1);
+    fake.release();
+    expect(await rows("SELECT count(*) AS leased FROM jobs WHERE owner IS NOT NULL")).toEqual([{ leased: 0 }]);
+  });
+
+  test("/healthz answers 503 timeout while the database does not answer, and 200 once it does", { timeout: 10_000 }, async () => {
+    const { store, fake } = await remoteStore({ statementTimeoutMs: TIMEOUT, log: () => {} });
+    expect((await health(store)).status).toBe(200);
+    fake.fault({ kind: "stall" });
+    const stalled = await health(store);
+    expect(stalled).toMatchObject({ status: 503, retryAfter: "1", body: { error: { code: "unavailable", details: { reason: "timeout" } } } });
+    fake.fault({ kind: "none" });
+    await store.enqueue("job-1", { now: T }); // a write that succeeds says writes work again
+    expect(await health(store)).toMatchObject({ status: 200, body: { ok: true } });
+  });
+
+  test("/healthz answers 503 while writes are failing: after a write timed out, until a write succeeds", { timeout: 10_000 }, async () => {
+    const { store, fake } = await remoteStore({ statementTimeoutMs: TIMEOUT, log: () => {} });
+    await store.enqueue("job-1", { now: T });
+    fake.fault({ kind: "stall", match: "batch" }); // statements alone, the health check's probe among them, still answer
+    await expect(store.claimJob("job-1", "A", T, TTL)).rejects.toMatchObject({ reason: "timeout" });
+    expect(await health(store)).toMatchObject({ status: 503, body: { error: { details: { reason: "timeout", outcome: "unknown" } } } });
+    fake.fault({ kind: "none" });
+    expect(await store.claimJob("job-1", "A", T, TTL)).toMatchObject({ fence: 1 });
+    expect((await health(store)).status).toBe(200);
   });
 });

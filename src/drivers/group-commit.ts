@@ -38,7 +38,11 @@ const READ_ONLY = /^\s*SELECT\b/i;
  * met alone; with outcome `unknown` (the connection broke mid-answer, a
  * timeout) the group may have committed, and running a caller again could
  * apply its write twice (a second claim-next lease, a claim refused by the
- * caller's own lease). Reads (`run` of a SELECT) bypass the group.
+ * caller's own lease). The callers that were waiting for the next group
+ * then get StorageUnavailable at once too, outcome `not_applied` (nothing of
+ * theirs was sent), with the same reason: groups run one after another, so
+ * without that a database that stops answering would hold each of them for
+ * its own timeout in turn. Reads (`run` of a SELECT) bypass the group.
  *
  * @example
  * const client = await connect("file:./data/fencelease.db");
@@ -71,32 +75,50 @@ export function groupCommit(inner: Driver, options: GroupCommitOptions = {}): Dr
         while (take < waiting.length && (take === 0 || count + waiting[take]!.statements.length <= maxStatements)) count += waiting[take++]!.statements.length;
         const group = waiting.slice(0, take);
         waiting = waiting.slice(take);
-        await (group.length === 1 ? alone(group[0]!) : together(group));
+        const failure = await (group.length === 1 ? alone(group[0]!) : together(group));
+        if (failure) {
+          failed(waiting, failure);
+          waiting = [];
+        }
       }
     } finally {
       flushing = false;
     }
   }
 
-  async function alone(caller: Waiting): Promise<void> {
+  /** Tells callers whose statements were never sent that the database could not serve the one before them; answers that failure. */
+  function failed(callers: Waiting[], failure: StorageUnavailable): StorageUnavailable {
+    for (const caller of callers) caller.reject(new StorageUnavailable(failure, "not_applied", failure.reason));
+    return failure;
+  }
+
+  /** Runs one caller's statements; answers the StorageUnavailable they met, if they did. */
+  async function alone(caller: Waiting): Promise<StorageUnavailable | undefined> {
     try {
       caller.resolve(caller.single ? await inner.run(caller.statements[0]!) : await inner.batch(caller.statements));
     } catch (error) {
       caller.reject(error);
+      if (error instanceof StorageUnavailable) return error;
     }
+    return undefined;
   }
 
-  async function together(group: Waiting[]): Promise<void> {
+  /** Runs a group as one batch; answers the StorageUnavailable it met, if it did. */
+  async function together(group: Waiting[]): Promise<StorageUnavailable | undefined> {
     let results: Row[][];
     try {
       results = await inner.batch(group.flatMap((caller) => caller.statements));
     } catch (error) {
       if (error instanceof StorageUnavailable) {
         for (const caller of group) caller.reject(error); // never run again: it may have committed
-        return;
+        return error;
       }
-      for (const caller of group) await alone(caller); // rolled back: find the one that fails, and fail only it
-      return;
+      // Rolled back: find the one that fails, and fail only it.
+      for (const [i, caller] of group.entries()) {
+        const failure = await alone(caller);
+        if (failure) return failed(group.slice(i + 1), failure);
+      }
+      return undefined;
     }
     let at = 0;
     for (const caller of group) {
@@ -104,6 +126,7 @@ export function groupCommit(inner: Driver, options: GroupCommitOptions = {}): Dr
       at += caller.statements.length;
       caller.resolve(caller.single ? own[0]! : own);
     }
+    return undefined;
   }
 
   return {

@@ -219,8 +219,10 @@ export function createApp(options: AppOptions) {
   app.openapi(route.metrics, async (c) => c.text(prometheusText(await store.stats(clock())), 200, { "Content-Type": "text/plain; version=0.0.4" }));
 
   app.openapi(route.health, async (c) => {
-    await store.ping();
-    return c.json({ ok: true as const }, 200);
+    const health = await store.health();
+    if (health.ok) return c.json({ ok: true as const }, 200);
+    const details = { reason: health.reason, ...(health.outcome && { outcome: health.outcome }) };
+    return c.json({ error: { code: "unavailable", message: health.message, details } }, 503, { "Retry-After": "1" });
   });
 
   app.doc31("/openapi.json", {

@@ -210,10 +210,10 @@ export function routes(limits: schema.Limits) {
     health: createRoute({
       method: "get",
       path: "/healthz",
-      summary: "Whether the database answers; needs no token",
+      summary: "Whether writes can succeed now; needs no token",
       responses: {
-        200: json(z.object({ ok: z.literal(true) }), "The database answers"),
-        503: error("unavailable: the database does not answer"),
+        200: json(z.object({ ok: z.literal(true) }), "Writes can succeed: the last one did, or a probe write that changes nothing did"),
+        503: error("unavailable: writes are failing or stuck; details.reason says why (read_only, corrupt, full, io, busy, timeout, stuck...)"),
       },
     }),
   };
