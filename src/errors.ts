@@ -88,7 +88,7 @@ export type StorageReason = "busy" | "read_only" | "corrupt" | "full" | "io" | "
 /** What happened, in words a person can act on; then what it means for the write. */
 const WHAT_HAPPENED: Record<StorageReason, string> = {
   busy: "the database is busy (another writer holds its lock)",
-  read_only: "the database is read-only: check the permissions of its file and folder, the disk's mount, and PRAGMA query_only",
+  read_only: "the database is read-only: check the permissions of its file and folder, and the disk's mount (a file that was read-only when the server opened it stays so until a restart)",
   corrupt: "the database file is corrupt (SQLITE_CORRUPT): restore it from a backup, or rebuild it with the sqlite3 shell's .recover",
   full: "the database's disk is full, or the database reached its size limit: free some space",
   io: "the database file cannot be read or written (an I/O error): check its disk",

@@ -40,7 +40,7 @@ const CONDITIONS: [RegExp, StorageReason][] = [
   [/SQLITE_BUSY|SQLITE_LOCKED|database is locked/i, "busy"],
   [/SQLITE_READONLY|readonly database/i, "read_only"],
   [/SQLITE_CORRUPT|SQLITE_NOTADB|database disk image is malformed|file is not a database/i, "corrupt"],
-  [/SQLITE_FULL|database or disk is full|maximum database size/i, "full"],
+  [/SQLITE_FULL|database or disk is full/i, "full"],
   [/SQLITE_IOERR|SQLITE_CANTOPEN|disk I\/O error|unable to open database/i, "io"],
 ];
 
