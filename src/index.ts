@@ -12,9 +12,12 @@ export {
   NotClaimable,
   type NotClaimableReason,
   NotFound,
+  type Outcome,
   StorageUnavailable,
+  type StorageReason,
   WrongStatus,
 } from "./errors.ts";
+export { type Health, HEALTH_HOLD_MS, type HealthOptions, type HealthReason, STUCK_AFTER_MS } from "./health.ts";
 export { type AppOptions, createApp, jobView } from "./http/app.ts";
 export { type Auth, authFromEnv } from "./http/auth.ts";
 export { DEFAULT_LIMITS, type Limits } from "./http/schemas.ts";
@@ -23,7 +26,7 @@ export type { Job, JobEvent, JobStatus, Lease } from "./job.ts";
 export { CRON_MAX_CHUNKS, maintain, type Maintained, repeat, RETENTION_MS } from "./maintenance.ts";
 export { type Migration, migrate } from "./migrate.ts";
 export { MIGRATIONS_DIR, readMigrations } from "./migrations-dir.ts";
-export { BUSY_TIMEOUT_MS, connect, type OpenOptions, openStore, reconnect } from "./open.ts";
+export { BUSY_TIMEOUT_MS, connect, type OpenOptions, openStore, reconnect, STATEMENT_TIMEOUT_MS } from "./open.ts";
 export { type RunningServer, type ServerConfig, serverConfigFromEnv, startServer } from "./server.ts";
 export { UI_DIR, uiFilesFromDisk } from "./ui-files.ts";
 export { type Claimed, localWaits, type WaitingClaim, type Waits } from "./wait/long-poll.ts";
