@@ -1,6 +1,7 @@
 import { LeaseLostError, NotFoundError } from "./errors.ts";
 import type { LeaseClient } from "./lease-client.ts";
 import type { Job, Lease } from "./types.ts";
+import { failureMessage } from "./failure-message.ts";
 
 /** What `fn` is handed: the job, its fence (pass it on to any system you write to), and a signal aborted once the lease is lost. */
 export type HeldLease = { job: Job; fence: number; signal: AbortSignal };
@@ -105,14 +106,6 @@ async function claim(client: LeaseClient, target: string | { queue: string }, ho
   return lease ? { lease, waitedMs: answer.waitedMs ?? 0 } : null;
 }
 
-/** The longest lastError the server keeps (FailBody in src/http/schemas.ts); a longer message is cut. */
-const MAX_ERROR_LENGTH = 10_000;
-
-/** What a failed attempt records as the job's lastError: the error's message, or the thrown value as text. */
-function failureMessage(error: unknown): string {
-  const message = error instanceof Error ? error.message || error.name : String(error);
-  return message.slice(0, MAX_ERROR_LENGTH);
-}
 
 /** The lease a heartbeat keeps alive. */
 type Beat = { client: LeaseClient; id: string; owner: string; fence: number; ttlMs: number; everyMs: number };

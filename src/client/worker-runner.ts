@@ -3,6 +3,8 @@ import type { LeaseClient } from "./lease-client.ts";
 import { expiredError, LeaseKeeper, type LostLease } from "./lease-keeper.ts";
 import type { JobHandler, Settings } from "./run-worker.ts";
 import type { ClaimNextAnswer, CompleteManyAnswer, Lease } from "./types.ts";
+import { failureMessage } from "./failure-message.ts";
+import { backoffMs, type Slot } from "./worker-slot.ts";
 
 /** The most jobs one claim takes (the server's limit). */
 const MAX_CLAIM = 100;
@@ -15,32 +17,6 @@ export const MAX_MANY = 1_000;
  * fewer than the jobs (the server's cost is mostly per request: see README).
  */
 export const MAX_COMPLETING = 2;
-/** The longest lastError the server keeps (FailBody in src/http/schemas.ts). */
-const MAX_ERROR_LENGTH = 10_000;
-
-/** One job in hand, from its claim until its handler has returned and its lease has ended. */
-type Slot = {
-  lease: Lease;
-  controller: AbortController;
-  result?: unknown;
-  lost?: LostLease;
-  /** Send without `next`: a call with `next` carrying this result did not get through. */
-  noNext?: boolean;
-  /** Send alone: a call carrying this result among others was refused as a whole. */
-  alone?: boolean;
-};
-
-/** The exponential backoff after `failures` failures in a row: 100 ms doubling, capped at 5 s, times a jitter in [0.5, 1). */
-function backoffMs(failures: number): number {
-  return Math.round(Math.min(5_000, 100 * 2 ** failures) * (0.5 + Math.random() / 2));
-}
-
-/** What a failed attempt records as the job's lastError, as withLease does: the message, or the thrown value as text. */
-function failureMessage(error: unknown): string {
-  const message = error instanceof Error ? error.message || error.name : String(error);
-  return message.slice(0, MAX_ERROR_LENGTH);
-}
-
 /**
  * The moving parts of runWorker (whose comment states what they guarantee):
  * the claim loop, the handlers, the completions sent as a group, and the stop.
