@@ -21,8 +21,20 @@ export class NotFound extends Error {
   }
 }
 
-/** Why a job cannot be claimed now: another lease holds it, it is done, or it is dead. */
-export type NotClaimableReason = "leased" | "done" | "dead";
+/**
+ * Why a job cannot be claimed now: another lease holds it, it is done, it is
+ * dead, its queue is paused, or its queue has its maxLeased current leases (full).
+ */
+export type NotClaimableReason = "leased" | "done" | "dead" | "paused" | "full";
+
+/** What NotClaimable says for each reason. */
+const NOT_CLAIMABLE: Record<NotClaimableReason, (id: string) => string> = {
+  leased: (id) => `job ${id} is leased by another worker; try again after its lease ends`,
+  dead: (id) => `job ${id} is dead (its attempts are used up); retry it first`,
+  done: (id) => `job ${id} is done and cannot be claimed again`,
+  paused: (id) => `the queue of job ${id} is paused; try again after it is resumed`,
+  full: (id) => `the queue of job ${id} has its maxLeased current leases; try again after one ends`,
+};
 
 /** The job exists but cannot be claimed now. */
 export class NotClaimable extends Error {
@@ -30,13 +42,7 @@ export class NotClaimable extends Error {
   readonly id: string;
   readonly reason: NotClaimableReason;
   constructor(id: string, reason: NotClaimableReason) {
-    super(
-      reason === "leased"
-        ? `job ${JSON.stringify(id)} is leased by another worker; try again after its lease ends`
-        : reason === "dead"
-          ? `job ${JSON.stringify(id)} is dead (its attempts are used up); retry it first`
-          : `job ${JSON.stringify(id)} is done and cannot be claimed again`,
-    );
+    super(NOT_CLAIMABLE[reason](JSON.stringify(id)));
     this.name = "NotClaimable";
     this.id = id;
     this.reason = reason;

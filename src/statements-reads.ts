@@ -21,6 +21,15 @@ export function nextClaimable(queue: string): Statement {
   };
 }
 
+/** A job as `state` reads it, and whether its queue is paused (`queue_paused`): why a claim by id was refused. */
+export function claimState(id: string, now: number): Statement {
+  return {
+    sql: `SELECT *, ${status("?2")} AS status, coalesce((SELECT paused FROM queues s WHERE s.queue = jobs.queue), 0) AS queue_paused
+          FROM jobs WHERE id = ?1`,
+    args: [id, now],
+  };
+}
+
 /** Whether (owner, fence) holds the current lease of a job, for systems outside to check a token. */
 export function leaseCheck(id: string, owner: string, fence: number, now: number): Statement {
   return {
@@ -54,7 +63,8 @@ export function firstMinuteOfHour(now: number): number {
  * Per queue: the jobs by stored state (migrations/0004's `queue_counts`,
  * kept by every transition), what of them depends on `now` (index ranges of
  * that queue: waiting jobs due later, leases expired and not yet ended, and
- * the earliest run_at of each), and its refusals in the last hour and ever.
+ * the earliest run_at of each), its refusals in the last hour and ever, and
+ * whether it is paused (migrations/0008).
  * A queue is listed while it has a job or has ever had a refusal. Reads a few
  * rows per queue: its cost grows with the queues, the jobs scheduled for later
  * and the leases expired since the last cron, never with the history.
@@ -70,10 +80,11 @@ export function stats(now: number): Statement {
                  (SELECT count(*) FROM jobs WHERE ${expired} AND run_at > ?1) AS expired_later,
                  (SELECT min(run_at) FROM jobs WHERE ${expired}) AS expired_first_run_at,
                  (SELECT coalesce(sum(refusals), 0) FROM refusal_minutes m WHERE m.queue = q.queue AND minute >= ?2) AS refused_recent,
-                 coalesce(r.total, 0) AS refused_total
+                 coalesce(r.total, 0) AS refused_total, coalesce(s.paused, 0) AS paused
           FROM (SELECT queue FROM queue_counts UNION SELECT queue FROM refusal_counts) q
           LEFT JOIN queue_counts c ON c.queue = q.queue
           LEFT JOIN refusal_counts r ON r.queue = q.queue
+          LEFT JOIN queues s ON s.queue = q.queue
           ORDER BY q.queue`,
     args: [now, firstMinuteOfHour(now)],
   };

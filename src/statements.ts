@@ -101,7 +101,30 @@ export function expireSome(now: number, limit: number): Statement {
   };
 }
 
-/** Takes the lease of one job if nobody holds it: a new owner and the next fence. */
+/**
+ * The current leases of `queue` (an SQL expression) at `now`: a range of
+ * jobs_held_by_until (migrations/0004), so a lease is counted until `now == until`.
+ */
+function currentLeases(queue: string, now: string): string {
+  return `(SELECT count(*) FROM jobs WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until > ${now})`;
+}
+
+/**
+ * How many leases a claim may hand out in `queue` (an SQL expression) at
+ * `now`, at most `limit`: none while the queue is paused, and no more than its
+ * maxLeased less its current leases (migrations/0008). A queue without
+ * settings is one primary-key lookup, and its leases are not counted.
+ */
+function room(queue: string, now: string, limit: string): string {
+  return `coalesce((SELECT CASE WHEN s.paused = 1 THEN 0 WHEN s.max_leased IS NULL THEN ${limit}
+                                ELSE max(0, min(${limit}, s.max_leased - ${currentLeases("s.queue", now)})) END
+                    FROM queues s WHERE s.queue = ${queue}), ${limit})`;
+}
+
+/**
+ * Takes the lease of one job if nobody holds it: a new owner and the next
+ * fence; not while its queue is paused or has its maxLeased current leases.
+ */
 export function claim(id: string, owner: string, now: number, ttlMs: number): Statement[] {
   return [
     expire(now, id),
@@ -109,7 +132,7 @@ export function claim(id: string, owner: string, now: number, ttlMs: number): St
       sql: `UPDATE jobs
             SET owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
                 last_event = 'claimed', updated_at = ?3
-            WHERE id = ?1 AND done = 0 AND until <= ?3
+            WHERE id = ?1 AND done = 0 AND until <= ?3 AND ${room("jobs.queue", "?3", "1")} > 0
             RETURNING fence, until`,
       args: [id, owner, now, ttlMs],
     },
@@ -146,7 +169,8 @@ export function claimNextAfter(id: string, owner: string, now: number, take: { l
  * and counts, up to the limit, the due jobs of the one before, so it stops
  * once it has enough), seeking at each priority straight to the due ones; and
  * the held jobs whose lease has ended, from the index of lease ends. Of those,
- * the first `limit` in claim order.
+ * the first in claim order, as many as the queue has room for (`room`: none
+ * while it is paused, up to its maxLeased), at most `limit`.
  */
 function takeNext(queue: string, guard: string, args: InValue[]): Statement {
   const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
@@ -173,7 +197,7 @@ function takeNext(queue: string, guard: string, args: InValue[]): Statement {
               WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until <= ?3 AND run_at <= ?3 AND NOT (${EXHAUSTED}))
             WHERE true ${guard}
             ORDER BY priority DESC, run_at, created_at, id
-            LIMIT ?5)
+            LIMIT ${room(queue, "?3", "?5")})
           RETURNING *, ${status("?3")} AS status`,
     args,
   };

@@ -5,13 +5,14 @@ import type { JobStatus } from "./job.ts";
  * Per queue, at the time asked: jobs by status (as each job's `status` would
  * say), how long the job due longest has waited (null when none is queued),
  * and refused stale writes in the last hour (this minute and the 59 before
- * it) and ever.
+ * it) and ever, and whether the queue is paused.
  */
 export type QueueStats = {
   queue: string;
   jobs: Record<JobStatus, number>;
   oldestDueAgeMs: number | null;
   refused: { lastHour: number; total: number };
+  paused: boolean;
 };
 
 /**
@@ -38,6 +39,7 @@ export function queueStats(rows: Row[], now: number): QueueStats[] {
       },
       oldestDueAgeMs: queued > 0 ? now - Math.min(...firstDue) : null,
       refused: { lastHour: count("refused_recent"), total: count("refused_total") },
+      paused: row.paused === 1,
     };
   });
 }

@@ -40,3 +40,6 @@ export type HousekeepingOptions = { chunkSize?: number; maxChunks?: number; sign
 
 /** A page of a listing, and the cursor of the next page (null on the last). */
 export type Page<T> = { items: T[]; next: string | null };
+
+/** A queue's settings (migrations/0008): whether it is paused, and at most how many current leases it may have (null: no limit). */
+export type QueueSettings = { queue: string; paused: boolean; maxLeased: number | null };

@@ -6,12 +6,13 @@ import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./statements.ts";
 import * as reads from "./statements-reads.ts";
 import * as sqlMany from "./statements-many.ts";
+import * as sqlQueues from "./statements-queues.ts";
 import { checked } from "./checked.ts";
 import { type Health, type HealthOptions, WriteHealth } from "./health.ts";
 import * as check from "./validate.ts";
-import { type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, type NewJob, type NextClaim, type Page, type Settled } from "./store-types.ts";
+import { type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, type NewJob, type NextClaim, type Page, type QueueSettings, type Settled } from "./store-types.ts";
 
-export { type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, type NewJob, type NextClaim, type Page, type Settled } from "./store-types.ts";
+export { type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, type NewJob, type NextClaim, type Page, type QueueSettings, type Settled } from "./store-types.ts";
 
 /** Runs `chunk(size)` until it answers false (it was not full) or the options say stop. */
 async function inChunks(options: HousekeepingOptions, chunk: (size: number) => Promise<boolean>): Promise<void> {
@@ -21,6 +22,21 @@ async function inChunks(options: HousekeepingOptions, chunk: (size: number) => P
     if (done > 0) await new Promise((resolve) => (globalThis.setImmediate ?? setTimeout)(resolve)); // let requests in between two transactions
     if (!(await chunk(size))) return;
   }
+}
+
+/** A row of src/statements-queues.ts as a queue's settings. */
+function queueFromRow(row: Row): QueueSettings {
+  return { queue: row.queue as string, paused: row.paused === 1, maxLeased: (row.max_leased as number | null) ?? null };
+}
+
+/**
+ * Why a claim by id was refused, from the job and its queue as read in the
+ * same transaction: a job leased, done or dead says so by its status; a job
+ * nobody holds was refused by its queue, paused or at its maxLeased.
+ */
+function whyNotClaimable(status: JobStatus, queuePaused: boolean): NotClaimableReason {
+  if (status === "leased" || status === "done" || status === "dead") return status;
+  return queuePaused ? "paused" : "full";
 }
 
 /**
@@ -126,10 +142,10 @@ export class LeaseStore {
 
   /** claimJob is claim that answers the lease, or throws NotFound or NotClaimable. */
   async claimJob(id: string, owner: string, now: number, ttlMs: number): Promise<Lease> {
-    const { written, current } = await this.#decide(checked.claim(id, owner, now, ttlMs), id, now, 1);
-    if (current === null) throw new NotFound(id);
-    // Refused by id, a job is leased (until > now), done or dead: its status says which.
-    if (written === undefined) throw new NotClaimable(id, current.status as NotClaimableReason);
+    const [, [written] = [], [read] = []] = await this.#driver.batch([...checked.claim(id, owner, now, ttlMs), reads.claimState(id, now)]);
+    if (read === undefined) throw new NotFound(id);
+    const current = jobFromRow(read);
+    if (written === undefined) throw new NotClaimable(id, whyNotClaimable(current.status, read.queue_paused === 1));
     return { job: current, fence: current.fence, until: current.until };
   }
 
@@ -247,6 +263,37 @@ export class LeaseStore {
     return { items, next: rows.length > limit ? String(items.at(-1)!.seq) : null };
   }
 
+  /** pauseQueue pauses a queue: claims hand out none of its jobs until resumeQueue; leases already held go on. Answers its settings. */
+  async pauseQueue(queue: string, now = Date.now()): Promise<QueueSettings> {
+    return this.#queueWrite(sqlQueues.pauseQueue(check.name("queue", queue), 1, check.instant("now", now)));
+  }
+
+  /** resumeQueue lets claims take the jobs of a paused queue again; answers its settings. */
+  async resumeQueue(queue: string, now = Date.now()): Promise<QueueSettings> {
+    return this.#queueWrite(sqlQueues.pauseQueue(check.name("queue", queue), 0, check.instant("now", now)));
+  }
+
+  /**
+   * setQueue sets a queue's maxLeased, at most how many current leases it may
+   * have at once (null or absent: no limit), keeping whether it is paused;
+   * answers its settings. Leases already held above a new limit go on.
+   */
+  async setQueue(queue: string, settings: { maxLeased?: number | null }, now = Date.now()): Promise<QueueSettings> {
+    const maxLeased = settings.maxLeased == null ? null : check.positiveInt("maxLeased", settings.maxLeased);
+    return this.#queueWrite(sqlQueues.setQueue(check.name("queue", queue), maxLeased, check.instant("now", now)));
+  }
+
+  /** getQueue answers a queue's settings; a queue never set is not paused and has no limit. */
+  async getQueue(queue: string): Promise<QueueSettings> {
+    const [row] = await this.#driver.run(sqlQueues.getQueue(check.name("queue", queue)));
+    return queueFromRow(row!);
+  }
+
+  /** listQueues answers the settings of every queue that has settings or jobs, by name. */
+  async listQueues(): Promise<QueueSettings[]> {
+    return (await this.#driver.run(sqlQueues.listQueues())).map(queueFromRow);
+  }
+
   /**
    * stats answers, per queue, the jobs by status, the oldest due job's age, and
    * refused stale writes; one read, which never waits for the write lock.
@@ -314,6 +361,12 @@ export class LeaseStore {
   /** The backoff's jitter: a factor in [0.5, 1), so that failed jobs do not all come back at once. */
   #jitter(): number {
     return 0.5 + this.#random() / 2;
+  }
+
+  /** Runs a queue setting's statement; answers the settings it stored. */
+  async #queueWrite(statement: Statement): Promise<QueueSettings> {
+    const [[row] = []] = await this.#driver.batch([statement]);
+    return queueFromRow(row!);
   }
 
   /** Runs a verb's batch; answers the first row its deciding statement (at `writeAt`) returned, if it wrote. */

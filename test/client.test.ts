@@ -366,8 +366,8 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
     clock.now = T + 250;
     const none = { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0 };
     expect(await s.client.stats()).toEqual([
-      { queue: "q", jobs: { ...none, queued: 1, leased: 1 }, oldestDueAgeMs: 250, refused: { lastHour: 1, total: 1 } },
-      { queue: "r", jobs: { ...none, scheduled: 1 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 } },
+      { queue: "q", jobs: { ...none, queued: 1, leased: 1 }, oldestDueAgeMs: 250, refused: { lastHour: 1, total: 1 }, paused: false },
+      { queue: "r", jobs: { ...none, scheduled: 1 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false },
     ]);
     const stranger = new LeaseClient({ baseUrl: s.server.url, token: "wrong" });
     expect(await stranger.stats().catch((error) => error)).toBeInstanceOf(UnauthorizedError);

@@ -3,6 +3,7 @@ import { describe, expect, test } from "vitest";
 import { openStore, StorageUnavailable } from "../src/index.ts";
 import { manyContract } from "./contract/many.contract.ts";
 import { lifecycleContract } from "./contract/lifecycle.contract.ts";
+import { queuesContract } from "./contract/queues.contract.ts";
 import { storeContract } from "./contract/store.contract.ts";
 import { freshStore, freshUrl } from "./fresh-db.ts";
 
@@ -14,6 +15,7 @@ import { freshStore, freshUrl } from "./fresh-db.ts";
 storeContract(freshStore);
 lifecycleContract(freshStore);
 manyContract(freshStore);
+queuesContract(freshStore);
 
 describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {

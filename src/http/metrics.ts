@@ -20,6 +20,9 @@ export function prometheusText(queues: QueueStats[]): string {
     "# HELP fencelease_refused_stale_writes_last_hour Refused stale writes in the last hour.",
     "# TYPE fencelease_refused_stale_writes_last_hour gauge",
     ...queues.map((stats) => `fencelease_refused_stale_writes_last_hour{queue=${label(stats.queue)}} ${stats.refused.lastHour}`),
+    "# HELP fencelease_queue_paused Whether the queue is paused (1) or not (0).",
+    "# TYPE fencelease_queue_paused gauge",
+    ...queues.map((stats) => `fencelease_queue_paused{queue=${label(stats.queue)}} ${stats.paused ? 1 : 0}`),
   ];
   return `${lines.join("\n")}\n`;
 }

@@ -160,7 +160,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       expect(await store.complete("job-1", "Z", 1, T + 2, "stale")).toBe(false);
       expect(await store.purge(T + 1 + HOUR, HOUR)).toBe(1);
       expect(await store.stats(T + 1 + HOUR)).toEqual([
-        { queue: "gone", jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 1 } },
+        { queue: "gone", jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 1 }, paused: false },
       ]);
     });
   });
@@ -417,11 +417,22 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
         /^SEARCH jobs USING (COVERING )?INDEX jobs_claim_waiting \(queue=\? AND priority<\?\)$/, // the next priority down (LIMIT 1)
         /^SEARCH jobs USING INDEX jobs_claim_waiting \(queue=\? AND priority=\? AND run_at<\?\)$/, // the due jobs of a priority
         /^SEARCH jobs USING INDEX jobs_held_by_until \(queue=\? AND until<\?\)$/, // the leases that have ended
+        /^SEARCH jobs USING (COVERING )?INDEX jobs_held_by_until \(queue=\? AND until>\?\)$/, // a limited queue's current leases
       ];
       for (const statement of [...sql.claimNext("q", "A", T, TTL, 10), sql.claimNextAfter("job-1", "A", T, { limit: 10, ttlMs: TTL })]) {
         const lines = await reads(statement);
         expect(lines.some((line) => line.includes("priority=? AND run_at<?"))).toBe(true);
         for (const line of lines) expect(allowed.some((pattern) => pattern.test(line)), line).toBe(true);
+      }
+    });
+
+    test("claims find their queue's settings by its primary key, never by a scan", async () => {
+      const { rows } = await freshStore();
+      for (const statement of [...sql.claimNext("q", "A", T, TTL, 10), sql.claim("job-1", "A", T, TTL)[1]!]) {
+        const plan = (await rows(`EXPLAIN QUERY PLAN ${statement.sql}`, statement.args)).map((row) => String(row.detail));
+        const settings = plan.filter((detail) => detail.includes("queues"));
+        expect(settings.length).toBeGreaterThan(0);
+        for (const line of settings) expect(line).toMatch(/^SEARCH (s|queues) USING INDEX sqlite_autoindex_queues_1 \(queue=\?\)$/);
       }
     });
   });
