@@ -10,14 +10,22 @@ import { currentLease, EXHAUSTED, status } from "./statements.ts";
  * run_at of a job nobody holds, or the earliest end of a lease that is not
  * its job's last attempt (one row; `at` null when there is none). What a
  * waiting claim sleeps until; two index ranges of the queue (migrations/0004).
+ * Never while the queue is paused (null: a resume rings); while it has its
+ * maxLeased current leases, not before the first of them ends (migrations/0008).
  */
-export function nextClaimable(queue: string): Statement {
+export function nextClaimable(queue: string, now: number): Statement {
+  const held = "queue = ?1 AND done = 0 AND owner IS NOT NULL";
   return {
-    sql: `SELECT min(at) AS at FROM (
+    sql: `SELECT CASE WHEN s.paused = 1 THEN NULL
+                      WHEN s.max_leased <= (SELECT count(*) FROM jobs WHERE ${held} AND until > ?2)
+                      THEN max(n.at, (SELECT min(until) FROM jobs WHERE ${held} AND until > ?2))
+                      ELSE n.at END AS at
+          FROM (SELECT min(at) AS at FROM (
             SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL ORDER BY run_at LIMIT 1)
             UNION ALL
-            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1))`,
-    args: [queue],
+            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1))) n
+          LEFT JOIN queues s ON s.queue = ?1`,
+    args: [queue, now],
   };
 }
 

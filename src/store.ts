@@ -83,8 +83,8 @@ export class LeaseStore {
   }
 
   /** nextClaimableAt answers when a job of `queue` next becomes claimable by claimNext (maybe already), or null if none will. */
-  async nextClaimableAt(queue: string): Promise<number | null> {
-    const [row] = await this.#driver.run(reads.nextClaimable(check.name("queue", queue)));
+  async nextClaimableAt(queue: string, now = Date.now()): Promise<number | null> {
+    const [row] = await this.#driver.run(reads.nextClaimable(check.name("queue", queue), check.instant("now", now)));
     return (row?.at as number | null | undefined) ?? null;
   }
 

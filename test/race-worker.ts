@@ -5,6 +5,7 @@
 //   node test/race-worker.ts URL OWNER NOW TTL
 //   stdin: "claim ID"          -> the fence won, or null
 //   stdin: "claim-next QUEUE N" -> [[id, fence], ...] of the jobs taken
+//   stdin: "complete ID FENCE"  -> true if the completion was accepted
 import { createInterface } from "node:readline";
 import { openStore } from "../src/index.ts";
 
@@ -17,6 +18,9 @@ for await (const line of createInterface({ input: process.stdin })) {
   if (command === "claim") {
     const fence = await store.claim(target, owner, Number(now), Number(ttl));
     process.stdout.write(`${JSON.stringify(fence)}\n`);
+  } else if (command === "complete") {
+    const done = await store.complete(target, owner, Number(limit), Number(now), "ok");
+    process.stdout.write(`${JSON.stringify(done)}\n`);
   } else {
     const leases = await store.claimNext(target, owner, Number(now), Number(ttl), Number(limit));
     process.stdout.write(`${JSON.stringify(leases.map((lease) => [lease.job.id, lease.fence]))}\n`);

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
 import { createClient } from "@libsql/client";
 import { describe, expect, test } from "vitest";
-import { claimMany } from "../src/index.ts";
+import { claimMany, startServer } from "../src/index.ts";
 import { freshStore, freshUrl } from "./fresh-db.ts";
 
 const T = 1_000_000;
@@ -62,6 +62,48 @@ describe("claimMany", () => {
   });
 });
 
+/** The current leases of `queue` at T, counted over a connection of the test's own. */
+async function currentLeases(url: string, queue: string): Promise<number> {
+  const sql = createClient({ url });
+  try {
+    const { rows } = await sql.execute({ sql: "SELECT count(*) AS n FROM jobs WHERE queue = ? AND done = 0 AND owner IS NOT NULL AND until > ?", args: [queue, T] });
+    return rows[0]!.n as number;
+  } finally {
+    sql.close();
+  }
+}
+
+describe("maxLeased under 64 concurrent HTTP claimers", () => {
+  test("64 claim-nexts at once on the Node server against maxLeased 5 never leave more than 5 current leases, round after round", async () => {
+    const { store, url } = await freshStore();
+    for (let i = 0; i < 200; i++) await store.enqueue(`job-${i}`, { queue: "work", now: T });
+    await store.setQueue("work", { maxLeased: 5 }, T);
+    const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: ["race"] }, clock: () => T });
+    try {
+      const claimNext = async (owner: string, limit: number): Promise<{ leases: { fence: number; job: { id: string } }[] }> => {
+        const response = await fetch(`${server.url}/v1/queues/work/claim`, {
+          method: "POST",
+          headers: { Authorization: "Bearer race", "Content-Type": "application/json" },
+          body: JSON.stringify({ owner, ttlMs: TTL, limit }),
+        });
+        expect(response.status).toBe(200);
+        return response.json() as Promise<{ leases: { fence: number; job: { id: string } }[] }>;
+      };
+      const held: { owner: string; id: string; fence: number }[] = [];
+      for (let round = 0; round < 10; round++) {
+        const answers = await Promise.all(Array.from({ length: 64 }, (_, i) => claimNext(`c${i}`, 1 + (i % 3))));
+        const taken = answers.flatMap((answer, i) => answer.leases.map((lease) => ({ owner: `c${i}`, id: lease.job.id, fence: lease.fence })));
+        held.push(...taken);
+        expect(held, `round ${round}`).toHaveLength(5); // the limit exactly reached, never exceeded
+        expect(await currentLeases(url, "work"), `round ${round}`).toBe(5);
+        for (const lease of held.splice(0, 1 + (round % 3))) expect(await store.complete(lease.id, lease.owner, lease.fence, T, "ok")).toBe(true);
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 /** Racer processes, one per owner, driven in lock step: each command goes to all of them at once. */
 async function racers(url: string, owners: string[]) {
   const children = owners.map((owner) =>
@@ -76,6 +118,11 @@ async function racers(url: string, owners: string[]) {
     async all(command: string): Promise<unknown[]> {
       for (const child of children) child.stdin!.write(`${command}\n`);
       return Promise.all(children.map(async (_, i) => JSON.parse(await next(i))));
+    },
+    /** Sends one command to one racer and answers its reply. */
+    async one(i: number, command: string): Promise<unknown> {
+      children[i]!.stdin!.write(`${command}\n`);
+      return JSON.parse(await next(i));
     },
     /** Ends every racer and checks that none of them failed: no SQLITE_BUSY, no error of any kind. */
     async stop() {
@@ -146,5 +193,30 @@ describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("races between O
     for (const row of Object.values(await snapshot())) {
       expect(row).toMatchObject({ owner: claimedBy.get(row.id as string)![0], fence: 1, attempts: 1 });
     }
+  });
+
+  test("4 processes claiming from a queue with maxLeased 5 never leave more than 5 current leases", async () => {
+    const { store, url } = await freshStore();
+    for (let i = 0; i < 200; i++) await store.enqueue(`job-${i}`, { queue: "work", now: T });
+    await store.setQueue("work", { maxLeased: 5 }, T);
+    const race = await racers(url, owners);
+    const held: { racer: number; id: string; fence: number }[] = [];
+    for (let round = 0; round < 50; round++) {
+      const taken = (await race.all(`claim-next work ${2 + (round % 3)}`)) as [string, number][][]; // 8 to 16 asked for
+      for (const [racer, leases] of taken.entries()) for (const [id, fence] of leases) held.push({ racer, id, fence });
+      expect(held, `round ${round}`).toHaveLength(5); // the limit exactly reached, never exceeded
+      expect(await currentLeases(url, "work"), `round ${round}`).toBe(5);
+      // Each racer completes one of its own leases, if it has one, all at once.
+      const mine = owners.map((_, racer) => held.find((lease) => lease.racer === racer));
+      const commands = mine.map((lease) => (lease ? `complete ${lease.id} ${lease.fence}` : "claim-next none 1"));
+      const answers = await Promise.all(commands.map((command, racer) => race.one(racer, command)));
+      for (const [racer, lease] of mine.entries()) {
+        if (lease === undefined) continue;
+        expect(answers[racer]).toBe(true);
+        held.splice(held.indexOf(lease), 1);
+      }
+    }
+    await race.stop();
+    expect(await store.getQueue("work")).toEqual({ queue: "work", paused: false, maxLeased: 5 });
   });
 });

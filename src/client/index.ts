@@ -37,6 +37,8 @@ export type {
   ListRequest,
   NewJobRequest,
   NextRequest,
+  QueueSettings,
+  QueueSettingsRequest,
   QueueStats,
   ReleaseRequest,
   RenewManyAnswer,

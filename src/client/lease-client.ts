@@ -19,6 +19,8 @@ import type {
   LeaseCheckRequest,
   ListRequest,
   NewJobRequest,
+  QueueSettings,
+  QueueSettingsRequest,
   QueueStats,
   ReleaseRequest,
   RenewManyAnswer,
@@ -237,6 +239,31 @@ export class LeaseClient {
   /** stats answers, per queue in name order, the jobs by status, the oldest due job's age, and the refused stale writes. */
   async stats(): Promise<QueueStats[]> {
     return (await this.#call<{ queues: QueueStats[] }>("GET", "/v1/stats", undefined, "always")).queues;
+  }
+
+  /** pause stops claims from handing out the queue's jobs until resume; leases already held go on. Answers its settings. */
+  async pause(queue: string): Promise<QueueSettings> {
+    return this.#call("POST", `${queuePath(queue)}/pause`, undefined, "always");
+  }
+
+  /** resume lets claims take the queue's jobs again; answers its settings. */
+  async resume(queue: string): Promise<QueueSettings> {
+    return this.#call("POST", `${queuePath(queue)}/resume`, undefined, "always");
+  }
+
+  /** setQueue sets the queue's maxLeased (null or absent: no limit), keeping whether it is paused; answers its settings. */
+  async setQueue(queue: string, settings: QueueSettingsRequest): Promise<QueueSettings> {
+    return this.#call("PUT", queuePath(queue), settings, "always");
+  }
+
+  /** getQueue answers the queue's settings; a queue never set is not paused and has no limit. */
+  async getQueue(queue: string): Promise<QueueSettings> {
+    return this.#call("GET", queuePath(queue), undefined, "always");
+  }
+
+  /** listQueues answers the settings of every queue that has settings or jobs, by name. */
+  async listQueues(): Promise<QueueSettings[]> {
+    return (await this.#call<{ queues: QueueSettings[] }>("GET", "/v1/queues", undefined, "always")).queues;
   }
 
   /** Sends one call, retrying what may be retried, and answers its JSON or throws its typed error. */

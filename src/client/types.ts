@@ -22,6 +22,10 @@ export type Lease = z.infer<typeof schema.LeaseSchema>;
 export type JobEvent = z.infer<typeof schema.EventSchema>;
 /** One queue's numbers: jobs by status, the oldest due job's age, refused stale writes. */
 export type QueueStats = z.infer<typeof schema.QueueStatsSchema>;
+/** A queue's settings: whether it is paused, and its maxLeased (null: no limit). */
+export type QueueSettings = z.infer<typeof schema.QueueSettingsSchema>;
+/** The body of `PUT /v1/queues/:queue`. */
+export type QueueSettingsRequest = z.input<typeof schema.QueueSettingsBody>;
 /** The body of `POST /v1/jobs`. */
 export type EnqueueRequest = z.input<typeof schema.EnqueueBody>;
 /** The body of `POST /v1/jobs/:id/claim`. */

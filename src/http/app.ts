@@ -214,6 +214,24 @@ export function createApp(options: AppOptions) {
     return c.json(await store.leaseCheck(c.req.valid("param").id, owner, fence, clock()), 200);
   });
 
+  app.openapi(route.pauseQueue, async (c) => c.json(await store.pauseQueue(c.req.valid("param").queue, clock()), 200));
+
+  app.openapi(route.resumeQueue, async (c) => {
+    const settings = await store.resumeQueue(c.req.valid("param").queue, clock());
+    afterAnswer(c, wake.queueOpened(settings.queue));
+    return c.json(settings, 200);
+  });
+
+  app.openapi(route.setQueue, async (c) => {
+    const settings = await store.setQueue(c.req.valid("param").queue, c.req.valid("json"), clock());
+    afterAnswer(c, wake.queueOpened(settings.queue));
+    return c.json(settings, 200);
+  });
+
+  app.openapi(route.getQueue, async (c) => c.json(await store.getQueue(c.req.valid("param").queue), 200));
+
+  app.openapi(route.listQueues, async (c) => c.json({ queues: await store.listQueues() }, 200));
+
   app.openapi(route.stats, async (c) => c.json({ queues: await store.stats(clock()) }, 200));
 
   app.openapi(route.metrics, async (c) => c.text(prometheusText(await store.stats(clock())), 200, { "Content-Type": "text/plain; version=0.0.4" }));

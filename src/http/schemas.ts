@@ -271,8 +271,23 @@ export const QueueStatsSchema = z
     jobs: z.record(z.enum(STATUSES), z.number().int()),
     oldestDueAgeMs: z.number().int().nullable(),
     refused: z.object({ lastHour: z.number().int(), total: z.number().int() }),
+    paused: z.boolean().openapi({ description: "Whether the queue is paused: claims hand out none of its jobs" }),
   })
   .openapi("QueueStats");
+
+/** A queue's settings: whether it is paused, and at most how many current leases it may have (null: no limit). */
+export const QueueSettingsSchema = z
+  .object({
+    queue: z.string(),
+    paused: z.boolean(),
+    maxLeased: z.number().int().nullable().openapi({ description: "At most this many current leases in the queue at once; null: no limit" }),
+  })
+  .openapi("QueueSettings");
+
+/** What PUT /v1/queues/{queue} sets: maxLeased, a positive integer, or null or absent for no limit. */
+export const QueueSettingsBody = body({
+  maxLeased: positive().nullable().optional().openapi({ description: "At most this many current leases at once, decided in the claim; null or absent: no limit" }),
+}).openapi("QueueSettingsBody");
 
 /** How one lease of a many-lease call was refused: the code and details a single call would answer. */
 export const LeaseErrorSchema = z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()).optional() });

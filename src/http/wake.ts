@@ -37,6 +37,11 @@ export function wakeWith(waits: Waits) {
       return job.runAt <= now ? waits.claimable(job.queue, 1) : waits.claimable(job.queue, 0, job.runAt);
     },
 
+    /** A queue resumed or given a new limit: its waiters look again, as many as there may be jobs for. */
+    queueOpened(queue: string): void | Promise<void> {
+      return waits.claimable(queue, "some");
+    },
+
     /** Jobs done, dead or deleted: whoever waits for their results reads them again. */
     finished(ids: string[]): void {
       if (ids.length > 0) waits.finished(ids);

@@ -108,7 +108,7 @@ export async function waitForJobs(store: LeaseStore, room: WaitRoom, claim: Wait
         return { leases, waitedMs };
       }
       if (waiter.stopped || signal.aborted || performance.now() >= deadline) return none();
-      if (!room.hasTimer(queue)) room.wakeAt(queue, await store.nextClaimableAt(queue));
+      if (!room.hasTimer(queue)) room.wakeAt(queue, await store.nextClaimableAt(queue, clock()));
       await waiter.sleep(deadline, signal);
       if (waiter.stopped || signal.aborted) return none();
     }

@@ -188,6 +188,20 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
       expect((await store.stats(T + 1)).find((s) => s.queue === "q")!.paused).toBe(false);
     });
 
+    test("nextClaimableAt answers null while the queue is paused, and the first lease end while it is full", async () => {
+      const { store } = await freshStore();
+      await enqueueJobs(store, "q", 3);
+      expect(await store.nextClaimableAt("q", T)).toBe(T);
+      await store.pauseQueue("q", T);
+      expect(await store.nextClaimableAt("q", T)).toBeNull();
+      await store.resumeQueue("q", T);
+      await store.setQueue("q", { maxLeased: 2 }, T);
+      await store.claimNext("q", "A", T, TTL, 1);
+      expect(await store.nextClaimableAt("q", T)).toBe(T); // one slot left
+      await store.claimNext("q", "A", T + 5, TTL, 1);
+      expect(await store.nextClaimableAt("q", T + 5)).toBe(T + TTL); // full: A's first lease frees a slot then
+    });
+
     test("pause is persisted: a second store over the same database sees it", async () => {
       const { store, reopen } = await freshStore();
       await enqueueJobs(store, "q", 1);
