@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@libsql/client";
 import { onTestFinished } from "vitest";
-import { openStore } from "../src/index.ts";
+import { type LeaseStore, openStore } from "../src/index.ts";
 import type { FreshStorage } from "./contract/storage.contract.ts";
 
 /** A new temp dir, removed when the test ends. */
@@ -18,13 +18,16 @@ export function freshUrl(): string {
   return `file:${join(freshDir(), "fencelease.db")}`;
 }
 
+/** How a test opens a store on a database file: by its URL (the native file driver) unless told otherwise. */
+export type OpenOn = (url: string, options?: { migrations?: false; random?: () => number }) => Promise<LeaseStore>;
+
 /**
  * A store on a fresh file database, and a second connection that reads what is
  * really stored, so that assertions never see a cache of the store's.
  */
-export async function freshStore(): Promise<FreshStorage & { url: string }> {
+export async function freshStore(open: OpenOn = (url, options) => openStore({ url, ...options })): Promise<FreshStorage & { url: string }> {
   const url = freshUrl();
-  const store = await openStore({ url });
+  const store = await open(url);
   const reader = createClient({ url });
   onTestFinished(() => {
     reader.close();
@@ -38,7 +41,7 @@ export async function freshStore(): Promise<FreshStorage & { url: string }> {
       return Object.fromEntries(rows.map((row) => [row.id as string, { ...row }]));
     },
     async reopen(options = {}) {
-      const other = await openStore({ url, migrations: false, ...options });
+      const other = await open(url, { migrations: false, ...options });
       onTestFinished(() => other.close());
       return other;
     },

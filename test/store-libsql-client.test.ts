@@ -3,8 +3,8 @@ import { describe, expect, onTestFinished, test } from "vitest";
 import { connect, openStore, StorageUnavailable } from "../src/index.ts";
 import { lifecycleContract } from "./contract/lifecycle.contract.ts";
 import { manyContract } from "./contract/many.contract.ts";
-import { type FreshStore, storeContract } from "./contract/store.contract.ts";
-import { freshUrl } from "./fresh-db.ts";
+import { storeContract } from "./contract/store.contract.ts";
+import { freshStore, freshUrl } from "./fresh-db.ts";
 
 // The store on libsqlDriver over @libsql/client, the driver of a store opened
 // with a remote URL (sqld, Turso) or with a client of one's own; here the
@@ -12,30 +12,7 @@ import { freshUrl } from "./fresh-db.ts";
 // file driver instead (test/store.test.ts).
 
 /** A store over a client of `connect` on a fresh file, and a second client that reads what is really stored. */
-async function freshClientStore(): Promise<FreshStore> {
-  const url = freshUrl();
-  const store = await openStore({ client: await connect(url) });
-  const reader = createClient({ url });
-  onTestFinished(() => {
-    reader.close();
-    store.close();
-  });
-  return {
-    store,
-    async snapshot() {
-      const rows = (await reader.execute("SELECT * FROM jobs ORDER BY id")).rows;
-      return Object.fromEntries(rows.map((row) => [row.id as string, { ...row }]));
-    },
-    async reopen(options = {}) {
-      const other = await openStore({ client: await connect(url), migrations: false, ...options });
-      onTestFinished(() => other.close());
-      return other;
-    },
-    async exec(sql) {
-      await reader.execute(sql);
-    },
-  };
-}
+const freshClientStore = () => freshStore(async (url, options) => openStore({ client: await connect(url), ...options }));
 
 storeContract(freshClientStore);
 lifecycleContract(freshClientStore);
