@@ -1,0 +1,79 @@
+import type { Job, JobEvent, ListRequest } from "../client/types.ts";
+import { printable } from "../printable.ts";
+import { at, type Command, columns, more } from "./command.ts";
+import { enqueueMany } from "./enqueue-many.ts";
+import { integer, json } from "./flags.ts";
+
+// The commands about jobs as a whole: adding them, reading them and their
+// history, and the operator's retry and delete.
+
+const jobText = (job: Job) => Object.entries(job).map(([key, value]) => `${key.padEnd(12)}${JSON.stringify(value)}`).join("\n");
+const holder = (owner: string | null, fence: number | null) => (owner === null ? `fence ${fence}` : `${owner}/${fence}`);
+
+function eventLine(event: JobEvent): string {
+  const what =
+    event.kind === "refused"
+      ? `refused ${event.action}: presented ${holder(event.owner, event.fence)}, current ${holder(event.currentOwner, event.currentFence)}`
+      : event.owner === null && event.fence === null
+        ? event.kind
+        : `${event.kind} ${holder(event.owner, event.fence)}`;
+  return `${at(event.at)}  ${what}${event.error === null ? "" : `: ${printable(event.error)}`}`;
+}
+
+/** enqueue, enqueue-many, get, retry, delete, list and events. */
+export const JOB_COMMANDS: Record<string, Command> = {
+  enqueue: {
+    argument: "a job id",
+    async run({ arg: id, flags, client }) {
+      const answer = await client.enqueue({
+        id,
+        queue: flags.queue,
+        payload: json(flags, "payload"),
+        priority: integer(flags, "priority"),
+        runAt: integer(flags, "run-at"),
+        delayMs: integer(flags, "delay-ms"),
+        maxAttempts: integer(flags, "max-attempts"),
+      });
+      return { json: answer, text: answer.created ? `enqueued ${id} in queue ${answer.job.queue}` : `${id} exists already; nothing changed` };
+    },
+  },
+  "enqueue-many": { argument: "a queue", run: ({ arg: queue, flags, client, io }) => enqueueMany(queue, flags.file, client, io.stdin) },
+  get: {
+    argument: "a job id",
+    async run({ arg: id, flags, client }) {
+      // --wait alone waits until the job is done or dead; --wait MS at most that long.
+      const job = flags.wait === undefined ? await client.get(id) : await client.waitFor(id, { timeoutMs: flags.wait === "" ? Number.MAX_SAFE_INTEGER : integer(flags, "wait") });
+      return { json: job, text: jobText(job) };
+    },
+  },
+  retry: {
+    argument: "a job id",
+    async run({ arg: id, client }) {
+      const job = await client.retry(id);
+      return { json: { job }, text: `retried ${id}: queued again with its attempts reset; its fence stays ${job.fence}` };
+    },
+  },
+  delete: {
+    argument: "a job id",
+    async run({ arg: id, client }) {
+      await client.delete(id);
+      return { json: { deleted: true }, text: `deleted ${id}` };
+    },
+  },
+  list: {
+    argument: null,
+    async run({ flags, client }) {
+      const status = flags.status as ListRequest["status"]; // the server names the statuses it knows when it refuses one
+      const page = await client.list({ queue: flags.queue, status, limit: integer(flags, "limit"), cursor: flags.cursor });
+      const rows = page.jobs.map((job) => [job.id, job.status, job.queue, `fence ${job.fence}`, job.owner === null ? "" : `owner ${job.owner}`]);
+      return { json: page, text: (rows.length === 0 ? "no jobs" : columns(rows)) + more(page.nextCursor) };
+    },
+  },
+  events: {
+    argument: "a job id",
+    async run({ arg: id, flags, client }) {
+      const page = await client.events(id, { limit: integer(flags, "limit"), cursor: flags.cursor });
+      return { json: page, text: (page.events.length === 0 ? `no events for ${id}` : page.events.map(eventLine).join("\n")) + more(page.nextCursor) };
+    },
+  },
+};

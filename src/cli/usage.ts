@@ -1,0 +1,39 @@
+/** The text of `fencelease --help`: every command with its options. */
+export const USAGE = `fencelease: leases with fencing tokens
+
+Usage: fencelease <command> [arguments] [options]
+
+Server:
+  serve                          serve the API (HOST, PORT, DATABASE_URL, FENCELEASE_TOKENS or FENCELEASE_AUTH=off)
+  migrate                        apply migrations/ to DATABASE_URL (default file:./data/fencelease.db)
+  demo                           replay the design note's story and print its timeline
+                                 (against --url if given, else a server of its own on a temporary database)
+Jobs:
+  enqueue <id> [--queue Q] [--payload JSON] [--priority N] [--run-at MS | --delay-ms MS] [--max-attempts N]
+  enqueue-many <queue> [--file F]
+                                 jobs as JSON lines ({"id":"a","payload":1} per line) from F or standard input
+  get <id> [--wait [MS]]          with --wait, once the job is done or dead (or MS has passed: as it then is)
+  claim <id> --owner O --ttl-ms MS
+  claim-next <queue> --owner O --ttl-ms MS [--limit N] [--wait MS]
+                                 with --wait, wait up to MS (at most 30000) for a job while none is due
+  renew <id> --owner O --fence F --ttl-ms MS
+  complete <id> --owner O --fence F --result JSON
+  release <id> --owner O --fence F
+  fail <id> --owner O --fence F --error TEXT [--retry-in-ms MS]
+  retry <id>                     put a dead job back in its queue
+  delete <id>                    delete a job that is not leased
+  list [--queue Q] [--status S] [--limit N] [--cursor C]
+                                 S: queued, scheduled, leased, done or dead
+  events <id> [--limit N] [--cursor C]
+  check-lease <id> --owner O --fence F
+                                 exits 0 if that is the current lease, 4 if not
+  stats                          per queue: jobs by status, oldest due, refused stale writes
+
+Options:
+  --url URL      the server (FENCELEASE_URL; default http://127.0.0.1:8787)
+  --token T      a bearer token (FENCELEASE_TOKEN)
+  --json         print the server's JSON answer, for scripts
+  --help         this text
+
+Exit codes: 0 ok, 2 bad input, 3 not found, 4 refused (409, or check-lease: not current), 5 unreachable,
+6 unauthorized, 1 anything else.`;
