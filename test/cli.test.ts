@@ -1,32 +1,9 @@
-import { execFile } from "node:child_process";
-import { describe, expect, test } from "vitest";
-import { readMigrations, startServer } from "../src/index.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { freshDir, freshStore, freshUrl } from "./fresh-db.ts";
-
-const TOKEN = "cli-test-token";
-
-type Ran = { code: number; stdout: string; stderr: string };
-
-/** Runs the fencelease command as a user would, in a process of its own. */
-function cli(args: string[], env: Record<string, string> = {}, stdin = ""): Promise<Ran> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, ["src/cli/main.ts", ...args], { env: { ...process.env, ...env } }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number(error.code) : 0, stdout, stderr });
-    });
-    child.stdin!.end(stdin);
-  });
-}
-
-/** The Node server on a fresh database, and the CLI pointed at it by environment. */
-async function serving() {
-  const fresh = await freshStore();
-  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: fresh.url, auth: { tokens: [TOKEN] } });
-  const run = (...args: string[]) => cli(args, { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN });
-  const runWithInput = (stdin: string, ...args: string[]) => cli(args, { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN }, stdin);
-  return { ...fresh, server, run, runWithInput, [Symbol.asyncDispose]: () => server.stop() };
-}
+import { describe, expect, test } from "vitest";
+import { readMigrations } from "../src/index.ts";
+import { cli, serving } from "./cli-process.ts";
+import { freshDir, freshUrl } from "./fresh-db.ts";
 
 describe("the fencelease command", () => {
   test("walks a job through enqueue, claim, renew, release, claim-next and complete, in words and in JSON", async () => {

@@ -23,6 +23,7 @@ export const OPTIONS = {
   cursor: { type: "string" },
   file: { type: "string" },
   wait: { type: "string" },
+  "max-leased": { type: "string" },
 } as const;
 
 /** The options of one command line, as parseArgs gives them. */

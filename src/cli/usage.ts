@@ -27,7 +27,13 @@ Jobs:
   events <id> [--limit N] [--cursor C]
   check-lease <id> --owner O --fence F
                                  exits 0 if that is the current lease, 4 if not
-  stats                          per queue: jobs by status, oldest due, refused stale writes
+  stats                          per queue: jobs by status, oldest due, refused stale writes, paused
+Queues:
+  queues                         every queue's settings: paused or running, maxLeased
+  queue <queue> [--max-leased N|none]
+                                 read a queue's settings; with --max-leased, set its limit of current leases
+  pause <queue>                  claims take none of the queue's jobs until resume; leases held go on
+  resume <queue>                 claims take the queue's jobs again
 
 Options:
   --url URL      the server (FENCELEASE_URL; default http://127.0.0.1:8787)
