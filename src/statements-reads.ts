@@ -73,7 +73,8 @@ export function firstMinuteOfHour(now: number): number {
  * that queue: waiting jobs due later, leases expired and not yet ended, and
  * the earliest run_at of each), its refusals in the last hour and ever, and
  * whether it is paused (migrations/0008).
- * A queue is listed while it has a job or has ever had a refusal. Reads a few
+ * A queue is listed while it has a job, has ever had a refusal, or has
+ * settings (paused or limited before its first job: zero counts). Reads a few
  * rows per queue: its cost grows with the queues, the jobs scheduled for later
  * and the leases expired since the last cron, never with the history.
  */
@@ -89,7 +90,7 @@ export function stats(now: number): Statement {
                  (SELECT min(run_at) FROM jobs WHERE ${expired}) AS expired_first_run_at,
                  (SELECT coalesce(sum(refusals), 0) FROM refusal_minutes m WHERE m.queue = q.queue AND minute >= ?2) AS refused_recent,
                  coalesce(r.total, 0) AS refused_total, coalesce(s.paused, 0) AS paused
-          FROM (SELECT queue FROM queue_counts UNION SELECT queue FROM refusal_counts) q
+          FROM (SELECT queue FROM queue_counts UNION SELECT queue FROM refusal_counts UNION SELECT queue FROM queues) q
           LEFT JOIN queue_counts c ON c.queue = q.queue
           LEFT JOIN refusal_counts r ON r.queue = q.queue
           LEFT JOIN queues s ON s.queue = q.queue

@@ -47,6 +47,18 @@ describe("POST /v1/queues/:queue/pause and /resume", () => {
     expect((await call("GET", "/metrics")).body).toContain('fencelease_queue_paused{queue="q"} 0');
   });
 
+  test("a paused queue without jobs is in stats and metrics with zero counts", async () => {
+    const { call } = await freshApp();
+    await call("POST", "/v1/queues/idle/pause");
+    expect((await call("GET", "/v1/stats")).body.queues).toEqual([
+      { queue: "idle", jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: true },
+    ]);
+    const metrics = (await call("GET", "/metrics")).body;
+    expect(metrics).toContain('fencelease_queue_paused{queue="idle"} 1');
+    expect(metrics).toContain('fencelease_jobs{queue="idle",status="queued"} 0');
+    expect(metrics).toContain('fencelease_oldest_due_age_seconds{queue="idle"} 0');
+  });
+
   test("a long poll on a paused queue waits out its waitMs, and a resume wakes it", async () => {
     const { call } = await withJobs(1);
     await call("POST", "/v1/queues/q/pause");

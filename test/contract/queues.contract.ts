@@ -202,6 +202,19 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
       expect(await store.nextClaimableAt("q", T + 5)).toBe(T + TTL); // full: A's first lease frees a slot then
     });
 
+    test("a queue paused or set before it has any job is in stats with zero counts, and says whether it is paused", async () => {
+      const { store } = await freshStore();
+      await store.pauseQueue("idle", T);
+      await store.setQueue("limited", { maxLeased: 2 }, T);
+      const none = { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0 };
+      expect(await store.stats(T)).toEqual([
+        { queue: "idle", jobs: none, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: true },
+        { queue: "limited", jobs: none, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false },
+      ]);
+      await store.enqueue("idle-1", { queue: "idle", now: T });
+      expect((await store.stats(T)).find((stats) => stats.queue === "idle")).toMatchObject({ jobs: { queued: 1 }, paused: true });
+    });
+
     test("pause is persisted: a second store over the same database sees it", async () => {
       const { store, reopen } = await freshStore();
       await enqueueJobs(store, "q", 1);
