@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { type Auth, type RunningServer, startServer } from "../src/index.ts";
 
 // What the browser tests share: Debian's Chromium driven by playwright-core (no
@@ -94,4 +94,20 @@ export async function signIn(page: Page, url: string): Promise<void> {
 /** Whether the page is no wider than its viewport: nothing to scroll sideways at 390 px. */
 export async function fitsWidth(page: Page): Promise<boolean> {
   return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth") as Promise<boolean>;
+}
+
+/**
+ * One browser and one server for a test file, started before its tests and
+ * stopped after them; read `.browser` and `.server` inside the tests.
+ */
+export function browserAndServer(): { browser: Browser; server: UiServer } {
+  const shared = {} as { browser: Browser; server: UiServer };
+  beforeAll(async () => {
+    [shared.browser, shared.server] = await Promise.all([launchBrowser(), uiServer()]);
+  }, 60_000);
+  afterAll(async () => {
+    await shared.browser?.close();
+    await shared.server?.stop();
+  });
+  return shared;
 }

@@ -102,14 +102,14 @@ describe("queues", () => {
     await page.clock.runFor(3_000);
     await expect.poll(() => queued.textContent(), WAIT).toBe("1");
 
-    await page.getByRole("button", { name: "Pause" }).click();
+    await page.getByRole("button", { name: "Pause updates" }).click();
     const asked = visited.requests.length;
     await server.call("POST", "/v1/jobs", { id: "report-3", queue: "reports" });
     await page.clock.runFor(30_000);
     expect(visited.requests.length).toBe(asked); // no request while paused
     expect(await queued.textContent()).toBe("1");
 
-    await page.getByRole("button", { name: "Resume" }).click(); // reads at once
+    await page.getByRole("button", { name: "Resume updates" }).click(); // reads at once
     await expect.poll(() => queued.textContent(), WAIT).toBe("2");
     await leave(visited, server.url);
   });

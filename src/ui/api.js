@@ -48,26 +48,31 @@ export function whenUnauthorized(handler) {
 /**
  * Calls the API and answers its JSON body, or throws ApiError with the server's message.
  * @param {string} path such as "/v1/stats"
- * @param {{ method?: string, bearer?: string | null, quiet401?: boolean }} [options]
- *   bearer: the token to send (default this tab's); quiet401: a 401 is only thrown, as at sign-in
+ * @param {{ method?: string, body?: unknown, bearer?: string | null, quiet401?: boolean }} [options]
+ *   body: sent as JSON; bearer: the token to send (default this tab's); quiet401: a 401 is only thrown, as at sign-in
  * @returns {Promise<any>}
  */
-export async function api(path, { method = "GET", bearer = token.get(), quiet401 = false } = {}) {
+export async function api(path, { method = "GET", body, bearer = token.get(), quiet401 = false } = {}) {
   /** @type {Record<string, string>} */
   const headers = { Accept: "application/json" };
   if (bearer) headers.Authorization = `Bearer ${bearer}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {
-    response = await fetch(path, { method, headers });
+    response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   } catch {
     throw new ApiError(0, "unreachable", "the server did not answer: is it running?");
   }
-  const body = await response.json().catch(() => null);
-  if (response.ok) return body;
-  const error = new ApiError(response.status, body?.error?.code ?? "error", body?.error?.message ?? response.statusText, body?.error?.details);
+  // 204 (a delete) has no body: null, as for any answer that is not JSON.
+  const answer = await response.json().catch(() => null);
+  if (response.ok) return answer;
+  const error = new ApiError(response.status, answer?.error?.code ?? "error", answer?.error?.message ?? response.statusText, answer?.error?.details);
   if (response.status === 401 && !quiet401) onUnauthorized(error);
   throw error;
 }
 
 /** @param {string} id */
 export const jobPath = (id) => `/v1/jobs/${encodeURIComponent(id)}`;
+
+/** @param {string} queue */
+export const queuePath = (queue) => `/v1/queues/${encodeURIComponent(queue)}`;

@@ -1,9 +1,12 @@
 // @ts-check
 // Every queue at a glance: jobs by status, how long the job due longest has
-// waited, and the stale writes fencing refused. Refreshes by itself, pausably.
+// waited, the stale writes fencing refused, and its controls (paused or
+// running, its limit, the buttons that change them). Refreshes by itself,
+// pausably.
 import { api } from "./api.js";
 import { errorNote, h } from "./dom.js";
 import { duration, moment } from "./format.js";
+import { limits, queueButtons, settingsForm, unset } from "./queue-controls.js";
 
 /** How often the numbers are read again. */
 export const REFRESH_MS = 3_000;
@@ -12,68 +15,97 @@ const STATUSES = /** @type {const} */ (["queued", "scheduled", "leased", "done",
 
 /**
  * @typedef {{ queue: string, jobs: Record<string, number>, oldestDueAgeMs: number | null,
- *   refused: { lastHour: number, total: number } }} QueueStats
+ *   refused: { lastHour: number, total: number }, paused: boolean }} QueueStats
+ * @typedef {import("./queue-controls.js").QueueSettings} QueueSettings
+ * @typedef {import("./queue-controls.js").Act} Act
  */
 
 /** @type {import("./app.js").View} */
 export function queuesView(container, _params, signal) {
-  let paused = false;
+  let stopped = false;
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let timer;
   const status = h("span", { class: "muted", id: "refreshed" });
-  const toggle = h("button", { type: "button", class: "secondary", "aria-pressed": "false", onclick: flip }, "Pause");
+  const toggle = h("button", { type: "button", class: "secondary", "aria-pressed": "false", onclick: flip }, "Pause updates");
   const body = h("div", { class: "queues" });
   const problem = h("div");
+  const note = h("div", { class: "action-note", id: "queue-note" });
+  /** @type {Act} */
+  const act = async (call, done) => {
+    try {
+      const answer = await call();
+      note.replaceChildren(h("p", { class: "ok", role: "status" }, done(answer)));
+    } catch (error) {
+      note.replaceChildren(errorNote(error));
+    }
+    await refresh();
+  };
+  const settings = settingsForm(act);
   container.append(
     h("div", { class: "heading" }, h("h1", {}, "Queues"), h("div", { class: "controls" }, status, toggle)),
     problem,
-    body);
+    note,
+    body,
+    settings.form);
   signal.addEventListener("abort", () => clearTimeout(timer));
   return refresh();
 
   async function refresh() {
     clearTimeout(timer);
     try {
-      const { queues } = await api("/v1/stats");
+      const [{ queues }, { queues: settingsList }] = await Promise.all([api("/v1/stats"), api("/v1/queues")]);
       if (signal.aborted) return;
-      body.replaceChildren(queues.length ? table(queues) : empty());
+      /** @type {Map<string, QueueSettings>} */
+      const byName = new Map(settingsList.map((/** @type {QueueSettings} */ s) => [s.queue, s]));
+      const row = (/** @type {QueueStats} */ stats) => queueRow(stats, byName.get(stats.queue) ?? unset(stats.queue), act, settings.edit);
+      body.replaceChildren(queues.length ? table(queues.map(row)) : empty());
       problem.replaceChildren();
-      status.textContent = `Updated ${moment(Date.now()).slice(11, 19)}${paused ? ", paused" : `, every ${REFRESH_MS / 1000} s`}`;
+      status.textContent = `Updated ${moment(Date.now()).slice(11, 19)}${stopped ? ", paused" : `, every ${REFRESH_MS / 1000} s`}`;
     } catch (error) {
       // Keep the last numbers on screen, and say why they are not new.
       if (!signal.aborted) problem.replaceChildren(errorNote(error));
     }
-    if (!paused && !signal.aborted) timer = setTimeout(refresh, REFRESH_MS);
+    if (!stopped && !signal.aborted) timer = setTimeout(refresh, REFRESH_MS);
   }
 
   function flip() {
-    paused = !paused;
-    toggle.textContent = paused ? "Resume" : "Pause";
-    toggle.setAttribute("aria-pressed", String(paused));
-    if (paused) {
+    stopped = !stopped;
+    toggle.textContent = stopped ? "Resume updates" : "Pause updates";
+    toggle.setAttribute("aria-pressed", String(stopped));
+    if (stopped) {
       clearTimeout(timer);
       status.textContent = status.textContent.replace(/, every .*$/, ", paused");
     } else void refresh();
   }
 }
 
-/** @param {QueueStats[]} queues */
-function table(queues) {
+/** @param {HTMLTableRowElement[]} rows */
+function table(rows) {
   return h("table", { class: "stats" },
     h("thead", {}, h("tr", {},
       h("th", { scope: "col" }, "Queue"),
+      h("th", { scope: "col" }, "State"),
       STATUSES.map((status) => h("th", { scope: "col", class: "num" }, status)),
       h("th", { scope: "col", class: "num", title: "How long the job due longest has waited to be claimed" }, "Due longest"),
       h("th", { scope: "col", class: "num", title: "Writes refused because their lease was no longer current" }, "Refused, last hour"),
-      h("th", { scope: "col", class: "num" }, "Refused, ever"))),
-    h("tbody", {}, queues.map(row)));
+      h("th", { scope: "col", class: "num" }, "Refused, ever"),
+      h("th", { scope: "col", title: "Decided in the claim: at most this many current leases at once" }, "Limits"),
+      h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Actions")))),
+    h("tbody", {}, rows));
 }
 
-/** @param {QueueStats} stats */
-function row(stats) {
+/**
+ * @param {QueueStats} stats
+ * @param {QueueSettings} settings
+ * @param {Act} act
+ * @param {(settings: QueueSettings) => void} edit
+ */
+function queueRow(stats, settings, act, edit) {
   const jobsOf = (/** @type {string} */ status) => `#/jobs?${new URLSearchParams({ queue: stats.queue, status })}`;
-  return h("tr", { "data-queue": stats.queue },
+  return h("tr", { "data-queue": stats.queue, class: settings.paused ? "paused" : null },
     h("th", { scope: "row" }, h("a", { href: `#/jobs?${new URLSearchParams({ queue: stats.queue })}` }, stats.queue)),
+    h("td", { "data-label": "state", "data-setting": "paused" },
+      settings.paused ? h("span", { class: "status status-paused" }, "paused") : h("span", { class: "muted" }, "running")),
     STATUSES.map((status) => {
       const count = stats.jobs[status] ?? 0;
       const alarm = count > 0 && status === "dead";
@@ -83,9 +115,11 @@ function row(stats) {
     h("td", { class: "num", "data-label": "due longest", "data-stat": "oldestDueAgeMs", "data-ms": stats.oldestDueAgeMs ?? "" },
       stats.oldestDueAgeMs === null ? "–" : duration(stats.oldestDueAgeMs)),
     h("td", { class: `num${stats.refused.lastHour > 0 ? " alarm" : ""}`, "data-label": "refused, last hour", "data-stat": "refused.lastHour" }, stats.refused.lastHour),
-    h("td", { class: "num", "data-label": "refused, ever", "data-stat": "refused.total" }, stats.refused.total));
+    h("td", { class: "num", "data-label": "refused, ever", "data-stat": "refused.total" }, stats.refused.total),
+    h("td", { "data-label": "limits", "data-setting": "limits" }, limits(settings)),
+    h("td", { class: "row-actions-cell" }, queueButtons(settings, act, edit)));
 }
 
 function empty() {
-  return h("p", { class: "muted" }, "No queues yet: a queue appears with its first job (POST /v1/jobs).");
+  return h("p", { class: "muted" }, "No queues yet: a queue appears with its first job (POST /v1/jobs), or once it is paused or set below.");
 }
