@@ -28,6 +28,8 @@ export { type Migration, migrate } from "./migrate.ts";
 export { MIGRATIONS_DIR, readMigrations } from "./migrations-dir.ts";
 export { BUSY_TIMEOUT_MS, connect, type OpenOptions, openStore, reconnect, STATEMENT_TIMEOUT_MS } from "./open.ts";
 export { type RunningServer, type ServerConfig, serverConfigFromEnv, startServer } from "./server.ts";
+export { MAX_NAME_BYTES as MAX_SCHEDULE_NAME_BYTES, MIN_EVERY_MS } from "./schedule-times.ts";
+export { type Fired, type FiredJob, type Schedule, Schedules, type ScheduleSpec } from "./schedules.ts";
 export { UI_DIR, uiFilesFromDisk } from "./ui-files.ts";
 export { type Claimed, localWaits, type WaitingClaim, type Waits } from "./wait/long-poll.ts";
 export { MAX_WAITING, RECHECK_MS, WaitRoom, type WaitRoomOptions } from "./wait/wait-room.ts";
