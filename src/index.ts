@@ -23,7 +23,7 @@ export { type Auth, authFromEnv } from "./http/auth.ts";
 export { DEFAULT_LIMITS, type Limits } from "./http/schemas.ts";
 export { UI_CSP, type UiFiles } from "./http/ui.ts";
 export type { Job, JobEvent, JobStatus, Lease } from "./job.ts";
-export { CRON_MAX_CHUNKS, maintain, type Maintained, repeat, RETENTION_MS } from "./maintenance.ts";
+export { CRON_MAX_CHUNKS, CRON_SCHEDULE_CHUNKS, maintain, type Maintained, repeat, RETENTION_MS, SCHEDULE_RECHECK_MS } from "./maintenance.ts";
 export { type Migration, migrate } from "./migrate.ts";
 export { MIGRATIONS_DIR, readMigrations } from "./migrations-dir.ts";
 export { BUSY_TIMEOUT_MS, connect, type OpenOptions, openStore, reconnect, STATEMENT_TIMEOUT_MS } from "./open.ts";
