@@ -10,12 +10,12 @@ export class InvalidArgument extends RangeError {
   }
 }
 
-/** No job has this id. */
+/** No job has this id (or, as `message` says, nothing else of that name: a schedule). */
 export class NotFound extends Error {
   readonly code = "not_found";
   readonly id: string;
-  constructor(id: string) {
-    super(`no job has the id ${JSON.stringify(id)}`);
+  constructor(id: string, message = `no job has the id ${JSON.stringify(id)}`) {
+    super(message);
     this.id = id;
     this.name = "NotFound";
   }

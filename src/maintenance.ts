@@ -1,11 +1,15 @@
+import type { FiredJob } from "./schedules.ts";
 import type { HousekeepingOptions, LeaseStore } from "./store.ts";
 import type { Waits } from "./wait/long-poll.ts";
 
 /** How long done and dead jobs are kept by default: 7 days. */
 export const RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
-/** What one maintenance run did: how many leases it ended and jobs it purged, and the jobs whose lease it ended. */
-export type Maintained = { expired: number; purged: number; ended: { id: string; queue: string; dead: boolean }[] };
+/**
+ * What one maintenance run did: how many leases it ended and jobs it purged,
+ * the jobs whose lease it ended, and the jobs its schedules' fires enqueued.
+ */
+export type Maintained = { expired: number; purged: number; ended: { id: string; queue: string; dead: boolean }[]; fired: FiredJob[] };
 
 /**
  * How many chunks (of HOUSEKEEPING_CHUNK rows, src/store.ts) each part of one
@@ -16,26 +20,38 @@ export type Maintained = { expired: number; purged: number; ended: { id: string;
 export const CRON_MAX_CHUNKS = 10;
 
 /**
+ * How many chunks of due schedules (500 each, 3 statements a chunk) a run
+ * whose chunks are bounded (the Worker's cron) fires at most: 1,000 fires a
+ * minute, and few statements beside the rest of the run.
+ */
+export const CRON_SCHEDULE_CHUNKS = 2;
+
+/**
  * maintain is the housekeeping of the cron trigger (and of the Node server's
- * timer): it ends expired leases, each counting as a failed attempt, and
- * purges done and dead jobs, with their events, older than the retention;
- * each in chunks, as `options` bound them (see HousekeepingOptions).
+ * timer): it enqueues the jobs of the schedules due (at most
+ * CRON_SCHEDULE_CHUNKS chunks of them when `maxChunks` is given), ends expired leases,
+ * each counting as a failed attempt, and purges done and dead jobs, with
+ * their events, older than the retention; each in chunks, as `options` bound
+ * them (see HousekeepingOptions).
  */
 export async function maintain(store: LeaseStore, now: number, retentionMs = RETENTION_MS, options: Omit<HousekeepingOptions, "chunkSize"> = {}): Promise<Maintained> {
+  const maxChunks = options.maxChunks === undefined ? undefined : Math.min(options.maxChunks, CRON_SCHEDULE_CHUNKS);
+  const { jobs: fired } = await store.schedules.fireDueSchedules(now, { ...options, maxChunks });
   const ended = await store.reclaimExpiredLeases(now, options);
   const purged = await store.purge(now, retentionMs, options);
-  return { expired: ended.length, purged, ended };
+  return { expired: ended.length, purged, ended, fired };
 }
 
 /**
  * repeat runs `run` every `everyMs`, one run at a time: the next starts
  * `everyMs` after the one before has ended, so two never overlap however long
- * one takes. `run` should catch its own errors; a rejection is ignored and the
- * next run comes as usual. `stop` aborts the signal of the run in progress,
- * waits for that run to end, and starts no other. The timer does not keep the
- * process alive.
+ * one takes (a function `everyMs` is asked for each wait, once the run before
+ * has ended). `run` should catch its own errors; a rejection is ignored and
+ * the next run comes as usual. `stop` aborts the signal of the run in
+ * progress, waits for that run to end, and starts no other. The timer does
+ * not keep the process alive.
  */
-export function repeat(everyMs: number, run: (signal: AbortSignal) => Promise<void>): { stop: () => Promise<void> } {
+export function repeat(everyMs: number | (() => number), run: (signal: AbortSignal) => Promise<void>): { stop: () => Promise<void> } {
   const stopping = new AbortController();
   let running: Promise<void> | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -47,7 +63,7 @@ export function repeat(everyMs: number, run: (signal: AbortSignal) => Promise<vo
           running = undefined;
           if (!stopping.signal.aborted) next();
         });
-    }, everyMs);
+    }, typeof everyMs === "number" ? everyMs : everyMs());
     (timer as { unref?: () => void }).unref?.();
   };
   next();
@@ -60,20 +76,56 @@ export function repeat(everyMs: number, run: (signal: AbortSignal) => Promise<vo
   };
 }
 
+/** The longest the Node server's schedule timer sleeps by default: other processes may put schedules that fire sooner. */
+export const SCHEDULE_RECHECK_MS = 1_000;
+
+/**
+ * fireOnTime is the Node server's schedule timer: it fires the due schedules
+ * (one run at a time, see `repeat`), then sleeps until the next fire, or at
+ * most `recheckMs`, so that a fire is enqueued within milliseconds of its
+ * time, and one that another process put within `recheckMs`. The jobs it
+ * enqueues wake their queues' waiters. A failed run is logged, and tried
+ * again after `recheckMs`.
+ */
+export function fireOnTime(store: LeaseStore, options: { clock: () => number; waits: Waits; recheckMs: number; log?: (line: string) => void }): { stop: () => Promise<void> } {
+  const { clock, waits, recheckMs, log } = options;
+  let nextFireAt: number | null = 0; // the first run comes at once
+  const sleep = () => (nextFireAt === null ? recheckMs : Math.min(recheckMs, Math.max(0, nextFireAt - clock())));
+  return repeat(sleep, async (signal) => {
+    try {
+      const fired = await store.schedules.fireDueSchedules(clock(), { signal });
+      nextFireAt = fired.nextFireAt;
+      if (fired.jobs.length === 0) return;
+      void wakeAfter({ ended: [], fired: fired.jobs }, waits);
+      log?.(`fencelease: ${firedLine(fired.jobs)}`);
+    } catch (error) {
+      nextFireAt = null;
+      log?.(`fencelease: firing schedules failed: ${(error as Error).message}`);
+    }
+  });
+}
+
 /**
  * Tells the waiters what a maintenance run did: the jobs whose lease it ended
- * are claimable again (rung per queue), those that died are finished. Answers
+ * are claimable again, and so are the jobs its fires enqueued (rung per
+ * queue); those that died are finished. Answers
  * the rings on their way (to Durable Objects), if any.
  */
-export function wakeAfter({ ended }: Maintained, waits: Waits): Promise<void> {
+export function wakeAfter({ ended, fired }: Pick<Maintained, "ended" | "fired">, waits: Waits): Promise<void> {
   const due = new Map<string, number>();
-  for (const job of ended) if (!job.dead) due.set(job.queue, (due.get(job.queue) ?? 0) + 1);
+  for (const job of [...ended.filter((job) => !job.dead), ...fired]) due.set(job.queue, (due.get(job.queue) ?? 0) + 1);
   const dead = ended.filter((job) => job.dead).map((job) => job.id);
   if (dead.length > 0) waits.finished(dead);
   return Promise.all([...due].map(([queue, jobs]) => waits.claimable(queue, jobs))).then(() => undefined);
 }
 
 /** The log line for a maintenance run. */
-export function maintainedLine({ expired, purged }: Maintained): string {
-  return `fencelease: ended ${expired} expired lease${expired === 1 ? "" : "s"}, purged ${purged} old job${purged === 1 ? "" : "s"}`;
+export function maintainedLine({ expired, purged, fired }: Maintained): string {
+  return `fencelease: ended ${expired} expired lease${expired === 1 ? "" : "s"}, purged ${purged} old job${purged === 1 ? "" : "s"}${fired.length > 0 ? `, ${firedLine(fired)}` : ""}`;
+}
+
+/** What schedules' fires enqueued, for a log line. */
+export function firedLine(fired: FiredJob[]): string {
+  const named = fired.slice(0, 5).map((job) => job.id).join(", ") + (fired.length > 5 ? ` and ${fired.length - 5} more` : "");
+  return `enqueued ${fired.length} scheduled job${fired.length === 1 ? "" : "s"} (${named})`;
 }

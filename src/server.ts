@@ -4,7 +4,7 @@ import { serve } from "@hono/node-server";
 import { createApp } from "./http/app.ts";
 import { type Auth, authFromEnv } from "./http/auth.ts";
 import { gracefulStop } from "./graceful-stop.ts";
-import { maintain, maintainedLine, repeat, wakeAfter } from "./maintenance.ts";
+import { fireOnTime, maintain, maintainedLine, repeat, SCHEDULE_RECHECK_MS, wakeAfter } from "./maintenance.ts";
 import { openStore } from "./open.ts";
 import { uiFilesFromDisk } from "./ui-files.ts";
 import { localWaits } from "./wait/long-poll.ts";
@@ -28,8 +28,10 @@ export type ServerConfig = {
   retentionMs?: number;
   /** Commit requests that arrive together as one transaction; default true. */
   groupCommit?: boolean;
-  /** How long between the end of one run that ends expired leases and purges old jobs and the start of the next; default a minute; 0 never. */
+  /** How long between the end of one run that fires due schedules, ends expired leases and purges old jobs and the start of the next; default a minute; 0 never. */
   maintainEveryMs?: number;
+  /** The longest the schedule timer sleeps: it fires each schedule at its time, and one another process put within this; default SCHEDULE_RECHECK_MS (1 s); 0 leaves schedules to the maintenance run. */
+  scheduleRecheckMs?: number;
   log?: (line: string) => void;
   /** How long requests in flight may take to finish after a stop before their connections are cut; default SHUTDOWN_GRACE_MS (10 s). */
   shutdownGraceMs?: number;
@@ -113,13 +115,15 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       config.log?.(`fencelease: maintenance failed: ${(error as Error).message}`);
     }
   }) : undefined;
+  const recheckMs = config.scheduleRecheckMs ?? SCHEDULE_RECHECK_MS;
+  const firing = recheckMs > 0 ? fireOnTime(store, { clock, waits, recheckMs, log: config.log }) : undefined;
   return {
     url: `http://${host}:${address.port}`,
     get waiting() {
       return room.waiting;
     },
     stop: async () => {
-      await maintenance?.stop(); // the run in progress stops after its current chunk
+      await Promise.all([maintenance?.stop(), firing?.stop()]); // the runs in progress stop after their current chunk
       // No new request starts; those in flight finish (within the grace), then the database closes.
       try {
         await graceful.stop(server as Server, config.shutdownGraceMs);

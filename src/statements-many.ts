@@ -8,7 +8,7 @@ import { currentLease, FENCE_FLOOR, FOLD_REFUSAL } from "./statements.ts";
 // limits on bound parameters and statements per batch.
 
 /** The rows of a JSON array parameter `?N` of arrays, as columns `names[0]`, `names[1]` ... */
-function unpacked(parameter: string, names: string[]): string {
+export function unpacked(parameter: string, names: string[]): string {
   const columns = names.map((name, i) => `json_extract(value, '$[${i}]') AS ${name}`).join(", ");
   return `(SELECT ${columns} FROM json_each(${parameter}))`;
 }

@@ -2,27 +2,19 @@ import type { Driver, Row, Statement } from "./drivers/driver.ts";
 import { NotClaimable, type NotClaimableReason, NotFound, WrongStatus } from "./errors.ts";
 import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf } from "./job.ts";
 import { type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
+import { Schedules } from "./schedules.ts";
 import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./statements.ts";
 import * as reads from "./statements-reads.ts";
 import * as sqlMany from "./statements-many.ts";
 import * as sqlQueues from "./statements-queues.ts";
 import { checked } from "./checked.ts";
+import { inChunks } from "./in-chunks.ts";
 import { type Health, type HealthOptions, WriteHealth } from "./health.ts";
 import * as check from "./validate.ts";
-import { type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, type NewJob, type NextClaim, type Page, type QueueSettings, type Settled } from "./store-types.ts";
+import { type EnqueueOptions, type HousekeepingOptions, type NewJob, type NextClaim, type Page, type QueueSettings, type Settled } from "./store-types.ts";
 
 export { type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, type NewJob, type NextClaim, type Page, type QueueSettings, type Settled } from "./store-types.ts";
-
-/** Runs `chunk(size)` until it answers false (it was not full) or the options say stop. */
-async function inChunks(options: HousekeepingOptions, chunk: (size: number) => Promise<boolean>): Promise<void> {
-  const size = check.positiveInt("chunkSize", options.chunkSize ?? HOUSEKEEPING_CHUNK);
-  const most = options.maxChunks === undefined ? Number.POSITIVE_INFINITY : check.positiveInt("maxChunks", options.maxChunks);
-  for (let done = 0; done < most && !options.signal?.aborted; done++) {
-    if (done > 0) await new Promise((resolve) => (globalThis.setImmediate ?? setTimeout)(resolve)); // let requests in between two transactions
-    if (!(await chunk(size))) return;
-  }
-}
 
 /** A row of src/statements-queues.ts as a queue's settings. */
 function queueFromRow(row: Row): QueueSettings {
@@ -51,12 +43,15 @@ export class LeaseStore {
   readonly #driver: Driver;
   readonly #random: () => number;
   readonly #health: WriteHealth;
+  /** The recurring schedules (src/schedules.ts): putSchedule, getSchedule, listSchedules, deleteSchedule, fireDueSchedules. */
+  readonly schedules: Schedules;
 
   /** `random` draws the backoff jitter; tests fix it. `health`: how `health()` decides (see WriteHealth), and where it logs. */
   constructor(driver: Driver, options: { random?: () => number; health?: HealthOptions } = {}) {
     this.#health = new WriteHealth(options.health);
     this.#driver = this.#health.watch(driver);
     this.#random = options.random ?? Math.random;
+    this.schedules = new Schedules(this.#driver);
   }
 
   /** enqueue adds a job and answers true, or answers false and changes nothing if the id exists. */

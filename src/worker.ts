@@ -1,6 +1,7 @@
 // The Cloudflare Worker: the same Hono app as the Node server, over Turso/libSQL
 // when LIBSQL_DB_URL is set, else over the D1 binding DB; a cron trigger that
-// ends expired leases and purges old finished jobs; and QueueDoorbell, the
+// enqueues the jobs of due schedules, ends expired leases and purges old
+// finished jobs; and QueueDoorbell, the
 // Durable Object where a queue's waiting claims wait.
 import type { ExecutionContext, Fetcher, ScheduledController } from "@cloudflare/workers-types";
 import { createApp } from "./http/app.ts";
@@ -63,7 +64,12 @@ export default {
     return builtFor(env).app.fetch(request, env, ctx);
   },
 
-  /** Ends expired leases (owner cleared, fence kept, an attempt counted) and purges old done and dead jobs; rings the queues whose jobs came back. */
+  /**
+   * Enqueues the jobs of the schedules due at the trigger's time (a per-minute
+   * cron's at its minute), ends expired leases (owner cleared, fence kept, an
+   * attempt counted) and purges old done and dead jobs; rings the queues
+   * whose jobs came or came back.
+   */
   async scheduled(controller: ScheduledController, env: WorkerEnv): Promise<void> {
     const store = new LeaseStore(driverFor(env));
     // A bounded part of a large backlog per run, within D1's limits; the next runs take the rest.

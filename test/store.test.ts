@@ -4,6 +4,7 @@ import { openStore, StorageUnavailable } from "../src/index.ts";
 import { manyContract } from "./contract/many.contract.ts";
 import { lifecycleContract } from "./contract/lifecycle.contract.ts";
 import { queuesContract } from "./contract/queues.contract.ts";
+import { schedulesContract } from "./contract/schedules.contract.ts";
 import { storeContract } from "./contract/store.contract.ts";
 import { freshStore, freshUrl } from "./fresh-db.ts";
 
@@ -16,6 +17,7 @@ storeContract(freshStore);
 lifecycleContract(freshStore);
 manyContract(freshStore);
 queuesContract(freshStore);
+schedulesContract(freshStore);
 
 describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {

@@ -44,6 +44,8 @@ export type {
   RenewManyAnswer,
   RenewManyRequest,
   RenewRequest,
+  Schedule,
+  ScheduleRequest,
   Settled,
 } from "./types.ts";
 export { type HeldLease, withLease, type WithLeaseOptions } from "./with-lease.ts";

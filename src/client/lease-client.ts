@@ -1,5 +1,6 @@
 import { errorFromResponse, UnavailableError } from "./errors.ts";
 import { delayBefore, neverSent, type RetryOptions, type RetryPolicy, retryPolicy } from "./retry.ts";
+import { type Repeat, ScheduleCalls } from "./schedule-calls.ts";
 import type {
   ClaimNextAnswer,
   ClaimNextRequest,
@@ -42,13 +43,13 @@ export type LeaseClientOptions = {
   timeoutMs?: number;
 };
 
-// Whether a call may be sent again after a failure whose outcome is unknown.
-// "always": repeating it is harmless (a read; a renew; a complete, which the
-// server treats as idempotent; an enqueue of the same id). "if-unsent": only
-// when the first attempt is known not to have been applied (a claim; a release
-// or a fail, whose repeat is refused once the lease is gone; a retry, refused
-// once the job is no longer dead; a delete, answered 404 once it is gone).
-type Repeat = "always" | "if-unsent";
+// Whether a call may be sent again after a failure whose outcome is unknown
+// (Repeat). "always": repeating it is harmless (a read; a renew; a complete,
+// which the server treats as idempotent; an enqueue of the same id; a put of a
+// schedule). "if-unsent": only when the first attempt is known not to have
+// been applied (a claim; a release or a fail, whose repeat is refused once the
+// lease is gone; a retry, refused once the job is no longer dead; a delete,
+// answered 404 once it is gone).
 
 /** What one call may add: how long the server may wait before answering (a long poll), and a signal to give up. */
 type CallOptions = { waitMs?: number; signal?: AbortSignal };
@@ -62,7 +63,8 @@ function outcomeOf(answer: unknown): unknown {
 }
 
 /**
- * LeaseClient calls the fencelease HTTP API, one method per route. A refusal
+ * LeaseClient calls the fencelease HTTP API, one method per route (those of
+ * schedules in ScheduleCalls). A refusal
  * throws a typed error (LeaseLostError, NotClaimableError, NotFoundError,
  * UnauthorizedError, InvalidRequestError, UnavailableError).
  *
@@ -70,7 +72,7 @@ function outcomeOf(answer: unknown): unknown {
  * const client = new LeaseClient({ baseUrl: "http://127.0.0.1:8787", token: process.env.FENCELEASE_TOKEN });
  * const { fence } = await client.claim("invoice-42", { owner: "worker-a", ttlMs: 30_000 });
  */
-export class LeaseClient {
+export class LeaseClient extends ScheduleCalls {
   readonly #baseUrl: string;
   readonly #token: string | undefined;
   readonly #fetch: typeof fetch;
@@ -78,6 +80,7 @@ export class LeaseClient {
   readonly #timeoutMs: number;
 
   constructor(options: LeaseClientOptions) {
+    super();
     this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.#token = options.token;
     this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
@@ -264,6 +267,11 @@ export class LeaseClient {
   /** listQueues answers the settings of every queue that has settings or jobs, by name. */
   async listQueues(): Promise<QueueSettings[]> {
     return (await this.#call<{ queues: QueueSettings[] }>("GET", "/v1/queues", undefined, "always")).queues;
+  }
+
+  /** The transport of ScheduleCalls: #call. */
+  protected send<T>(method: string, path: string, body: unknown, repeat: Repeat): Promise<T> {
+    return this.#call(method, path, body, repeat);
   }
 
   /** Sends one call, retrying what may be retried, and answers its JSON or throws its typed error. */

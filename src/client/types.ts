@@ -1,6 +1,7 @@
 import type { z } from "@hono/zod-openapi";
 import type { routes } from "../http/routes.ts";
 import type * as schema from "../http/schemas.ts";
+import type * as scheduleSchema from "../http/schemas-schedules.ts";
 
 // The client's request and response types, taken from the schemas that the
 // server validates with, so that the two cannot drift apart.
@@ -70,3 +71,7 @@ export type JobPage = Answer<"list", 200>;
 export type EventPage = Answer<"events", 200>;
 /** What `GET /v1/jobs/:id/lease` answers: whether the lease is current, with the job's fence and lease end. */
 export type LeaseCheck = Answer<"lease", 200>;
+/** A recurring schedule: when it fires (cron in a time zone, or everyMs), and the job each fire enqueues. */
+export type Schedule = z.infer<typeof scheduleSchema.ScheduleSchema>;
+/** The body of `PUT /v1/schedules/:name`: the queue, exactly one of cron and everyMs, and the jobs' fields. */
+export type ScheduleRequest = z.input<typeof scheduleSchema.ScheduleBody>;

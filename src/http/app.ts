@@ -11,6 +11,7 @@ import { exactNumbers } from "./exact-numbers.ts";
 import { prometheusText } from "./metrics.ts";
 import { requestLog } from "./request-log.ts";
 import { routes } from "./routes.ts";
+import { scheduleRoutes } from "./schedules.ts";
 import { DEFAULT_LIMITS, type Limits } from "./schemas.ts";
 import { type UiFiles, uiRoutes } from "./ui.ts";
 import { unknownRoute } from "./unknown-route.ts";
@@ -231,6 +232,8 @@ export function createApp(options: AppOptions) {
   app.openapi(route.getQueue, async (c) => c.json(await store.getQueue(c.req.valid("param").queue), 200));
 
   app.openapi(route.listQueues, async (c) => c.json({ queues: await store.listQueues() }, 200));
+
+  scheduleRoutes(app, route, store, clock);
 
   app.openapi(route.stats, async (c) => c.json({ queues: await store.stats(clock()) }, 200));
 

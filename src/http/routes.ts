@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import * as schema from "./schemas.ts";
+import { ScheduleBody, ScheduleName, ScheduleSchema } from "./schemas-schedules.ts";
 
 // The route table of the API, as OpenAPI route definitions. Each names the
 // schemas that validate its request, so the document cannot drift from the code.
@@ -20,6 +21,7 @@ const refusals = {
 
 const IdParam = z.object({ id: schema.JobId.openapi({ param: { name: "id", in: "path" } }) });
 const QueueParam = z.object({ queue: schema.QueueName.openapi({ param: { name: "queue", in: "path" } }) });
+const ScheduleParam = z.object({ name: ScheduleName.openapi({ param: { name: "name", in: "path" } }) });
 
 const body = <T extends z.ZodType>(shape: T) => ({
   body: { content: { "application/json": { schema: shape } }, required: true },
@@ -225,6 +227,33 @@ export function routes(limits: schema.Limits) {
       path: "/v1/queues",
       summary: "The settings of every queue that has settings or jobs, by name",
       responses: { 200: json(z.object({ queues: z.array(schema.QueueSettingsSchema) }), "The queues"), ...refusals },
+    }),
+    putSchedule: createRoute({
+      method: "put",
+      path: "/v1/schedules/{name}",
+      summary: "Create or replace a recurring schedule: each fire (cron in a time zone, or everyMs) enqueues the job {name}@{fire time as ISO 8601}; the next fire is the first after now",
+      request: { params: ScheduleParam, ...body(ScheduleBody) },
+      responses: { 201: json(ScheduleSchema, "The schedule, created"), 200: json(ScheduleSchema, "The schedule, replaced (createdAt and lastFireAt kept)"), ...refusals },
+    }),
+    getSchedule: createRoute({
+      method: "get",
+      path: "/v1/schedules/{name}",
+      summary: "Read a schedule",
+      request: { params: ScheduleParam },
+      responses: { 200: json(ScheduleSchema, "The schedule"), 404: error("not_found"), ...refusals },
+    }),
+    listSchedules: createRoute({
+      method: "get",
+      path: "/v1/schedules",
+      summary: "Every schedule, by name",
+      responses: { 200: json(z.object({ schedules: z.array(ScheduleSchema) }), "The schedules"), ...refusals },
+    }),
+    deleteSchedule: createRoute({
+      method: "delete",
+      path: "/v1/schedules/{name}",
+      summary: "Delete a schedule: it never fires again; the jobs it enqueued stay",
+      request: { params: ScheduleParam },
+      responses: { 204: { description: "Deleted" }, 404: error("not_found"), ...refusals },
     }),
     stats: createRoute({
       method: "get",

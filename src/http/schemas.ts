@@ -21,7 +21,7 @@ const utf8 = new TextEncoder();
 // Messages name no field: the validation hook puts the field's path before each.
 
 /** A non-empty string of at most 255 bytes of UTF-8: an id, an owner, a queue name. */
-function label() {
+export function label() {
   return z
     .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
     .min(1, { error: "must not be empty" })
@@ -34,7 +34,7 @@ function label() {
     .refine((value) => value !== "." && value !== "..", { error: 'must not be "." or ".."' });
 }
 
-function integer() {
+export function integer() {
   return z
     .number({ error: (issue) => (issue.input === undefined ? "is required" : "must be a number") })
     .int({ error: "must be a whole number" })
@@ -42,7 +42,7 @@ function integer() {
     .max(Number.MAX_SAFE_INTEGER, { error: "must be a safe integer" });
 }
 
-function positive(max = Number.MAX_SAFE_INTEGER) {
+export function positive(max = Number.MAX_SAFE_INTEGER) {
   return integer().min(1, { error: "must be at least 1" }).max(max, { error: `must be at most ${max}` });
 }
 
@@ -51,7 +51,7 @@ function instant() {
 }
 
 /** A JSON object body that refuses fields it does not know, and says which ones it knows. */
-function body<T extends Record<string, z.ZodType>>(shape: T) {
+export function body<T extends Record<string, z.ZodType>>(shape: T) {
   const known = Object.keys(shape).join(", ");
   return z.strictObject(shape, {
     error: (issue) =>

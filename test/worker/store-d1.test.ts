@@ -6,12 +6,13 @@ import { manyContract } from "../contract/many.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
 import { type FreshStorage, storageContract } from "../contract/storage.contract.ts";
 import { queuesContract } from "../contract/queues.contract.ts";
+import { schedulesContract } from "../contract/schedules.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
 
 /** A store over the D1 binding, on empty tables, with the binding itself to look at the rows. */
 async function freshD1Store(): Promise<FreshStorage> {
   // Deleting jobs raises the fence floor and records nothing else; the tables they feed are emptied after them.
-  const tables = ["jobs", "events", "refusal_counts", "refusal_minutes", "queue_counts", "queues"];
+  const tables = ["jobs", "events", "refusal_counts", "refusal_minutes", "queue_counts", "queues", "schedules"];
   await env.DB.batch([...tables.map((table) => env.DB.prepare(`DELETE FROM ${table}`)), env.DB.prepare("UPDATE fence_floor SET fence = 0")]);
   return {
     store: new LeaseStore(d1Driver(env.DB)),
@@ -36,4 +37,5 @@ storeContract(freshD1Store);
 lifecycleContract(freshD1Store);
 manyContract(freshD1Store);
 queuesContract(freshD1Store);
+schedulesContract(freshD1Store);
 storageContract(freshD1Store);

@@ -1,0 +1,125 @@
+import type { Driver, Row } from "./drivers/driver.ts";
+import { NotFound } from "./errors.ts";
+import { inChunks } from "./in-chunks.ts";
+import { dueFire, firstCronFire, type ScheduleSpec, scheduleName, storedSpec } from "./schedule-times.ts";
+import * as sql from "./statements-schedules.ts";
+import type { HousekeepingOptions } from "./store-types.ts";
+import * as check from "./validate.ts";
+
+export type { ScheduleSpec } from "./schedule-times.ts";
+
+/** A recurring schedule as stored (migrations/0011); times in ms since the epoch. */
+export type Schedule = {
+  name: string;
+  queue: string;
+  /** The cron expression, or null for an everyMs schedule. */
+  cron: string | null;
+  /** The interval, or null for a cron schedule. */
+  everyMs: number | null;
+  /** The IANA time zone the cron is read in; null for an everyMs schedule. */
+  timezone: string | null;
+  payload: unknown;
+  priority: number;
+  maxAttempts: number;
+  /** The next fire not yet enqueued; null when a cron has no time left. */
+  nextFireAt: number | null;
+  /** The fire last enqueued; null before the first. */
+  lastFireAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+};
+
+/** A job a fire enqueued. */
+export type FiredJob = { id: string; queue: string };
+
+/** What fireDueSchedules did: the jobs it enqueued, and when the earliest schedule fires next (null: none will). */
+export type Fired = { jobs: FiredJob[]; nextFireAt: number | null };
+
+/** Reads a `schedules` row into a Schedule. */
+function scheduleFromRow(row: Row): Schedule {
+  return {
+    name: row.name as string,
+    queue: row.queue as string,
+    cron: row.cron as string | null,
+    everyMs: row.every_ms as number | null,
+    timezone: row.timezone as string | null,
+    payload: row.payload === null ? null : JSON.parse(row.payload as string),
+    priority: row.priority as number,
+    maxAttempts: row.max_attempts as number,
+    nextFireAt: row.next_fire_at as number | null,
+    lastFireAt: row.last_fire_at as number | null,
+    createdAt: row.created_at as number,
+    updatedAt: row.updated_at as number,
+  };
+}
+
+const notFound = (name: string) => new NotFound(name, `no schedule has the name ${JSON.stringify(name)}`);
+
+/**
+ * The store's recurring schedules (`store.schedules`), over the same Driver.
+ * Each due fire enqueues one job, `{name}@{fire time as ISO 8601}`, in the
+ * transaction that moves the schedule on to its next fire: at most once per
+ * fire, however many runners fire together, and after downtime only the
+ * latest missed fire.
+ */
+export class Schedules {
+  readonly #driver: Driver;
+
+  constructor(driver: Driver) {
+    this.#driver = driver;
+  }
+
+  /**
+   * putSchedule creates or replaces a schedule (a replace keeps its createdAt,
+   * the anchor of everyMs, and its lastFireAt); its next fire is the first one
+   * after `now`. Answers whether it was created, and the schedule.
+   * InvalidArgument, naming the field, for a bad spec; nothing is written then.
+   */
+  async putSchedule(name: string, spec: ScheduleSpec, now = Date.now()): Promise<{ created: boolean; schedule: Schedule }> {
+    const checkedName = scheduleName(name);
+    const stored = storedSpec(spec);
+    check.instant("now", now);
+    const cronNext = stored.cron === null ? null : firstCronFire(stored.cron, stored.timezone!, now);
+    const [existed, written] = await this.#driver.batch(sql.putSchedule(checkedName, stored, cronNext, now));
+    return { created: existed![0]!.existed === 0, schedule: scheduleFromRow(written![0]!) };
+  }
+
+  /** getSchedule answers one schedule; NotFound if there is none of that name. */
+  async getSchedule(name: string): Promise<Schedule> {
+    const [row] = await this.#driver.run(sql.getSchedule(check.name("name", name)));
+    if (row === undefined) throw notFound(name);
+    return scheduleFromRow(row);
+  }
+
+  /** listSchedules answers every schedule, by name. */
+  async listSchedules(): Promise<Schedule[]> {
+    return (await this.#driver.run(sql.listSchedules())).map(scheduleFromRow);
+  }
+
+  /** deleteSchedule deletes a schedule, which then never fires again (the jobs it enqueued stay); NotFound if there is none. */
+  async deleteSchedule(name: string): Promise<void> {
+    const [[row] = []] = await this.#driver.batch([sql.deleteSchedule(check.name("name", name))]);
+    if (row === undefined) throw notFound(name);
+  }
+
+  /**
+   * fireDueSchedules enqueues the job of every schedule due at `now` (the
+   * latest fire at or before `now` of each; one of a schedule another runner
+   * fired or a put replaced meanwhile is left to it), in chunks of
+   * schedules (see HousekeepingOptions). Answers the jobs enqueued, and when
+   * the earliest schedule fires next.
+   */
+  async fireDueSchedules(now: number, options: HousekeepingOptions = {}): Promise<Fired> {
+    check.instant("now", now);
+    const jobs: FiredJob[] = [];
+    await inChunks(options, async (size) => {
+      const due = await this.#driver.run(sql.dueSchedules(now, size));
+      if (due.length === 0) return false;
+      const [enqueued] = await this.#driver.batch(sql.fireDue(due.map((row) => dueFire(row, now)), now));
+      for (const row of enqueued!) jobs.push({ id: row.id as string, queue: row.queue as string });
+      return due.length === size;
+    });
+    const [next] = await this.#driver.run(sql.nextFire());
+    return { jobs, nextFireAt: (next?.at as number | undefined) ?? null };
+  }
+}
