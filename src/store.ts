@@ -43,7 +43,7 @@ export class LeaseStore {
   readonly #driver: Driver;
   readonly #random: () => number;
   readonly #health: WriteHealth;
-  /** The recurring schedules (src/schedules.ts): putSchedule, getSchedule, listSchedules, deleteSchedule, fireDueSchedules. */
+  /** The recurring schedules (src/schedules.ts): put, get, list, delete, fireDue. */
   readonly schedules: Schedules;
 
   /** `random` draws the backoff jitter; tests fix it. `health`: how `health()` decides (see WriteHealth), and where it logs. */
