@@ -364,7 +364,7 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
     await s.client.claim("leased", { owner: "A", ttlMs: TTL });
     await s.client.complete("leased", { owner: "B", fence: 1, result: 1 }).catch(() => undefined);
     clock.now = T + 250;
-    const none = { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0 };
+    const none = { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 };
     expect(await s.client.stats()).toEqual([
       { queue: "q", jobs: { ...none, queued: 1, leased: 1 }, oldestDueAgeMs: 250, refused: { lastHour: 1, total: 1 }, paused: false },
       { queue: "r", jobs: { ...none, scheduled: 1 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false },
