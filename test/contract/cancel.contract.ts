@@ -248,6 +248,8 @@ export function cancelContract(freshStore: () => Promise<FreshStore>): void {
       expect((await store.getJob("job-1", T + 3)).progress).toBe(0.5);
       expect((await store.state("bystander", T + 3))!.progress).toBeNull();
       expect((await store.list({}, T + 3)).items.map((job) => job.progress)).toEqual([null, 0.5]);
+      expect(await store.renew("job-1", "A", 1, T + 4, TTL, { progress: null })).toBe(true); // null is a report too: it clears it
+      expect((await store.state("job-1", T + 4))!.progress).toBeNull();
     });
 
     test("a refused renew stores nothing: a zombie's, an expired lease's, a cancelled lease's", async () => {
