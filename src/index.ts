@@ -29,6 +29,7 @@ export { MIGRATIONS_DIR, readMigrations } from "./migrations-dir.ts";
 export { BUSY_TIMEOUT_MS, connect, type OpenOptions, openStore, reconnect, STATEMENT_TIMEOUT_MS } from "./open.ts";
 export { type RunningServer, type ServerConfig, serverConfigFromEnv, startServer } from "./server.ts";
 export { UI_DIR, uiFilesFromDisk } from "./ui-files.ts";
+export { MAX_PROGRESS_BYTES, MAX_REASON_BYTES } from "./validate.ts";
 export { type Claimed, localWaits, type WaitingClaim, type Waits } from "./wait/long-poll.ts";
 export { MAX_WAITING, RECHECK_MS, WaitRoom, type WaitRoomOptions } from "./wait/wait-room.ts";
 export { STATUSES } from "./statements.ts";
