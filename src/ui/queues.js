@@ -8,7 +8,7 @@ import { duration, moment } from "./format.js";
 /** How often the numbers are read again. */
 export const REFRESH_MS = 3_000;
 
-const STATUSES = /** @type {const} */ (["queued", "scheduled", "leased", "done", "dead"]);
+const STATUSES = /** @type {const} */ (["queued", "scheduled", "leased", "done", "dead", "cancelled"]);
 
 /**
  * @typedef {{ queue: string, jobs: Record<string, number>, oldestDueAgeMs: number | null,
