@@ -114,6 +114,21 @@ describe("claim-next with waitMs on the Node server", () => {
     expect(claimedAt - leases[0]!.job.runAt).toBeLessThan(2_000); // the re-check is 60 s away: only the timer can have woken it
   });
 
+  test("a cancel that ends a lease in a queue at its maxLeased wakes a waiting claim, by the ring, not by the re-check", async () => {
+    const s = await serving({ recheckMs: 60_000 });
+    await s.post("/v1/jobs", { id: "cancelled", queue: "q" });
+    await s.post("/v1/jobs", { id: "next", queue: "q" });
+    expect((await call(s.server, "PUT", "/v1/queues/q", { maxLeased: 1 })).status).toBe(200);
+    const [held] = (await s.claim({ owner: "A" })).leases;
+    const claimed = s.claim({ owner: "B", waitMs: 10_000 });
+    await until(() => s.server.waiting === 1, "B to wait");
+    const cancelledAt = performance.now();
+    expect((await s.post(`/v1/jobs/${held!.job.id}/cancel`, {})).status).toBe(200);
+    const { leases } = await claimed;
+    expect(leases.map((lease) => [lease.job.id, lease.job.owner])).toEqual([["next", "B"]]);
+    expect(performance.now() - cancelledAt).toBeLessThan(500);
+  });
+
   test("an expired lease is taken over by a waiting claim as soon as it runs out", async () => {
     const s = await serving({ recheckMs: 60_000 });
     await s.post("/v1/jobs", { id: "stalls", queue: "q" });
@@ -204,6 +219,20 @@ describe("GET /v1/jobs/:id with waitMs on the Node server", () => {
     const job = (await (await read).json()) as Job;
     expect(performance.now() - completedAt).toBeLessThan(100);
     expect(job).toMatchObject({ status: "done", result: { ok: true } });
+  });
+
+  test("answers as soon as the job is cancelled, by the ring, not by the re-check", async () => {
+    const s = await serving({ recheckMs: 60_000 });
+    await s.post("/v1/jobs", { id: "job-1", queue: "q", delayMs: 60_000 });
+    const read = s.get("/v1/jobs/job-1?waitMs=10000");
+    await until(() => s.server.waiting === 1, "the read to wait");
+    const cancelledAt = performance.now();
+    await s.post("/v1/jobs/job-1/cancel", { by: "ops" });
+    expect(await (await read).json()).toMatchObject({ id: "job-1", status: "cancelled" });
+    expect(performance.now() - cancelledAt).toBeLessThan(100);
+    const started = performance.now();
+    expect(await (await s.get("/v1/jobs/job-1?waitMs=10000")).json()).toMatchObject({ status: "cancelled" }); // already final: at once
+    expect(performance.now() - started).toBeLessThan(500);
   });
 
   test("answers a job that dies, and one already finished at once", async () => {

@@ -90,6 +90,20 @@ describe("claim-next with waitMs in the Worker, waiting in the queue's Durable O
     expect(claimedAt - leases[0]!.job.runAt).toBeLessThan(2_000);
   });
 
+  test("a cancel that ends a lease in a queue at its maxLeased rings the object: a waiting claim takes the next job", async () => {
+    await call("POST", "/v1/jobs", { id: "wq-cancel-1", queue: "wq-cancel" });
+    await call("POST", "/v1/jobs", { id: "wq-cancel-2", queue: "wq-cancel" });
+    expect((await call("PUT", "/v1/queues/wq-cancel", { maxLeased: 1 })).status).toBe(200);
+    const [held] = (await claim("wq-cancel", { owner: "A" })).leases;
+    const waiting = claim("wq-cancel", { owner: "B", waitMs: 10_000 });
+    await until(async () => (await waitingIn("wq-cancel")) === 1, "B to wait in the object");
+    const cancelledAt = performance.now();
+    expect((await call("POST", `/v1/jobs/${held!.job.id}/cancel`, {})).status).toBe(200);
+    const { leases } = await waiting;
+    expect(leases.map((lease) => [lease.job.id, lease.job.owner])).toEqual([["wq-cancel-2", "B"]]);
+    expect(performance.now() - cancelledAt).toBeLessThan(1_000); // the object has no re-check: only the ring wakes it
+  });
+
   test("a client that disconnects stops waiting in the object, and a job enqueued after is left for others", async () => {
     const gone = new AbortController();
     const abandoned = claim("wq-gone", { waitMs: 10_000 }, gone.signal).catch((error: unknown) => error);
@@ -129,5 +143,15 @@ describe("GET /v1/jobs/:id with waitMs in the Worker", () => {
     await call("POST", "/v1/jobs/wr-1/complete", { owner: "w", fence: lease!.fence, result: "paid" });
     expect(await (await read).json()).toMatchObject({ id: "wr-1", status: "done", result: "paid" });
     expect(performance.now() - completedAt).toBeLessThan(1_000 + 300);
+  });
+
+  test("answers within its re-check once another request cancels the job: cancelled is final", async () => {
+    await call("POST", "/v1/jobs", { id: "wr-cancel", queue: "wr", delayMs: 60_000 });
+    const started = performance.now();
+    const read = call("GET", "/v1/jobs/wr-cancel?waitMs=10000");
+    await pause(50);
+    await call("POST", "/v1/jobs/wr-cancel/cancel", { by: "ops" });
+    expect(await (await read).json()).toMatchObject({ id: "wr-cancel", status: "cancelled" });
+    expect(performance.now() - started).toBeLessThan(1_000 + 500);
   });
 });
