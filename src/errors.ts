@@ -23,9 +23,10 @@ export class NotFound extends Error {
 
 /**
  * Why a job cannot be claimed now: another lease holds it, it is done, it is
- * dead, its queue is paused, or its queue has its maxLeased current leases (full).
+ * dead, its queue is paused, its queue's rate limit has no token left
+ * (rate_limited), or its queue has its maxLeased current leases (full).
  */
-export type NotClaimableReason = "leased" | "done" | "dead" | "paused" | "full";
+export type NotClaimableReason = "leased" | "done" | "dead" | "paused" | "rate_limited" | "full";
 
 /** What NotClaimable says for each reason. */
 const NOT_CLAIMABLE: Record<NotClaimableReason, (id: string) => string> = {
@@ -33,6 +34,7 @@ const NOT_CLAIMABLE: Record<NotClaimableReason, (id: string) => string> = {
   dead: (id) => `job ${id} is dead (its attempts are used up); retry it first`,
   done: (id) => `job ${id} is done and cannot be claimed again`,
   paused: (id) => `the queue of job ${id} is paused; try again after it is resumed`,
+  rate_limited: (id) => `the queue of job ${id} has used up its rate limit; try again once its next token is due`,
   full: (id) => `the queue of job ${id} has its maxLeased current leases; try again after one ends`,
 };
 

@@ -376,14 +376,14 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
   test("pause, resume, setQueue, getQueue and listQueues answer the queue's settings, and a paused queue's job is NotClaimableError paused", async () => {
     await using s = await serving();
     await s.client.enqueue({ id: "job-1", queue: "q" });
-    expect(await s.client.getQueue("q")).toEqual({ queue: "q", paused: false, maxLeased: null });
-    expect(await s.client.pause("q")).toEqual({ queue: "q", paused: true, maxLeased: null });
+    expect(await s.client.getQueue("q")).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
+    expect(await s.client.pause("q")).toEqual({ queue: "q", paused: true, maxLeased: null, ratePerSecond: null, burst: null });
     const refused = await s.client.claim("job-1", { owner: "A", ttlMs: TTL }).catch((error) => error);
     expect(refused).toBeInstanceOf(NotClaimableError);
     expect(refused).toMatchObject({ details: { reason: "paused" } });
-    expect(await s.client.setQueue("q", { maxLeased: 4 })).toEqual({ queue: "q", paused: true, maxLeased: 4 });
-    expect(await s.client.resume("q")).toEqual({ queue: "q", paused: false, maxLeased: 4 });
-    expect(await s.client.listQueues()).toEqual([{ queue: "q", paused: false, maxLeased: 4 }]);
+    expect(await s.client.setQueue("q", { maxLeased: 4 })).toEqual({ queue: "q", paused: true, maxLeased: 4, ratePerSecond: null, burst: null });
+    expect(await s.client.resume("q")).toEqual({ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null });
+    expect(await s.client.listQueues()).toEqual([{ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null }]);
     expect(await s.client.claimNext("q", { owner: "A", ttlMs: TTL })).toHaveLength(1);
   });
 

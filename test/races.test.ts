@@ -217,6 +217,6 @@ describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("races between O
       }
     }
     await race.stop();
-    expect(await store.getQueue("work")).toEqual({ queue: "work", paused: false, maxLeased: 5 });
+    expect(await store.getQueue("work")).toEqual({ queue: "work", paused: false, maxLeased: 5, ratePerSecond: null, burst: null });
   });
 });

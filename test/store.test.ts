@@ -4,6 +4,7 @@ import { openStore, StorageUnavailable } from "../src/index.ts";
 import { manyContract } from "./contract/many.contract.ts";
 import { lifecycleContract } from "./contract/lifecycle.contract.ts";
 import { queuesContract } from "./contract/queues.contract.ts";
+import { rateLimitContract } from "./contract/rate-limit.contract.ts";
 import { storeContract } from "./contract/store.contract.ts";
 import { freshStore, freshUrl } from "./fresh-db.ts";
 
@@ -15,6 +16,7 @@ import { freshStore, freshUrl } from "./fresh-db.ts";
 storeContract(freshStore);
 lifecycleContract(freshStore);
 manyContract(freshStore);
+rateLimitContract(freshStore);
 queuesContract(freshStore);
 
 describe("close", () => {

@@ -6,6 +6,7 @@ import { manyContract } from "../contract/many.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
 import { type FreshStorage, storageContract } from "../contract/storage.contract.ts";
 import { queuesContract } from "../contract/queues.contract.ts";
+import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
 
 /** A store over the D1 binding, on empty tables, with the binding itself to look at the rows. */
@@ -35,5 +36,6 @@ async function freshD1Store(): Promise<FreshStorage> {
 storeContract(freshD1Store);
 lifecycleContract(freshD1Store);
 manyContract(freshD1Store);
+rateLimitContract(freshD1Store);
 queuesContract(freshD1Store);
 storageContract(freshD1Store);
