@@ -387,6 +387,22 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
     expect(await s.client.claimNext("q", { owner: "A", ttlMs: TTL })).toHaveLength(1);
   });
 
+  test("setQueue sets a rate limit, and claimNext says when its next token is due (retryAfterMs) when it stopped the claim", async () => {
+    const { clock, options } = handClock();
+    await using s = await serving(options);
+    await s.client.enqueueMany("q", [{ id: "a" }, { id: "b" }]);
+    expect(await s.client.setQueue("q", { ratePerSecond: 2, burst: 1 })).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: 2, burst: 1 });
+    const first = await s.client.claimNext("q", { owner: "A", ttlMs: TTL });
+    expect(first).toHaveLength(1);
+    expect("retryAfterMs" in first).toBe(false); // it took what it asked for
+    const stopped = await s.client.claimNext("q", { owner: "A", ttlMs: TTL });
+    expect([...stopped]).toEqual([]);
+    expect(stopped.retryAfterMs).toBe(500);
+    clock.now = T + 500;
+    expect((await s.client.claimNext("q", { owner: "A", ttlMs: TTL })).map((lease) => lease.job.id)).toEqual(["b"]);
+    await expect(s.client.claim("a", { owner: "B", ttlMs: TTL })).rejects.toMatchObject({ reason: "leased" });
+  });
+
   test("claimNext with waitMs is given its waitMs on top of timeoutMs, and answers the job enqueued meanwhile", async () => {
     await using s = await serving();
     const client = new LeaseClient({ baseUrl: s.server.url, token: TOKEN, timeoutMs: 100, retry: { retries: 0 } });
