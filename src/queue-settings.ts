@@ -1,6 +1,6 @@
 import type { Driver, Row, Statement } from "./drivers/driver.ts";
 import { InvalidArgument, type NotClaimableReason } from "./errors.ts";
-import type { JobStatus } from "./job.ts";
+import { type JobStatus, leasesOf } from "./job.ts";
 import * as reads from "./statements-reads.ts";
 import * as sqlQueues from "./statements-queues.ts";
 import { type ClaimedLeases, MAX_BURST, MAX_RATE_PER_SECOND, type QueueLimits, type QueueSettings } from "./store-types.ts";
@@ -68,6 +68,12 @@ export function whyNotClaimable(status: JobStatus, queueRefusal: unknown): NotCl
   return queueRefusal === "paused" || queueRefusal === "rate_limited" ? queueRefusal : "full";
 }
 
+/** Claimed leases, with the `retryAfterMs` of a row of `retryAfter` if there is one. */
+function withRetryAfter(leases: ClaimedLeases, hint: Row | undefined): ClaimedLeases {
+  if (hint !== undefined) leases.retryAfterMs = hint.ms as number;
+  return leases;
+}
+
 /** The queue verbs over a driver; LeaseStore delegates to them. */
 export class QueueVerbs {
   readonly #driver: Driver;
@@ -98,14 +104,21 @@ export class QueueVerbs {
   }
 
   /**
-   * `leases`, taken by a claim-next of fewer than it asked for, with
-   * `retryAfterMs` when the queue's rate limit is what stopped it (read after
-   * the claim: a hint of when to ask again, never a decision).
+   * Runs a claim-next's statements (`claim`, of up to `limit` jobs of `queue`
+   * at `now`) and answers its leases, with `retryAfterMs` when the queue's
+   * rate limit is what stopped it short. Where a batch costs one round trip
+   * (a remote driver), that is read in the claim's batch; on a local file, where
+   * it would make every claim a transaction, only after a claim that came back
+   * short, on its own: a hint of when to ask again, never a decision.
    */
-  async short(queue: string, now: number, leases: ClaimedLeases): Promise<ClaimedLeases> {
-    const [row] = await this.#driver.run(reads.retryAfter(queue, now));
-    if (row !== undefined) leases.retryAfterMs = row.ms as number;
-    return leases;
+  async claimNext(claim: Statement[], queue: string, now: number, limit: number): Promise<ClaimedLeases> {
+    if (this.#driver.remote) {
+      const [rows = [], [hint] = []] = await this.#driver.batch([...claim, reads.retryAfter(queue, now, limit)]);
+      return withRetryAfter(leasesOf(rows), hint);
+    }
+    const [rows = []] = await this.#driver.batch(claim);
+    const leases = leasesOf(rows);
+    return leases.length < limit ? withRetryAfter(leases, (await this.#driver.run(reads.retryAfter(queue, now)))[0]) : leases;
   }
 
   async #write(statement: Statement): Promise<QueueSettings> {

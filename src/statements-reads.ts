@@ -36,15 +36,16 @@ export function nextClaimable(queue: string, now: number): Statement {
  * In how many ms `queue`'s bucket next holds a whole token, when its rate
  * limit is what holds back a claim-next at `now`: it has a rate, is not
  * paused, holds no whole token, and a job is due. One row, or none; a queue
- * without settings is one primary-key lookup.
+ * without settings is one primary-key lookup. With `limit`, it is sent in the
+ * claim's batch, just after it: it reads nothing when the claim took `limit`.
  */
-export function retryAfter(queue: string, now: number): Statement {
+export function retryAfter(queue: string, now: number, limit?: number): Statement {
   const due = `EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL AND run_at <= ?2 AND until <= ?2)
                OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
   return {
     sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms FROM queues s
-          WHERE s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
-    args: [queue, now],
+          WHERE ${limit === undefined ? "" : "changes() < ?3 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
+    args: limit === undefined ? [queue, now] : [queue, now, limit],
   };
 }
 

@@ -69,9 +69,7 @@ export class LeaseStore {
    * says in how many ms the next token is due (`retryAfterMs`).
    */
   async claimNext(queue: string, owner: string, now: number, ttlMs: number, limit = 1): Promise<ClaimedLeases> {
-    const [rows = []] = await this.#driver.batch(checked.claimNext(queue, owner, now, ttlMs, limit));
-    const leases = leasesOf(rows);
-    return leases.length < limit ? this.#queues.short(queue, now, leases) : leases;
+    return this.#queues.claimNext(checked.claimNext(queue, owner, now, ttlMs, limit), queue, now, limit);
   }
 
   /** nextClaimableAt answers when a job of `queue` next becomes claimable by claimNext (maybe already), or null if none will. */
