@@ -37,7 +37,7 @@ export const CRON_SCHEDULE_CHUNKS = 2;
 export async function maintain(store: LeaseStore, now: number, retentionMs = RETENTION_MS, options: Omit<HousekeepingOptions, "chunkSize"> = {}): Promise<Maintained> {
   const maxChunks = options.maxChunks === undefined ? undefined : Math.min(options.maxChunks, CRON_SCHEDULE_CHUNKS);
   const { jobs: fired } = await store.schedules.fireDue(now, { ...options, maxChunks });
-  const ended = await store.reclaimExpiredLeases(now, options);
+  const ended = await store.reclaimExpired(now, options);
   const purged = await store.purge(now, retentionMs, options);
   return { expired: ended.length, purged, ended, fired };
 }

@@ -312,14 +312,10 @@ export class LeaseStore {
 
   /**
    * reclaimExpired ends every expired lease (the job dies if that was its last
-   * attempt), in chunks (see HousekeepingOptions); answers how many.
+   * attempt), in chunks (see HousekeepingOptions); answers each job whose
+   * lease it ended, with its queue and whether it died.
    */
-  async reclaimExpired(now: number, options: HousekeepingOptions = {}): Promise<number> {
-    return (await this.reclaimExpiredLeases(now, options)).length;
-  }
-
-  /** reclaimExpiredLeases is reclaimExpired that answers each job whose lease it ended, with its queue and whether it died. */
-  async reclaimExpiredLeases(now: number, options: HousekeepingOptions = {}): Promise<{ id: string; queue: string; dead: boolean }[]> {
+  async reclaimExpired(now: number, options: HousekeepingOptions = {}): Promise<{ id: string; queue: string; dead: boolean }[]> {
     check.instant("now", now);
     const ended: { id: string; queue: string; dead: boolean }[] = [];
     await inChunks(options, async (size) => {

@@ -96,7 +96,7 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       await store.enqueue("last", { maxAttempts: 1, now: T });
       await store.claim("one-left", "A", T, TTL);
       await store.claim("last", "A", T, TTL);
-      expect(await store.reclaimExpired(T + TTL)).toBe(2);
+      expect(await store.reclaimExpired(T + TTL)).toHaveLength(2);
       expect(await store.state("one-left", T + TTL)).toMatchObject({ status: "queued", owner: null, fence: 1, lastError: "the lease of A expired" });
       expect(await store.state("last", T + TTL)).toMatchObject({ status: "dead", owner: null, fence: 1, lastError: "the lease of A expired" });
       expect(await kinds(store, "one-left")).toEqual(["enqueued", "claimed", "expired"]);
@@ -121,7 +121,7 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       expect(taken.map((lease) => lease.job.id)).toEqual(["again"]);
       expect(await kinds(store, "again")).toEqual(["enqueued", "claimed", "expired", "claimed"]);
       expect(await store.state("spent", T + TTL)).toMatchObject({ status: "queued", owner: "A" }); // expired, not yet ended
-      expect(await store.reclaimExpired(T + TTL)).toBe(1);
+      expect(await store.reclaimExpired(T + TTL)).toHaveLength(1);
       expect(await store.state("spent", T + TTL)).toMatchObject({ status: "dead" });
     });
 
