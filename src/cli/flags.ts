@@ -24,6 +24,9 @@ export const OPTIONS = {
   file: { type: "string" },
   wait: { type: "string" },
   "max-leased": { type: "string" },
+  cron: { type: "string" },
+  tz: { type: "string" },
+  "every-ms": { type: "string" },
 } as const;
 
 /** The options of one command line, as parseArgs gives them. */

@@ -34,6 +34,13 @@ Queues:
                                  read a queue's settings; with --max-leased, set its limit of current leases
   pause <queue>                  claims take none of the queue's jobs until resume; leases held go on
   resume <queue>                 claims take the queue's jobs again
+Schedules:
+  schedules                      every schedule, with its next fire
+  schedule put <name> --queue Q (--cron EXPR [--tz TZ] | --every-ms N) [--payload JSON] [--priority N]
+                      [--max-attempts N]
+                                 create or replace a schedule; each fire enqueues job <name>@<fire time>
+  schedule get <name>
+  schedule rm <name>             the schedule fires no more; jobs it enqueued stay
 
 Options:
   --url URL      the server (FENCELEASE_URL; default http://127.0.0.1:8787)
