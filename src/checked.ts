@@ -1,5 +1,6 @@
 import type { EnqueueOptions, NewJob } from "./store-types.ts";
 import * as sql from "./statements.ts";
+import * as sqlCancel from "./statements-cancel.ts";
 import * as sqlMany from "./statements-many.ts";
 import * as check from "./validate.ts";
 
@@ -34,12 +35,14 @@ export const checked = {
     sql.claimNext(check.name("queue", queue), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), check.positiveInt("limit", limit)),
   claim: (id: string, owner: string, now: number, ttlMs: number) =>
     sql.claim(check.name("id", id), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs)),
-  renew: (id: string, owner: string, fence: number, now: number, ttlMs: number) =>
-    sql.renew(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now), check.positiveInt("ttlMs", ttlMs)),
+  renew: (id: string, owner: string, fence: number, now: number, ttlMs: number, progress?: unknown) =>
+    sql.renew(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), check.progress("progress", progress)),
   complete: (id: string, owner: string, fence: number, now: number, result: string) =>
     sql.complete(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now), check.text("result", result)),
   release: (id: string, owner: string, fence: number, now: number) =>
     sql.release(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now)),
+  cancel: (id: string, cancel: { by: string; reason?: string | null }, now: number) =>
+    sqlCancel.cancel(check.name("id", id), check.name("by", cancel.by), check.shortText("reason", cancel.reason, check.MAX_REASON_BYTES), check.instant("now", now)),
   fail: (id: string, owner: string, fence: number, now: number, error: string, retryInMs: number | undefined, jitter: number) =>
     sql.fail({
       id: check.name("id", id),

@@ -23,15 +23,17 @@ export class NotFound extends Error {
 
 /**
  * Why a job cannot be claimed now: another lease holds it, it is done, it is
- * dead, its queue is paused, or its queue has its maxLeased current leases (full).
+ * dead, it is cancelled, its queue is paused, or its queue has its maxLeased
+ * current leases (full).
  */
-export type NotClaimableReason = "leased" | "done" | "dead" | "paused" | "full";
+export type NotClaimableReason = "leased" | "done" | "dead" | "cancelled" | "paused" | "full";
 
 /** What NotClaimable says for each reason. */
 const NOT_CLAIMABLE: Record<NotClaimableReason, (id: string) => string> = {
   leased: (id) => `job ${id} is leased by another worker; try again after its lease ends`,
   dead: (id) => `job ${id} is dead (its attempts are used up); retry it first`,
   done: (id) => `job ${id} is done and cannot be claimed again`,
+  cancelled: (id) => `job ${id} is cancelled and cannot be claimed`,
   paused: (id) => `the queue of job ${id} is paused; try again after it is resumed`,
   full: (id) => `the queue of job ${id} has its maxLeased current leases; try again after one ends`,
 };
@@ -51,10 +53,11 @@ export class NotClaimable extends Error {
 
 /**
  * Why a write with a lease was refused: a newer lease exists (superseded),
- * the lease is another's or was given back (not_owner), the job is done, or
- * the lease ran out (expired).
+ * the lease is another's or was given back (not_owner), the job is done, the
+ * job was cancelled while this lease held it (cancelled), or the lease ran out
+ * (expired).
  */
-export type LeaseLostReason = "superseded" | "not_owner" | "done" | "expired";
+export type LeaseLostReason = "superseded" | "not_owner" | "done" | "cancelled" | "expired";
 
 /** A renew, complete or release from a lease that is not the current one; nothing was written. */
 export class LeaseLost extends Error {
@@ -124,15 +127,20 @@ export class StorageUnavailable extends Error {
   }
 }
 
-/** The job is in a status that does not allow what was asked: retry a job that is not dead, delete a leased one. */
+/**
+ * The job is in a status that does not allow what was asked: retry a job that
+ * is not dead, delete a leased one (code `conflict`), cancel one that is done
+ * or dead (code `wrong_status`, as the API of issue 13 names it).
+ */
 export class WrongStatus extends Error {
-  readonly code = "conflict";
+  readonly code: "conflict" | "wrong_status";
   readonly id: string;
   readonly status: string;
-  constructor(id: string, status: string, message: string) {
+  constructor(id: string, status: string, message: string, code: "conflict" | "wrong_status" = "conflict") {
     super(message);
     this.name = "WrongStatus";
     this.id = id;
     this.status = status;
+    this.code = code;
   }
 }

@@ -31,6 +31,7 @@ export { type RunningServer, type ServerConfig, serverConfigFromEnv, startServer
 export { MAX_NAME_BYTES as MAX_SCHEDULE_NAME_BYTES, MIN_EVERY_MS } from "./schedule-times.ts";
 export { type Fired, type FiredJob, type Schedule, Schedules, type ScheduleSpec } from "./schedules.ts";
 export { UI_DIR, uiFilesFromDisk } from "./ui-files.ts";
+export { MAX_PROGRESS_BYTES, MAX_REASON_BYTES } from "./validate.ts";
 export { type Claimed, localWaits, type WaitingClaim, type Waits } from "./wait/long-poll.ts";
 export { MAX_WAITING, RECHECK_MS, WaitRoom, type WaitRoomOptions } from "./wait/wait-room.ts";
 export { STATUSES } from "./statements.ts";

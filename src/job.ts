@@ -1,7 +1,7 @@
 import type { Row } from "./drivers/driver.ts";
 import type { STATUSES } from "./statements.ts";
 
-/** Where a job is in its life: queued, scheduled (due later), leased, done or dead. */
+/** Where a job is in its life: queued, scheduled (due later), leased, done, dead or cancelled. */
 export type JobStatus = (typeof STATUSES)[number];
 
 /** A job as stored: its lease (owner, until, fence) and its place in a queue. */
@@ -21,7 +21,7 @@ export type Job = {
   /** Raised by one at every claim; never lowered, never reused. */
   fence: number;
   result: string | null;
-  /** Completed; a dead job is not done. */
+  /** Completed; a dead or cancelled job is not done. */
   done: boolean;
   /** At the time it was read. */
   status: JobStatus;
@@ -30,27 +30,35 @@ export type Job = {
   maxAttempts: number;
   /** Why the last attempt failed, or how its lease ended. */
   lastError: string | null;
+  /** The JSON value a current lease last reported with a renew, or null; kept when a lease ends. */
+  progress: unknown;
   createdAt: number;
   updatedAt: number;
 };
+
+/** A JSON text column as its value; NULL as null. */
+function parsed(column: unknown): unknown {
+  return column === null || column === undefined ? null : JSON.parse(column as string);
+}
 
 /** Reads a `jobs` row, selected with its `status`, into a Job. */
 export function jobFromRow(row: Row): Job {
   return {
     id: row.id as string,
     queue: row.queue as string,
-    payload: row.payload === null ? null : JSON.parse(row.payload as string),
+    payload: parsed(row.payload),
     priority: row.priority as number,
     runAt: row.run_at as number,
     owner: row.owner as string | null,
     until: row.until as number,
     fence: row.fence as number,
     result: row.result as string | null,
-    done: row.done === 1 && row.dead === 0,
+    done: row.done === 1 && row.dead === 0 && row.cancelled === 0,
     status: row.status as JobStatus,
     attempts: row.attempts as number,
     maxAttempts: row.max_attempts as number,
     lastError: row.last_error as string | null,
+    progress: parsed(row.progress),
     createdAt: row.created_at as number,
     updatedAt: row.updated_at as number,
   };
@@ -75,17 +83,20 @@ export type JobEvent = {
   jobId: string;
   queue: string;
   at: number;
-  /** enqueued, claimed, renewed, completed, released, failed, expired, dead, retried, deleted, or refused. */
+  /** enqueued, claimed, renewed, completed, released, failed, expired, dead, retried, cancelled, deleted, or refused. */
   kind: string;
   /** For a refusal: renew, complete, release or fail. */
   action: string | null;
-  /** Who acted, with which fence; for a refusal, the owner and fence presented. */
+  /** Who acted, with which fence; for a refusal, the owner and fence presented; for a cancel, who cancelled (`by`) and the job's fence. */
   owner: string | null;
   fence: number | null;
   /** For a refusal: the job's owner and fence at that moment. */
   currentOwner: string | null;
   currentFence: number | null;
+  /** Why: of a failure, an expiry or a death; of a cancel, the reason given (or null). */
   error: string | null;
+  /** For a renewed event: the job's progress after the latest renew it stands for (null: none reported). */
+  progress: unknown;
   /** How many times it happened: the renews of one lease, or the same stale lease refused again, are one event. */
   count: number;
   /** When it last happened; `at` is the first time. */
@@ -106,6 +117,7 @@ export function eventFromRow(row: Row): JobEvent {
     currentOwner: row.current_owner as string | null,
     currentFence: row.current_fence as number | null,
     error: row.error as string | null,
+    progress: parsed(row.progress),
     count: row.count as number,
     lastAt: (row.last_at ?? row.at) as number,
   };

@@ -36,7 +36,7 @@ export const CRON_SCHEDULE_CHUNKS = 2;
  */
 export async function maintain(store: LeaseStore, now: number, retentionMs = RETENTION_MS, options: Omit<HousekeepingOptions, "chunkSize"> = {}): Promise<Maintained> {
   const maxChunks = options.maxChunks === undefined ? undefined : Math.min(options.maxChunks, CRON_SCHEDULE_CHUNKS);
-  const { jobs: fired } = await store.schedules.fireDueSchedules(now, { ...options, maxChunks });
+  const { jobs: fired } = await store.schedules.fireDue(now, { ...options, maxChunks });
   const ended = await store.reclaimExpiredLeases(now, options);
   const purged = await store.purge(now, retentionMs, options);
   return { expired: ended.length, purged, ended, fired };
@@ -93,7 +93,7 @@ export function fireOnTime(store: LeaseStore, options: { clock: () => number; wa
   const sleep = () => (nextFireAt === null ? recheckMs : Math.min(recheckMs, Math.max(0, nextFireAt - clock())));
   return repeat(sleep, async (signal) => {
     try {
-      const fired = await store.schedules.fireDueSchedules(clock(), { signal });
+      const fired = await store.schedules.fireDue(clock(), { signal });
       nextFireAt = fired.nextFireAt;
       if (fired.jobs.length === 0) return;
       void wakeAfter({ ended: [], fired: fired.jobs }, waits);

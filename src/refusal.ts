@@ -1,17 +1,22 @@
 import { type LeaseLostReason, LeaseLost, NotFound } from "./errors.ts";
 import type { Row } from "./drivers/driver.ts";
-import type { Job } from "./job.ts";
+import type { Job, JobStatus } from "./job.ts";
 
 // Only explains a refusal that SQL already decided; it never decides one.
 
-/** What a refusal's reason is read from: the job's lease as it is now. */
-type Holder = Pick<Job, "owner" | "fence" | "done">;
+/** What a refusal's reason is read from: the job's lease and status as they are now. */
+type Holder = Pick<Job, "owner" | "fence" | "status">;
 
-/** Why the write of (owner, fence) was refused, read from the job as it is now. */
+/**
+ * Why the write of (owner, fence) was refused, read from the job as it is now:
+ * the lease's own fate first (superseded, not_owner), then the job's (done,
+ * cancelled: a cancel keeps the owner and fence, so its holder is told so).
+ */
 export function leaseLostReason(current: Holder, owner: string, fence: number): LeaseLostReason {
   if (fence < current.fence) return "superseded";
   if (fence !== current.fence || owner !== current.owner) return "not_owner";
-  if (current.done) return "done";
+  if (current.status === "done") return "done";
+  if (current.status === "cancelled") return "cancelled";
   return "expired";
 }
 
@@ -34,7 +39,7 @@ export function outcomes<T extends object>(presented: { id: string; fence: numbe
   return presented.map(({ id, fence }) => {
     const row = rows.get(id);
     if (row === undefined) return { id, ...accepted(id) };
-    const current = row.found === 0 ? null : { owner: row.owner as string | null, fence: row.fence as number, done: row.done === 1 && row.dead === 0 };
+    const current = row.found === 0 ? null : { owner: row.owner as string | null, fence: row.fence as number, status: row.status as JobStatus };
     return { id, error: refusal(id, current, owner, fence) };
   });
 }

@@ -32,7 +32,7 @@ export type Schedule = {
 /** A job a fire enqueued. */
 export type FiredJob = { id: string; queue: string };
 
-/** What fireDueSchedules did: the jobs it enqueued, and when the earliest schedule fires next (null: none will). */
+/** What fireDue did: the jobs it enqueued, and when the earliest schedule fires next (null: none will). */
 export type Fired = { jobs: FiredJob[]; nextFireAt: number | null };
 
 /** Reads a `schedules` row into a Schedule. */
@@ -70,12 +70,12 @@ export class Schedules {
   }
 
   /**
-   * putSchedule creates or replaces a schedule (a replace keeps its createdAt,
+   * put creates or replaces a schedule (a replace keeps its createdAt,
    * the anchor of everyMs, and its lastFireAt); its next fire is the first one
    * after `now`. Answers whether it was created, and the schedule.
    * InvalidArgument, naming the field, for a bad spec; nothing is written then.
    */
-  async putSchedule(name: string, spec: ScheduleSpec, now = Date.now()): Promise<{ created: boolean; schedule: Schedule }> {
+  async put(name: string, spec: ScheduleSpec, now = Date.now()): Promise<{ created: boolean; schedule: Schedule }> {
     const checkedName = scheduleName(name);
     const stored = storedSpec(spec);
     check.instant("now", now);
@@ -84,32 +84,32 @@ export class Schedules {
     return { created: existed![0]!.existed === 0, schedule: scheduleFromRow(written![0]!) };
   }
 
-  /** getSchedule answers one schedule; NotFound if there is none of that name. */
-  async getSchedule(name: string): Promise<Schedule> {
+  /** get answers one schedule; NotFound if there is none of that name. */
+  async get(name: string): Promise<Schedule> {
     const [row] = await this.#driver.run(sql.getSchedule(check.name("name", name)));
     if (row === undefined) throw notFound(name);
     return scheduleFromRow(row);
   }
 
-  /** listSchedules answers every schedule, by name. */
-  async listSchedules(): Promise<Schedule[]> {
+  /** list answers every schedule, by name. */
+  async list(): Promise<Schedule[]> {
     return (await this.#driver.run(sql.listSchedules())).map(scheduleFromRow);
   }
 
-  /** deleteSchedule deletes a schedule, which then never fires again (the jobs it enqueued stay); NotFound if there is none. */
-  async deleteSchedule(name: string): Promise<void> {
+  /** delete deletes a schedule, which then never fires again (the jobs it enqueued stay); NotFound if there is none. */
+  async delete(name: string): Promise<void> {
     const [[row] = []] = await this.#driver.batch([sql.deleteSchedule(check.name("name", name))]);
     if (row === undefined) throw notFound(name);
   }
 
   /**
-   * fireDueSchedules enqueues the job of every schedule due at `now` (the
+   * fireDue enqueues the job of every schedule due at `now` (the
    * latest fire at or before `now` of each; one of a schedule another runner
    * fired or a put replaced meanwhile is left to it), in chunks of
    * schedules (see HousekeepingOptions). Answers the jobs enqueued, and when
    * the earliest schedule fires next.
    */
-  async fireDueSchedules(now: number, options: HousekeepingOptions = {}): Promise<Fired> {
+  async fireDue(now: number, options: HousekeepingOptions = {}): Promise<Fired> {
     check.instant("now", now);
     const jobs: FiredJob[] = [];
     await inChunks(options, async (size) => {

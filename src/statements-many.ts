@@ -1,5 +1,5 @@
 import type { Statement } from "./drivers/driver.ts";
-import { currentLease, FENCE_FLOOR, FOLD_REFUSAL } from "./statements.ts";
+import { COMPLETED, currentLease, FENCE_FLOOR, FOLD_REFUSAL, status } from "./statements.ts";
 
 // The rules of src/statements.ts applied to many jobs at once, each job still
 // decided alone by the same conditions. The jobs travel as ONE JSON array
@@ -34,21 +34,22 @@ export function enqueueMany(queue: string, jobs: NewJob[], now: number): Stateme
   };
 }
 
-/** One lease presented: the job's id and the fence the caller holds. */
-export type HeldLease = [id: string, fence: number];
+/** One lease presented: the job's id, the fence the caller holds, and the progress it reports (JSON text, or null: none). */
+export type HeldLease = [id: string, fence: number, progress: string | null];
 
 /**
- * Extends every presented lease that is current (the one rule, `currentLease`),
- * records a refusal for each that is not, and reads the jobs of those refused
- * so the caller can say why. Answers, in order: the renewed `(id, until)`, the
- * refusals inserted, and the refused leases (see `readRefused`).
+ * Extends every presented lease that is current (the one rule, `currentLease`)
+ * and stores the progress it reports, as `renew` does one; records a refusal
+ * for each that is not, and reads the jobs of those refused so the caller can
+ * say why. Answers, in order: the renewed `(id, until)`, the refusals
+ * inserted, and the refused leases (see `readRefused`).
  */
 export function renewMany(owner: string, leases: HeldLease[], now: number, ttlMs: number): Statement[] {
-  const held = unpacked("?3", ["lease_id", "lease_fence"]);
+  const held = unpacked("?3", ["lease_id", "lease_fence", "lease_progress"]);
   const current = currentLease("?1", "lease_fence", "?2");
   return [
     {
-      sql: `UPDATE jobs SET until = ?2 + ?4, last_event = 'renewed', updated_at = ?2
+      sql: `UPDATE jobs SET until = ?2 + ?4, progress = coalesce(lease_progress, progress), last_event = 'renewed', updated_at = ?2
             FROM ${held} WHERE id = lease_id AND ${current}
             RETURNING id, until`,
       args: [owner, now, JSON.stringify(leases), ttlMs],
@@ -70,7 +71,7 @@ export type Completion = [id: string, fence: number, result: string];
 export function completeMany(owner: string, completions: Completion[], now: number): Statement[] {
   const held = unpacked("?3", ["lease_id", "lease_fence", "lease_result"]);
   const args = [owner, now, JSON.stringify(completions)];
-  const doneByThisLease = "done = 1 AND dead = 0 AND owner = ?1 AND fence = lease_fence AND result = lease_result";
+  const doneByThisLease = `${COMPLETED} AND owner = ?1 AND fence = lease_fence AND result = lease_result`;
   return [
     {
       sql: `UPDATE jobs SET result = lease_result, done = 1, last_event = 'completed', updated_at = ?2
@@ -95,13 +96,13 @@ function refusedMany(action: string, held: string, refused: string, args: Statem
 }
 
 /**
- * The presented leases that were refused: those whose job matches `refused`,
- * with what the refusal's reason is read from, and those whose job does not
- * exist (`found = 0`).
+ * The presented leases (?2 now) that were refused: those whose job matches
+ * `refused`, with what the refusal's reason is read from (owner, fence and
+ * status), and those whose job does not exist (`found = 0`).
  */
 function readRefused(held: string, refused: string, args: Statement["args"]): Statement {
   return {
-    sql: `SELECT lease_id, id IS NOT NULL AS found, owner, fence, done, dead
+    sql: `SELECT lease_id, id IS NOT NULL AS found, owner, fence, ${status("?2")} AS status
           FROM ${held} LEFT JOIN jobs ON id = lease_id WHERE id IS NULL OR ${refused}`,
     args,
   };

@@ -69,10 +69,10 @@ export function firstMinuteOfHour(now: number): number {
 
 /**
  * Per queue: the jobs by stored state (migrations/0004's `queue_counts`,
- * kept by every transition), what of them depends on `now` (index ranges of
- * that queue: waiting jobs due later, leases expired and not yet ended, and
- * the earliest run_at of each), its refusals in the last hour and ever, and
- * whether it is paused (migrations/0008).
+ * cancelled since migrations/0010, kept by every transition), what of them
+ * depends on `now` (index ranges of that queue: waiting jobs due later, leases
+ * expired and not yet ended, and the earliest run_at of each), its refusals
+ * in the last hour and ever, and whether it is paused (migrations/0008).
  * A queue is listed while it has a job, has ever had a refusal, or has
  * settings (paused or limited before its first job: zero counts). Reads a few
  * rows per queue: its cost grows with the queues, the jobs scheduled for later
@@ -82,7 +82,7 @@ export function stats(now: number): Statement {
   const waiting = "jobs.queue = q.queue AND done = 0 AND owner IS NULL";
   const expired = "jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL AND until <= ?1";
   return {
-    sql: `SELECT q.queue, coalesce(c.waiting, 0) AS waiting, coalesce(c.held, 0) AS held, coalesce(c.done, 0) AS done, coalesce(c.dead, 0) AS dead,
+    sql: `SELECT q.queue, coalesce(c.waiting, 0) AS waiting, coalesce(c.held, 0) AS held, coalesce(c.done, 0) AS done, coalesce(c.dead, 0) AS dead, coalesce(c.cancelled, 0) AS cancelled,
                  (SELECT count(*) FROM jobs WHERE ${waiting} AND run_at > ?1) AS waiting_later,
                  (SELECT min(run_at) FROM jobs WHERE ${waiting}) AS waiting_first_run_at,
                  (SELECT count(*) FROM jobs WHERE ${expired}) AS expired,

@@ -11,18 +11,19 @@ import type { Statement } from "./drivers/driver.ts";
 // is recorded by the statement after it, which sees `changes() = 0`.
 
 /** The statuses a job can have; named once, here and in `status` below. */
-export const STATUSES = ["queued", "scheduled", "leased", "done", "dead"] as const;
+export const STATUSES = ["queued", "scheduled", "leased", "done", "dead", "cancelled"] as const;
 
 /** A job's status at the time in parameter `now` (an SQL expression over a jobs row). */
 export function status(now: string): string {
-  return `CASE WHEN dead = 1 THEN 'dead' WHEN done = 1 THEN 'done'
+  return `CASE WHEN dead = 1 THEN 'dead' WHEN cancelled = 1 THEN 'cancelled' WHEN done = 1 THEN 'done'
                WHEN owner IS NOT NULL AND until > ${now} THEN 'leased'
                WHEN run_at > ${now} THEN 'scheduled' ELSE 'queued' END`;
 }
 
 /**
  * The lease (owner, fence) is the current one at `now`: owner and fence match,
- * the job is not done, and `until > now`. At `now == until` it has expired.
+ * the job is not done (nor dead, nor cancelled: both are done too), and
+ * `until > now`. At `now == until` it has expired.
  */
 export function currentLease(owner: string, fence: string, now: string): string {
   return `owner = ${owner} AND fence = ${fence} AND done = 0 AND until > ${now}`;
@@ -222,23 +223,29 @@ function refused(action: string, id: string, owner: string, fence: number, now: 
   };
 }
 
-/** Extends the current lease; an expired one stays expired. */
-export function renew(id: string, owner: string, fence: number, now: number, ttlMs: number): Statement[] {
+/**
+ * Extends the current lease, and stores the `progress` it reports (JSON text;
+ * null keeps what is stored); an expired one stays expired, and stores nothing.
+ */
+export function renew(id: string, owner: string, fence: number, now: number, ttlMs: number, progress: string | null = null): Statement[] {
   return [
     {
       sql: `UPDATE jobs
-            SET until = ?4 + ?5, last_event = 'renewed', updated_at = ?4
+            SET until = ?4 + ?5, progress = coalesce(?6, progress), last_event = 'renewed', updated_at = ?4
             WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
             RETURNING until`,
-      args: [id, owner, fence, now, ttlMs],
+      args: [id, owner, fence, now, ttlMs, progress],
     },
     refused("renew", id, owner, fence, now),
   ];
 }
 
+/** A job completed, neither dead nor cancelled (both are done too): a condition over a jobs row. */
+export const COMPLETED = "done = 1 AND dead = 0 AND cancelled = 0";
+
 /** Stores the result of the current lease and marks the job done. The same completion sent again is not a refusal. */
 export function complete(id: string, owner: string, fence: number, now: number, result: string): Statement[] {
-  const sameAgain = "AND NOT (done = 1 AND dead = 0 AND owner = ?2 AND fence = ?3 AND result = ?6)";
+  const sameAgain = `AND NOT (${COMPLETED} AND owner = ?2 AND fence = ?3 AND result = ?6)`;
   return [
     {
       sql: `UPDATE jobs
@@ -329,7 +336,7 @@ export function remove(id: string, now: number): Statement[] {
 }
 
 /**
- * One purge chunk: up to `limit` done and dead jobs last changed at or before
+ * One purge chunk: up to `limit` done, dead and cancelled jobs last changed at or before
  * `cutoff`, those finished first, with all their events (later refusals too);
  * and the histories of up to `limit` jobs deleted at or before `cutoff`, each
  * up to its `deleted` event (a job enqueued again under that id keeps its

@@ -36,6 +36,7 @@ export function queueStats(rows: Row[], now: number): QueueStats[] {
         leased: count("held") - count("expired"),
         done: count("done"),
         dead: count("dead"),
+        cancelled: count("cancelled"),
       },
       oldestDueAgeMs: queued > 0 ? now - Math.min(...firstDue) : null,
       refused: { lastHour: count("refused_recent"), total: count("refused_total") },

@@ -23,11 +23,11 @@ function queueFromRow(row: Row): QueueSettings {
 
 /**
  * Why a claim by id was refused, from the job and its queue as read in the
- * same transaction: a job leased, done or dead says so by its status; a job
- * nobody holds was refused by its queue, paused or at its maxLeased.
+ * same transaction: a job leased, done, dead or cancelled says so by its
+ * status; a job nobody holds was refused by its queue, paused or at its maxLeased.
  */
 function whyNotClaimable(status: JobStatus, queuePaused: boolean): NotClaimableReason {
-  if (status === "leased" || status === "done" || status === "dead") return status;
+  if (status === "leased" || status === "done" || status === "dead" || status === "cancelled") return status;
   return queuePaused ? "paused" : "full";
 }
 
@@ -43,7 +43,7 @@ export class LeaseStore {
   readonly #driver: Driver;
   readonly #random: () => number;
   readonly #health: WriteHealth;
-  /** The recurring schedules (src/schedules.ts): putSchedule, getSchedule, listSchedules, deleteSchedule, fireDueSchedules. */
+  /** The recurring schedules (src/schedules.ts): put, get, list, delete, fireDue. */
   readonly schedules: Schedules;
 
   /** `random` draws the backoff jitter; tests fix it. `health`: how `health()` decides (see WriteHealth), and where it logs. */
@@ -83,9 +83,13 @@ export class LeaseStore {
     return (row?.at as number | null | undefined) ?? null;
   }
 
-  /** renew extends the current lease to `now + ttlMs`; false if the lease is not current. */
-  async renew(id: string, owner: string, fence: number, now: number, ttlMs: number): Promise<boolean> {
-    return (await this.#write(checked.renew(id, owner, fence, now, ttlMs))) !== undefined;
+  /**
+   * renew extends the current lease to `now + ttlMs`, and stores `progress` (any
+   * JSON value of at most 4 KB) on the job if given; false, and nothing stored,
+   * if the lease is not current.
+   */
+  async renew(id: string, owner: string, fence: number, now: number, ttlMs: number, options: { progress?: unknown } = {}): Promise<boolean> {
+    return (await this.#write(checked.renew(id, owner, fence, now, ttlMs, options.progress))) !== undefined;
   }
 
   /** complete stores the result of the current lease; false, and the stored result stays, if it is not current. */
@@ -144,9 +148,9 @@ export class LeaseStore {
     return { job: current, fence: current.fence, until: current.until };
   }
 
-  /** renewLease is renew that answers the new `until`, or throws NotFound or LeaseLost. */
-  async renewLease(id: string, owner: string, fence: number, now: number, ttlMs: number): Promise<number> {
-    const { written, current } = await this.#decide(checked.renew(id, owner, fence, now, ttlMs), id, now);
+  /** renewLease is renew that answers the new `until`, or throws NotFound or LeaseLost (reason cancelled once the job is). */
+  async renewLease(id: string, owner: string, fence: number, now: number, ttlMs: number, options: { progress?: unknown } = {}): Promise<number> {
+    const { written, current } = await this.#decide(checked.renew(id, owner, fence, now, ttlMs, options.progress), id, now);
     if (written === undefined) throw refusal(id, current, owner, fence);
     return current!.until;
   }
@@ -186,11 +190,11 @@ export class LeaseStore {
 
   /**
    * renewMany extends each presented lease that is current to `now + ttlMs`,
-   * each decided alone; answers, in order, each one's new `until` or why it
-   * was refused (LeaseLost, NotFound).
+   * and stores the `progress` it carries, if any, each decided alone; answers,
+   * in order, each one's new `until` or why it was refused (LeaseLost, NotFound).
    */
-  async renewMany(owner: string, leases: { id: string; fence: number }[], now: number, ttlMs: number): Promise<LeaseOutcome<{ until: number }>[]> {
-    const held = leases.map(({ id, fence }): sqlMany.HeldLease => [check.name("id", id), check.positiveInt("fence", fence)]);
+  async renewMany(owner: string, leases: { id: string; fence: number; progress?: unknown }[], now: number, ttlMs: number): Promise<LeaseOutcome<{ until: number }>[]> {
+    const held = leases.map(({ id, fence, progress }): sqlMany.HeldLease => [check.name("id", id), check.positiveInt("fence", fence), check.progress("progress", progress)]);
     const [renewed, , refused] = await this.#driver.batch(sqlMany.renewMany(check.name("owner", owner), held, check.instant("now", now), check.positiveInt("ttlMs", ttlMs)));
     const until = new Map(renewed!.map((row) => [row.id as string, row.until as number]));
     return outcomes(leases, owner, refused!, (id) => ({ until: until.get(id)! }));
@@ -216,6 +220,23 @@ export class LeaseStore {
     if (current === null) throw new NotFound(id);
     if (written === undefined) throw new WrongStatus(id, current.status, `only a dead job can be retried; job ${JSON.stringify(id)} is ${current.status}`);
     return current;
+  }
+
+  /**
+   * cancelJob cancels a job that is not finished (queued, scheduled, leased, or
+   * its lease expired): it becomes final, its owner and fence kept, and its
+   * holder's next renew, complete, fail or release is LeaseLost with reason
+   * cancelled. Answers the job and whether this call cancelled it (false: it
+   * already was, and nothing changed); NotFound, or WrongStatus (wrong_status)
+   * for a job done or dead, which is left as it is.
+   */
+  async cancelJob(id: string, cancel: { by: string; reason?: string | null }, now: number): Promise<{ changed: boolean; job: Job }> {
+    const { written, current } = await this.#decide(checked.cancel(id, cancel, now), id, now);
+    if (current === null) throw new NotFound(id);
+    if (written === undefined && current.status !== "cancelled") {
+      throw new WrongStatus(id, current.status, `only a queued, scheduled or leased job can be cancelled; job ${JSON.stringify(id)} is ${current.status}`, "wrong_status");
+    }
+    return { changed: written !== undefined, job: current };
   }
 
   /** deleteJob deletes a job nobody holds a current lease on; NotFound, or WrongStatus while it is leased. */
@@ -318,7 +339,7 @@ export class LeaseStore {
   }
 
   /**
-   * purge deletes done and dead jobs last changed at least `retentionMs`
+   * purge deletes done, dead and cancelled jobs last changed at least `retentionMs`
    * before `now`, with their events, and the history of jobs deleted that long
    * ago, in chunks (see HousekeepingOptions); answers how many jobs.
    */

@@ -32,6 +32,28 @@ export function name(what: string, value: unknown): string {
   throw new InvalidArgument(`${what} must be a non-empty string of printable text, got ${describe(value)}`);
 }
 
+const utf8 = new TextEncoder();
+
+/** The most bytes of UTF-8 a job's progress may take as JSON text. */
+export const MAX_PROGRESS_BYTES = 4096;
+
+/** The most bytes of UTF-8 a cancel's reason may take. */
+export const MAX_REASON_BYTES = 1024;
+
+/** How many bytes of UTF-8 `text` takes. */
+export function utf8Bytes(text: string): number {
+  return utf8.encode(text).byteLength;
+}
+
+/** A progress report: any JSON value of at most MAX_PROGRESS_BYTES as JSON text, returned as that text; undefined (none) as null. */
+export function progress(what: string, value: unknown): string | null {
+  const encoded = json(what, value);
+  if (encoded !== null && utf8Bytes(encoded) > MAX_PROGRESS_BYTES) {
+    throw new InvalidArgument(`${what} must be at most ${MAX_PROGRESS_BYTES} bytes as JSON, got ${utf8Bytes(encoded)}; keep the details elsewhere and report a summary`);
+  }
+  return encoded;
+}
+
 /** Any string, the empty one included (a result). */
 export function text(what: string, value: unknown): string {
   if (typeof value === "string") return value;
@@ -42,6 +64,14 @@ function hasNonFinite(value: unknown, depth = 0): boolean {
   if (typeof value === "number") return !Number.isFinite(value);
   if (value === null || typeof value !== "object" || depth > 256) return false;
   return Object.values(value).some((inner) => hasNonFinite(inner, depth + 1));
+}
+
+/** Text of at most `maxBytes` bytes of UTF-8 (a cancel's reason); undefined or null as null. */
+export function shortText(what: string, value: unknown, maxBytes: number): string | null {
+  if (value === undefined || value === null) return null;
+  const given = text(what, value);
+  if (utf8Bytes(given) > maxBytes) throw new InvalidArgument(`${what} must be at most ${maxBytes} bytes of UTF-8, got ${utf8Bytes(given)}`);
+  return given;
 }
 
 /** A value that JSON can carry, returned as its JSON text. */

@@ -161,8 +161,8 @@ describe("the fencelease command", () => {
 
     const stats = await s.run("stats");
     expect(stats.stdout.trim().split("\n")).toEqual([
-      expect.stringMatching(/^q: queued 1, scheduled 0, leased 1, done 0, dead 0; oldest due \d+ ms ago; refused 1 in the last hour, 1 ever$/),
-      "r: queued 0, scheduled 1, leased 0, done 0, dead 0; none due; refused 0 in the last hour, 0 ever",
+      expect.stringMatching(/^q: queued 1, scheduled 0, leased 1, done 0, dead 0, cancelled 0; oldest due \d+ ms ago; refused 1 in the last hour, 1 ever$/),
+      "r: queued 0, scheduled 1, leased 0, done 0, dead 0, cancelled 0; none due; refused 0 in the last hour, 0 ever",
     ]);
     expect(JSON.parse((await s.run("stats", "--json")).stdout)).toMatchObject({ queues: [{ queue: "q", refused: { total: 1 } }, { queue: "r", jobs: { scheduled: 1 } }] });
     expect(await s.snapshot()).toEqual(before);

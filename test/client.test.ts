@@ -364,7 +364,7 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
     await s.client.claim("leased", { owner: "A", ttlMs: TTL });
     await s.client.complete("leased", { owner: "B", fence: 1, result: 1 }).catch(() => undefined);
     clock.now = T + 250;
-    const none = { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0 };
+    const none = { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 };
     expect(await s.client.stats()).toEqual([
       { queue: "q", jobs: { ...none, queued: 1, leased: 1 }, oldestDueAgeMs: 250, refused: { lastHour: 1, total: 1 }, paused: false },
       { queue: "r", jobs: { ...none, scheduled: 1 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false },
@@ -415,6 +415,44 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(290);
     await expect(s.client.waitFor("nobody", { timeoutMs: 300 })).rejects.toBeInstanceOf(NotFoundError);
     expect(() => s.client.waitFor("job-2", { timeoutMs: -1 })).rejects.toThrow(RangeError);
+  });
+
+  test("cancel answers the cancelled job, and again as it is; the holder's renew is LeaseLostError cancelled; a done job is ConflictError wrong_status", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    await s.client.enqueue({ id: "done" });
+    const { fence } = await s.client.claim("job-1", { owner: "A", ttlMs: TTL });
+    const cancelled = await s.client.cancel("job-1", { by: "ops", reason: "refunded" });
+    expect(cancelled).toMatchObject({ id: "job-1", status: "cancelled", owner: "A", fence, done: false });
+    expect(await s.client.cancel("job-1")).toEqual(cancelled);
+    expect((await s.eventRows("job-1")).filter((event) => event.kind === "cancelled")).toEqual([
+      { kind: "cancelled", action: null, owner: "ops", fence: 1, current_owner: null, current_fence: null, error: "refunded" },
+    ]);
+    const lost = await s.client.renew("job-1", { owner: "A", fence, ttlMs: TTL }).catch((error) => error);
+    expect(lost).toBeInstanceOf(LeaseLostError);
+    expect(lost).toMatchObject({ reason: "cancelled", currentFence: 1 });
+    const done = await s.client.claim("done", { owner: "A", ttlMs: TTL });
+    await s.client.complete("done", { owner: "A", fence: done.fence, result: 1 });
+    const refused = await s.client.cancel("done").catch((error) => error);
+    expect(refused).toBeInstanceOf(ConflictError);
+    expect(refused).toMatchObject({ status: 409, code: "wrong_status", jobStatus: "done" });
+    await expect(s.client.cancel("nobody")).rejects.toBeInstanceOf(NotFoundError);
+    await expect(s.client.cancel("done", { by: "" })).rejects.toBeInstanceOf(InvalidRequestError);
+  });
+
+  test("renew and renewMany carry progress, which the job shows; waitFor answers a job once it is cancelled", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    await s.client.enqueue({ id: "job-2" });
+    const [one, two] = await s.client.claimNext("default", { owner: "A", ttlMs: TTL, limit: 2 });
+    await s.client.renew("job-1", { owner: "A", fence: one!.fence, ttlMs: TTL, progress: { pct: 10 } });
+    expect((await s.client.get("job-1")).progress).toEqual({ pct: 10 });
+    await s.client.renewMany({ owner: "A", ttlMs: TTL, leases: [{ id: "job-1", fence: one!.fence }, { id: "job-2", fence: two!.fence, progress: [2] }] });
+    expect((await s.client.list()).jobs.map((job) => [job.id, job.progress])).toEqual([["job-1", { pct: 10 }], ["job-2", [2]]]);
+    const finished = s.client.waitFor("job-2", { timeoutMs: 10_000 });
+    while (s.server.waiting === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+    await s.client.cancel("job-2");
+    expect(await finished).toMatchObject({ id: "job-2", status: "cancelled", progress: [2] });
   });
 
   test("fail, retry and delete are not sent again after a lost answer, while the reads are", async () => {

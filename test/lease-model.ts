@@ -15,7 +15,12 @@ export type ModelJob = {
   until: number;
   fence: number;
   result: string | null;
+  /** Completed: a cancelled job is not done (the store's `done`). */
   done: boolean;
+  /** Cancelled (issue 13): final, its owner and fence kept. */
+  cancelled: boolean;
+  /** What the last accepted renew that carried one reported, or null. */
+  progress: unknown;
   attempts: number;
   maxAttempts: number;
   createdAt: number;
@@ -26,8 +31,9 @@ export type ModelJob = {
 export type Outcome =
   | { ok: unknown }
   | { error: "InvalidArgument" | "NotFound" }
-  | { error: "NotClaimable"; reason: "leased" | "done" }
-  | { error: "LeaseLost"; reason: "superseded" | "not_owner" | "done" | "expired"; currentFence: number };
+  | { error: "NotClaimable"; reason: "leased" | "done" | "cancelled" }
+  | { error: "LeaseLost"; reason: "superseded" | "not_owner" | "done" | "cancelled" | "expired"; currentFence: number }
+  | { error: "WrongStatus"; status: string };
 
 type EnqueueOptions = { queue?: string; priority?: number; runAt?: number; maxAttempts?: number; now: number };
 
@@ -43,7 +49,7 @@ export class LeaseModel {
     const { now } = options;
     this.jobs.set(id, {
       id, queue: options.queue ?? "default", payload: null, priority: options.priority ?? 0, runAt: options.runAt ?? now,
-      owner: null, until: 0, fence: 0, result: null, done: false, attempts: 0, maxAttempts: options.maxAttempts ?? 25, createdAt: now, updatedAt: now,
+      owner: null, until: 0, fence: 0, result: null, done: false, cancelled: false, progress: null, attempts: 0, maxAttempts: options.maxAttempts ?? 25, createdAt: now, updatedAt: now,
     });
     return { ok: true };
   }
@@ -53,14 +59,14 @@ export class LeaseModel {
     return job ? { ...job } : null;
   }
 
-  /** A lease is current when owner and fence match, the job is not done and it has not expired (`until > now`). */
+  /** A lease is current when owner and fence match, the job is neither done nor cancelled, and it has not expired (`until > now`). */
   #current(job: ModelJob, owner: string, fence: number, now: number): boolean {
-    return job.owner === owner && job.fence === fence && !job.done && job.until > now;
+    return job.owner === owner && job.fence === fence && !job.done && !job.cancelled && job.until > now;
   }
 
-  /** Claimable: not done, and no lease in force (at `now == until` the old one has expired). */
+  /** Claimable: neither done nor cancelled, and no lease in force (at `now == until` the old one has expired). */
   #claimable(job: ModelJob, now: number): boolean {
-    return !job.done && job.until <= now;
+    return !job.done && !job.cancelled && job.until <= now;
   }
 
   #take(job: ModelJob, owner: string, now: number, ttlMs: number): void {
@@ -90,13 +96,28 @@ export class LeaseModel {
     return { ok: due.map((job) => ({ job: { ...job }, fence: job.fence, until: job.until })) };
   }
 
-  renew(id: string, owner: string, fence: number, now: number, ttlMs: number): Outcome {
+  /** renew: the current lease only; it stores the progress it carries (undefined: none), and a refused one stores nothing. */
+  renew(id: string, owner: string, fence: number, now: number, ttlMs: number, progress?: unknown): Outcome {
     if (!isPositiveInt(ttlMs) || !isPositiveInt(fence) || !isInstant(now)) return { error: "InvalidArgument" };
     const job = this.jobs.get(id);
     if (!job || !this.#current(job, owner, fence, now)) return { ok: false };
     job.until = now + ttlMs;
     job.updatedAt = now;
+    if (progress !== undefined) job.progress = progress;
     return { ok: true };
+  }
+
+  /** cancelJob: a job neither done nor cancelled becomes cancelled, its lease (owner, until, fence) kept; cancelled again changes nothing; done is refused. */
+  cancelJob(id: string, now: number): Outcome {
+    const job = this.jobs.get(id);
+    if (!job) return { error: "NotFound" };
+    if (job.done) return { error: "WrongStatus", status: "done" };
+    const changed = !job.cancelled;
+    if (changed) {
+      job.cancelled = true;
+      job.updatedAt = now;
+    }
+    return { ok: { changed, job: { ...job } } };
   }
 
   complete(id: string, owner: string, fence: number, now: number, result: string): Outcome {
@@ -117,7 +138,7 @@ export class LeaseModel {
   release(id: string, owner: string, fence: number, now: number): Outcome {
     if (!isPositiveInt(fence) || !isInstant(now)) return { error: "InvalidArgument" };
     const job = this.jobs.get(id);
-    if (!job || job.owner !== owner || job.fence !== fence || job.done) return { ok: false };
+    if (!job || job.owner !== owner || job.fence !== fence || job.done || job.cancelled) return { ok: false };
     if (job.until > now) job.attempts -= 1;
     job.owner = null;
     job.until = 0;
@@ -137,12 +158,12 @@ export class LeaseModel {
     if (!("ok" in answer)) return answer;
     const job = this.jobs.get(id);
     if (!job) return { error: "NotFound" };
-    if (answer.ok === null) return { error: "NotClaimable", reason: job.done ? "done" : "leased" };
+    if (answer.ok === null) return { error: "NotClaimable", reason: job.done ? "done" : job.cancelled ? "cancelled" : "leased" };
     return { ok: { job: { ...job }, fence: job.fence, until: job.until } };
   }
 
-  renewLease(id: string, owner: string, fence: number, now: number, ttlMs: number): Outcome {
-    const answer = this.renew(id, owner, fence, now, ttlMs);
+  renewLease(id: string, owner: string, fence: number, now: number, ttlMs: number, progress?: unknown): Outcome {
+    const answer = this.renew(id, owner, fence, now, ttlMs, progress);
     if (!("ok" in answer)) return answer;
     return answer.ok ? { ok: this.jobs.get(id)!.until } : this.#refusal(id, owner, fence);
   }
@@ -164,8 +185,8 @@ export class LeaseModel {
 
   /**
    * Why a write with (owner, fence) was refused: superseded when a newer lease
-   * exists; not_owner when the lease is another's or was given back; done; or
-   * else it expired.
+   * exists; not_owner when the lease is another's or was given back; done;
+   * cancelled; or else it expired.
    */
   #refusal(id: string, owner: string, fence: number): Outcome {
     const job = this.jobs.get(id);
@@ -174,6 +195,7 @@ export class LeaseModel {
     if (fence < job.fence) return { error: "LeaseLost", reason: "superseded", currentFence };
     if (fence !== job.fence || owner !== job.owner) return { error: "LeaseLost", reason: "not_owner", currentFence };
     if (job.done) return { error: "LeaseLost", reason: "done", currentFence };
+    if (job.cancelled) return { error: "LeaseLost", reason: "cancelled", currentFence };
     return { error: "LeaseLost", reason: "expired", currentFence };
   }
 }

@@ -29,11 +29,15 @@ type Op = { tick: Tick } & (
   | { verb: "enqueue"; id: string; queue: string; priority: number; runIn: number; twin: boolean }
   | { verb: "claim"; id: string; who: Who; ttl: number; twin: boolean }
   | { verb: "claimNext"; queue: string; who: Who; ttl: number; limit: number }
-  | { verb: "renew"; id: string; who: Who; fence: FenceRef; ttl: number; twin: boolean }
+  | { verb: "renew"; id: string; who: Who; fence: FenceRef; ttl: number; twin: boolean; progress: Progress }
   | { verb: "complete"; id: string; who: Who; fence: FenceRef; result: string; twin: boolean }
   | { verb: "release"; id: string; who: Who; fence: FenceRef; twin: boolean }
+  | { verb: "cancel"; id: string }
   | { verb: "state"; id: string }
 );
+
+/** What a renew reports (issue 13): nothing, or a JSON value. */
+type Progress = { report?: unknown };
 
 const id = fc.constantFrom(...IDS);
 const queue = fc.constantFrom(...QUEUES);
@@ -49,6 +53,11 @@ const tick = fc.oneof(
   { arbitrary: fc.record({ toUntilOf: id, plus: fc.constantFrom<-1 | 0 | 1>(-1, 0, 1) }), weight: 1 },
 );
 const twin = fc.boolean();
+const progress = fc.oneof(
+  { arbitrary: fc.constant<Progress>({}), weight: 2 },
+  // Not null: the rows keep a reported null as the JSON text "null", which the model does not tell from none.
+  { arbitrary: fc.record({ report: fc.constantFrom<unknown>({ step: 1 }, "half", 3, [true]) }), weight: 1 },
+);
 
 const enqueue = fc.record({
   tick, verb: fc.constant("enqueue" as const), id, queue, priority: fc.integer({ min: 0, max: 2 }), runIn: fc.constantFrom(0, 0, 10, 30), twin,
@@ -58,9 +67,12 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: enqueue, weight: 1 },
   { arbitrary: fc.record({ tick, verb: fc.constant("claim" as const), id, who, ttl, twin }), weight: 3 },
   { arbitrary: fc.record({ tick, verb: fc.constant("claimNext" as const), queue, who, ttl, limit: fc.integer({ min: 1, max: 3 }) }), weight: 3 },
-  { arbitrary: fc.record({ tick, verb: fc.constant("renew" as const), id, who, fence, ttl, twin }), weight: 2 },
+  { arbitrary: fc.record({ tick, verb: fc.constant("renew" as const), id, who, fence, ttl, twin, progress }), weight: 2 },
+  // The holder's heartbeat soon after: mostly accepted, so that progress is stored, kept and refused in turn.
+  { arbitrary: fc.record({ tick: fc.record({ by: fc.integer({ min: 0, max: 3 }) }), verb: fc.constant("renew" as const), id, who: fc.constant<Who>("holder"), fence: fc.constant<FenceRef>({ current: 0 }), ttl, twin, progress }), weight: 1 },
   { arbitrary: fc.record({ tick, verb: fc.constant("complete" as const), id, who, fence, result: fc.constantFrom("r1", "r2", ""), twin }), weight: 2 },
   { arbitrary: fc.record({ tick, verb: fc.constant("release" as const), id, who, fence, twin }), weight: 1 },
+  { arbitrary: fc.record({ tick, verb: fc.constant("cancel" as const), id }), weight: 1 },
   { arbitrary: fc.record({ tick, verb: fc.constant("state" as const), id }), weight: 1 },
 );
 
@@ -69,10 +81,10 @@ const sequence = fc
   .tuple(fc.array(enqueue, { minLength: 1, maxLength: 4 }), fc.array(op, { minLength: 1, maxLength: 60, size: "max" }))
   .map(([setup, ops]) => [...setup, ...ops]);
 
-// The fields of a job that the contract of issue 2 speaks of. The store may
-// answer more (later issues add status, dead letters...): those are left out,
-// and every job is enqueued with attempts to spare, so none ever runs out.
-const JOB_FIELDS = ["id", "queue", "payload", "priority", "runAt", "owner", "until", "fence", "result", "done", "attempts", "maxAttempts", "createdAt", "updatedAt"] as const;
+// The fields of a job that the contract of issue 2 speaks of, and the progress
+// of issue 13. The store may answer more (status, dead letters...): those are
+// left out, and every job is enqueued with attempts to spare, so none ever runs out.
+const JOB_FIELDS = ["id", "queue", "payload", "priority", "runAt", "owner", "until", "fence", "result", "done", "progress", "attempts", "maxAttempts", "createdAt", "updatedAt"] as const;
 const MAX_ATTEMPTS = 1_000;
 
 /** An answer with every job in it cut down to JOB_FIELDS. */
@@ -88,8 +100,9 @@ async function outcome(call: () => Promise<unknown>): Promise<Outcome> {
   try {
     return { ok: contractView(await call()) };
   } catch (error) {
-    const { name, reason, currentFence } = error as { name: string; reason?: string; currentFence?: number };
+    const { name, reason, currentFence, status } = error as { name: string; reason?: string; currentFence?: number; status?: string };
     if (name === "LeaseLost") return { error: name, reason, currentFence } as Outcome;
+    if (name === "WrongStatus") return { error: name, status } as Outcome;
     if (name === "NotClaimable") return { error: name, reason } as Outcome;
     if (name === "InvalidArgument" || name === "NotFound") return { error: name };
     throw error;
@@ -116,8 +129,10 @@ async function step(store: LeaseStore, model: LeaseModel, op: Op, now: number): 
       return [await outcome(() => store.claimNext(op.queue, owner, now, op.ttl, op.limit)), model.claimNext(op.queue, owner, now, op.ttl, op.limit)];
     case "renew":
       return op.twin
-        ? [await outcome(() => store.renewLease(op.id, owner, f, now, op.ttl)), model.renewLease(op.id, owner, f, now, op.ttl)]
-        : [await outcome(() => store.renew(op.id, owner, f, now, op.ttl)), model.renew(op.id, owner, f, now, op.ttl)];
+        ? [await outcome(() => store.renewLease(op.id, owner, f, now, op.ttl, { progress: op.progress.report })), model.renewLease(op.id, owner, f, now, op.ttl, op.progress.report)]
+        : [await outcome(() => store.renew(op.id, owner, f, now, op.ttl, { progress: op.progress.report })), model.renew(op.id, owner, f, now, op.ttl, op.progress.report)];
+    case "cancel":
+      return [await outcome(() => store.cancelJob(op.id, { by: "ops" }, now)), model.cancelJob(op.id, now)];
     case "complete":
       return op.twin
         ? [await outcome(async () => (await store.completeJob(op.id, owner, f, now, op.result)).job), model.completeJob(op.id, owner, f, now, op.result)]
@@ -135,8 +150,9 @@ async function step(store: LeaseStore, model: LeaseModel, op: Op, now: number): 
 function asRow(job: ModelJob) {
   return {
     id: job.id, queue: job.queue, payload: null, priority: job.priority, run_at: job.runAt, owner: job.owner,
-    until: job.until, fence: job.fence, result: job.result, done: job.done ? 1 : 0, attempts: job.attempts,
+    until: job.until, fence: job.fence, result: job.result, done: job.done || job.cancelled ? 1 : 0, attempts: job.attempts,
     max_attempts: job.maxAttempts, created_at: job.createdAt, updated_at: job.updatedAt,
+    cancelled: job.cancelled ? 1 : 0, progress: job.progress === null ? null : JSON.stringify(job.progress),
   };
 }
 
@@ -156,9 +172,9 @@ describe("the store against the model of the contract", () => {
             const target = "toUntilOf" in op.tick ? (model.jobs.get(op.tick.toUntilOf)?.until ?? 0) + op.tick.plus : now + op.tick.by;
             now = Math.max(now, target);
             const [real, expected] = await step(store, model, op, now);
-            expect(real, `step ${i} (${op.verb}) at now = ${now}`).toEqual(expected);
+            expect(real, `step ${i} (${op.verb}) at now = ${now}`).toEqual(contractView(expected)); // the model's jobs also keep `cancelled`
           }
-          const columns = "id, queue, payload, priority, run_at, owner, until, fence, result, done, attempts, max_attempts, created_at, updated_at";
+          const columns = "id, queue, payload, priority, run_at, owner, until, fence, result, done, attempts, max_attempts, created_at, updated_at, cancelled, progress";
           const rows = (await reader.execute(`SELECT ${columns} FROM jobs ORDER BY id`)).rows.map((row) => ({ ...row }));
           expect(rows).toEqual([...model.jobs.values()].sort((a, b) => (a.id < b.id ? -1 : 1)).map(asRow));
           expect((await reader.execute("SELECT fence FROM fence_floor")).rows[0]!.fence).toBe(0); // nothing was ever removed

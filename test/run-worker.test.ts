@@ -267,6 +267,73 @@ describe("runWorker", () => {
     expect((await s.events())["job-0000"]).not.toContain(`refused complete by ${W}`);
   });
 
+  test("a job cancelled while its handler runs: the next renewMany aborts its signal with reason cancelled, it is neither completed nor failed, and the slot moves on", async () => {
+    await using s = await serving();
+    await s.enqueue(3);
+    const aborted: unknown[] = [];
+    const worker = s.run({ concurrency: 1, renewEveryMs: 20, idleMs: 60_000 }, async ({ job, signal }) => {
+      if (job.id !== "job-0000") return "stored";
+      await s.other.cancel("job-0000", { by: "ops" });
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      aborted.push(signal.reason);
+      throw signal.reason; // as a handler that honours its signal does
+    });
+    await until(async () => Object.values(await s.snapshot()).filter((row) => row.done === 1).length === 3, "every job finished");
+    await worker.stop();
+    expect(aborted).toEqual([expect.objectContaining({ name: "LeaseLostError", reason: "cancelled", currentFence: 1 })]);
+    expect(s.errors).toEqual(aborted);
+    const rows = await s.snapshot();
+    expect(rows["job-0000"]).toMatchObject({ owner: W, fence: 1, attempts: 1, cancelled: 1, result: null, last_error: null });
+    expect([rows["job-0001"], rows["job-0002"]]).toMatchObject([{ cancelled: 0, result: '"stored"' }, { cancelled: 0, result: '"stored"' }]);
+    expect((await s.events())["job-0000"]).toEqual(["enqueued", "claimed", "cancelled", `refused renew by ${W}`]);
+    expect(s.count("fail")).toBe(0);
+  });
+
+  test("a handler that throws once its job was cancelled, before any renew told it, is refused as cancelled: not failed, not retried", async () => {
+    await using s = await serving();
+    await s.enqueue(2);
+    const worker = s.run({ concurrency: 1, idleMs: 60_000 }, async ({ job }) => {
+      if (job.id !== "job-0000") return "stored";
+      await s.other.cancel("job-0000");
+      throw new Error("the invoice is gone");
+    });
+    await until(async () => (await s.snapshot())["job-0001"]!.done === 1, "the next job done");
+    await worker.stop();
+    expect(s.errors).toEqual([expect.objectContaining({ name: "LeaseLostError", reason: "cancelled" })]);
+    expect((await s.snapshot())["job-0000"]).toMatchObject({ owner: W, fence: 1, cancelled: 1, attempts: 1, last_error: null });
+    expect((await s.events())["job-0000"]).toEqual(["enqueued", "claimed", "cancelled", `refused fail by ${W}`]);
+    expect(await s.other.get("job-0000")).toMatchObject({ status: "cancelled" });
+  });
+
+  test("a handler's progress goes with the next renewMany, the latest report per lease, and shows on the job", async () => {
+    await using s = await serving();
+    await s.enqueue(2);
+    const reported = gate();
+    const finish = gate();
+    const worker = s.run({ concurrency: 2, renewEveryMs: 30, idleMs: 60_000 }, async ({ job, progress }) => {
+      if (job.id === "job-0000") {
+        progress({ page: 1 });
+        progress({ page: 2 });
+        expect(() => progress({ big: "x".repeat(5_000) })).toThrow(RangeError); // would refuse the whole renewMany
+        reported.open();
+      }
+      await finish.opened;
+      return "ok";
+    });
+    await reported.opened;
+    await until(async () => (await s.other.get("job-0000")).progress !== null, "the progress stored");
+    expect(await s.other.get("job-0000")).toMatchObject({ status: "leased", progress: { page: 2 } });
+    expect((await s.other.get("job-0001")).progress).toBeNull();
+    const carrying = s.sent.filter((request) => request.kind === "renewMany" && request.body.leases.some((lease: { progress?: unknown }) => "progress" in lease));
+    expect(carrying.map((request) => request.body.leases)).toEqual([
+      expect.arrayContaining([{ id: "job-0000", fence: 1, progress: { page: 2 } }, { id: "job-0001", fence: 1 }]),
+    ]);
+    finish.open();
+    await until(async () => Object.values(await s.snapshot()).every((row) => row.done === 1), "both done");
+    await worker.stop();
+    expect(s.errors).toEqual([]);
+  });
+
   test("a result that cannot be sent is retried without next until its lease's deadline, then dropped", async () => {
     await using s = await serving();
     await s.enqueue(1);

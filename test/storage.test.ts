@@ -28,7 +28,7 @@ describe("stats", () => {
     try {
       await lock.execute("UPDATE jobs SET owner = 'X', until = 1e15"); // not committed: the stats see the job as it was
       expect(await store.stats(T)).toEqual([
-        { queue: "q", jobs: { queued: 1, scheduled: 0, leased: 0, done: 0, dead: 0 }, oldestDueAgeMs: 0, refused: { lastHour: 0, total: 0 }, paused: false },
+        { queue: "q", jobs: { queued: 1, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: 0, refused: { lastHour: 0, total: 0 }, paused: false },
       ]);
     } finally {
       lock.close();

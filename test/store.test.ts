@@ -1,6 +1,7 @@
 import { createClient } from "@libsql/client";
 import { describe, expect, test } from "vitest";
 import { openStore, StorageUnavailable } from "../src/index.ts";
+import { cancelContract } from "./contract/cancel.contract.ts";
 import { manyContract } from "./contract/many.contract.ts";
 import { lifecycleContract } from "./contract/lifecycle.contract.ts";
 import { queuesContract } from "./contract/queues.contract.ts";
@@ -18,6 +19,7 @@ lifecycleContract(freshStore);
 manyContract(freshStore);
 queuesContract(freshStore);
 schedulesContract(freshStore);
+cancelContract(freshStore);
 
 describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {

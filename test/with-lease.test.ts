@@ -120,6 +120,62 @@ describe("withLease", () => {
     expect((await s.snapshot())["job-1"]).toMatchObject({ owner: "intruder", fence: 2, done: 0, result: null });
   });
 
+  test("a job cancelled while fn runs: the next renew is refused with reason cancelled, fn's signal aborts, and the job is neither completed nor failed", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    let abortedWith: unknown;
+    const error = await withLease(s.client, "job-1", async ({ signal }) => {
+      await s.other.cancel("job-1", { by: "ops", reason: "refunded" });
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      abortedWith = signal.reason;
+      return "never stored";
+    }, { owner: "A", ttlMs: 60_000, renewEveryMs: 20 }).catch((caught) => caught);
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect(error).toMatchObject({ reason: "cancelled", currentFence: 1 });
+    expect(abortedWith).toBe(error);
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: "A", fence: 1, done: 1, cancelled: 1, result: null, last_error: null });
+    const kinds = (await s.other.events("job-1")).events.map((event) => [event.kind, event.action]);
+    expect(kinds).toEqual([["enqueued", null], ["claimed", null], ["cancelled", null], ["refused", "renew"]]);
+  });
+
+  test("a job cancelled after fn's last renew: fn's late complete is refused with reason cancelled, and nothing is stored", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    const error = await withLease(s.client, "job-1", async ({ signal }) => {
+      await s.other.cancel("job-1");
+      expect(signal.aborted).toBe(false); // no renew has told it yet
+      return "late";
+    }, { owner: "A", ttlMs: 60_000 }).catch((caught) => caught);
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect(error).toMatchObject({ reason: "cancelled", code: "stale_lease", status: 409 });
+    expect(await s.other.get("job-1")).toMatchObject({ status: "cancelled", result: null, fence: 1 });
+  });
+
+  test("fn's progress goes with the next renew, the latest report only, and a report the server would refuse throws at once", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    const seen: unknown[] = [];
+    await withLease(s.client, "job-1", async ({ progress }) => {
+      progress({ step: 1 });
+      progress({ step: 2 }); // replaces step 1 before any renew
+      expect(() => progress("x".repeat(4095))).toThrow(RangeError);
+      expect(() => progress(Number.NaN)).toThrow(TypeError);
+      expect(() => progress(undefined)).toThrow(TypeError);
+      while (s.traffic.renews < 2) await wait(5);
+      seen.push((await s.other.get("job-1")).progress);
+      const reported = { step: 3 };
+      progress(reported);
+      reported.step = 99; // what was reported is kept, not what the object became
+      const renews = s.traffic.renews;
+      while (s.traffic.renews < renews + 2) await wait(5);
+      seen.push((await s.other.get("job-1")).progress);
+      return "ok";
+    }, { owner: "A", ttlMs: 60_000, renewEveryMs: 20 });
+    expect(seen).toEqual([{ step: 2 }, { step: 3 }]);
+    const renewed = (await s.other.events("job-1")).events.filter((event) => event.kind === "renewed");
+    expect(renewed).toEqual([expect.objectContaining({ progress: { step: 3 } })]);
+  });
+
   test("fn throwing fails the attempt with the error's message, and rethrows fn's error", async () => {
     await using s = await serving();
     await s.client.enqueue({ id: "job-1" });

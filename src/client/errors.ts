@@ -16,7 +16,7 @@ export class FenceleaseError extends Error {
 
 /** 409 stale_lease: this lease is no longer the current one; do not write its result anywhere. */
 export class LeaseLostError extends FenceleaseError {
-  /** superseded, not_owner, done or expired (the server's reason). */
+  /** superseded, not_owner, done, cancelled or expired (the server's reason). */
   get reason(): string {
     return String(this.details?.reason ?? "unknown");
   }
@@ -28,19 +28,20 @@ export class LeaseLostError extends FenceleaseError {
 
 /** 409 not_claimable: the job is leased by another worker, or done. */
 export class NotClaimableError extends FenceleaseError {
-  /** leased, done, dead, paused (the queue is paused) or full (the queue has its maxLeased current leases). */
+  /** leased, done, dead, cancelled, paused (the queue is paused) or full (the queue has its maxLeased current leases). */
   get reason(): string {
     return String(this.details?.reason ?? "unknown");
   }
 }
 
 /**
- * 409 conflict: the job's status does not allow what was asked: a retry of a
- * job that is not dead, a delete of a leased one. (`status` is the HTTP status,
- * 409; the job's status is `jobStatus`.)
+ * 409 conflict or wrong_status: the job's status does not allow what was
+ * asked: a retry of a job that is not dead, a delete of a leased one (code
+ * conflict), a cancel of one done or dead (code wrong_status). (`status` is
+ * the HTTP status, 409; the job's status is `jobStatus`.)
  */
 export class ConflictError extends FenceleaseError {
-  /** The job's status when it was refused: queued, scheduled, leased, done or dead (the server's details.status). */
+  /** The job's status when it was refused: queued, scheduled, leased, done, dead or cancelled (the server's details.status). */
   get jobStatus(): string {
     return String(this.details?.status ?? "unknown");
   }
@@ -62,6 +63,7 @@ const BY_CODE: Record<string, typeof FenceleaseError> = {
   stale_lease: LeaseLostError,
   not_claimable: NotClaimableError,
   conflict: ConflictError,
+  wrong_status: ConflictError,
   not_found: NotFoundError,
   route_not_found: NotFoundError,
   unauthorized: UnauthorizedError,

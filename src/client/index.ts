@@ -16,6 +16,7 @@ export { LeaseClient, type LeaseClientOptions } from "./lease-client.ts";
 export { type RetryOptions } from "./retry.ts";
 export { type JobHandler, runWorker, type WorkerHandle, type WorkerOptions } from "./run-worker.ts";
 export type {
+  CancelRequest,
   ClaimNextAnswer,
   ClaimNextRequest,
   ClaimRequest,

@@ -2,6 +2,7 @@ import { errorFromResponse, UnavailableError } from "./errors.ts";
 import { delayBefore, neverSent, type RetryOptions, type RetryPolicy, retryPolicy } from "./retry.ts";
 import { type Repeat, ScheduleCalls } from "./schedule-calls.ts";
 import type {
+  CancelRequest,
   ClaimNextAnswer,
   ClaimNextRequest,
   ClaimRequest,
@@ -105,16 +106,16 @@ export class LeaseClient extends ScheduleCalls {
 
   /**
    * get reads a job; NotFoundError if there is none. With `waitMs` (up to
-   * 30,000) the server answers as soon as the job is done or dead, or as it is
-   * once `waitMs` has passed.
+   * 30,000) the server answers as soon as the job is done, dead or cancelled,
+   * or as it is once `waitMs` has passed.
    */
   get(id: string, options: CallOptions = {}): Promise<Job> {
     return this.#call("GET", `${jobPath(id)}${queryString({ waitMs: options.waitMs || undefined })}`, undefined, "always", options);
   }
 
   /**
-   * waitFor long-polls a job until it is done or dead, or `timeoutMs` (default
-   * 60 s) has passed, and answers it as it then is: check its `status`.
+   * waitFor long-polls a job until it is done, dead or cancelled, or `timeoutMs`
+   * (default 60 s) has passed, and answers it as it then is: check its `status`.
    * Each request waits at most 30 s on the server; NotFoundError if there is no such job.
    */
   async waitFor(id: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Job> {
@@ -124,7 +125,7 @@ export class LeaseClient extends ScheduleCalls {
     for (;;) {
       const waitMs = Math.max(0, Math.min(MAX_WAIT_MS, deadline - Date.now()));
       const job = await this.get(id, { waitMs, signal: options.signal });
-      if (job.status === "done" || job.status === "dead" || Date.now() >= deadline) return job;
+      if (job.status === "done" || job.status === "dead" || job.status === "cancelled" || Date.now() >= deadline) return job;
     }
   }
 
@@ -154,7 +155,12 @@ export class LeaseClient extends ScheduleCalls {
     return this.#call("POST", `${queuePath(queue)}/claim`, request, "if-unsent", { waitMs: request.waitMs, signal: options.signal });
   }
 
-  /** renew extends the current lease and answers its new end; LeaseLostError if it is not current. */
+  /**
+   * renew extends the current lease and answers its new end, storing `progress`
+   * (any JSON value, at most 4096 bytes as JSON) on the job if given;
+   * LeaseLostError if the lease is not current (reason cancelled once the job
+   * is), and then nothing is stored.
+   */
   async renew(id: string, request: RenewRequest): Promise<number> {
     return (await this.#call<{ until: number }>("POST", `${jobPath(id)}/renew`, request, "always")).until;
   }
@@ -209,6 +215,18 @@ export class LeaseClient extends ScheduleCalls {
   /** retry puts a dead job back in its queue, due at once with its attempts reset; ConflictError if it is not dead. */
   async retry(id: string): Promise<Job> {
     return (await this.#call<{ job: Job }>("POST", `${jobPath(id)}/retry`, undefined, "if-unsent")).job;
+  }
+
+  /**
+   * cancel makes a queued, scheduled or leased job cancelled, a final status,
+   * recording who (`by`, default "api") and why; its holder's next renew,
+   * complete, fail or release is refused with LeaseLostError reason cancelled.
+   * Answers the job. A job already cancelled is answered as it is (safe to
+   * send again); ConflictError (wrong_status) once it is done or dead,
+   * NotFoundError if there is none.
+   */
+  async cancel(id: string, request: CancelRequest = {}): Promise<Job> {
+    return (await this.#call<{ job: Job }>("POST", `${jobPath(id)}/cancel`, request, "always")).job;
   }
 
   /** delete removes a job that is not leased; ConflictError while it is, NotFoundError if there is none. */

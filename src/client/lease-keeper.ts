@@ -1,5 +1,6 @@
 import { errorFromResponse, LeaseLostError, type NotFoundError } from "./errors.ts";
 import type { LeaseClient } from "./lease-client.ts";
+import { checkedProgress, PendingProgress } from "./progress.ts";
 
 /** Why a kept lease was lost: a renew refused it (stale_lease, not_found), or it ran out before one got through. */
 export type LostLease = LeaseLostError | NotFoundError;
@@ -24,8 +25,8 @@ export type LeaseKeeperOptions = {
   onError: (error: unknown) => void;
 };
 
-/** One lease kept alive: `sentAt` is when its claim, or the last renew that got through, was sent. */
-type Kept = { fence: number; sentAt: number; settling: boolean };
+/** One lease kept alive: `sentAt` is when its claim, or the last renew that got through, was sent; `progress`, what its next renew reports. */
+type Kept = { fence: number; sentAt: number; settling: boolean; progress: PendingProgress };
 
 /**
  * LeaseKeeper keeps every lease of one owner alive with ONE renewMany call
@@ -35,6 +36,10 @@ type Kept = { fence: number; sentAt: number; settling: boolean };
  * from when its claim or its last successful renew was SENT, so a server clock
  * ahead or behind cannot stretch it. At most one renewMany is in flight; the
  * next is sent `everyMs` after it ends.
+ *
+ * Each renew carries the latest progress reported for its lease since the
+ * last renew that got through (`progress`); a lease no longer kept reports
+ * nothing, so a lost lease's progress is never sent.
  *
  * A lease being written (`settling`: its complete or fail is on its way) is
  * neither renewed nor lost by its deadline: the write's answer decides. And
@@ -57,7 +62,7 @@ export class LeaseKeeper {
 
   /** Keeps a lease whose claim was sent at `sentAt`. */
   keep(id: string, fence: number, sentAt: number): void {
-    this.#kept.set(id, { fence, sentAt, settling: false });
+    this.#kept.set(id, { fence, sentAt, settling: false, progress: new PendingProgress() });
     this.#armDeadline(sentAt + this.#options.ttlMs);
   }
 
@@ -72,6 +77,13 @@ export class LeaseKeeper {
     if (kept?.fence !== fence) return;
     kept.settling = settling;
     if (!settling) this.#armDeadline(kept.sentAt + this.#options.ttlMs);
+  }
+
+  /** Reports `value` with the lease's next renew; checked at once (see PendingProgress), and dropped if the lease is no longer kept. */
+  progress(id: string, fence: number, value: unknown): void {
+    const kept = this.#kept.get(id);
+    if (kept?.fence === fence) kept.progress.report(value);
+    else checkedProgress(value); // a value the server would refuse throws all the same
   }
 
   /** Whether the renew in flight carries this lease. */
@@ -105,7 +117,7 @@ export class LeaseKeeper {
 
   async #renew(): Promise<void> {
     const { client, owner, ttlMs } = this.#options;
-    const leases = [...this.#kept].filter(([, kept]) => !kept.settling).map(([id, { fence }]) => ({ id, fence }));
+    const leases = [...this.#kept].filter(([, kept]) => !kept.settling).map(([id, kept]) => ({ id, fence: kept.fence, ...kept.progress.take() }));
     if (leases.length === 0) return this.#schedule();
     const sentAt = Date.now();
     const request = client.renewMany({ owner, ttlMs, leases });
@@ -120,7 +132,11 @@ export class LeaseKeeper {
         else this.#lose(id, fence, errorFromResponse(answer.error.code === "not_found" ? 404 : 409, { error: answer.error }) as LostLease);
       });
     } catch (error) {
-      // Unreachable or unavailable: the next tick tries again, and the deadlines say when a lease is gone.
+      // Unreachable or unavailable: the next tick tries again, with the progress this one carried, and the deadlines say when a lease is gone.
+      for (const { id, fence, ...report } of leases) {
+        const kept = this.#kept.get(id);
+        if (kept?.fence === fence) kept.progress.putBack(report);
+      }
       if (!this.#stopped) this.#options.onError(error);
     }
     this.#inFlight = undefined;

@@ -65,7 +65,12 @@ export type WorkerHandle = {
  * - A lease lost (a renew refused, or no renew got through before it would
  *   expire, on this process's clock from when the claim or the renew was sent)
  *   aborts that handler's `signal` at once, and its result is dropped: a job
- *   is never completed, nor failed, with a lease that was lost.
+ *   is never completed, nor failed, with a lease that was lost. A job
+ *   cancelled meanwhile is such a loss (LeaseLostError, reason cancelled,
+ *   the signal's reason): whatever its handler then returns or throws, the job
+ *   is neither completed nor failed, and the slot takes the next job.
+ * - A handler's `progress(value)` goes with the next renewMany (the latest
+ *   report per lease); one not yet sent when the lease ends is dropped.
  * - A handler that throws fails its job with the error's message as lastError:
  *   due again after `retryInMs` or the server's backoff, or dead on its last attempt.
  * - `stop()` takes no new job and asks no `next` any more, waits for the

@@ -15,7 +15,7 @@ type Answer<Route extends keyof ReturnType<typeof routes>, Status extends 200 | 
 
 /** A job as the API shows it. */
 export type Job = z.infer<typeof schema.JobSchema>;
-/** Where a job is in its life: queued, scheduled (due later), leased, done or dead. */
+/** Where a job is in its life: queued, scheduled (due later), leased, done, dead or cancelled. */
 export type JobStatus = Job["status"];
 /** A lease: its fence, its expiry and the job it holds. */
 export type Lease = z.infer<typeof schema.LeaseSchema>;
@@ -39,6 +39,8 @@ export type ClaimNextAnswer = Answer<"claimNext", 200>;
 export type RenewRequest = z.input<ReturnType<typeof schema.RenewBody>>;
 /** The body of `POST /v1/jobs/:id/complete`. */
 export type CompleteRequest = z.input<ReturnType<typeof schema.CompleteBody>>;
+/** The body of `POST /v1/jobs/:id/cancel`: who cancels (default "api") and why. */
+export type CancelRequest = z.input<typeof schema.CancelBody>;
 /** The body of `POST /v1/jobs/:id/release`. */
 export type ReleaseRequest = z.input<typeof schema.ReleaseBody>;
 /** The body of `POST /v1/jobs/:id/fail`. */

@@ -2,9 +2,18 @@ import { LeaseLostError, NotFoundError } from "./errors.ts";
 import type { LeaseClient } from "./lease-client.ts";
 import type { Job, Lease } from "./types.ts";
 import { failureMessage } from "./failure-message.ts";
+import { PendingProgress } from "./progress.ts";
 
-/** What `fn` is handed: the job, its fence (pass it on to any system you write to), and a signal aborted once the lease is lost. */
-export type HeldLease = { job: Job; fence: number; signal: AbortSignal };
+/**
+ * What `fn` is handed: the job, its fence (pass it on to any system you write
+ * to), a signal aborted once the lease is lost (reason: the LeaseLostError,
+ * `reason` "cancelled" when the job was cancelled), and `progress(value)`,
+ * which reports any JSON value (at most 4096 bytes as JSON) with the next
+ * renew: the latest report wins, and a report not yet sent when the lease ends
+ * is dropped. It throws at once (TypeError, RangeError) for a value the server
+ * would refuse.
+ */
+export type HeldLease = { job: Job; fence: number; signal: AbortSignal; progress: (value: unknown) => void };
 
 /** How to hold the lease. */
 export type WithLeaseOptions = {
@@ -30,7 +39,9 @@ export type WithLeaseOptions = {
  * graceful stop does not count as a failure. If the lease is lost (a renew is
  * refused, or none succeeded before the lease would expire), `fn`'s signal is
  * aborted at once and the job is NEVER completed: withLease throws
- * LeaseLostError instead.
+ * LeaseLostError instead. A job cancelled while `fn` runs is such a loss
+ * (reason cancelled): its next renew is refused, `fn`'s signal aborts, and the
+ * job is neither completed nor failed.
  *
  * Answers the done job, or null when `{ queue }` had nothing due (within
  * `waitMs`, when given: the server holds the claim until a job comes, so a
@@ -73,7 +84,7 @@ export async function withLease<T>(
   try {
     let value: T;
     try {
-      value = await fn({ job, fence, signal: heartbeat.signal });
+      value = await fn({ job, fence, signal: heartbeat.signal, progress: (report) => heartbeat.progress.report(report) });
     } catch (error) {
       heartbeat.stop();
       if (heartbeat.lost) throw heartbeat.lost;
@@ -111,10 +122,13 @@ async function claim(client: LeaseClient, target: string | { queue: string }, ho
 type Beat = { client: LeaseClient; id: string; owner: string; fence: number; ttlMs: number; everyMs: number };
 
 /**
- * Renews a lease every `everyMs`, and aborts its signal when a renew is
- * refused or when the lease would expire before any renew got through.
+ * Renews a lease every `everyMs`, carrying the latest progress reported, and
+ * aborts its signal when a renew is refused or when the lease would expire
+ * before any renew got through.
  */
 class Heartbeat {
+  /** What the next renew reports. */
+  readonly progress = new PendingProgress();
   readonly #beat: Beat;
   readonly #controller = new AbortController();
   #lost: LeaseLostError | NotFoundError | undefined;
@@ -166,8 +180,9 @@ class Heartbeat {
   async #renew(): Promise<void> {
     const { client, id, owner, fence, ttlMs } = this.#beat;
     const sentAt = Date.now();
+    const report = this.progress.take();
     try {
-      this.#inFlight = client.renew(id, { owner, fence, ttlMs });
+      this.#inFlight = client.renew(id, { owner, fence, ttlMs, ...report });
       await this.#inFlight;
       if (this.#stopped) return;
       // The server's until is at least sentAt + ttl: a deadline of our own clock, free of skew.
@@ -176,6 +191,7 @@ class Heartbeat {
       if (this.#stopped) return;
       if (error instanceof LeaseLostError || error instanceof NotFoundError) return this.#lose(error);
       // Unreachable or unavailable: keep trying until the deadline says the lease is gone.
+      this.progress.putBack(report);
     }
     this.#schedule();
   }

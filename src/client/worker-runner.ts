@@ -185,7 +185,7 @@ export class WorkerRunner {
     const { job, fence } = slot.lease;
     let failure: string | undefined;
     try {
-      const value = await this.#handler({ job, fence, signal: slot.controller.signal });
+      const value = await this.#handler({ job, fence, signal: slot.controller.signal, progress: (report) => this.#keeper.progress(job.id, fence, report) });
       slot.result = value === undefined ? null : value;
     } catch (error) {
       failure = failureMessage(error);

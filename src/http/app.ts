@@ -147,8 +147,8 @@ export function createApp(options: AppOptions) {
   });
 
   app.openapi(route.renew, async (c) => {
-    const { owner, fence, ttlMs } = c.req.valid("json");
-    return c.json({ until: await store.renewLease(c.req.valid("param").id, owner, fence, clock(), ttlMs) }, 200);
+    const { owner, fence, ttlMs, progress } = c.req.valid("json");
+    return c.json({ until: await store.renewLease(c.req.valid("param").id, owner, fence, clock(), ttlMs, { progress }) }, 200);
   });
 
   app.openapi(route.complete, async (c) => {
@@ -192,6 +192,14 @@ export function createApp(options: AppOptions) {
     const job = await store.retryJob(c.req.valid("param").id, now);
     afterAnswer(c, wake.settled(job, now));
     return c.json({ job: jobView(job) }, 200);
+  });
+
+  app.openapi(route.cancel, async (c) => {
+    const { by = "api", reason } = c.req.valid("json");
+    const now = clock();
+    const { changed, job } = await store.cancelJob(c.req.valid("param").id, { by, reason }, now);
+    if (changed) afterAnswer(c, wake.cancelled(job, now));
+    return c.json({ job: jobView(job), changed }, 200);
   });
 
   app.openapi(route.delete, async (c) => {

@@ -23,8 +23,8 @@ const IdParam = z.object({ id: schema.JobId.openapi({ param: { name: "id", in: "
 const QueueParam = z.object({ queue: schema.QueueName.openapi({ param: { name: "queue", in: "path" } }) });
 const ScheduleParam = z.object({ name: ScheduleName.openapi({ param: { name: "name", in: "path" } }) });
 
-const body = <T extends z.ZodType>(shape: T) => ({
-  body: { content: { "application/json": { schema: shape } }, required: true },
+const body = <T extends z.ZodType>(shape: T, required = true) => ({
+  body: { content: { "application/json": { schema: shape } }, required },
 });
 
 /** The route definitions for the given limits. */
@@ -54,7 +54,7 @@ export function routes(limits: schema.Limits) {
     get: createRoute({
       method: "get",
       path: "/v1/jobs/{id}",
-      summary: "Read a job; with waitMs, wait for it to be done or dead first (a long poll)",
+      summary: "Read a job; with waitMs, wait for it to be done, dead or cancelled first (a long poll)",
       request: { params: IdParam, query: schema.JobQuery },
       responses: { 200: json(schema.JobSchema, "The job"), 404: error("not_found"), ...refusals },
     }),
@@ -66,7 +66,7 @@ export function routes(limits: schema.Limits) {
       responses: {
         200: json(schema.LeaseSchema, "The lease"),
         404: error("not_found"),
-        409: error("not_claimable, with details.reason: leased, done, dead, paused (the queue is paused) or full (the queue has its maxLeased current leases)"),
+        409: error("not_claimable, with details.reason: leased, done, dead, cancelled, paused (the queue is paused) or full (the queue has its maxLeased current leases)"),
         ...refusals,
       },
     }),
@@ -80,12 +80,12 @@ export function routes(limits: schema.Limits) {
     renew: createRoute({
       method: "post",
       path: "/v1/jobs/{id}/renew",
-      summary: "Extend the current lease",
+      summary: "Extend the current lease, and store the progress it reports",
       request: { params: IdParam, ...body(schema.RenewBody(limits)) },
       responses: {
-        200: json(z.object({ until: z.number().int() }), "The lease now lasts until this time"),
+        200: json(z.object({ until: z.number().int() }), "The lease now lasts until this time; its progress, if given, is stored"),
         404: error("not_found"),
-        409: error("stale_lease, with details.reason (expired, superseded, not_owner, done) and details.currentFence"),
+        409: error("stale_lease, with details.reason (expired, superseded, not_owner, done, cancelled) and details.currentFence; no progress is stored"),
         ...refusals,
       },
     }),
@@ -148,6 +148,18 @@ export function routes(limits: schema.Limits) {
         200: json(z.object({ job: schema.JobSchema }), "The job, queued"),
         404: error("not_found"),
         409: error("conflict: the job is not dead (details.status)"),
+        ...refusals,
+      },
+    }),
+    cancel: createRoute({
+      method: "post",
+      path: "/v1/jobs/{id}/cancel",
+      summary: "Cancel a queued, scheduled or leased job: it becomes cancelled, final; its holder's next renew, complete, fail or release is 409 stale_lease with details.reason cancelled",
+      request: { params: IdParam, ...body(schema.CancelBody, false) }, // no body: by "api", no reason
+      responses: {
+        200: json(schema.CancelAnswer, "The job, cancelled; changed is false when it already was (nothing changed)"),
+        404: error("not_found"),
+        409: error("wrong_status: the job is done or dead (details.status); nothing changed"),
         ...refusals,
       },
     }),

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { hasUnprintable } from "../printable.ts";
 import { STATUSES } from "../statements.ts";
+import { MAX_PROGRESS_BYTES, MAX_REASON_BYTES, utf8Bytes } from "../validate.ts";
 
 // The request and response shapes of the API. The same schemas validate every
 // request, generate the OpenAPI document and type the client.
@@ -87,6 +88,7 @@ export const JobSchema = z
     attempts: z.number().int(),
     maxAttempts: z.number().int(),
     lastError: z.string().nullable(),
+    progress: z.unknown().openapi({ description: "The JSON value a current lease last reported with a renew, or null; kept when the lease ends" }),
     createdAt: z.number().int(),
     updatedAt: z.number().int(),
   })
@@ -177,7 +179,29 @@ export const NextBody = (limits: Limits) =>
     ttlMs: Ttl(limits),
   }).openapi({ description: "Also lease up to `limit` due jobs of the same queue to the same owner, in the same transaction; a refused write takes none" });
 
-export const RenewBody = (limits: Limits) => body({ owner: Owner, fence: Fence, ttlMs: Ttl(limits) });
+/** What a renew may report: any JSON value of at most MAX_PROGRESS_BYTES as JSON text, stored on the job only if the renew is accepted. */
+const progressField = z
+  .unknown()
+  .refine((value) => value === undefined || utf8Bytes(JSON.stringify(value)) <= MAX_PROGRESS_BYTES, {
+    error: (issue) => `must be at most ${MAX_PROGRESS_BYTES} bytes as JSON, got ${utf8Bytes(JSON.stringify(issue.input))}; keep the details elsewhere and report a summary`,
+  })
+  .optional()
+  .openapi({ description: `Any JSON value of at most ${MAX_PROGRESS_BYTES} bytes as JSON: stored as the job's progress if, and only if, the renew is accepted; absent keeps what is stored` });
+
+export const RenewBody = (limits: Limits) => body({ owner: Owner, fence: Fence, ttlMs: Ttl(limits), progress: progressField });
+
+/** What a cancel answers: the job, and whether this cancel changed it (false: it was already cancelled). */
+export const CancelAnswer = z.object({ job: JobSchema, changed: z.boolean() }).openapi("CancelAnswer");
+
+/** What a cancel says: who cancels (default "api") and why. */
+export const CancelBody = body({
+  by: label().optional().openapi({ example: "ops-console", description: 'Who cancels, recorded in the cancelled event; default "api"' }),
+  reason: z
+    .string({ error: "must be a string" })
+    .refine((value) => utf8Bytes(value) <= MAX_REASON_BYTES, { error: `must be at most ${MAX_REASON_BYTES} bytes of UTF-8` })
+    .optional()
+    .openapi({ description: "Why, recorded in the cancelled event (its error)" }),
+});
 
 const resultField = z.unknown().refine((value) => value !== undefined, { error: "is required: any JSON value" });
 
@@ -202,7 +226,7 @@ export const RenewManyBody = (limits: Limits) =>
   body({
     owner: Owner,
     ttlMs: Ttl(limits),
-    leases: many(body({ id: JobId, fence: Fence }), "leases").openapi({ description: `1 to ${MAX_MANY} leases, each renewed or refused alone` }),
+    leases: many(body({ id: JobId, fence: Fence, progress: progressField }), "leases").openapi({ description: `1 to ${MAX_MANY} leases, each renewed or refused alone, each with the progress it reports, if any` }),
   });
 
 export const CompleteManyBody = (limits: Limits) =>
@@ -237,7 +261,7 @@ export const EventsQuery = query({
 
 export const JobQuery = query({
   waitMs: z.string().regex(/^\d+$/, { error: "must be a whole number" }).transform(Number).pipe(z.number().max(MAX_WAIT_MS, { error: `must be at most ${MAX_WAIT_MS}` })).optional()
-    .openapi({ type: "integer", description: `Wait up to this many ms (0 to ${MAX_WAIT_MS}) for the job to be done or dead, then answer it as it is; default 0` }),
+    .openapi({ type: "integer", description: `Wait up to this many ms (0 to ${MAX_WAIT_MS}) for the job to be done, dead or cancelled, then answer it as it is; default 0` }),
 });
 
 export const LeaseQuery = query({
@@ -253,13 +277,14 @@ export const EventSchema = z
     jobId: z.string(),
     queue: z.string(),
     at: z.number().int(),
-    kind: z.string(),
+    kind: z.string().openapi({ description: "enqueued, claimed, renewed, completed, released, failed, expired, dead, retried, cancelled, deleted, or refused" }),
     action: z.string().nullable(),
-    owner: z.string().nullable(),
+    owner: z.string().nullable().openapi({ description: "Who acted; of a refusal, the owner presented; of a cancel, who cancelled (by)" }),
     fence: z.number().int().nullable(),
     currentOwner: z.string().nullable(),
     currentFence: z.number().int().nullable(),
-    error: z.string().nullable(),
+    error: z.string().nullable().openapi({ description: "Why: of a failure, an expiry or a death; of a cancel, the reason given" }),
+    progress: z.unknown().openapi({ description: "renewed: the job's progress after the latest renew of the lease; other events null" }),
     count: z.number().int().openapi({ description: "How many times it happened: the renews of one lease, or the same stale lease refused again, are one event" }),
     lastAt: z.number().int().openapi({ description: "When it last happened; at is the first time" }),
   })

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { Job } from "../job.ts";
-import type { Waits } from "../wait/long-poll.ts";
+import { isFinished, type Waits } from "../wait/long-poll.ts";
 
 /**
  * Lets `work` (a ring on its way to a Durable Object) finish after the answer:
@@ -33,7 +33,7 @@ export function wakeWith(waits: Waits) {
 
     /** A job whose lease a release or fail ended, or that a retry queued: claimable now or later, or finished (dead). */
     settled(job: Job, now: number): void | Promise<void> {
-      if (job.status === "dead" || job.status === "done") return waits.finished([job.id]);
+      if (isFinished(job)) return waits.finished([job.id]);
       return job.runAt <= now ? waits.claimable(job.queue, 1) : waits.claimable(job.queue, 0, job.runAt);
     },
 
@@ -42,7 +42,18 @@ export function wakeWith(waits: Waits) {
       return waits.claimable(queue, "some");
     },
 
-    /** Jobs done, dead or deleted: whoever waits for their results reads them again. */
+    /**
+     * A job cancelled: whoever waits for its result reads it again. A cancel
+     * keeps the owner and until, so the job says whether it ended a current
+     * lease: that lease no longer takes one of its queue's maxLeased slots, and
+     * one waiter of the queue looks again.
+     */
+    cancelled(job: Job, now: number): void | Promise<void> {
+      waits.finished([job.id]);
+      if (job.owner !== null && job.until > now) return waits.claimable(job.queue, "some");
+    },
+
+    /** Jobs done, dead, cancelled or deleted: whoever waits for their results reads them again. */
     finished(ids: string[]): void {
       if (ids.length > 0) waits.finished(ids);
     },

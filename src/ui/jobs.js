@@ -6,7 +6,7 @@ import { api } from "./api.js";
 import { h } from "./dom.js";
 import { moment } from "./format.js";
 
-const STATUSES = ["queued", "scheduled", "leased", "done", "dead"];
+const STATUSES = ["queued", "scheduled", "leased", "done", "dead", "cancelled"];
 const PAGE_SIZE = 50;
 
 /**

@@ -11,7 +11,7 @@ import { limits, queueButtons, settingsForm, unset } from "./queue-controls.js";
 /** How often the numbers are read again. */
 export const REFRESH_MS = 3_000;
 
-const STATUSES = /** @type {const} */ (["queued", "scheduled", "leased", "done", "dead"]);
+const STATUSES = /** @type {const} */ (["queued", "scheduled", "leased", "done", "dead", "cancelled"]);
 
 /**
  * @typedef {{ queue: string, jobs: Record<string, number>, oldestDueAgeMs: number | null,

@@ -21,17 +21,17 @@ export type Claimed = { leases: Lease[]; waitedMs: number };
 export type Waits = {
   /** Claims as claim-next does, waiting up to `waitMs` while none is due; [] when none came. */
   claimNext(claim: WaitingClaim, signal: AbortSignal): Promise<Claimed>;
-  /** Reads job `id`, waiting up to `waitMs` for it to be done or dead; NotFound if there is none. */
+  /** Reads job `id`, waiting up to `waitMs` for it to be done, dead or cancelled; NotFound if there is none. */
   job(id: string, waitMs: number, signal: AbortSignal): Promise<Job>;
   /** `due` jobs of `queue` are claimable now ("some": how many is unknown), and the next of the others at `at`. */
   claimable(queue: string, due: number | "some", at?: number): void | Promise<void>;
-  /** These jobs are done, dead or deleted. */
+  /** These jobs are done, dead, cancelled or deleted. */
   finished(ids: string[]): void;
 };
 
-/** Whether a job's result is final: done, or dead (a retry can still bring it back). */
+/** Whether a job's result is final: done, cancelled, or dead (a retry can still bring it back). */
 export function isFinished(job: Job): boolean {
-  return job.status === "done" || job.status === "dead";
+  return job.status === "done" || job.status === "dead" || job.status === "cancelled";
 }
 
 /**
@@ -127,7 +127,7 @@ async function giveBack(store: LeaseStore, room: WaitRoom, leases: Lease[], owne
 
 /**
  * The long poll of a job's result: enter the job's line, then read it; until
- * it is done or dead, sleep until a write of this process finishes it, the
+ * it is done, dead or cancelled, sleep until a write of this process finishes it, the
  * re-check (`room.recheckMs`, for writes of other processes), the deadline,
  * the client's disconnect or the server's stop, and read again. Answers the
  * job as last read; a full room answers after one read.

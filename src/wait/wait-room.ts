@@ -161,7 +161,7 @@ export class WaitRoom {
     return this.#queues.get(queue)?.timer !== undefined;
   }
 
-  /** The jobs finished (done, dead, or gone): wakes everyone waiting for their results. */
+  /** The jobs finished (done, dead, cancelled, or gone): wakes everyone waiting for their results. */
   finished(ids: Iterable<string>): void {
     for (const id of ids) for (const waiter of this.#jobs.get(id) ?? []) waiter.rung();
   }

@@ -330,7 +330,7 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       const { store } = await freshStore();
       for (const queue of ["zeta", "alpha", "mu"]) await store.enqueue(`job-${queue}`, { queue, now: T });
       expect((await store.stats(T)).map((stats) => stats.queue)).toEqual(["alpha", "mu", "zeta"]);
-      expect((await store.stats(T))[0]).toEqual({ queue: "alpha", jobs: { queued: 1, scheduled: 0, leased: 0, done: 0, dead: 0 }, oldestDueAgeMs: 0, refused: { lastHour: 0, total: 0 }, paused: false });
+      expect((await store.stats(T))[0]).toEqual({ queue: "alpha", jobs: { queued: 1, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: 0, refused: { lastHour: 0, total: 0 }, paused: false });
     });
 
     test("count jobs by status per queue, the oldest due job's age, and refusals in the last hour and ever", async () => {
@@ -345,7 +345,7 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       await store.complete("held", "B", 2, T - 2 * HOUR + TTL + 2, "ok");
       await store.complete("held", "A", 1, T - 1, "stale again"); // refused just now
       expect(await store.stats(T)).toEqual([
-        { queue: "q", jobs: { queued: 2, scheduled: 1, leased: 0, done: 1, dead: 0 }, oldestDueAgeMs: 5_000, refused: { lastHour: 1, total: 2 }, paused: false },
+        { queue: "q", jobs: { queued: 2, scheduled: 1, leased: 0, done: 1, dead: 0, cancelled: 0 }, oldestDueAgeMs: 5_000, refused: { lastHour: 1, total: 2 }, paused: false },
       ]);
     });
   });

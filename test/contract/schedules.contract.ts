@@ -19,99 +19,99 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
   describe("schedules: firing", () => {
     test("a cron fires at its exact minute: nothing 1 ms before, then one job with the id {name}@{ISO time}, and not again", async () => {
       const { store, snapshot } = await freshStore();
-      const { created, schedule } = await store.schedules.putSchedule("nightly", nightly, T);
+      const { created, schedule } = await store.schedules.put("nightly", nightly, T);
       expect(created).toBe(true);
       expect(schedule).toEqual({
         name: "nightly", queue: "reports", cron: "0 3 * * *", everyMs: null, timezone: "UTC", payload: { kind: "nightly" },
         priority: 2, maxAttempts: 3, nextFireAt: AT_3, lastFireAt: null, createdAt: T, updatedAt: T,
       });
 
-      expect(await store.schedules.fireDueSchedules(AT_3 - 1)).toEqual({ jobs: [], nextFireAt: AT_3 });
+      expect(await store.schedules.fireDue(AT_3 - 1)).toEqual({ jobs: [], nextFireAt: AT_3 });
       expect(await snapshot()).toEqual({});
 
-      const fired = await store.schedules.fireDueSchedules(AT_3);
+      const fired = await store.schedules.fireDue(AT_3);
       expect(fired).toEqual({ jobs: [{ id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports" }], nextFireAt: AT_3 + 24 * HOUR });
       expect(await store.getJob("nightly@2026-11-30T03:00:00.000Z", AT_3)).toMatchObject({
         queue: "reports", payload: { kind: "nightly" }, priority: 2, maxAttempts: 3, runAt: AT_3, status: "queued", fence: 0, createdAt: AT_3,
       });
-      expect(await store.schedules.getSchedule("nightly")).toMatchObject({ lastFireAt: AT_3, nextFireAt: AT_3 + 24 * HOUR, updatedAt: T });
+      expect(await store.schedules.get("nightly")).toMatchObject({ lastFireAt: AT_3, nextFireAt: AT_3 + 24 * HOUR, updatedAt: T });
 
-      expect(await store.schedules.fireDueSchedules(AT_3 + MINUTE)).toEqual({ jobs: [], nextFireAt: AT_3 + 24 * HOUR });
+      expect(await store.schedules.fireDue(AT_3 + MINUTE)).toEqual({ jobs: [], nextFireAt: AT_3 + 24 * HOUR });
       expect(Object.keys(await snapshot())).toEqual(["nightly@2026-11-30T03:00:00.000Z"]);
     });
 
     test("after an hour down, a per-minute cron enqueues one job, for the latest minute at or before now, not 60", async () => {
       const { store, snapshot } = await freshStore();
-      await store.schedules.putSchedule("tick", { queue: "q", cron: "* * * * *" }, T);
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
       const back = AT_3 + HOUR + 30_000; // 04:00:30
-      const fired = await store.schedules.fireDueSchedules(back);
+      const fired = await store.schedules.fireDue(back);
       expect(fired).toEqual({ jobs: [{ id: "tick@2026-11-30T04:00:00.000Z", queue: "q" }], nextFireAt: AT_3 + HOUR + MINUTE });
       expect(Object.keys(await snapshot())).toEqual(["tick@2026-11-30T04:00:00.000Z"]);
-      expect(await store.schedules.getSchedule("tick")).toMatchObject({ lastFireAt: AT_3 + HOUR, nextFireAt: AT_3 + HOUR + MINUTE });
+      expect(await store.schedules.get("tick")).toMatchObject({ lastFireAt: AT_3 + HOUR, nextFireAt: AT_3 + HOUR + MINUTE });
     });
 
     test("two runners firing at the same instant enqueue the fire once", async () => {
       const { store, snapshot, reopen } = await freshStore();
       const other = await reopen();
-      await store.schedules.putSchedule("tick", { queue: "q", cron: "* * * * *" }, T);
-      await store.schedules.putSchedule("nightly", nightly, T);
-      const answers = await Promise.all([store.schedules.fireDueSchedules(AT_3), other.schedules.fireDueSchedules(AT_3)]);
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
+      await store.schedules.put("nightly", nightly, T);
+      const answers = await Promise.all([store.schedules.fireDue(AT_3), other.schedules.fireDue(AT_3)]);
       const ids = answers.flatMap((answer) => answer.jobs.map((job) => job.id)).sort();
       expect(ids).toEqual(["nightly@2026-11-30T03:00:00.000Z", "tick@2026-11-30T03:00:00.000Z"]);
       expect(Object.keys(await snapshot())).toEqual(ids);
-      expect((await store.schedules.listSchedules()).map((s) => [s.name, s.lastFireAt])).toEqual([["nightly", AT_3], ["tick", AT_3]]);
+      expect((await store.schedules.list()).map((s) => [s.name, s.lastFireAt])).toEqual([["nightly", AT_3], ["tick", AT_3]]);
     });
 
     test("a cron in Europe/Paris fires at its local time: 09:00 is 08:00Z in winter and 07:00Z after the change to summer time", async () => {
       const { store } = await freshStore();
       const before = Date.UTC(2026, 2, 28, 0, 0); // 2026-03-28, the day before Paris moves to summer time
-      const { schedule } = await store.schedules.putSchedule("paris", { queue: "q", cron: "0 9 * * *", timezone: "Europe/Paris" }, before);
+      const { schedule } = await store.schedules.put("paris", { queue: "q", cron: "0 9 * * *", timezone: "Europe/Paris" }, before);
       expect(schedule).toMatchObject({ timezone: "Europe/Paris", nextFireAt: Date.UTC(2026, 2, 28, 8, 0) });
-      expect((await store.schedules.fireDueSchedules(Date.UTC(2026, 2, 28, 8, 0) - 1)).jobs).toEqual([]);
-      expect(await store.schedules.fireDueSchedules(Date.UTC(2026, 2, 28, 8, 0))).toEqual({
+      expect((await store.schedules.fireDue(Date.UTC(2026, 2, 28, 8, 0) - 1)).jobs).toEqual([]);
+      expect(await store.schedules.fireDue(Date.UTC(2026, 2, 28, 8, 0))).toEqual({
         jobs: [{ id: "paris@2026-03-28T08:00:00.000Z", queue: "q" }], nextFireAt: Date.UTC(2026, 2, 29, 7, 0),
       });
-      expect((await store.schedules.fireDueSchedules(Date.UTC(2026, 2, 29, 7, 0))).jobs).toEqual([{ id: "paris@2026-03-29T07:00:00.000Z", queue: "q" }]);
+      expect((await store.schedules.fireDue(Date.UTC(2026, 2, 29, 7, 0))).jobs).toEqual([{ id: "paris@2026-03-29T07:00:00.000Z", queue: "q" }]);
     });
 
     test("everyMs fires at createdAt + k × everyMs, and after downtime only at the latest k", async () => {
       const { store, snapshot } = await freshStore();
-      const { schedule } = await store.schedules.putSchedule("beat", { queue: "q", everyMs: 90_000, payload: [1] }, T);
+      const { schedule } = await store.schedules.put("beat", { queue: "q", everyMs: 90_000, payload: [1] }, T);
       expect(schedule).toMatchObject({ cron: null, everyMs: 90_000, timezone: null, nextFireAt: T + 90_000 });
-      expect((await store.schedules.fireDueSchedules(T + 89_999)).jobs).toEqual([]);
-      expect(await store.schedules.fireDueSchedules(T + 90_000)).toEqual({ jobs: [{ id: `beat@${new Date(T + 90_000).toISOString()}`, queue: "q" }], nextFireAt: T + 180_000 });
+      expect((await store.schedules.fireDue(T + 89_999)).jobs).toEqual([]);
+      expect(await store.schedules.fireDue(T + 90_000)).toEqual({ jobs: [{ id: `beat@${new Date(T + 90_000).toISOString()}`, queue: "q" }], nextFireAt: T + 180_000 });
       // Down from T + 90 s to T + 905 s: the fires at 180 s … 900 s were missed; only 900 s is enqueued.
-      expect(await store.schedules.fireDueSchedules(T + 905_000)).toEqual({ jobs: [{ id: `beat@${new Date(T + 900_000).toISOString()}`, queue: "q" }], nextFireAt: T + 990_000 });
+      expect(await store.schedules.fireDue(T + 905_000)).toEqual({ jobs: [{ id: `beat@${new Date(T + 900_000).toISOString()}`, queue: "q" }], nextFireAt: T + 990_000 });
       expect(Object.keys(await snapshot())).toHaveLength(2);
       expect(await store.getJob(`beat@${new Date(T + 900_000).toISOString()}`, T + 905_000)).toMatchObject({ runAt: T + 900_000, payload: [1] });
     });
 
     test("a fire whose job id exists (enqueued by hand) moves the schedule on and enqueues nothing: at most once per fire", async () => {
       const { store, snapshot } = await freshStore();
-      await store.schedules.putSchedule("nightly", nightly, T);
+      await store.schedules.put("nightly", nightly, T);
       await store.enqueue("nightly@2026-11-30T03:00:00.000Z", { queue: "elsewhere", now: T });
       const before = await snapshot();
-      expect(await store.schedules.fireDueSchedules(AT_3)).toEqual({ jobs: [], nextFireAt: AT_3 + 24 * HOUR });
+      expect(await store.schedules.fireDue(AT_3)).toEqual({ jobs: [], nextFireAt: AT_3 + 24 * HOUR });
       expect(await snapshot()).toEqual(before);
-      expect(await store.schedules.getSchedule("nightly")).toMatchObject({ lastFireAt: AT_3 });
+      expect(await store.schedules.get("nightly")).toMatchObject({ lastFireAt: AT_3 });
     });
 
     test("a run works through the due schedules in chunks, earliest first, and the next run takes the rest", async () => {
       const { store } = await freshStore();
-      for (const [name, cron] of [["a", "0 3 * * *"], ["b", "59 2 * * *"], ["c", "0 3 * * *"]]) await store.schedules.putSchedule(name!, { queue: "q", cron: cron! }, T - MINUTE);
-      const first = await store.schedules.fireDueSchedules(AT_3, { chunkSize: 2, maxChunks: 1 });
+      for (const [name, cron] of [["a", "0 3 * * *"], ["b", "59 2 * * *"], ["c", "0 3 * * *"]]) await store.schedules.put(name!, { queue: "q", cron: cron! }, T - MINUTE);
+      const first = await store.schedules.fireDue(AT_3, { chunkSize: 2, maxChunks: 1 });
       expect(first.jobs.map((job) => job.id)).toEqual(["b@2026-11-30T02:59:00.000Z", "a@2026-11-30T03:00:00.000Z"]);
       expect(first.nextFireAt).toBe(AT_3); // c is still due
-      expect((await store.schedules.fireDueSchedules(AT_3, { chunkSize: 2 })).jobs.map((job) => job.id)).toEqual(["c@2026-11-30T03:00:00.000Z"]);
+      expect((await store.schedules.fireDue(AT_3, { chunkSize: 2 })).jobs.map((job) => job.id)).toEqual(["c@2026-11-30T03:00:00.000Z"]);
     });
   });
 
   describe("schedules: put, replace, get, list, delete", () => {
     test("a put of an existing name replaces it: created false, createdAt and lastFireAt kept, the next fire recomputed, the next job as replaced", async () => {
       const { store } = await freshStore();
-      await store.schedules.putSchedule("nightly", nightly, T);
-      await store.schedules.fireDueSchedules(AT_3);
-      const replaced = await store.schedules.putSchedule("nightly", { queue: "other", cron: "30 * * * *", payload: "new" }, AT_3 + MINUTE);
+      await store.schedules.put("nightly", nightly, T);
+      await store.schedules.fireDue(AT_3);
+      const replaced = await store.schedules.put("nightly", { queue: "other", cron: "30 * * * *", payload: "new" }, AT_3 + MINUTE);
       expect(replaced).toEqual({
         created: false,
         schedule: {
@@ -119,44 +119,44 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
           nextFireAt: AT_3 + 30 * MINUTE, lastFireAt: AT_3, createdAt: T, updatedAt: AT_3 + MINUTE,
         },
       });
-      expect((await store.schedules.fireDueSchedules(AT_3 + 30 * MINUTE)).jobs).toEqual([{ id: "nightly@2026-11-30T03:30:00.000Z", queue: "other" }]);
+      expect((await store.schedules.fireDue(AT_3 + 30 * MINUTE)).jobs).toEqual([{ id: "nightly@2026-11-30T03:30:00.000Z", queue: "other" }]);
       expect(await store.getJob("nightly@2026-11-30T03:30:00.000Z", AT_3 + 30 * MINUTE)).toMatchObject({ payload: "new", priority: 0, maxAttempts: 25 });
     });
 
     test("a replace with everyMs keeps its anchor: the next fire is createdAt + k × everyMs, the first after now", async () => {
       const { store } = await freshStore();
-      await store.schedules.putSchedule("beat", { queue: "q", everyMs: 90_000 }, T);
-      const { schedule } = await store.schedules.putSchedule("beat", { queue: "q", everyMs: 60_000 }, T + 950_000);
+      await store.schedules.put("beat", { queue: "q", everyMs: 90_000 }, T);
+      const { schedule } = await store.schedules.put("beat", { queue: "q", everyMs: 60_000 }, T + 950_000);
       expect(schedule).toMatchObject({ everyMs: 60_000, createdAt: T, nextFireAt: T + 960_000 });
     });
 
     test("a deleted schedule never fires; its jobs stay; a second delete, a get and a delete of another name are NotFound", async () => {
       const { store, snapshot } = await freshStore();
-      await store.schedules.putSchedule("tick", { queue: "q", cron: "* * * * *" }, T - MINUTE);
-      await store.schedules.putSchedule("nightly", nightly, T);
-      await store.schedules.fireDueSchedules(AT_3 - MINUTE);
-      await store.schedules.deleteSchedule("tick");
-      expect((await store.schedules.listSchedules()).map((s) => s.name)).toEqual(["nightly"]);
-      expect((await store.schedules.fireDueSchedules(AT_3 + HOUR)).jobs).toEqual([{ id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports" }]);
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T - MINUTE);
+      await store.schedules.put("nightly", nightly, T);
+      await store.schedules.fireDue(AT_3 - MINUTE);
+      await store.schedules.delete("tick");
+      expect((await store.schedules.list()).map((s) => s.name)).toEqual(["nightly"]);
+      expect((await store.schedules.fireDue(AT_3 + HOUR)).jobs).toEqual([{ id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports" }]);
       expect(Object.keys(await snapshot())).toEqual(["nightly@2026-11-30T03:00:00.000Z", "tick@2026-11-30T02:59:00.000Z"]);
-      for (const call of [() => store.schedules.deleteSchedule("tick"), () => store.schedules.getSchedule("tick"), () => store.schedules.deleteSchedule("never")]) {
+      for (const call of [() => store.schedules.delete("tick"), () => store.schedules.get("tick"), () => store.schedules.delete("never")]) {
         await expect(call()).rejects.toBeInstanceOf(NotFound);
       }
-      await expect(store.schedules.getSchedule("tick")).rejects.toThrow('no schedule has the name "tick"');
+      await expect(store.schedules.get("tick")).rejects.toThrow('no schedule has the name "tick"');
     });
 
     test("listSchedules answers every schedule by name", async () => {
       const { store } = await freshStore();
-      expect(await store.schedules.listSchedules()).toEqual([]);
-      for (const name of ["b", "a", "c-1", "B"]) await store.schedules.putSchedule(name, { queue: "q", everyMs: 1_000 }, T);
-      expect((await store.schedules.listSchedules()).map((s) => s.name)).toEqual(["B", "a", "b", "c-1"]);
-      expect(await store.schedules.getSchedule("a")).toEqual((await store.schedules.listSchedules())[1]);
+      expect(await store.schedules.list()).toEqual([]);
+      for (const name of ["b", "a", "c-1", "B"]) await store.schedules.put(name, { queue: "q", everyMs: 1_000 }, T);
+      expect((await store.schedules.list()).map((s) => s.name)).toEqual(["B", "a", "b", "c-1"]);
+      expect(await store.schedules.get("a")).toEqual((await store.schedules.list())[1]);
     });
 
     test("a bad spec or name is InvalidArgument naming the field, and changes nothing", async () => {
       const { store } = await freshStore();
-      await store.schedules.putSchedule("nightly", nightly, T);
-      const before = await store.schedules.listSchedules();
+      await store.schedules.put("nightly", nightly, T);
+      const before = await store.schedules.list();
       const refused: [string, ScheduleSpec, RegExp][] = [
         ["nightly", { queue: "q", cron: "61 * * * *" }, /^cron "61 \* \* \* \*" is not a cron expression/],
         ["nightly", { queue: "q", cron: "* * * * * *" }, /^cron .*five fields/],
@@ -174,12 +174,12 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
         ["", { queue: "q", cron: "* * * * *" }, /^name must be a non-empty string/],
       ];
       for (const [name, spec, message] of refused) {
-        const put = store.schedules.putSchedule(name, spec, T + 1);
+        const put = store.schedules.put(name, spec, T + 1);
         await expect(put, `${name} ${JSON.stringify(spec)}`).rejects.toBeInstanceOf(InvalidArgument);
         await expect(put).rejects.toThrow(message);
       }
-      expect(await store.schedules.listSchedules()).toEqual(before);
-      expect((await store.schedules.putSchedule("x".repeat(230), { queue: "q", everyMs: 1_000 }, T)).created).toBe(true); // the longest name
+      expect(await store.schedules.list()).toEqual(before);
+      expect((await store.schedules.put("x".repeat(230), { queue: "q", everyMs: 1_000 }, T)).created).toBe(true); // the longest name
     });
   });
 }

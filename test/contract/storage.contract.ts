@@ -25,6 +25,7 @@ const TTL = 30_000;
 /** A job's status at `now`, from its stored row, as the README defines it. */
 function statusOf(row: Row, now: number): JobStatus {
   if (row.dead === 1) return "dead";
+  if (row.cancelled === 1) return "cancelled";
   if (row.done === 1) return "done";
   if (row.owner !== null && (row.until as number) > now) return "leased";
   return (row.run_at as number) > now ? "scheduled" : "queued";
@@ -35,7 +36,7 @@ function expectedJobs(rows: Row[], now: number): Pick<QueueStats, "queue" | "job
   const queues = new Map<string, Pick<QueueStats, "queue" | "jobs" | "oldestDueAgeMs">>();
   for (const row of rows) {
     const queue = row.queue as string;
-    if (!queues.has(queue)) queues.set(queue, { queue, jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0 }, oldestDueAgeMs: null });
+    if (!queues.has(queue)) queues.set(queue, { queue, jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: null });
     const stats = queues.get(queue)!;
     const status = statusOf(row, now);
     stats.jobs[status]++;
@@ -104,7 +105,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       const fresh = await freshStore();
       const { store } = fresh;
       await store.enqueueMany("a", [{ id: "a-queued" }, { id: "a-scheduled", runAt: T + HOUR }, { id: "a-high-later", priority: 9, runAt: T + 2 * HOUR }], T);
-      for (const id of ["a-leased", "a-expiring", "a-done", "a-dead", "a-retried", "a-released", "a-never-claimed", "a-deleted"]) await store.enqueue(id, { queue: "a", maxAttempts: 1, now: T - MINUTE });
+      for (const id of ["a-leased", "a-expiring", "a-done", "a-dead", "a-retried", "a-released", "a-never-claimed", "a-deleted", "a-cancelled", "a-cancelled-leased"]) await store.enqueue(id, { queue: "a", maxAttempts: 1, now: T - MINUTE });
       await store.enqueue("a-expired-scheduled", { queue: "a", runAt: T + HOUR, maxAttempts: 1, now: T - MINUTE });
       await store.claim("a-leased", "A", T, HOUR);
       await store.claim("a-expiring", "A", T - MINUTE, MINUTE + 10); // until T + 10
@@ -118,6 +119,9 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       await store.retryJob("a-retried", T + 2);
       await store.claim("a-released", "A", T, TTL);
       await store.release("a-released", "A", 1, T + 1);
+      await store.cancelJob("a-cancelled", { by: "ops" }, T + 1);
+      await store.claim("a-cancelled-leased", "A", T, TTL);
+      await store.cancelJob("a-cancelled-leased", { by: "ops" }, T + 1);
       await store.deleteJob("a-deleted", T);
       await store.enqueue("b-1", { queue: "b", maxAttempts: 5, now: T });
       await store.claim("b-1", "B", T, TTL);
@@ -138,11 +142,12 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
 
     test("are one row per queue with a job, kept by every insert, transition and delete", async () => {
       const { store, rows, snapshot } = await everyState();
-      // waiting: not done, nobody holds it; held: not done, an owner (leased, or expired and not yet ended).
+      // waiting: not done, nobody holds it; held: not done, an owner (leased, or expired and not yet ended);
+      // a cancelled job is neither, held or not when it was cancelled.
       const counts = [
-        { queue: "a", waiting: 6, held: 3, done: 1, dead: 1 },
-        { queue: "b", waiting: 1, held: 0, done: 0, dead: 0 },
-        { queue: "c", waiting: 0, held: 1, done: 0, dead: 0 },
+        { queue: "a", waiting: 6, held: 3, done: 1, dead: 1, cancelled: 2 },
+        { queue: "b", waiting: 1, held: 0, done: 0, dead: 0, cancelled: 0 },
+        { queue: "c", waiting: 0, held: 1, done: 0, dead: 0, cancelled: 0 },
       ];
       expect(await rows("SELECT * FROM queue_counts ORDER BY queue")).toEqual(counts);
       expect(await store.reclaimExpired(T + HOUR)).toBe(4); // a-expiring, a-expired-scheduled (their last attempt: dead), a-leased, c-expired
@@ -160,7 +165,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       expect(await store.complete("job-1", "Z", 1, T + 2, "stale")).toBe(false);
       expect(await store.purge(T + 1 + HOUR, HOUR)).toBe(1);
       expect(await store.stats(T + 1 + HOUR)).toEqual([
-        { queue: "gone", jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 1 }, paused: false },
+        { queue: "gone", jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 1 }, paused: false },
       ]);
     });
   });
