@@ -35,7 +35,7 @@ describe("the queue commands", () => {
     const refused = await s.run("claim", "job-2", "--owner", "B", "--ttl-ms", "60000");
     expect(refused).toMatchObject({ code: 4, stdout: "", stderr: expect.stringMatching(/^fencelease: refused, not_claimable \(paused\): /) });
     expect((await s.run("renew", "job-1", "--owner", "A", "--fence", "1", "--ttl-ms", "60000")).code).toBe(0); // held leases go on
-    expect((await s.run("stats")).stdout).toMatch(/^mail: queued 1, scheduled 0, leased 1, done 0, dead 0; oldest due \d+ ms ago; refused 0 in the last hour, 0 ever; paused\n$/);
+    expect((await s.run("stats")).stdout).toMatch(/^mail: queued 1, scheduled 0, leased 1, done 0, dead 0, cancelled 0; oldest due \d+ ms ago; refused 0 in the last hour, 0 ever; paused\n$/);
     expect((await s.snapshot())["job-2"]).toMatchObject({ owner: null, fence: 0 });
 
     expect(JSON.parse((await s.run("resume", "mail", "--json")).stdout)).toEqual({ queue: "mail", paused: false, maxLeased: 5 });

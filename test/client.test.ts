@@ -390,7 +390,12 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
   test("claimNext with waitMs is given its waitMs on top of timeoutMs, and answers the job enqueued meanwhile", async () => {
     await using s = await serving();
     const client = new LeaseClient({ baseUrl: s.server.url, token: TOKEN, timeoutMs: 100, retry: { retries: 0 } });
-    const enqueued = new Promise((resolve) => setTimeout(resolve, 300)).then(() => s.client.enqueue({ id: "late", queue: "q" }));
+    // The 300 ms start once the server waits, not when the request is sent: on a busy machine it may reach the server late.
+    const enqueued = (async () => {
+      while (s.server.waiting === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return s.client.enqueue({ id: "late", queue: "q" });
+    })();
     const answer = await client.claimNextAnswer("q", { owner: "A", ttlMs: TTL, waitMs: 5_000 });
     await enqueued;
     expect(answer.leases.map((lease) => [lease.job.id, lease.fence])).toEqual([["late", 1]]);

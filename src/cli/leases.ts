@@ -39,7 +39,7 @@ export const LEASE_COMMANDS: Record<string, Command> = {
   renew: {
     argument: "a job id",
     async run({ arg: id, flags, client }) {
-      const until = await client.renew(id, { ...heldBy(flags), ttlMs: requiredInteger(flags, "ttl-ms") });
+      const until = await client.renew(id, { ...heldBy(flags), ttlMs: requiredInteger(flags, "ttl-ms"), progress: json(flags, "progress") });
       return { json: { until }, text: `renewed ${id} until ${at(until)}` };
     },
   },

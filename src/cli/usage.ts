@@ -16,14 +16,18 @@ Jobs:
   claim <id> --owner O --ttl-ms MS
   claim-next <queue> --owner O --ttl-ms MS [--limit N] [--wait MS]
                                  with --wait, wait up to MS (at most 30000) for a job while none is due
-  renew <id> --owner O --fence F --ttl-ms MS
+  renew <id> --owner O --fence F --ttl-ms MS [--progress JSON]
+                                 with --progress, the job's progress, stored if the renew is accepted
   complete <id> --owner O --fence F --result JSON
   release <id> --owner O --fence F
   fail <id> --owner O --fence F --error TEXT [--retry-in-ms MS]
   retry <id>                     put a dead job back in its queue
   delete <id>                    delete a job that is not leased
+  cancel <id> [--reason TEXT] [--by NAME]
+                                 the job will not run (again); a lease held on it is refused at its next
+                                 write. Recorded in its events as by NAME (default "cli")
   list [--queue Q] [--status S] [--limit N] [--cursor C]
-                                 S: queued, scheduled, leased, done or dead
+                                 S: queued, scheduled, leased, done, dead or cancelled
   events <id> [--limit N] [--cursor C]
   check-lease <id> --owner O --fence F
                                  exits 0 if that is the current lease, 4 if not

@@ -206,7 +206,7 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
       const { store } = await freshStore();
       await store.pauseQueue("idle", T);
       await store.setQueue("limited", { maxLeased: 2 }, T);
-      const none = { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0 };
+      const none = { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 };
       expect(await store.stats(T)).toEqual([
         { queue: "idle", jobs: none, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: true },
         { queue: "limited", jobs: none, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false },
