@@ -129,18 +129,16 @@ export class StorageUnavailable extends Error {
 
 /**
  * The job is in a status that does not allow what was asked: retry a job that
- * is not dead, delete a leased one (code `conflict`), cancel one that is done
- * or dead (code `wrong_status`, as the API of issue 13 names it).
+ * is not dead, delete a leased one, cancel one that is done or dead.
  */
 export class WrongStatus extends Error {
-  readonly code: "conflict" | "wrong_status";
+  readonly code = "conflict";
   readonly id: string;
   readonly status: string;
-  constructor(id: string, status: string, message: string, code: "conflict" | "wrong_status" = "conflict") {
+  constructor(id: string, status: string, message: string) {
     super(message);
     this.name = "WrongStatus";
     this.id = id;
     this.status = status;
-    this.code = code;
   }
 }

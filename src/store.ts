@@ -227,14 +227,14 @@ export class LeaseStore {
    * its lease expired): it becomes final, its owner and fence kept, and its
    * holder's next renew, complete, fail or release is LeaseLost with reason
    * cancelled. Answers the job and whether this call cancelled it (false: it
-   * already was, and nothing changed); NotFound, or WrongStatus (wrong_status)
+   * already was, and nothing changed); NotFound, or WrongStatus
    * for a job done or dead, which is left as it is.
    */
   async cancelJob(id: string, cancel: { by: string; reason?: string | null }, now: number): Promise<{ changed: boolean; job: Job }> {
     const { written, current } = await this.#decide(checked.cancel(id, cancel, now), id, now);
     if (current === null) throw new NotFound(id);
     if (written === undefined && current.status !== "cancelled") {
-      throw new WrongStatus(id, current.status, `only a queued, scheduled or leased job can be cancelled; job ${JSON.stringify(id)} is ${current.status}`, "wrong_status");
+      throw new WrongStatus(id, current.status, `only a queued, scheduled or leased job can be cancelled; job ${JSON.stringify(id)} is ${current.status}`);
     }
     return { changed: written !== undefined, job: current };
   }

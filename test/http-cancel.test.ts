@@ -54,15 +54,15 @@ describe("POST /v1/jobs/:id/cancel", () => {
     expect(await call("POST", "/v1/jobs/job-1/claim", { owner: "B", ttlMs: TTL })).toMatchObject({ status: 409, body: { error: { code: "not_claimable", details: { reason: "cancelled" } } } });
   });
 
-  test("a done or dead job is 409 wrong_status, an unknown id 404, and nothing changes", async () => {
+  test("a done or dead job is 409 conflict, an unknown id 404, and nothing changes", async () => {
     const { call, snapshot } = await leasedByA();
     await call("POST", "/v1/jobs/job-1/complete", { owner: "A", fence: 1, result: "ok" });
     await call("POST", "/v1/jobs", { id: "doomed", queue: "q", maxAttempts: 1 });
     const { fence } = (await call("POST", "/v1/jobs/doomed/claim", { owner: "A", ttlMs: TTL })).body;
     await call("POST", "/v1/jobs/doomed/fail", { owner: "A", fence, error: "no" });
     const before = await snapshot();
-    expect(await call("POST", "/v1/jobs/job-1/cancel", {})).toMatchObject({ status: 409, body: { error: { code: "wrong_status", details: { status: "done" } } } });
-    expect(await call("POST", "/v1/jobs/doomed/cancel", {})).toMatchObject({ status: 409, body: { error: { code: "wrong_status", details: { status: "dead" } } } });
+    expect(await call("POST", "/v1/jobs/job-1/cancel", {})).toMatchObject({ status: 409, body: { error: { code: "conflict", details: { status: "done" } } } });
+    expect(await call("POST", "/v1/jobs/doomed/cancel", {})).toMatchObject({ status: 409, body: { error: { code: "conflict", details: { status: "dead" } } } });
     expect(await call("POST", "/v1/jobs/nope/cancel", {})).toMatchObject({ status: 404, body: { error: { code: "not_found" } } });
     expect(await snapshot()).toEqual(before);
   });
@@ -101,13 +101,13 @@ describe("POST /v1/jobs/:id/cancel", () => {
     expect(metrics).toContain('fencelease_jobs{queue="q",status="leased"} 0');
   });
 
-  test("the OpenAPI document has the route, its body, and the 409 wrong_status", async () => {
+  test("the OpenAPI document has the route, its body, and the 409 conflict", async () => {
     const { call } = await freshApp();
     const { body } = await call("GET", "/openapi.json");
     const route = body.paths["/v1/jobs/{id}/cancel"].post;
     expect(Object.keys(route.requestBody.content["application/json"].schema.properties)).toEqual(["by", "reason"]);
     expect(route.requestBody.required).toBe(false);
-    expect(route.responses["409"].description).toContain("wrong_status");
+    expect(route.responses["409"].description).toContain("conflict");
     expect(body.components.schemas.Job.properties.progress).toBeDefined();
     expect(body.components.schemas.Job.properties.status.enum).toContain("cancelled");
   });

@@ -35,10 +35,9 @@ export class NotClaimableError extends FenceleaseError {
 }
 
 /**
- * 409 conflict or wrong_status: the job's status does not allow what was
- * asked: a retry of a job that is not dead, a delete of a leased one (code
- * conflict), a cancel of one done or dead (code wrong_status). (`status` is
- * the HTTP status, 409; the job's status is `jobStatus`.)
+ * 409 conflict: the job's status does not allow what was asked: a retry of a
+ * job that is not dead, a delete of a leased one, a cancel of one done or
+ * dead. (`status` is the HTTP status, 409; the job's status is `jobStatus`.)
  */
 export class ConflictError extends FenceleaseError {
   /** The job's status when it was refused: queued, scheduled, leased, done, dead or cancelled (the server's details.status). */
@@ -63,7 +62,6 @@ const BY_CODE: Record<string, typeof FenceleaseError> = {
   stale_lease: LeaseLostError,
   not_claimable: NotClaimableError,
   conflict: ConflictError,
-  wrong_status: ConflictError,
   not_found: NotFoundError,
   route_not_found: NotFoundError,
   unauthorized: UnauthorizedError,

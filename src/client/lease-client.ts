@@ -222,7 +222,7 @@ export class LeaseClient extends ScheduleCalls {
    * recording who (`by`, default "api") and why; its holder's next renew,
    * complete, fail or release is refused with LeaseLostError reason cancelled.
    * Answers the job. A job already cancelled is answered as it is (safe to
-   * send again); ConflictError (wrong_status) once it is done or dead,
+   * send again); ConflictError once it is done or dead,
    * NotFoundError if there is none.
    */
   async cancel(id: string, request: CancelRequest = {}): Promise<Job> {

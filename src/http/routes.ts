@@ -159,7 +159,7 @@ export function routes(limits: schema.Limits) {
       responses: {
         200: json(schema.CancelAnswer, "The job, cancelled; changed is false when it already was (nothing changed)"),
         404: error("not_found"),
-        409: error("wrong_status: the job is done or dead (details.status); nothing changed"),
+        409: error("conflict: the job is done or dead (details.status); nothing changed"),
         ...refusals,
       },
     }),

@@ -120,7 +120,7 @@ export function cancelContract(freshStore: () => Promise<FreshStore>): void {
       expect(await kinds(store, "job-1")).toEqual(["enqueued", "claimed", "cancelled"]);
     });
 
-    test("a done or a dead job is WrongStatus wrong_status, and nothing changes", async () => {
+    test("a done or a dead job is WrongStatus conflict, and nothing changes", async () => {
       const { store, snapshot } = await freshStore();
       await store.enqueue("done", { now: T });
       await store.enqueue("dead", { maxAttempts: 1, now: T });
@@ -132,7 +132,7 @@ export function cancelContract(freshStore: () => Promise<FreshStore>): void {
       for (const [id, status] of [["done", "done"], ["dead", "dead"]]) {
         const error = await store.cancelJob(id!, { by: "ops" }, T + 2).catch((caught: unknown) => caught);
         expect(error).toBeInstanceOf(WrongStatus);
-        expect(error).toMatchObject({ code: "wrong_status", status });
+        expect(error).toMatchObject({ code: "conflict", status });
         expect((error as Error).message).toContain(`job "${id}" is ${status}`);
       }
       expect(await snapshot()).toEqual(before);
