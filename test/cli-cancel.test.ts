@@ -38,7 +38,7 @@ describe("the cancel command", () => {
   });
 
   test.each([
-    ["a cancel of a done job", 4, ["cancel", "done-1"], /^fencelease: refused, wrong_status/],
+    ["a cancel of a done job", 4, ["cancel", "done-1"], /^fencelease: refused, conflict \(done\): /],
     ["a cancel of an unknown job", 3, ["cancel", "nope"], /^fencelease: not_found: /],
     ["a cancel without its id", 2, ["cancel"], /cancel needs a job id/],
     ["a cancel by a name with a control character", 2, ["cancel", "done-1", "--by", "o\u0001ps"], /^fencelease: invalid_request: .*by/],

@@ -82,7 +82,7 @@ describe("cancel and progress", () => {
 
     await page.getByRole("button", { name: "Cancel job", exact: true }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Cancel job", exact: true }).click();
-    await expect.poll(() => page.getByRole("alert").textContent(), WAIT).toMatch(/\(409 wrong_status\)$/);
+    await expect.poll(() => page.getByRole("alert").textContent(), WAIT).toMatch(/\(409 conflict\)$/);
     expect((await server.call("GET", "/v1/jobs/done-meanwhile")).status).toBe("done");
     await leave(visited, server.url);
   });
