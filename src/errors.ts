@@ -23,10 +23,10 @@ export class NotFound extends Error {
 
 /**
  * Why a job cannot be claimed now: another lease holds it, it is done, it is
- * dead, it is cancelled, its queue is paused, or its queue has its maxLeased
- * current leases (full).
+ * dead, it is cancelled, its queue is paused, its queue's rate limit has no
+ * token left (rate_limited), or its queue has its maxLeased current leases (full).
  */
-export type NotClaimableReason = "leased" | "done" | "dead" | "cancelled" | "paused" | "full";
+export type NotClaimableReason = "leased" | "done" | "dead" | "cancelled" | "paused" | "rate_limited" | "full";
 
 /** What NotClaimable says for each reason. */
 const NOT_CLAIMABLE: Record<NotClaimableReason, (id: string) => string> = {
@@ -35,6 +35,7 @@ const NOT_CLAIMABLE: Record<NotClaimableReason, (id: string) => string> = {
   done: (id) => `job ${id} is done and cannot be claimed again`,
   cancelled: (id) => `job ${id} is cancelled and cannot be claimed`,
   paused: (id) => `the queue of job ${id} is paused; try again after it is resumed`,
+  rate_limited: (id) => `the queue of job ${id} has used up its rate limit; try again once its next token is due`,
   full: (id) => `the queue of job ${id} has its maxLeased current leases; try again after one ends`,
 };
 

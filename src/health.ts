@@ -91,6 +91,7 @@ export class WriteHealth {
       run: (statement) => noted(!READ_ONLY.test(statement.sql), () => driver.run(statement)),
       batch: (statements) => noted(statements.length > 0, () => driver.batch(statements)),
       close: () => driver.close(),
+      remote: driver.remote,
     };
   }
 

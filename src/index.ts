@@ -36,5 +36,5 @@ export { type Claimed, localWaits, type WaitingClaim, type Waits } from "./wait/
 export { MAX_WAITING, RECHECK_MS, WaitRoom, type WaitRoomOptions } from "./wait/wait-room.ts";
 export { STATUSES } from "./statements.ts";
 export type { QueueStats } from "./stats.ts";
-export { type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, LeaseStore, type NewJob, type NextClaim, type Page, type QueueSettings, type Settled } from "./store.ts";
+export { type ClaimedLeases, type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, LeaseStore, MAX_BURST, MAX_RATE_PER_SECOND, type NewJob, type NextClaim, type Page, type QueueLimits, type QueueSettings, type Settled } from "./store.ts";
 export type { LeaseOutcome } from "./refusal.ts";

@@ -65,8 +65,8 @@ export type Completion = [id: string, fence: number, result: string];
 /**
  * Stores the result of every presented lease that is current and marks its job
  * done, as `complete` does one; the same completion sent again is not a
- * refusal. Answers, in order: the completed ids, the refusals inserted, and
- * the refused leases (see `readRefused`).
+ * refusal. Answers, in order: the completed ids with their queues, the
+ * refusals inserted, and the refused leases (see `readRefused`).
  */
 export function completeMany(owner: string, completions: Completion[], now: number): Statement[] {
   const held = unpacked("?3", ["lease_id", "lease_fence", "lease_result"]);
@@ -76,7 +76,7 @@ export function completeMany(owner: string, completions: Completion[], now: numb
     {
       sql: `UPDATE jobs SET result = lease_result, done = 1, last_event = 'completed', updated_at = ?2
             FROM ${held} WHERE id = lease_id AND ${currentLease("?1", "lease_fence", "?2")}
-            RETURNING id`,
+            RETURNING id, queue`,
       args,
     },
     refusedMany("complete", held, `NOT (${doneByThisLease})`, args),

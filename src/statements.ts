@@ -1,5 +1,6 @@
 import type { InValue } from "@libsql/client";
 import type { Statement } from "./drivers/driver.ts";
+import { wholeTokens } from "./statements-bucket.ts";
 
 // The lease rules, all of them. Each write is one conditional statement that
 // decides and writes together, so no other writer can slip in between a check
@@ -112,19 +113,24 @@ function currentLeases(queue: string, now: string): string {
 
 /**
  * How many leases a claim may hand out in `queue` (an SQL expression) at
- * `now`, at most `limit`: none while the queue is paused, and no more than its
- * maxLeased less its current leases (migrations/0008). A queue without
- * settings is one primary-key lookup, and its leases are not counted.
+ * `now`, at most `limit`: none while the queue is paused, no more than its
+ * maxLeased less its current leases (migrations/0008), and no more than the
+ * whole tokens its bucket holds at `now` (migrations/0009, whose trigger
+ * spends them in the same statement). A queue without settings is one
+ * primary-key lookup; its leases are not counted, nor its tokens.
  */
 function room(queue: string, now: string, limit: string): string {
-  return `coalesce((SELECT CASE WHEN s.paused = 1 THEN 0 WHEN s.max_leased IS NULL THEN ${limit}
-                                ELSE max(0, min(${limit}, s.max_leased - ${currentLeases("s.queue", now)})) END
+  return `coalesce((SELECT CASE WHEN s.paused = 1 THEN 0
+                                ELSE max(0, min(${limit},
+                                  CASE WHEN s.max_leased IS NULL THEN ${limit} ELSE s.max_leased - ${currentLeases("s.queue", now)} END,
+                                  CASE WHEN s.refill_per_ms IS NULL THEN ${limit} ELSE ${wholeTokens("s.", now)} END)) END
                     FROM queues s WHERE s.queue = ${queue}), ${limit})`;
 }
 
 /**
  * Takes the lease of one job if nobody holds it: a new owner and the next
- * fence; not while its queue is paused or has its maxLeased current leases.
+ * fence; not while its queue is paused, has its maxLeased current leases, or
+ * has no whole token in its bucket.
  */
 export function claim(id: string, owner: string, now: number, ttlMs: number): Statement[] {
   return [
@@ -171,7 +177,9 @@ export function claimNextAfter(id: string, owner: string, now: number, take: { l
  * once it has enough), seeking at each priority straight to the due ones; and
  * the held jobs whose lease has ended, from the index of lease ends. Of those,
  * the first in claim order, as many as the queue has room for (`room`: none
- * while it is paused, up to its maxLeased), at most `limit`.
+ * while it is paused, up to its maxLeased and its whole tokens), at most
+ * `limit`. Its `updated_at = now` is when migrations/0009's trigger spends
+ * the tokens of the leases it hands out.
  */
 function takeNext(queue: string, guard: string, args: InValue[]): Statement {
   const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;

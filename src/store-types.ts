@@ -41,5 +41,27 @@ export type HousekeepingOptions = { chunkSize?: number; maxChunks?: number; sign
 /** A page of a listing, and the cursor of the next page (null on the last). */
 export type Page<T> = { items: T[]; next: string | null };
 
-/** A queue's settings (migrations/0008): whether it is paused, and at most how many current leases it may have (null: no limit). */
-export type QueueSettings = { queue: string; paused: boolean; maxLeased: number | null };
+/**
+ * A queue's settings (migrations/0008, 0009): whether it is paused, at most
+ * how many current leases it may have, and its rate limit, tokens a second
+ * with the most its bucket holds (null: no limit).
+ */
+export type QueueSettings = { queue: string; paused: boolean; maxLeased: number | null; ratePerSecond: number | null; burst: number | null };
+
+/**
+ * What `setQueue` sets, all three at once (absent or null: none). `burst`
+ * needs `ratePerSecond`; without it, max(1, ceil(ratePerSecond)).
+ */
+export type QueueLimits = { maxLeased?: number | null; ratePerSecond?: number | null; burst?: number | null };
+
+/** The highest rate a queue may have, in tokens a second; a rate is kept in steps of 0.001. */
+export const MAX_RATE_PER_SECOND = 1_000_000;
+/** The largest burst a queue's bucket may hold, in tokens. */
+export const MAX_BURST = 1_000_000_000;
+
+/**
+ * What claimNext answers: the leases taken, in claim order; and, when the
+ * queue's rate limit is what stopped it short (its bucket holds no whole token
+ * while a job is due), `retryAfterMs`: in how many ms the next token is due.
+ */
+export type ClaimedLeases = Lease[] & { retryAfterMs?: number };

@@ -1,5 +1,5 @@
 import type { Driver, Row, Statement } from "./drivers/driver.ts";
-import { NotClaimable, type NotClaimableReason, NotFound, WrongStatus } from "./errors.ts";
+import { NotClaimable, NotFound, WrongStatus } from "./errors.ts";
 import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf } from "./job.ts";
 import { type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
 import { Schedules } from "./schedules.ts";
@@ -7,29 +7,14 @@ import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./statements.ts";
 import * as reads from "./statements-reads.ts";
 import * as sqlMany from "./statements-many.ts";
-import * as sqlQueues from "./statements-queues.ts";
+import { QueueVerbs, whyNotClaimable } from "./queue-settings.ts";
 import { checked } from "./checked.ts";
 import { inChunks } from "./in-chunks.ts";
 import { type Health, type HealthOptions, WriteHealth } from "./health.ts";
 import * as check from "./validate.ts";
-import { type EnqueueOptions, type HousekeepingOptions, type NewJob, type NextClaim, type Page, type QueueSettings, type Settled } from "./store-types.ts";
+import { type ClaimedLeases, type EnqueueOptions, type HousekeepingOptions, type NewJob, type NextClaim, type Page, type QueueLimits, type QueueSettings, type Settled } from "./store-types.ts";
 
-export { type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, type NewJob, type NextClaim, type Page, type QueueSettings, type Settled } from "./store-types.ts";
-
-/** A row of src/statements-queues.ts as a queue's settings. */
-function queueFromRow(row: Row): QueueSettings {
-  return { queue: row.queue as string, paused: row.paused === 1, maxLeased: (row.max_leased as number | null) ?? null };
-}
-
-/**
- * Why a claim by id was refused, from the job and its queue as read in the
- * same transaction: a job leased, done, dead or cancelled says so by its
- * status; a job nobody holds was refused by its queue, paused or at its maxLeased.
- */
-function whyNotClaimable(status: JobStatus, queuePaused: boolean): NotClaimableReason {
-  if (status === "leased" || status === "done" || status === "dead" || status === "cancelled") return status;
-  return queuePaused ? "paused" : "full";
-}
+export { type ClaimedLeases, type EnqueueOptions, HOUSEKEEPING_CHUNK, type HousekeepingOptions, MAX_BURST, MAX_RATE_PER_SECOND, type NewJob, type NextClaim, type Page, type QueueLimits, type QueueSettings, type Settled } from "./store-types.ts";
 
 /**
  * The lease store: the verbs of the fencing contract over a Driver.
@@ -45,6 +30,7 @@ export class LeaseStore {
   readonly #health: WriteHealth;
   /** The recurring schedules (src/schedules.ts): put, get, list, delete, fireDue. */
   readonly schedules: Schedules;
+  readonly #queues: QueueVerbs;
 
   /** `random` draws the backoff jitter; tests fix it. `health`: how `health()` decides (see WriteHealth), and where it logs. */
   constructor(driver: Driver, options: { random?: () => number; health?: HealthOptions } = {}) {
@@ -52,6 +38,7 @@ export class LeaseStore {
     this.#driver = this.#health.watch(driver);
     this.#random = options.random ?? Math.random;
     this.schedules = new Schedules(this.#driver);
+    this.#queues = new QueueVerbs(this.#driver);
   }
 
   /** enqueue adds a job and answers true, or answers false and changes nothing if the id exists. */
@@ -71,10 +58,13 @@ export class LeaseStore {
     return written ? (written.fence as number) : null;
   }
 
-  /** claimNext takes up to `limit` due jobs of a queue, in claim order; none due gives []. */
-  async claimNext(queue: string, owner: string, now: number, ttlMs: number, limit = 1): Promise<Lease[]> {
-    const [rows = []] = await this.#driver.batch(checked.claimNext(queue, owner, now, ttlMs, limit));
-    return leasesOf(rows);
+  /**
+   * claimNext takes up to `limit` due jobs of a queue, in claim order; none
+   * due gives []. Short because of the queue's rate limit, its answer also
+   * says in how many ms the next token is due (`retryAfterMs`).
+   */
+  async claimNext(queue: string, owner: string, now: number, ttlMs: number, limit = 1): Promise<ClaimedLeases> {
+    return this.#queues.claimNext(checked.claimNext(queue, owner, now, ttlMs, limit), queue, now, limit);
   }
 
   /** nextClaimableAt answers when a job of `queue` next becomes claimable by claimNext (maybe already), or null if none will. */
@@ -144,7 +134,7 @@ export class LeaseStore {
     const [, [written] = [], [read] = []] = await this.#driver.batch([...checked.claim(id, owner, now, ttlMs), reads.claimState(id, now)]);
     if (read === undefined) throw new NotFound(id);
     const current = jobFromRow(read);
-    if (written === undefined) throw new NotClaimable(id, whyNotClaimable(current.status, read.queue_paused === 1));
+    if (written === undefined) throw new NotClaimable(id, whyNotClaimable(current.status, read.queue_refusal));
     return { job: current, fence: current.fence, until: current.until };
   }
 
@@ -204,14 +194,16 @@ export class LeaseStore {
    * completeMany stores each presented lease's result, as completeJob does
    * one, each decided alone; with `next`, the same transaction leases up to
    * `next.limit` due jobs of `next.queue` to the same owner, whatever the
-   * completions' outcomes. Answers each completion's outcome, in order, and the leases taken.
+   * completions' outcomes. Answers each completion's outcome, in order, the
+   * leases taken, and the queues whose leases it ended (`ended`, each once).
    */
-  async completeMany(owner: string, completions: { id: string; fence: number; result: string }[], now: number, next?: NextClaim & { queue: string }): Promise<{ completed: LeaseOutcome<{ done: true }>[]; leases: Lease[] }> {
+  async completeMany(owner: string, completions: { id: string; fence: number; result: string }[], now: number, next?: NextClaim & { queue: string }): Promise<{ completed: LeaseOutcome<{ done: true }>[]; leases: Lease[]; ended: string[] }> {
     const presented = completions.map(({ id, fence, result }): sqlMany.Completion => [check.name("id", id), check.positiveInt("fence", fence), check.text("result", result)]);
     const statements = sqlMany.completeMany(check.name("owner", owner), presented, check.instant("now", now));
     const take = next === undefined ? [] : checked.claimNext(next.queue, owner, now, next.ttlMs, next.limit);
-    const [, , refused, taken = []] = await this.#driver.batch([...statements, ...take]);
-    return { completed: outcomes(completions, owner, refused!, () => ({ done: true as const })), leases: leasesOf(taken) };
+    const [done, , refused, taken = []] = await this.#driver.batch([...statements, ...take]);
+    const ended = [...new Set(done!.map((row) => row.queue as string))];
+    return { completed: outcomes(completions, owner, refused!, () => ({ done: true as const })), leases: leasesOf(taken), ended };
   }
 
   /** retryJob puts a dead job back in its queue with its attempts reset; NotFound, or WrongStatus if it is not dead. */
@@ -280,34 +272,34 @@ export class LeaseStore {
   }
 
   /** pauseQueue pauses a queue: claims hand out none of its jobs until resumeQueue; leases already held go on. Answers its settings. */
-  async pauseQueue(queue: string, now = Date.now()): Promise<QueueSettings> {
-    return this.#queueWrite(sqlQueues.pauseQueue(check.name("queue", queue), 1, check.instant("now", now)));
+  pauseQueue(queue: string, now = Date.now()): Promise<QueueSettings> {
+    return this.#queues.pause(queue, true, now);
   }
 
   /** resumeQueue lets claims take the jobs of a paused queue again; answers its settings. */
-  async resumeQueue(queue: string, now = Date.now()): Promise<QueueSettings> {
-    return this.#queueWrite(sqlQueues.pauseQueue(check.name("queue", queue), 0, check.instant("now", now)));
+  resumeQueue(queue: string, now = Date.now()): Promise<QueueSettings> {
+    return this.#queues.pause(queue, false, now);
   }
 
   /**
-   * setQueue sets a queue's maxLeased, at most how many current leases it may
-   * have at once (null or absent: no limit), keeping whether it is paused;
-   * answers its settings. Leases already held above a new limit go on.
+   * setQueue sets all of a queue's limits at once, keeping whether it is
+   * paused: maxLeased, at most how many current leases it may have, and
+   * ratePerSecond with burst, its token bucket (absent or null: none; see
+   * QueueLimits); answers its settings. Leases already held above a new limit
+   * go on; a new rate starts with a full bucket, a changed one keeps the tokens it holds.
    */
-  async setQueue(queue: string, settings: { maxLeased?: number | null }, now = Date.now()): Promise<QueueSettings> {
-    const maxLeased = settings.maxLeased == null ? null : check.positiveInt("maxLeased", settings.maxLeased);
-    return this.#queueWrite(sqlQueues.setQueue(check.name("queue", queue), maxLeased, check.instant("now", now)));
+  setQueue(queue: string, settings: QueueLimits, now = Date.now()): Promise<QueueSettings> {
+    return this.#queues.set(queue, settings, now);
   }
 
   /** getQueue answers a queue's settings; a queue never set is not paused and has no limit. */
-  async getQueue(queue: string): Promise<QueueSettings> {
-    const [row] = await this.#driver.run(sqlQueues.getQueue(check.name("queue", queue)));
-    return queueFromRow(row!);
+  getQueue(queue: string): Promise<QueueSettings> {
+    return this.#queues.get(queue);
   }
 
   /** listQueues answers the settings of every queue that has settings or jobs, by name. */
-  async listQueues(): Promise<QueueSettings[]> {
-    return (await this.#driver.run(sqlQueues.listQueues())).map(queueFromRow);
+  listQueues(): Promise<QueueSettings[]> {
+    return this.#queues.list();
   }
 
   /**
@@ -377,12 +369,6 @@ export class LeaseStore {
   /** The backoff's jitter: a factor in [0.5, 1), so that failed jobs do not all come back at once. */
   #jitter(): number {
     return 0.5 + this.#random() / 2;
-  }
-
-  /** Runs a queue setting's statement; answers the settings it stored. */
-  async #queueWrite(statement: Statement): Promise<QueueSettings> {
-    const [[row] = []] = await this.#driver.batch([statement]);
-    return queueFromRow(row!);
   }
 
   /** Runs a verb's batch; answers the first row its deciding statement (at `writeAt`) returned, if it wrote. */

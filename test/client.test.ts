@@ -376,15 +376,31 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
   test("pause, resume, setQueue, getQueue and listQueues answer the queue's settings, and a paused queue's job is NotClaimableError paused", async () => {
     await using s = await serving();
     await s.client.enqueue({ id: "job-1", queue: "q" });
-    expect(await s.client.getQueue("q")).toEqual({ queue: "q", paused: false, maxLeased: null });
-    expect(await s.client.pause("q")).toEqual({ queue: "q", paused: true, maxLeased: null });
+    expect(await s.client.getQueue("q")).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
+    expect(await s.client.pause("q")).toEqual({ queue: "q", paused: true, maxLeased: null, ratePerSecond: null, burst: null });
     const refused = await s.client.claim("job-1", { owner: "A", ttlMs: TTL }).catch((error) => error);
     expect(refused).toBeInstanceOf(NotClaimableError);
     expect(refused).toMatchObject({ details: { reason: "paused" } });
-    expect(await s.client.setQueue("q", { maxLeased: 4 })).toEqual({ queue: "q", paused: true, maxLeased: 4 });
-    expect(await s.client.resume("q")).toEqual({ queue: "q", paused: false, maxLeased: 4 });
-    expect(await s.client.listQueues()).toEqual([{ queue: "q", paused: false, maxLeased: 4 }]);
+    expect(await s.client.setQueue("q", { maxLeased: 4 })).toEqual({ queue: "q", paused: true, maxLeased: 4, ratePerSecond: null, burst: null });
+    expect(await s.client.resume("q")).toEqual({ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null });
+    expect(await s.client.listQueues()).toEqual([{ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null }]);
     expect(await s.client.claimNext("q", { owner: "A", ttlMs: TTL })).toHaveLength(1);
+  });
+
+  test("setQueue sets a rate limit, and claimNext says when its next token is due (retryAfterMs) when it stopped the claim", async () => {
+    const { clock, options } = handClock();
+    await using s = await serving(options);
+    await s.client.enqueueMany("q", [{ id: "a" }, { id: "b" }]);
+    expect(await s.client.setQueue("q", { ratePerSecond: 2, burst: 1 })).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: 2, burst: 1 });
+    const first = await s.client.claimNext("q", { owner: "A", ttlMs: TTL });
+    expect(first).toHaveLength(1);
+    expect("retryAfterMs" in first).toBe(false); // it took what it asked for
+    const stopped = await s.client.claimNext("q", { owner: "A", ttlMs: TTL });
+    expect([...stopped]).toEqual([]);
+    expect(stopped.retryAfterMs).toBe(500);
+    clock.now = T + 500;
+    expect((await s.client.claimNext("q", { owner: "A", ttlMs: TTL })).map((lease) => lease.job.id)).toEqual(["b"]);
+    await expect(s.client.claim("a", { owner: "B", ttlMs: TTL })).rejects.toMatchObject({ reason: "leased" });
   });
 
   test("claimNext with waitMs is given its waitMs on top of timeoutMs, and answers the job enqueued meanwhile", async () => {

@@ -72,13 +72,13 @@ describe("POST /v1/queues/:queue/pause and /resume", () => {
 describe("PUT /v1/queues/:queue, GET /v1/queues/:queue and GET /v1/queues", () => {
   test("a queue never set is not paused and has no limit; PUT sets maxLeased and GET reads it back", async () => {
     const { call } = await withJobs(1);
-    expect((await call("GET", "/v1/queues/q")).body).toEqual({ queue: "q", paused: false, maxLeased: null });
-    expect(await call("PUT", "/v1/queues/q", { maxLeased: 2 })).toMatchObject({ status: 200, body: { queue: "q", paused: false, maxLeased: 2 } });
-    expect((await call("GET", "/v1/queues/q")).body).toEqual({ queue: "q", paused: false, maxLeased: 2 });
+    expect((await call("GET", "/v1/queues/q")).body).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
+    expect(await call("PUT", "/v1/queues/q", { maxLeased: 2 })).toMatchObject({ status: 200, body: { queue: "q", paused: false, maxLeased: 2, ratePerSecond: null, burst: null } });
+    expect((await call("GET", "/v1/queues/q")).body).toEqual({ queue: "q", paused: false, maxLeased: 2, ratePerSecond: null, burst: null });
     expect((await call("GET", "/v1/queues")).body).toEqual({
-      queues: [{ queue: "other", paused: false, maxLeased: null }, { queue: "q", paused: false, maxLeased: 2 }],
+      queues: [{ queue: "other", paused: false, maxLeased: null, ratePerSecond: null, burst: null }, { queue: "q", paused: false, maxLeased: 2, ratePerSecond: null, burst: null }],
     });
-    expect((await call("PUT", "/v1/queues/q", {})).body).toEqual({ queue: "q", paused: false, maxLeased: null });
+    expect((await call("PUT", "/v1/queues/q", {})).body).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
   });
 
   test("a maxLeased that is not a positive integer is 400 invalid_request and changes nothing", async () => {

@@ -207,6 +207,45 @@ describe("claim-next with waitMs on the Node server", () => {
   });
 });
 
+describe("claim-next with waitMs on a limited queue", () => {
+  /** When the server took a lease: its until less its ttl, on the server's clock. */
+  const takenAt = (lease: Lease) => lease.until - TTL;
+
+  test("a waiting claim on a rate-limited queue takes its lease when the next token is due, not before", async () => {
+    const s = await serving({ recheckMs: 60_000 });
+    await s.post("/v1/queues/q/jobs", { jobs: [{ id: "a" }, { id: "b" }, { id: "c" }] });
+    await call(s.server, "PUT", "/v1/queues/q", { ratePerSecond: 5, burst: 1 }); // a token every 200 ms
+    const [first] = (await s.claim({})).leases;
+    const [second, third] = await Promise.all([s.claim({ owner: "B", waitMs: 5_000 }), s.claim({ owner: "C", waitMs: 5_000 })]);
+    const taken = [first!, second.leases[0]!, third.leases[0]!].map(takenAt).sort((x, y) => x - y);
+    expect(taken[1]! - taken[0]!).toBeGreaterThanOrEqual(200); // each token at its time, on the server's clock
+    expect(taken[2]! - taken[1]!).toBeGreaterThanOrEqual(200);
+    expect(Math.max(second.ms, third.ms)).toBeLessThan(2_000); // woken by the token's timer, long before waitMs
+  });
+
+  test("a waiting claim on a full queue wakes when a lease of that queue is completed, failed for later, or completed in a batch", async () => {
+    const s = await serving({ recheckMs: 60_000 });
+    await s.post("/v1/queues/q/jobs", { jobs: [{ id: "a" }, { id: "b" }, { id: "c" }, { id: "d" }] });
+    await call(s.server, "PUT", "/v1/queues/q", { maxLeased: 1 });
+    let [held] = (await s.claim({ owner: "A" })).leases;
+    const ends = [
+      (lease: Lease) => s.post(`/v1/jobs/${lease.job.id}/complete`, { owner: lease.job.owner, fence: lease.fence, result: 1 }),
+      (lease: Lease) => s.post(`/v1/jobs/${lease.job.id}/fail`, { owner: lease.job.owner, fence: lease.fence, error: "later", retryInMs: 60_000 }),
+      (lease: Lease) => s.post("/v1/leases/complete", { owner: lease.job.owner, leases: [{ id: lease.job.id, fence: lease.fence, result: 1 }] }),
+    ];
+    for (const [i, end] of ends.entries()) {
+      const waiting = s.claim({ owner: `W${i}`, waitMs: 5_000 });
+      await until(() => s.server.waiting === 1, "a claim to wait for the slot");
+      const endedAt = performance.now();
+      expect((await end(held!)).status).toBe(200);
+      const { leases } = await waiting;
+      expect(leases).toHaveLength(1);
+      expect(performance.now() - endedAt).toBeLessThan(2_000); // at the lease's end, not at waitMs (5 s) nor its ttl (60 s)
+      held = leases[0];
+    }
+  });
+});
+
 describe("GET /v1/jobs/:id with waitMs on the Node server", () => {
   test("answers as soon as the job is completed by another client", async () => {
     const s = await serving();

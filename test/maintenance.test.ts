@@ -60,6 +60,7 @@ function recordingWaits() {
     job: () => Promise.reject(new Error("not waited on here")),
     claimable: (queue, due) => void rung.push([queue, due]),
     finished: (ids) => void finished.push(...ids),
+    ended: () => {},
   };
   return { waits, rung, finished };
 }

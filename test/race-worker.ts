@@ -4,7 +4,7 @@
 // each answers one JSON line per command, and stops when stdin closes.
 //   node test/race-worker.ts URL OWNER NOW TTL
 //   stdin: "claim ID"          -> the fence won, or null
-//   stdin: "claim-next QUEUE N" -> [[id, fence], ...] of the jobs taken
+//   stdin: "claim-next QUEUE N [AT]" -> [[id, fence], ...] of the jobs taken (at AT, default NOW)
 //   stdin: "complete ID FENCE"  -> true if the completion was accepted
 import { createInterface } from "node:readline";
 import { openStore } from "../src/index.ts";
@@ -14,7 +14,7 @@ const store = await openStore({ url, migrations: false });
 process.stdout.write("ready\n");
 
 for await (const line of createInterface({ input: process.stdin })) {
-  const [command, target, limit] = line.split(" ") as [string, string, string];
+  const [command, target, limit, at = now] = line.split(" ") as [string, string, string, string?];
   if (command === "claim") {
     const fence = await store.claim(target, owner, Number(now), Number(ttl));
     process.stdout.write(`${JSON.stringify(fence)}\n`);
@@ -22,7 +22,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     const done = await store.complete(target, owner, Number(limit), Number(now), "ok");
     process.stdout.write(`${JSON.stringify(done)}\n`);
   } else {
-    const leases = await store.claimNext(target, owner, Number(now), Number(ttl), Number(limit));
+    const leases = await store.claimNext(target, owner, Number(at), Number(ttl), Number(limit));
     process.stdout.write(`${JSON.stringify(leases.map((lease) => [lease.job.id, lease.fence]))}\n`);
   }
 }

@@ -73,6 +73,20 @@ async function currentLeases(url: string, queue: string): Promise<number> {
   }
 }
 
+/** A claim-next of queue "work" over HTTP, on the race server at `url`. */
+async function claimOver(url: string, owner: string, limit: number): Promise<{ leases: { fence: number; job: { id: string } }[] }> {
+  const response = await fetch(`${url}/v1/queues/work/claim`, {
+    method: "POST",
+    headers: { Authorization: "Bearer race", "Content-Type": "application/json" },
+    body: JSON.stringify({ owner, ttlMs: TTL, limit }),
+  });
+  expect(response.status).toBe(200);
+  return response.json() as Promise<{ leases: { fence: number; job: { id: string } }[] }>;
+}
+
+/** The leases a bucket of `burst` tokens refilled at `ratePerSecond` hands out at most in `elapsedMs`: exactly that many when claimers always ask for more. */
+const bucketBound = (burst: number, ratePerSecond: number, elapsedMs: number) => burst + Math.floor((elapsedMs * ratePerSecond) / 1000);
+
 describe("maxLeased under 64 concurrent HTTP claimers", () => {
   test("64 claim-nexts at once on the Node server against maxLeased 5 never leave more than 5 current leases, round after round", async () => {
     const { store, url } = await freshStore();
@@ -80,15 +94,7 @@ describe("maxLeased under 64 concurrent HTTP claimers", () => {
     await store.setQueue("work", { maxLeased: 5 }, T);
     const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: ["race"] }, clock: () => T });
     try {
-      const claimNext = async (owner: string, limit: number): Promise<{ leases: { fence: number; job: { id: string } }[] }> => {
-        const response = await fetch(`${server.url}/v1/queues/work/claim`, {
-          method: "POST",
-          headers: { Authorization: "Bearer race", "Content-Type": "application/json" },
-          body: JSON.stringify({ owner, ttlMs: TTL, limit }),
-        });
-        expect(response.status).toBe(200);
-        return response.json() as Promise<{ leases: { fence: number; job: { id: string } }[] }>;
-      };
+      const claimNext = (owner: string, limit: number) => claimOver(server.url, owner, limit);
       const held: { owner: string; id: string; fence: number }[] = [];
       for (let round = 0; round < 10; round++) {
         const answers = await Promise.all(Array.from({ length: 64 }, (_, i) => claimNext(`c${i}`, 1 + (i % 3))));
@@ -98,6 +104,30 @@ describe("maxLeased under 64 concurrent HTTP claimers", () => {
         expect(await currentLeases(url, "work"), `round ${round}`).toBe(5);
         for (const lease of held.splice(0, 1 + (round % 3))) expect(await store.complete(lease.id, lease.owner, lease.fence, T, "ok")).toBe(true);
       }
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe("the rate limit under 64 concurrent HTTP claimers", () => {
+  test("64 claim-nexts at once at a frozen clock hand out exactly burst 5 leases; as the clock moves, exactly burst + floor(elapsed x rate) in all", async () => {
+    const { store, url } = await freshStore();
+    await store.enqueueMany("work", Array.from({ length: 300 }, (_, i) => ({ id: `job-${i}` })), T);
+    await store.setQueue("work", { ratePerSecond: 3, burst: 5 }, T);
+    let now = T;
+    const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: ["race"] }, clock: () => now });
+    try {
+      let handedOut = 0;
+      for (const [round, elapsedMs] of [0, 0, 0, 700, 1_400, 2_100, 2_800, 3_500, 4_200, 30_000].entries()) {
+        now = T + elapsedMs;
+        const answers = await Promise.all(Array.from({ length: 64 }, (_, i) => claimOver(server.url, `c${i}`, 1 + (i % 3))));
+        handedOut += answers.reduce((sum, answer) => sum + answer.leases.length, 0);
+        // Round 9 comes after a long idle: the bucket refilled up to its burst, no more.
+        const bound = round === 9 ? bucketBound(5, 3, 4_200) + 5 : bucketBound(5, 3, elapsedMs);
+        expect(handedOut, `round ${round}, ${elapsedMs} ms`).toBe(bound);
+      }
+      expect(await currentLeases(url, "work")).toBe(handedOut);
     } finally {
       await server.stop();
     }
@@ -217,6 +247,22 @@ describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("races between O
       }
     }
     await race.stop();
-    expect(await store.getQueue("work")).toEqual({ queue: "work", paused: false, maxLeased: 5 });
+    expect(await store.getQueue("work")).toEqual({ queue: "work", paused: false, maxLeased: 5, ratePerSecond: null, burst: null });
+  });
+
+  test("4 processes claiming from a queue with a rate limit: exactly burst 5 at a frozen clock, and never more than burst + floor(elapsed x rate)", async () => {
+    const { store, url } = await freshStore();
+    await store.enqueueMany("work", Array.from({ length: 300 }, (_, i) => ({ id: `job-${i}` })), T);
+    await store.setQueue("work", { ratePerSecond: 3, burst: 5 }, T);
+    const race = await racers(url, owners);
+    let handedOut = 0;
+    for (let round = 0; round < 30; round++) {
+      const elapsedMs = round < 3 ? 0 : (round - 2) * 700; // three rounds at T, then 700 ms a round
+      const taken = (await race.all(`claim-next work ${2 + (round % 3)} ${T + elapsedMs}`)) as [string, number][][]; // 8 to 16 asked for
+      handedOut += taken.flat().length;
+      expect(handedOut, `round ${round}, ${elapsedMs} ms`).toBe(bucketBound(5, 3, elapsedMs));
+    }
+    await race.stop();
+    expect(await currentLeases(url, "work")).toBe(handedOut);
   });
 });

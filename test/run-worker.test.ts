@@ -591,6 +591,20 @@ describe("runWorker", () => {
     expect(done).toEqual(["job-0000"]);
   });
 
+  test("on a rate-limited queue it asks again when the next token is due (retryAfterMs), not every idleMs", async () => {
+    await using s = await serving();
+    await s.enqueue(4);
+    await s.other.setQueue("q", { ratePerSecond: 5, burst: 1 }); // a token every 200 ms
+    const done: string[] = [];
+    const worker = s.run({ concurrency: 4, waitMs: 0, idleMs: 5 }, async ({ job }) => void done.push(job.id));
+    await until(() => done.length === 4, "the four jobs");
+    await worker.stop();
+    const claimed = (await s.rows("SELECT at FROM events WHERE kind = 'claimed' ORDER BY at")).map((row) => row.at as number);
+    for (let i = 1; i < 4; i++) expect(claimed[i]! - claimed[i - 1]!).toBeGreaterThanOrEqual(200); // one token at a time
+    expect(s.count("claimNext")).toBeLessThanOrEqual(8); // about one a token; every 5 ms would be over a hundred
+    expect(s.errors).toEqual([]);
+  });
+
   test("a result the server refuses fails only its own job; the other results of the same call are stored", async () => {
     await using s = await serving();
     await s.enqueue(3, () => ({ maxAttempts: 1 }));

@@ -3,6 +3,7 @@ import { describe, expect, onTestFinished, test } from "vitest";
 import { connect, openStore, StorageUnavailable } from "../src/index.ts";
 import { lifecycleContract } from "./contract/lifecycle.contract.ts";
 import { manyContract } from "./contract/many.contract.ts";
+import { rateLimitContract } from "./contract/rate-limit.contract.ts";
 import { storeContract } from "./contract/store.contract.ts";
 import { freshStore, freshUrl } from "./fresh-db.ts";
 
@@ -17,6 +18,7 @@ const freshClientStore = () => freshStore(async (url, options) => openStore({ cl
 storeContract(freshClientStore);
 lifecycleContract(freshClientStore);
 manyContract(freshClientStore);
+rateLimitContract(freshClientStore);
 
 describe("a busy database, on a client", () => {
   test("a write that waited out the busy timeout is StorageUnavailable, changes nothing, and the next write works", async () => {

@@ -6,6 +6,7 @@ import { manyContract } from "./contract/many.contract.ts";
 import { lifecycleContract } from "./contract/lifecycle.contract.ts";
 import { queuesContract } from "./contract/queues.contract.ts";
 import { schedulesContract } from "./contract/schedules.contract.ts";
+import { rateLimitContract } from "./contract/rate-limit.contract.ts";
 import { storeContract } from "./contract/store.contract.ts";
 import { freshStore, freshUrl } from "./fresh-db.ts";
 
@@ -17,6 +18,7 @@ import { freshStore, freshUrl } from "./fresh-db.ts";
 storeContract(freshStore);
 lifecycleContract(freshStore);
 manyContract(freshStore);
+rateLimitContract(freshStore);
 queuesContract(freshStore);
 schedulesContract(freshStore);
 cancelContract(freshStore);

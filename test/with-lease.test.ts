@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { LeaseClient, LeaseLostError, withLease } from "../src/client/index.ts";
-import { startServer } from "../src/index.ts";
+import { type ServerConfig, startServer } from "../src/index.ts";
 import { freshStore } from "./fresh-db.ts";
 
 const TOKEN = "with-lease-token";
@@ -9,9 +9,9 @@ const TOKEN = "with-lease-token";
 // about. Leases are a few hundred ms, so the slowest test takes two seconds.
 
 /** The Node server on a fresh database, and a client whose fetch the test can hold back and count. */
-async function serving() {
+async function serving(config: Partial<ServerConfig> = {}) {
   const fresh = await freshStore();
-  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: fresh.url, auth: { tokens: [TOKEN] } });
+  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: fresh.url, auth: { tokens: [TOKEN] }, ...config });
   const traffic = { renews: 0, holdRenewsMs: 0 };
   const fetchThrough: typeof fetch = async (input, init) => {
     if (String(input).endsWith("/renew")) {
@@ -271,6 +271,17 @@ describe("withLease", () => {
     while (s.server.waiting > 0) await wait(2);
     await s.other.enqueue({ id: "after", queue: "q" });
     expect((await s.snapshot()).after).toMatchObject({ owner: null, fence: 0 });
+  });
+
+  test("with waitMs, a claim the queue's rate limit stopped is asked again when its next token is due, even where the server could not wait", async () => {
+    await using s = await serving({ maxWaiting: 0 }); // a long poll answers after one claim, as on a full server
+    await s.other.enqueueMany("q", [{ id: "a" }, { id: "b" }]);
+    await s.other.setQueue("q", { ratePerSecond: 5, burst: 1 }); // a token every 200 ms
+    const [first] = await s.other.claimNext("q", { owner: "B", ttlMs: 60_000 });
+    expect(await withLease(s.client, { queue: "q" }, async () => "x", { owner: "A", ttlMs: 60_000 })).toBeNull(); // no waitMs: at once
+    const done = await withLease(s.client, { queue: "q" }, async () => "y", { owner: "A", ttlMs: 60_000, waitMs: 3_000 });
+    expect(done).toMatchObject({ id: "b", status: "done", result: "y" });
+    expect(done!.until - 60_000 - (first!.until - 60_000)).toBeGreaterThanOrEqual(200); // taken at its token, on the server's clock
   });
 
   test("the caller's signal stops fn and releases the lease without completing", async () => {

@@ -28,7 +28,7 @@ export class LeaseLostError extends FenceleaseError {
 
 /** 409 not_claimable: the job is leased by another worker, or done. */
 export class NotClaimableError extends FenceleaseError {
-  /** leased, done, dead, cancelled, paused (the queue is paused) or full (the queue has its maxLeased current leases). */
+  /** leased, done, dead, cancelled, paused (the queue is paused), rate_limited (the queue's rate limit has no token left) or full (the queue has its maxLeased current leases). */
   get reason(): string {
     return String(this.details?.reason ?? "unknown");
   }

@@ -17,6 +17,7 @@ export { type RetryOptions } from "./retry.ts";
 export { type JobHandler, runWorker, type WorkerHandle, type WorkerOptions } from "./run-worker.ts";
 export type {
   CancelRequest,
+  ClaimedLeases,
   ClaimNextAnswer,
   ClaimNextRequest,
   ClaimRequest,

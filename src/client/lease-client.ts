@@ -3,6 +3,7 @@ import { delayBefore, neverSent, type RetryOptions, type RetryPolicy, retryPolic
 import { type Repeat, ScheduleCalls } from "./schedule-calls.ts";
 import type {
   CancelRequest,
+  ClaimedLeases,
   ClaimNextAnswer,
   ClaimNextRequest,
   ClaimRequest,
@@ -139,10 +140,13 @@ export class LeaseClient extends ScheduleCalls {
    * list when none is due. With `waitMs` (up to 30,000) the server waits that
    * long for a job while none is due (a long poll); this attempt then waits
    * `timeoutMs` more for the answer. Aborting `signal` gives up the wait: the
-   * server takes nothing for a client that has gone.
+   * server takes nothing for a client that has gone. When the queue's rate
+   * limit stopped it short, the list's `retryAfterMs` says in how many ms the
+   * next token is due: ask again then, not before.
    */
-  async claimNext(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<Lease[]> {
-    return (await this.claimNextAnswer(queue, request, options)).leases;
+  async claimNext(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<ClaimedLeases> {
+    const { leases, retryAfterMs } = await this.claimNextAnswer(queue, request, options);
+    return retryAfterMs === undefined ? leases : Object.assign(leases, { retryAfterMs });
   }
 
   /**
@@ -272,12 +276,16 @@ export class LeaseClient extends ScheduleCalls {
     return this.#call("POST", `${queuePath(queue)}/resume`, undefined, "always");
   }
 
-  /** setQueue sets the queue's maxLeased (null or absent: no limit), keeping whether it is paused; answers its settings. */
+  /**
+   * setQueue sets all of the queue's limits at once (null or absent: none):
+   * `maxLeased`, and `ratePerSecond` with `burst` (default max(1,
+   * ceil(ratePerSecond))); keeps whether it is paused; answers its settings.
+   */
   async setQueue(queue: string, settings: QueueSettingsRequest): Promise<QueueSettings> {
     return this.#call("PUT", queuePath(queue), settings, "always");
   }
 
-  /** getQueue answers the queue's settings; a queue never set is not paused and has no limit. */
+  /** getQueue answers the queue's settings; a queue never set is not paused and has no limits. */
   async getQueue(queue: string): Promise<QueueSettings> {
     return this.#call("GET", queuePath(queue), undefined, "always");
   }

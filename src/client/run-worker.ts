@@ -84,6 +84,9 @@ export type WorkerHandle = {
  *   back empty before its `waitMs` (the server stopping, or full) is asked
  *   again after `idleMs`, never in a tight loop. `stop()` gives up a long poll
  *   on its way: the server hands nothing to a claim given up.
+ * - The queue's rate limit stops a claim short: the next claim is sent once
+ *   its next token is due (the answer's `retryAfterMs`, at most 30 s), never
+ *   before, so a rate-limited queue is not hammered.
  * - completeMany unreachable: a call with `next` may have landed, so it is
  *   never sent twice as it was. The same results are sent again WITHOUT
  *   `next` (the server answers a completion it already stored as done), after

@@ -23,7 +23,7 @@ export type Lease = z.infer<typeof schema.LeaseSchema>;
 export type JobEvent = z.infer<typeof schema.EventSchema>;
 /** One queue's numbers: jobs by status, the oldest due job's age, refused stale writes. */
 export type QueueStats = z.infer<typeof schema.QueueStatsSchema>;
-/** A queue's settings: whether it is paused, and its maxLeased (null: no limit). */
+/** A queue's settings: whether it is paused, its maxLeased, and its rate limit, ratePerSecond with burst (null: no limit). */
 export type QueueSettings = z.infer<typeof schema.QueueSettingsSchema>;
 /** The body of `PUT /v1/queues/:queue`. */
 export type QueueSettingsRequest = z.input<typeof schema.QueueSettingsBody>;
@@ -33,8 +33,10 @@ export type EnqueueRequest = z.input<typeof schema.EnqueueBody>;
 export type ClaimRequest = z.input<ReturnType<typeof schema.ClaimBody>>;
 /** The body of `POST /v1/queues/:queue/claim`. */
 export type ClaimNextRequest = z.input<ReturnType<typeof schema.ClaimNextBody>>;
-/** What `POST /v1/queues/:queue/claim` answers: the leases, and with waitMs how long the server waited before taking them. */
+/** What `POST /v1/queues/:queue/claim` answers: the leases, with waitMs how long the server waited before taking them, and when the rate limit stopped it short, when the next token is due. */
 export type ClaimNextAnswer = Answer<"claimNext", 200>;
+/** What `claimNext` answers: the leases taken; when the queue's rate limit stopped the claim short, `retryAfterMs` says in how many ms its next token is due. */
+export type ClaimedLeases = Lease[] & { retryAfterMs?: number };
 /** The body of `POST /v1/jobs/:id/renew`. */
 export type RenewRequest = z.input<ReturnType<typeof schema.RenewBody>>;
 /** The body of `POST /v1/jobs/:id/complete`. */

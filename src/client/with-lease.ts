@@ -2,6 +2,7 @@ import { LeaseLostError, NotFoundError } from "./errors.ts";
 import type { LeaseClient } from "./lease-client.ts";
 import type { Job, Lease } from "./types.ts";
 import { failureMessage } from "./failure-message.ts";
+import { claimOneWithin } from "./claim-pace.ts";
 import { PendingProgress } from "./progress.ts";
 
 /**
@@ -25,7 +26,11 @@ export type WithLeaseOptions = {
   signal?: AbortSignal;
   /** When fn throws, the job is due again this many ms later; default the server's backoff. */
   retryInMs?: number;
-  /** With `{ queue }`: while no job is due, wait up to this many ms (at most 30,000) on the server for one; default 0, answer null at once. */
+  /**
+   * With `{ queue }`: while no job is due, wait up to this many ms (at most
+   * 30,000) for one, on the server, and for the queue's rate limit's next
+   * token if it is due within it; default 0, answer null at once.
+   */
   waitMs?: number;
 };
 
@@ -108,13 +113,11 @@ export async function withLease<T>(
   }
 }
 
-/** Claims the job, or the next one of the queue (waiting up to `waitMs` for it); with how long the server waited before taking it. */
+/** Claims the job, or the next one of the queue (waiting up to `waitMs` for it, a rate limit's next token too); with how long after the send the lease began at the earliest. */
 async function claim(client: LeaseClient, target: string | { queue: string }, how: { owner: string; ttlMs: number; waitMs?: number; signal?: AbortSignal }): Promise<{ lease: Lease; waitedMs: number } | null> {
   const { owner, ttlMs, waitMs, signal } = how;
   if (typeof target === "string") return { lease: await client.claim(target, { owner, ttlMs }), waitedMs: 0 };
-  const answer = await client.claimNextAnswer(target.queue, { owner, ttlMs, limit: 1, waitMs: waitMs || undefined }, { signal });
-  const [lease] = answer.leases;
-  return lease ? { lease, waitedMs: answer.waitedMs ?? 0 } : null;
+  return claimOneWithin(client, target.queue, { owner, ttlMs, waitMs }, signal);
 }
 
 

@@ -4,6 +4,7 @@ import { expiredError, LeaseKeeper, type LostLease } from "./lease-keeper.ts";
 import type { JobHandler, Settings } from "./run-worker.ts";
 import type { ClaimNextAnswer, CompleteManyAnswer, Lease } from "./types.ts";
 import { failureMessage } from "./failure-message.ts";
+import { ClaimPace } from "./claim-pace.ts";
 import { backoffMs, type Slot } from "./worker-slot.ts";
 
 /** The most jobs one claim takes (the server's limit). */
@@ -48,8 +49,8 @@ export class WorkerRunner {
   #waiting: ReturnType<typeof setTimeout> | undefined;
   /** The next claim waits on the server for a job (the queue was empty). */
   #longPoll = false;
-  /** A long poll came back empty before its waitMs: the next waits idleMs first. */
-  #cutShort = false;
+  /** How the next claim goes after a short one: see ClaimPace (a rate limit's next token, a long poll, idleMs). */
+  readonly #pace = new ClaimPace();
   /** Aborted by stop(): gives up a long poll on its way. */
   readonly #giveUp = new AbortController();
   /** Set while completions wait out a backoff after a completeMany that failed. */
@@ -133,22 +134,18 @@ export class WorkerRunner {
     if (answer === undefined) this.#wait(backoffMs(this.#claimFailures++));
     else {
       this.#claimFailures = 0;
-      const waitedMs = answer.waitedMs ?? 0;
-      this.#cutShort = waitMs > 0 && answer.leases.length === 0 && waitedMs < waitMs;
+      this.#pace.answered(answer, waitMs);
       // The leases began no earlier than the send plus the server's wait: their deadlines count from there.
-      this.#took(answer.leases, limit, sentAt + waitedMs);
+      this.#took(answer.leases, limit, sentAt + (answer.waitedMs ?? 0));
     }
     this.#afterChange();
   }
 
-  /**
-   * The queue had no due job: the next claim waits on the server for one (a
-   * long poll of `waitMs`), at once. With `waitMs` 0, or after a long poll the
-   * server cut short, it is sent after `idleMs` instead.
-   */
+  /** The queue had no due job: the next claim goes as ClaimPace says (a long poll at once; or after idleMs, or a rate limit's next token). */
   #waitForJobs(): void {
-    if (this.#settings.waitMs > 0 && !this.#cutShort) this.#longPoll = true;
-    else this.#wait(this.#settings.idleMs);
+    const { longPoll, afterMs } = this.#pace.next(this.#settings);
+    this.#longPoll = longPoll;
+    if (afterMs > 0) this.#wait(afterMs);
   }
 
   #wait(ms: number): void {

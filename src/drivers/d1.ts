@@ -22,5 +22,6 @@ export function d1Driver(db: D1Database): Driver {
     close() {
       // a binding has no connection of ours to give back
     },
+    remote: true,
   };
 }

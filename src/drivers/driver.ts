@@ -24,6 +24,12 @@ export interface Driver {
   batch(statements: Statement[]): Promise<Row[][]>;
   /** Gives the connection back; the driver is unusable afterwards. */
   close(): void;
+  /**
+   * Each call is a round trip to a database elsewhere (D1, a libSQL server),
+   * so statements sent in one batch cost about what one alone does; absent or
+   * false on a local file, where a batch of two costs a transaction.
+   */
+  readonly remote?: boolean;
 }
 
 /**

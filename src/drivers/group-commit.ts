@@ -141,5 +141,6 @@ export function groupCommit(inner: Driver, options: GroupCommitOptions = {}): Dr
     close() {
       inner.close();
     },
+    remote: inner.remote,
   };
 }

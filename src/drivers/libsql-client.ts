@@ -92,5 +92,6 @@ export function libsqlDriver(client: Client, options: LibsqlDriverOptions = {}):
     close() {
       client.close();
     },
+    remote: !local,
   };
 }

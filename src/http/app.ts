@@ -16,7 +16,7 @@ import { DEFAULT_LIMITS, type Limits } from "./schemas.ts";
 import { type UiFiles, uiRoutes } from "./ui.ts";
 import { unknownRoute } from "./unknown-route.ts";
 import { afterAnswer, wakeWith } from "./wake.ts";
-import { localWaits, type Waits } from "../wait/long-poll.ts";
+import { answered, type Claimed, localWaits, type Waits } from "../wait/long-poll.ts";
 import { WaitRoom } from "../wait/wait-room.ts";
 
 /** What the app is built from. */
@@ -50,6 +50,13 @@ function parseOr(text: string): unknown {
 }
 
 const leaseView = (lease: Lease) => ({ fence: lease.fence, until: lease.until, job: jobView(lease.job) });
+
+/** A claim-next's answer: the leases; with waitMs, how long it waited; stopped short by the rate limit, when the next token is due. */
+const claimedView = ({ leases, waitedMs, retryAfterMs }: Claimed, waited: boolean) => ({
+  leases: leases.map(leaseView),
+  ...(waited && { waitedMs }),
+  ...(retryAfterMs !== undefined && { retryAfterMs }),
+});
 
 /** A job whose lease a complete or fail ended, with the leases taken when `next` was asked (and only then). */
 const settledView = (settled: Settled, next: unknown) => ({ job: jobView(settled.job), ...(next !== undefined && { leases: settled.leases.map(leaseView) }) });
@@ -141,9 +148,8 @@ export function createApp(options: AppOptions) {
   app.openapi(route.claimNext, async (c) => {
     const { owner, ttlMs, limit = 1, waitMs = 0 } = c.req.valid("json");
     const queue = c.req.valid("param").queue;
-    if (waitMs === 0) return c.json({ leases: (await store.claimNext(queue, owner, clock(), ttlMs, limit)).map(leaseView) }, 200);
-    const { leases, waitedMs } = await waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, c.req.raw.signal);
-    return c.json({ leases: leases.map(leaseView), waitedMs }, 200);
+    if (waitMs === 0) return c.json(claimedView(answered(await store.claimNext(queue, owner, clock(), ttlMs, limit), 0), false), 200);
+    return c.json(claimedView(await waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, c.req.raw.signal), true), 200);
   });
 
   app.openapi(route.renew, async (c) => {
@@ -155,6 +161,7 @@ export function createApp(options: AppOptions) {
     const { owner, fence, result, next } = c.req.valid("json");
     const settled = await store.completeJob(c.req.valid("param").id, owner, fence, clock(), check.json("result", result)!, { next });
     wake.finished([settled.job.id]);
+    wake.ended([settled.job.queue]);
     return c.json(settledView(settled, next), 200);
   });
 
@@ -182,8 +189,9 @@ export function createApp(options: AppOptions) {
   app.openapi(route.completeMany, async (c) => {
     const { owner, leases, next } = c.req.valid("json");
     const completions = leases.map(({ id, fence, result }) => ({ id, fence, result: check.json("result", result)! }));
-    const { completed, leases: taken } = await store.completeMany(owner, completions, clock(), next);
+    const { completed, leases: taken, ended } = await store.completeMany(owner, completions, clock(), next);
     wake.finished(completed.flatMap((outcome) => ("done" in outcome ? [outcome.id] : [])));
+    wake.ended(ended);
     return c.json({ completed: completed.map(outcomeView), leases: taken.map(leaseView) }, 200);
   });
 

@@ -66,7 +66,7 @@ export function routes(limits: schema.Limits) {
       responses: {
         200: json(schema.LeaseSchema, "The lease"),
         404: error("not_found"),
-        409: error("not_claimable, with details.reason: leased, done, dead, cancelled, paused (the queue is paused) or full (the queue has its maxLeased current leases)"),
+        409: error("not_claimable, with details.reason: leased, done, dead, cancelled, paused (the queue is paused), rate_limited (the queue's rate limit has no token left) or full (the queue has its maxLeased current leases)"),
         ...refusals,
       },
     }),
@@ -75,7 +75,7 @@ export function routes(limits: schema.Limits) {
       path: "/v1/queues/{queue}/claim",
       summary: "Claim the next due jobs of a queue: highest priority first, then due longest; with waitMs, wait for one while none is due (a long poll)",
       request: { params: QueueParam, ...body(schema.ClaimNextBody(limits)) },
-      responses: { 200: json(schema.ClaimNextAnswer, "The leases taken; empty when nothing is due (or came within waitMs)"), ...refusals },
+      responses: { 200: json(schema.ClaimNextAnswer, "The leases taken; empty when nothing is due (or came within waitMs). Short because of the queue's rate limit, retryAfterMs says when the next token is due"), ...refusals },
     }),
     renew: createRoute({
       method: "post",
@@ -223,14 +223,14 @@ export function routes(limits: schema.Limits) {
     setQueue: createRoute({
       method: "put",
       path: "/v1/queues/{queue}",
-      summary: "Set a queue's maxLeased (null or absent: no limit), keeping whether it is paused; leases already held above a new limit go on",
+      summary: "Set a queue's limits, all three at once (null or absent: none): maxLeased, and ratePerSecond with burst; keeps whether it is paused. Leases already held above a new limit go on; a new rate starts with a full bucket, a changed one keeps the tokens it holds (at most the new burst)",
       request: { params: QueueParam, ...body(schema.QueueSettingsBody) },
       responses: { 200: json(schema.QueueSettingsSchema, "The queue's settings"), ...refusals },
     }),
     getQueue: createRoute({
       method: "get",
       path: "/v1/queues/{queue}",
-      summary: "A queue's settings; a queue never set is not paused and has no limit",
+      summary: "A queue's settings; a queue never set is not paused and has no limits",
       request: { params: QueueParam },
       responses: { 200: json(schema.QueueSettingsSchema, "The queue's settings"), ...refusals },
     }),

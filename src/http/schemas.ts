@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { hasUnprintable } from "../printable.ts";
 import { STATUSES } from "../statements.ts";
 import { MAX_PROGRESS_BYTES, MAX_REASON_BYTES, utf8Bytes } from "../validate.ts";
+import { MAX_BURST, MAX_RATE_PER_SECOND } from "../store-types.ts";
 
 // The request and response shapes of the API. The same schemas validate every
 // request, generate the OpenAPI document and type the client.
@@ -170,6 +171,9 @@ export const ClaimNextAnswer = z.object({
   waitedMs: z.number().int().optional().openapi({
     description: "With waitMs: how long the server waited before the claim that took these leases, in ms. The leases began no earlier than the request's send time plus waitedMs, on the client's own clock",
   }),
+  retryAfterMs: z.number().int().optional().openapi({
+    description: "Present only when the queue's rate limit is what stopped the claim short (no whole token left while a job is due): in how many ms the next token is due. Ask again then, not before",
+  }),
 });
 
 /** What a complete or fail may take in the same transaction: the next due jobs of the job's queue. */
@@ -300,18 +304,25 @@ export const QueueStatsSchema = z
   })
   .openapi("QueueStats");
 
-/** A queue's settings: whether it is paused, and at most how many current leases it may have (null: no limit). */
+/** A queue's settings: whether it is paused, at most how many current leases it may have, and its rate limit (null: no limit). */
 export const QueueSettingsSchema = z
   .object({
     queue: z.string(),
     paused: z.boolean(),
     maxLeased: z.number().int().nullable().openapi({ description: "At most this many current leases in the queue at once; null: no limit" }),
+    ratePerSecond: z.number().nullable().openapi({ description: "The rate limit: tokens added to the queue's bucket a second, one spent per lease handed out; null: no rate limit" }),
+    burst: z.number().int().nullable().openapi({ description: "The most tokens the bucket holds: leases handed out at once after an idle spell; null without a rate limit" }),
   })
   .openapi("QueueSettings");
 
-/** What PUT /v1/queues/{queue} sets: maxLeased, a positive integer, or null or absent for no limit. */
+/** What PUT /v1/queues/{queue} sets, all at once: maxLeased, and ratePerSecond with burst; null or absent for none. */
 export const QueueSettingsBody = body({
   maxLeased: positive().nullable().optional().openapi({ description: "At most this many current leases at once, decided in the claim; null or absent: no limit" }),
+  ratePerSecond: z.number({ error: (issue) => (issue.input === undefined ? "is required" : "must be a number") })
+    .gt(0, { error: "must be above 0" }).max(MAX_RATE_PER_SECOND, { error: `must be at most ${MAX_RATE_PER_SECOND}` }).nullable().optional()
+    .openapi({ description: `Leases handed out per second, on average, by a token bucket decided in the claim (above 0, at most ${MAX_RATE_PER_SECOND}, in steps of 0.001); null or absent: no rate limit` }),
+  burst: positive(MAX_BURST).nullable().optional()
+    .openapi({ description: "The most tokens the bucket holds (leases at once after an idle spell); needs ratePerSecond; default max(1, ceil(ratePerSecond))" }),
 }).openapi("QueueSettingsBody");
 
 /** How one lease of a many-lease call was refused: the code and details a single call would answer. */

@@ -31,10 +31,24 @@ export function wakeWith(waits: Waits) {
       return waits.claimable(queue, due, later.length > 0 ? Math.min(...later) : undefined);
     },
 
-    /** A job whose lease a release or fail ended, or that a retry queued: claimable now or later, or finished (dead). */
+    /**
+     * A job whose lease a release or fail ended, or that a retry queued:
+     * claimable now (which rings), or later, or finished (dead); in those two
+     * the slot its lease held is free now.
+     */
     settled(job: Job, now: number): void | Promise<void> {
-      if (isFinished(job)) return waits.finished([job.id]);
-      return job.runAt <= now ? waits.claimable(job.queue, 1) : waits.claimable(job.queue, 0, job.runAt);
+      if (isFinished(job)) {
+        waits.ended(job.queue);
+        return waits.finished([job.id]);
+      }
+      if (job.runAt <= now) return waits.claimable(job.queue, 1);
+      waits.ended(job.queue);
+      return waits.claimable(job.queue, 0, job.runAt);
+    },
+
+    /** Leases of these queues ended by completions: a claim that a queue's maxLeased held back looks again. */
+    ended(queues: Iterable<string>): void {
+      for (const queue of queues) waits.ended(queue);
     },
 
     /** A queue resumed or given a new limit: its waiters look again, as many as there may be jobs for. */

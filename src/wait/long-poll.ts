@@ -1,5 +1,5 @@
 import type { Job, Lease } from "../job.ts";
-import type { LeaseStore } from "../store.ts";
+import type { ClaimedLeases, LeaseStore } from "../store.ts";
 import { MAX_WAITING, WaitRoom } from "./wait-room.ts";
 
 /** A claim-next that may wait: up to `limit` jobs of `queue`, waiting at most `waitMs` for the first. */
@@ -8,9 +8,11 @@ export type WaitingClaim = { queue: string; owner: string; ttlMs: number; limit:
 /**
  * What a waiting claim answers: the leases, and how long it waited before the
  * claim that took them (whole ms, rounded down), so that a client can put the
- * start of its leases no earlier than its send time plus `waitedMs`.
+ * start of its leases no earlier than its send time plus `waitedMs`; and, when
+ * its last claim was stopped short by the queue's rate limit, in how many ms
+ * from then the next token is due (`retryAfterMs`).
  */
-export type Claimed = { leases: Lease[]; waitedMs: number };
+export type Claimed = { leases: Lease[]; waitedMs: number; retryAfterMs?: number };
 
 /**
  * What the HTTP app needs to wait, and to tell waiters what its writes did.
@@ -27,6 +29,8 @@ export type Waits = {
   claimable(queue: string, due: number | "some", at?: number): void | Promise<void>;
   /** These jobs are done, dead, cancelled or deleted. */
   finished(ids: string[]): void;
+  /** A lease of `queue` ended (completed, failed, released): a claim its maxLeased held back may take the slot. */
+  ended(queue: string): void;
 };
 
 /** Whether a job's result is final: done, cancelled, or dead (a retry can still bring it back). */
@@ -48,6 +52,7 @@ export function localWaits(store: LeaseStore, room: WaitRoom, clock: () => numbe
       if (at !== undefined) room.wakeAt(queue, at);
     },
     finished: (ids) => room.finished(ids),
+    ended: (queue) => room.wake(queue),
   };
 }
 
@@ -72,6 +77,7 @@ export function requestWaits(store: LeaseStore, clock: () => number, maxWaiting 
     job: (id, waitMs, signal) => own((waits) => waits.job(id, waitMs, signal)),
     claimable() {},
     finished() {},
+    ended() {},
   };
 }
 
@@ -80,23 +86,29 @@ export function requestWaits(store: LeaseStore, clock: () => number, maxWaiting 
  * nothing comes, sleep until rung, the next due job (a timer), the deadline,
  * the client's disconnect or the server's stop, and claim again. Each claim is
  * the one claim-next statement, so a woken waiter that loses the race simply
- * waits on. A client gone by the time its claim answers is never handed a
- * lease: what it took is released at once (the attempt given back) and
- * handed to the next waiter. A full room answers after one claim, as with no wait.
+ * waits on. A claim the queue's rate limit stopped short sets the timer at its
+ * next token; when that comes after the deadline, it answers at once, saying
+ * so (`retryAfterMs`), rather than hold the request to no purpose. A client
+ * gone by the time its claim answers is never handed a lease: what it took is
+ * released at once (the attempt given back) and handed to the next waiter. A
+ * full room answers after one claim, as with no wait.
  */
 export async function waitForJobs(store: LeaseStore, room: WaitRoom, claim: WaitingClaim, clock: () => number, signal: AbortSignal): Promise<Claimed> {
   const { queue, owner, ttlMs, limit } = claim;
   const entered = performance.now();
   const deadline = entered + claim.waitMs;
-  const none = () => ({ leases: [], waitedMs: Math.floor(performance.now() - entered) });
+  const none = (retryAfterMs?: number) => ({ leases: [], waitedMs: Math.floor(performance.now() - entered), ...(retryAfterMs !== undefined && { retryAfterMs }) });
   const waiter = room.enterQueue(queue, limit);
-  if (waiter === null) return { leases: await store.claimNext(queue, owner, clock(), ttlMs, limit), waitedMs: 0 };
+  if (waiter === null) return answered(await store.claimNext(queue, owner, clock(), ttlMs, limit), 0);
   let handOn = false;
   try {
     for (;;) {
       waiter.claiming();
       const waitedMs = Math.floor(performance.now() - entered);
-      const leases = await store.claimNext(queue, owner, clock(), ttlMs, limit);
+      const now = clock();
+      const leases = await store.claimNext(queue, owner, now, ttlMs, limit);
+      const { retryAfterMs } = leases;
+      if (retryAfterMs !== undefined) room.wakeAt(queue, now + retryAfterMs); // the next token: one waiter claims it
       if (leases.length > 0) {
         if (signal.aborted) {
           waiter.leave();
@@ -105,9 +117,9 @@ export async function waitForJobs(store: LeaseStore, room: WaitRoom, claim: Wait
         }
         handOn = leases.length === limit; // there may be more: the next waiter looks
         room.wakeAt(queue, Math.min(...leases.map((lease) => lease.until))); // the others wake if these leases run out
-        return { leases, waitedMs };
+        return answered(leases, waitedMs);
       }
-      if (waiter.stopped || signal.aborted || performance.now() >= deadline) return none();
+      if (waiter.stopped || signal.aborted || performance.now() + (retryAfterMs ?? 0) >= deadline) return none(retryAfterMs);
       if (!room.hasTimer(queue)) room.wakeAt(queue, await store.nextClaimableAt(queue, clock()));
       await waiter.sleep(deadline, signal);
       if (waiter.stopped || signal.aborted) return none();
@@ -115,6 +127,11 @@ export async function waitForJobs(store: LeaseStore, room: WaitRoom, claim: Wait
   } finally {
     waiter.leave(handOn);
   }
+}
+
+/** A claim's leases as a waiting claim answers them, with when the next token is due if the rate limit stopped it short. */
+export function answered(leases: ClaimedLeases, waitedMs: number): Claimed {
+  return { leases: [...leases], waitedMs, ...(leases.retryAfterMs !== undefined && { retryAfterMs: leases.retryAfterMs }) };
 }
 
 /** Releases leases taken for a client that has gone (the attempts given back), and rings for them. */

@@ -2,7 +2,7 @@ import type { DurableObjectNamespace, DurableObjectState, DurableObjectStub } fr
 import { StorageUnavailable } from "../errors.ts";
 import { LeaseStore } from "../store.ts";
 import { driverFor, number, type WorkerEnv } from "../worker-env.ts";
-import { type Claimed, localWaits, type WaitingClaim, type Waits } from "./long-poll.ts";
+import { answered, type Claimed, localWaits, type WaitingClaim, type Waits } from "./long-poll.ts";
 import { WaitRoom } from "./wait-room.ts";
 
 /** What a write tells a queue's object: `due` jobs claimable now ("some": unknown), the next of the others at `at`. */
@@ -39,6 +39,11 @@ type Ring = { queue: string; due: number | "some"; at?: number };
  *   waiter sees them at its next claim, at the latest when its waitMs ends.
  * - Leases taken outside this object (a claim by id, a `next`) are not timed
  *   here: their end is seen at a waiter's next claim, or rung by the cron.
+ * - A lease that a complete, fail or release ends rings no object (that would
+ *   cost a request per completion): a claim held back by its queue's
+ *   maxLeased takes the freed slot at its timer (the first lease's end) or
+ *   its next claim, at the latest when its waitMs ends. A claim held back by
+ *   the rate limit wakes at the next token, as on Node.
  * - The object fails or restarts while claims wait: they end with an error,
  *   which the Worker answers 503 `unavailable` (outcome unknown).
  */
@@ -88,7 +93,8 @@ export function durableWaits(namespace: DurableObjectNamespace, store: LeaseStor
     async claimNext(claim, signal) {
       const started = performance.now();
       const leases = await store.claimNext(claim.queue, claim.owner, clock(), claim.ttlMs, claim.limit);
-      if (leases.length > 0) return { leases, waitedMs: 0 };
+      // Taken, or no token before the wait would end: no hop to the object.
+      if (leases.length > 0 || (leases.retryAfterMs ?? 0) >= claim.waitMs) return answered(leases, 0);
       const spent = Math.floor(performance.now() - started);
       const claimed = await waitInObject(object(claim.queue), { ...claim, waitMs: Math.max(0, claim.waitMs - spent) }, signal);
       if (signal.aborted && claimed.leases.length > 0) {
@@ -97,11 +103,12 @@ export function durableWaits(namespace: DurableObjectNamespace, store: LeaseStor
         await ring(object(claim.queue), { queue: claim.queue, due: claimed.leases.length });
         return { leases: [], waitedMs: spent + claimed.waitedMs };
       }
-      return { leases: claimed.leases, waitedMs: spent + claimed.waitedMs };
+      return { ...claimed, waitedMs: spent + claimed.waitedMs };
     },
     job: (id, waitMs, signal) => inRequest.job(id, waitMs, signal),
     claimable: (queue, due, at) => ring(object(queue), { queue, due, at }),
     finished() {},
+    ended() {}, // see QueueDoorbell: a completion rings no object
   };
 }
 

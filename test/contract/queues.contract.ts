@@ -23,19 +23,19 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
   describe("queue settings", () => {
     test("a queue never set is not paused and has no limit, and is listed once it has jobs", async () => {
       const { store } = await freshStore();
-      expect(await store.getQueue("mail")).toEqual({ queue: "mail", paused: false, maxLeased: null });
+      expect(await store.getQueue("mail")).toEqual({ queue: "mail", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
       expect(await store.listQueues()).toEqual([]);
       await store.enqueue("job-1", { queue: "mail", now: T });
-      expect(await store.listQueues()).toEqual([{ queue: "mail", paused: false, maxLeased: null }]);
+      expect(await store.listQueues()).toEqual([{ queue: "mail", paused: false, maxLeased: null, ratePerSecond: null, burst: null }]);
     });
 
     test("setQueue stores maxLeased, keeps paused, and null takes the limit away", async () => {
       const { store } = await freshStore();
       await store.pauseQueue("mail", T);
-      expect(await store.setQueue("mail", { maxLeased: 3 }, T)).toEqual({ queue: "mail", paused: true, maxLeased: 3 });
-      expect(await store.getQueue("mail")).toEqual({ queue: "mail", paused: true, maxLeased: 3 });
-      expect(await store.setQueue("mail", { maxLeased: null }, T)).toEqual({ queue: "mail", paused: true, maxLeased: null });
-      expect(await store.listQueues()).toEqual([{ queue: "mail", paused: true, maxLeased: null }]);
+      expect(await store.setQueue("mail", { maxLeased: 3 }, T)).toEqual({ queue: "mail", paused: true, maxLeased: 3, ratePerSecond: null, burst: null });
+      expect(await store.getQueue("mail")).toEqual({ queue: "mail", paused: true, maxLeased: 3, ratePerSecond: null, burst: null });
+      expect(await store.setQueue("mail", { maxLeased: null }, T)).toEqual({ queue: "mail", paused: true, maxLeased: null, ratePerSecond: null, burst: null });
+      expect(await store.listQueues()).toEqual([{ queue: "mail", paused: true, maxLeased: null, ratePerSecond: null, burst: null }]);
     });
 
     test("setQueue refuses a maxLeased that is not a positive integer and changes nothing", async () => {
@@ -44,7 +44,7 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
       for (const bad of [0, -1, 1.5, Number.NaN, "2"]) {
         await expect(store.setQueue("mail", { maxLeased: bad as number }, T)).rejects.toBeInstanceOf(InvalidArgument);
       }
-      expect(await store.getQueue("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 2 });
+      expect(await store.getQueue("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 2, ratePerSecond: null, burst: null });
     });
   });
 
@@ -125,7 +125,7 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
       const { store } = await freshStore();
       await enqueueJobs(store, "q", 2);
       await enqueueJobs(store, "other", 1);
-      expect(await store.pauseQueue("q", T)).toEqual({ queue: "q", paused: true, maxLeased: null });
+      expect(await store.pauseQueue("q", T)).toEqual({ queue: "q", paused: true, maxLeased: null, ratePerSecond: null, burst: null });
       expect(await store.claimNext("q", "A", T, TTL, 5)).toEqual([]);
       expect(await store.claimNext("other", "A", T, TTL, 5)).toHaveLength(1);
       const stats = await store.stats(T);
@@ -183,7 +183,7 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
       await store.setQueue("q", { maxLeased: 2 }, T);
       await store.pauseQueue("q", T);
       expect(await store.claimNext("q", "A", T, TTL, 5)).toEqual([]);
-      expect(await store.resumeQueue("q", T + 1)).toEqual({ queue: "q", paused: false, maxLeased: 2 });
+      expect(await store.resumeQueue("q", T + 1)).toEqual({ queue: "q", paused: false, maxLeased: 2, ratePerSecond: null, burst: null });
       expect(await store.claimNext("q", "A", T + 1, TTL, 5)).toHaveLength(2);
       expect((await store.stats(T + 1)).find((s) => s.queue === "q")!.paused).toBe(false);
     });
@@ -220,7 +220,7 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
       await enqueueJobs(store, "q", 1);
       await store.pauseQueue("q", T);
       const other = await reopen();
-      expect(await other.getQueue("q")).toEqual({ queue: "q", paused: true, maxLeased: null });
+      expect(await other.getQueue("q")).toEqual({ queue: "q", paused: true, maxLeased: null, ratePerSecond: null, burst: null });
       expect(await other.claimNext("q", "A", T, TTL, 1)).toEqual([]);
     });
   });

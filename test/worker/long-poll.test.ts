@@ -117,6 +117,40 @@ describe("claim-next with waitMs in the Worker, waiting in the queue's Durable O
   });
 });
 
+describe("claim-next with waitMs in the Worker on a limited queue", () => {
+  test("a claim the rate limit holds back waits in the object for the next token; one whose token comes after its waitMs answers at once, saying when", async () => {
+    await call("POST", "/v1/queues/wq-rate/jobs", { jobs: [{ id: "wq-rate-1" }, { id: "wq-rate-2" }] });
+    await call("PUT", "/v1/queues/wq-rate", { ratePerSecond: 4, burst: 1 }); // a token every 250 ms
+    const [first] = (await claim("wq-rate", { owner: "A" })).leases;
+    const { leases, ms } = await claim("wq-rate", { owner: "B", waitMs: 5_000 });
+    expect(leases.map((lease) => lease.job.id)).toEqual(["wq-rate-2"]);
+    expect(leases[0]!.until - first!.until).toBeGreaterThanOrEqual(250); // taken at its token, on the Worker's clock
+    expect(ms).toBeLessThan(2_000);
+
+    await call("POST", "/v1/jobs", { id: "wq-slow-1", queue: "wq-slow" });
+    await call("PUT", "/v1/queues/wq-slow", { ratePerSecond: 0.001, burst: 1 }); // a token every 1000 s
+    await call("POST", "/v1/jobs", { id: "wq-slow-2", queue: "wq-slow" });
+    await claim("wq-slow", { owner: "A" });
+    const started = performance.now();
+    const answer = (await (await call("POST", "/v1/queues/wq-slow/claim", { owner: "B", ttlMs: 60_000, waitMs: 5_000 })).json()) as { leases: Lease[]; retryAfterMs?: number };
+    expect(answer.leases).toEqual([]);
+    expect(answer.retryAfterMs).toBeGreaterThan(990_000);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  test("a claim held back by maxLeased takes the slot a completion freed by the end of its waitMs, never later", async () => {
+    await call("POST", "/v1/queues/wq-full/jobs", { jobs: [{ id: "wq-full-1" }, { id: "wq-full-2" }] });
+    await call("PUT", "/v1/queues/wq-full", { maxLeased: 1 });
+    const [held] = (await claim("wq-full", { owner: "A" })).leases;
+    const waiting = claim("wq-full", { owner: "B", waitMs: 1_000 });
+    await until(async () => (await waitingIn("wq-full")) === 1, "B to wait");
+    await call("POST", `/v1/jobs/${held!.job.id}/complete`, { owner: "A", fence: held!.fence, result: 1 });
+    const { leases, ms } = await waiting;
+    expect(leases.map((lease) => lease.job.id)).toEqual(["wq-full-2"]);
+    expect(ms).toBeLessThan(1_000 + 500); // a completion rings no object: at the latest its last claim at waitMs takes the slot
+  });
+});
+
 describe("the Worker without the DOORBELL binding", () => {
   test("a waiting claim re-checks inside the request: a job its isolate did not write is seen within a second", async () => {
     const bare = { ...env, DOORBELL: undefined };

@@ -8,6 +8,7 @@ import { lifecycleContract } from "../contract/lifecycle.contract.ts";
 import { type FreshStorage, storageContract } from "../contract/storage.contract.ts";
 import { queuesContract } from "../contract/queues.contract.ts";
 import { schedulesContract } from "../contract/schedules.contract.ts";
+import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
 
 /** A store over the D1 binding, on empty tables, with the binding itself to look at the rows. */
@@ -37,6 +38,7 @@ async function freshD1Store(): Promise<FreshStorage> {
 storeContract(freshD1Store);
 lifecycleContract(freshD1Store);
 manyContract(freshD1Store);
+rateLimitContract(freshD1Store);
 queuesContract(freshD1Store);
 schedulesContract(freshD1Store);
 cancelContract(freshD1Store);
