@@ -24,6 +24,8 @@ export const OPTIONS = {
   file: { type: "string" },
   wait: { type: "string" },
   "max-leased": { type: "string" },
+  rate: { type: "string" },
+  burst: { type: "string" },
   cron: { type: "string" },
   tz: { type: "string" },
   "every-ms": { type: "string" },
