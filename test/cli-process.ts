@@ -25,5 +25,7 @@ export async function serving() {
   const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: fresh.url, auth: { tokens: [TOKEN] } });
   const run = (...args: string[]) => cli(args, { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN });
   const runWithInput = (stdin: string, ...args: string[]) => cli(args, { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN }, stdin);
-  return { ...fresh, server, run, runWithInput, [Symbol.asyncDispose]: () => server.stop() };
+  /** Reads the API as the server answers it, for the state a command left behind. */
+  const read = async (path: string): Promise<any> => (await fetch(`${server.url}${path}`, { headers: { Authorization: `Bearer ${TOKEN}` } })).json();
+  return { ...fresh, server, run, runWithInput, read, [Symbol.asyncDispose]: () => server.stop() };
 }

@@ -25,14 +25,14 @@ describe("queue controls", () => {
     await page.getByRole("button", { name: "Pause queue mail" }).click();
     await expect.poll(() => state.textContent(), WAIT).toBe("paused");
     expect(await page.locator("#queue-note").textContent()).toBe("Paused mail: claims take none of its jobs until it is resumed; leases held go on.");
-    expect(await shared.server.call("GET", `/v1/queues/${mail}`)).toEqual({ queue: mail, paused: true, maxLeased: null });
-    expect(await shared.server.call("GET", `/v1/queues/${zip}`)).toEqual({ queue: zip, paused: false, maxLeased: null }); // the bystander
+    expect(await shared.server.call("GET", `/v1/queues/${mail}`)).toEqual({ queue: mail, paused: true, maxLeased: null, ratePerSecond: null, burst: null });
+    expect(await shared.server.call("GET", `/v1/queues/${zip}`)).toEqual({ queue: zip, paused: false, maxLeased: null, ratePerSecond: null, burst: null }); // the bystander
     expect(await shared.server.call("POST", `/v1/queues/${mail}/claim`, { owner: "A", ttlMs: 10_000 })).toEqual({ leases: [] });
     expect(await page.getByRole("button", { name: "Pause queue mail" }).count()).toBe(0);
 
     await page.getByRole("button", { name: "Resume queue mail" }).click();
     await expect.poll(() => state.textContent(), WAIT).toBe("running");
-    expect(await shared.server.call("GET", `/v1/queues/${mail}`)).toEqual({ queue: mail, paused: false, maxLeased: null });
+    expect(await shared.server.call("GET", `/v1/queues/${mail}`)).toEqual({ queue: mail, paused: false, maxLeased: null, ratePerSecond: null, burst: null });
     expect((await shared.server.call("POST", `/v1/queues/${mail}/claim`, { owner: "A", ttlMs: 10_000 })).leases).toHaveLength(1);
     await leave(visited, shared.server.url);
   });
@@ -51,22 +51,43 @@ describe("queue controls", () => {
     await page.getByRole("button", { name: "Save settings" }).click();
     await expect.poll(() => limits(reports).textContent(), WAIT).toBe("max leased 2");
     expect(await page.locator("#queue-note").textContent()).toBe("Saved reports: max leased 2.");
-    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: 2 });
+    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: 2, ratePerSecond: null, burst: null });
 
     await page.getByLabel("Queue", { exact: true }).fill("exports");
     await page.getByLabel("Max leased").fill("3");
     await page.getByRole("button", { name: "Save settings" }).click();
     await expect.poll(() => limits("exports").textContent(), WAIT).toBe("max leased 3"); // listed with zero counts
     expect(await page.locator("tr[data-queue=exports] td[data-stat=queued]").textContent()).toBe("0");
-    expect(await shared.server.call("GET", "/v1/queues/exports")).toEqual({ queue: "exports", paused: false, maxLeased: 3 });
+    expect(await shared.server.call("GET", "/v1/queues/exports")).toEqual({ queue: "exports", paused: false, maxLeased: 3, ratePerSecond: null, burst: null });
 
     await page.getByRole("button", { name: "Settings of queue reports" }).click();
     expect(await page.getByLabel("Max leased").inputValue()).toBe("2");
     await page.getByLabel("Max leased").fill("");
     await page.getByRole("button", { name: "Save settings" }).click();
     await expect.poll(() => limits(reports).textContent(), WAIT).toBe("no limit");
-    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: null });
+    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: null, ratePerSecond: null, burst: null });
     expect(await fitsWidth(page)).toBe(true);
+    await leave(visited, shared.server.url);
+  });
+
+  test("the form sets a rate limit with its burst beside maxLeased, and a burst without a rate is refused by the API", async () => {
+    const bulk = await queueWithJobs("bulk", 1);
+    const visited = await visit(shared.browser);
+    const { page } = visited;
+    await signIn(page, shared.server.url);
+    await page.getByRole("button", { name: `Settings of queue ${bulk}` }).click();
+    await page.getByLabel("Max leased").fill("4");
+    await page.getByLabel("Claims per second").fill("2.5");
+    await page.getByLabel("Burst").fill("10");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    const limits = page.locator(`tr[data-queue=${bulk}] td[data-setting=limits]`);
+    await expect.poll(() => limits.textContent(), WAIT).toBe("max leased 4, 2.5/s burst 10");
+    expect(await shared.server.call("GET", `/v1/queues/${bulk}`)).toEqual({ queue: bulk, paused: false, maxLeased: 4, ratePerSecond: 2.5, burst: 10 });
+
+    await page.getByLabel("Claims per second").fill("");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent(), WAIT).toMatch(/burst.*\(400 invalid_request\)$/);
+    expect(await shared.server.call("GET", `/v1/queues/${bulk}`)).toMatchObject({ ratePerSecond: 2.5, burst: 10 }); // unchanged
     await leave(visited, shared.server.url);
   });
 

@@ -24,6 +24,14 @@ export const OPTIONS = {
   file: { type: "string" },
   wait: { type: "string" },
   "max-leased": { type: "string" },
+  rate: { type: "string" },
+  burst: { type: "string" },
+  cron: { type: "string" },
+  tz: { type: "string" },
+  "every-ms": { type: "string" },
+  reason: { type: "string" },
+  by: { type: "string" },
+  progress: { type: "string" },
 } as const;
 
 /** The options of one command line, as parseArgs gives them. */
@@ -53,7 +61,7 @@ export function requiredInteger(flags: Flags, name: "ttl-ms" | "fence"): number 
 }
 
 /** A JSON option, parsed, or undefined when it is not given. */
-export function json(flags: Flags, name: "payload" | "result"): unknown {
+export function json(flags: Flags, name: "payload" | "result" | "progress"): unknown {
   const value = flags[name];
   if (value === undefined) return undefined;
   try {

@@ -5,7 +5,7 @@ import { enqueueMany } from "./enqueue-many.ts";
 import { integer, json } from "./flags.ts";
 
 // The commands about jobs as a whole: adding them, reading them and their
-// history, and the operator's retry and delete.
+// history, and the operator's retry, delete and cancel.
 
 const jobText = (job: Job) => Object.entries(job).map(([key, value]) => `${key.padEnd(12)}${JSON.stringify(value)}`).join("\n");
 const holder = (owner: string | null, fence: number | null) => (owner === null ? `fence ${fence}` : `${owner}/${fence}`);
@@ -14,13 +14,15 @@ function eventLine(event: JobEvent): string {
   const what =
     event.kind === "refused"
       ? `refused ${event.action}: presented ${holder(event.owner, event.fence)}, current ${holder(event.currentOwner, event.currentFence)}`
-      : event.owner === null && event.fence === null
-        ? event.kind
-        : `${event.kind} ${holder(event.owner, event.fence)}`;
+      : event.kind === "cancelled" // its owner is who cancelled, not a lease's
+        ? `cancelled by ${event.owner}`
+        : event.owner === null && event.fence === null
+          ? event.kind
+          : `${event.kind} ${holder(event.owner, event.fence)}`;
   return `${at(event.at)}  ${what}${event.error === null ? "" : `: ${printable(event.error)}`}`;
 }
 
-/** enqueue, enqueue-many, get, retry, delete, list and events. */
+/** enqueue, enqueue-many, get, retry, delete, cancel, list and events. */
 export const JOB_COMMANDS: Record<string, Command> = {
   enqueue: {
     argument: "a job id",
@@ -58,6 +60,15 @@ export const JOB_COMMANDS: Record<string, Command> = {
     async run({ arg: id, client }) {
       await client.delete(id);
       return { json: { deleted: true }, text: `deleted ${id}` };
+    },
+  },
+  cancel: {
+    argument: "a job id",
+    async run({ arg: id, flags, client }) {
+      // Who cancelled goes into the job's history; from the command line, "cli" unless --by names someone.
+      // A job cancelled already is answered as it is: cancelling is safe to repeat.
+      const job = await client.cancel(id, { by: flags.by ?? "cli", reason: flags.reason });
+      return { json: { job }, text: `cancelled ${id}: it will not run again, and a lease held on it is refused at its next write` };
     },
   },
   list: {

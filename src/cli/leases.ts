@@ -31,15 +31,18 @@ export const LEASE_COMMANDS: Record<string, Command> = {
       if (flags.wait === "") throw new UsageError("--wait needs the most ms to wait for a job, up to 30000");
       const waitMs = integer(flags, "wait");
       const request = { owner: required(flags, "owner", "who takes the leases"), ttlMs: requiredInteger(flags, "ttl-ms"), limit: integer(flags, "limit"), waitMs };
-      const leases = await client.claimNext(queue, request);
+      const { leases, retryAfterMs } = await client.claimNextAnswer(queue, request);
       const none = waitMs ? `nothing came in queue ${queue} within ${waitMs} ms` : `nothing due in queue ${queue}`;
-      return { json: { leases }, text: leases.length === 0 ? none : leases.map(leaseLine).join("\n") };
+      // Stopped short by the queue's rate limit: say when to ask again.
+      const limited = retryAfterMs === undefined ? "" : `${leases.length === 0 ? "" : "\n"}rate limited in queue ${queue}: the next claim is allowed in ${retryAfterMs} ms`;
+      const text = (leases.length === 0 && retryAfterMs === undefined ? none : leases.map(leaseLine).join("\n")) + limited;
+      return { json: retryAfterMs === undefined ? { leases } : { leases, retryAfterMs }, text };
     },
   },
   renew: {
     argument: "a job id",
     async run({ arg: id, flags, client }) {
-      const until = await client.renew(id, { ...heldBy(flags), ttlMs: requiredInteger(flags, "ttl-ms") });
+      const until = await client.renew(id, { ...heldBy(flags), ttlMs: requiredInteger(flags, "ttl-ms"), progress: json(flags, "progress") });
       return { json: { until }, text: `renewed ${id} until ${at(until)}` };
     },
   },

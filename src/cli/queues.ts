@@ -12,20 +12,40 @@ function statsLine(stats: QueueStats): string {
   return `${stats.queue}: ${jobs}; ${due}; refused ${stats.refused.lastHour} in the last hour, ${stats.refused.total} ever${stats.paused ? "; paused" : ""}`;
 }
 
-/** A queue's settings as cells: its name, whether it is paused, its limits. */
-const settingsCells = (settings: QueueSettings) => [settings.queue, settings.paused ? "paused" : "running", `maxLeased ${settings.maxLeased ?? "none"}`];
+/** A queue's rate limit in words: `rate 5/s burst 10`, or `rate none`. */
+const rate = (settings: QueueSettings) => (settings.ratePerSecond === null ? "rate none" : `rate ${settings.ratePerSecond}/s burst ${settings.burst}`);
 
-/** A limit option: a whole number, or `none` to take the limit away (null); undefined when not given. */
-function limit(flags: Flags, name: "max-leased"): number | null | undefined {
-  if (flags[name] === "none") return null;
-  if (flags[name] === "") throw new UsageError(`--${name} needs a whole number, or none for no limit`);
-  return integer(flags, name);
+/** A queue's settings as cells: its name, whether it is paused, its limits. */
+const settingsCells = (settings: QueueSettings) => [settings.queue, settings.paused ? "paused" : "running", `maxLeased ${settings.maxLeased ?? "none"}`, rate(settings)];
+
+/** A limit option: a number, or `none` to take the limit away (null); undefined when not given. */
+function limit(flags: Flags, name: "max-leased" | "rate" | "burst"): number | null | undefined {
+  const value = flags[name];
+  if (value === "none") return null;
+  if (value === "") throw new UsageError(`--${name} needs a number, or none for no limit`);
+  if (name !== "rate") return integer(flags, name);
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (value.trim() === "" || !Number.isFinite(number)) throw new UsageError(`--rate must be a number of claims per second, got ${JSON.stringify(value)}`);
+  return number;
 }
 
-/** The settings a `queue` command line changes; empty when it only reads. */
-function changes(flags: Flags): QueueSettingsRequest {
-  const maxLeased = limit(flags, "max-leased");
-  return maxLeased === undefined ? {} : { maxLeased };
+/** The settings a `queue` command line names; empty when it only reads. */
+function named(flags: Flags): QueueSettingsRequest {
+  const given = { maxLeased: limit(flags, "max-leased"), ratePerSecond: limit(flags, "rate"), burst: limit(flags, "burst") };
+  return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
+}
+
+/**
+ * The whole set of settings to PUT (the route replaces all three): those named
+ * on the line, the others as they are now. A rate and its burst go together: a
+ * --rate without --burst gets the server's default burst (none without a rate);
+ * a --burst alone keeps the rate.
+ */
+function merged(current: QueueSettings, changes: QueueSettingsRequest): QueueSettingsRequest {
+  const kept = { maxLeased: current.maxLeased, ratePerSecond: current.ratePerSecond, burst: current.burst };
+  if (changes.ratePerSecond !== undefined) kept.burst = null;
+  return { ...kept, ...changes };
 }
 
 /** stats, queues, queue, pause and resume. */
@@ -47,8 +67,10 @@ export const QUEUE_COMMANDS: Record<string, Command> = {
   queue: {
     argument: "a queue",
     async run({ arg: queue, flags, client }) {
-      const request = changes(flags);
-      const settings = Object.keys(request).length === 0 ? await client.getQueue(queue) : await client.setQueue(queue, request);
+      const changes = named(flags);
+      const current = await client.getQueue(queue);
+      // Read, then write the whole set: two people changing one queue at once may lose one's change (no lease depends on it).
+      const settings = Object.keys(changes).length === 0 ? current : await client.setQueue(queue, merged(current, changes));
       return { json: settings, text: columns([settingsCells(settings)]) };
     },
   },

@@ -7,6 +7,7 @@ import { bareWait, OPTIONS } from "./flags.ts";
 import { JOB_COMMANDS } from "./jobs.ts";
 import { LEASE_COMMANDS } from "./leases.ts";
 import { QUEUE_COMMANDS } from "./queues.ts";
+import { SCHEDULE_COMMANDS } from "./schedules.ts";
 import { migrateDatabase, serve } from "./server-commands.ts";
 import { USAGE } from "./usage.ts";
 
@@ -14,16 +15,26 @@ export type { Io } from "./command.ts";
 
 // The dispatcher: reads the command line, finds the command, and prints its
 // answer (or the one line of its error) with the exit code. Each group of
-// commands is a file of its own (jobs.ts, leases.ts, queues.ts).
+// commands is a file of its own (jobs.ts, leases.ts, queues.ts, schedules.ts).
 
 /** Every command that calls the server, by name. */
-const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...LEASE_COMMANDS, ...QUEUE_COMMANDS };
+const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...LEASE_COMMANDS, ...QUEUE_COMMANDS, ...SCHEDULE_COMMANDS };
 
-/** The command named on the line, and its argument, after checking there is no more and no less than it takes. */
-function commandOf(name: string, positionals: string[]): { command: Command; arg: string } {
+/**
+ * The command named on the line (one word, or two for a group such as
+ * `schedule put`), and its argument, after checking there is no more and no
+ * less than it takes.
+ */
+function commandOf(first: string, positionals: string[]): { command: Command; arg: string } {
+  const group = Object.keys(COMMANDS).filter((key) => key.startsWith(`${first} `)).map((key) => key.slice(first.length + 1));
+  const [sub, ...afterSub] = positionals;
+  if (group.length > 0 && (sub === undefined || !group.includes(sub))) {
+    throw new UsageError(`${first} needs one of ${group.join(", ")}${sub === undefined ? "" : `, got ${JSON.stringify(sub)}`}`);
+  }
+  const name = group.length > 0 ? `${first} ${sub}` : first;
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command) throw new UsageError(`unknown command ${JSON.stringify(name)}`);
-  const [arg, ...extra] = positionals;
+  const [arg, ...extra] = group.length > 0 ? afterSub : positionals;
   const unexpected = command.argument === null ? arg : extra[0];
   if (command.argument !== null && arg === undefined) throw new UsageError(`${name} needs ${command.argument}`);
   if (unexpected !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(unexpected)}`);

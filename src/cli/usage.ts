@@ -15,25 +15,39 @@ Jobs:
   get <id> [--wait [MS]]          with --wait, once the job is done or dead (or MS has passed: as it then is)
   claim <id> --owner O --ttl-ms MS
   claim-next <queue> --owner O --ttl-ms MS [--limit N] [--wait MS]
-                                 with --wait, wait up to MS (at most 30000) for a job while none is due
-  renew <id> --owner O --fence F --ttl-ms MS
+                                 with --wait, wait up to MS (at most 30000) for a job while none is due;
+                                 held back by the queue's rate limit, it says when to ask again
+  renew <id> --owner O --fence F --ttl-ms MS [--progress JSON]
+                                 with --progress, the job's progress, stored if the renew is accepted
   complete <id> --owner O --fence F --result JSON
   release <id> --owner O --fence F
   fail <id> --owner O --fence F --error TEXT [--retry-in-ms MS]
   retry <id>                     put a dead job back in its queue
   delete <id>                    delete a job that is not leased
+  cancel <id> [--reason TEXT] [--by NAME]
+                                 the job will not run (again); a lease held on it is refused at its next
+                                 write. Recorded in its events as by NAME (default "cli")
   list [--queue Q] [--status S] [--limit N] [--cursor C]
-                                 S: queued, scheduled, leased, done or dead
+                                 S: queued, scheduled, leased, done, dead or cancelled
   events <id> [--limit N] [--cursor C]
   check-lease <id> --owner O --fence F
                                  exits 0 if that is the current lease, 4 if not
   stats                          per queue: jobs by status, oldest due, refused stale writes, paused
 Queues:
-  queues                         every queue's settings: paused or running, maxLeased
-  queue <queue> [--max-leased N|none]
-                                 read a queue's settings; with --max-leased, set its limit of current leases
+  queues                         every queue's settings: paused or running, maxLeased, rate and burst
+  queue <queue> [--max-leased N|none] [--rate N|none] [--burst N|none]
+                                 read a queue's settings; with options, change those (the others stay):
+                                 at most N current leases; N claims a second, in bursts of up to N
+                                 (--rate without --burst: the default burst, the rate rounded up)
   pause <queue>                  claims take none of the queue's jobs until resume; leases held go on
   resume <queue>                 claims take the queue's jobs again
+Schedules:
+  schedules                      every schedule, with its next fire
+  schedule put <name> --queue Q (--cron EXPR [--tz TZ] | --every-ms N) [--payload JSON] [--priority N]
+                      [--max-attempts N]
+                                 create or replace a schedule; each fire enqueues job <name>@<fire time>
+  schedule get <name>
+  schedule rm <name>             the schedule fires no more; jobs it enqueued stay
 
 Options:
   --url URL      the server (FENCELEASE_URL; default http://127.0.0.1:8787)

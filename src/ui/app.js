@@ -4,11 +4,13 @@
 //   #/                                  queues
 //   #/jobs?queue=&status=&cursor=       a page of jobs
 //   #/job/<id>                          one job and its history
+//   #/schedules                         recurring schedules
 import { api, ApiError, token, whenUnauthorized } from "./api.js";
 import { errorNote, h } from "./dom.js";
 import { jobView } from "./job.js";
 import { jobsView } from "./jobs.js";
 import { queuesView } from "./queues.js";
+import { schedulesView } from "./schedules.js";
 
 /** @typedef {(container: HTMLElement, params: URLSearchParams, signal: AbortSignal) => void | Promise<void>} View */
 
@@ -27,6 +29,7 @@ function route() {
     return { view: jobView, params };
   }
   if (path === "/jobs") return { view: jobsView, params };
+  if (path === "/schedules") return { view: schedulesView, params };
   return { view: queuesView, params };
 }
 

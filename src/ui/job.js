@@ -14,7 +14,7 @@ const EVENTS_MAX = 10_000;
  * @typedef {import("./timeline.js").JobEvent} JobEvent
  * @typedef {{ id: string, queue: string, payload: unknown, priority: number, runAt: number, owner: string | null,
  *   until: number, fence: number, result: unknown, done: boolean, status: string, attempts: number,
- *   maxAttempts: number, lastError: string | null, createdAt: number, updatedAt: number }} Job
+ *   maxAttempts: number, lastError: string | null, progress: unknown, createdAt: number, updatedAt: number }} Job
  */
 
 /** @type {import("./app.js").View} */
@@ -42,7 +42,8 @@ export async function jobView(container, params, signal) {
     timeline(history.events, job),
     h("div", { class: "values" },
       h("section", {}, h("h2", {}, "Payload"), h("pre", { class: "json" }, prettyJson(job.payload))),
-      h("section", {}, h("h2", {}, "Result"), h("pre", { class: "json" }, job.result === null ? "none yet" : prettyJson(job.result)))));
+      h("section", {}, h("h2", {}, "Result"), h("pre", { class: "json" }, job.result === null ? "none yet" : prettyJson(job.result))),
+      h("section", {}, h("h2", {}, "Progress"), h("pre", { class: "json", id: "progress" }, job.progress === null ? "none reported" : prettyJson(job.progress)))));
   if (history.more) container.append(h("p", { class: "muted" }, `Only the first ${EVENTS_MAX} events are shown.`));
 }
 
@@ -85,16 +86,16 @@ function fields(job) {
 }
 
 /**
- * Retry (a dead job) and delete (a job nobody holds), each confirmed first.
+ * Retry (a dead job), cancel (a job that may still run) and delete (a job nobody holds), each confirmed first.
  * A refusal shows the API's own message; a success shows the job again.
  * @param {Job} job
  * @param {() => void} reload
  */
 function actions(job, reload) {
   const note = h("div", { class: "action-note" });
-  const act = async (/** @type {string} */ method, /** @type {string} */ path, /** @type {() => void} */ then) => {
+  const act = async (/** @type {string} */ method, /** @type {string} */ path, /** @type {() => void} */ then, /** @type {unknown} */ body = undefined) => {
     try {
-      await api(path, { method });
+      await api(path, { method, body });
       then();
     } catch (error) {
       note.replaceChildren(errorNote(error));
@@ -108,6 +109,11 @@ function actions(job, reload) {
     const ok = await confirmAction("Delete this job?", `${job.id} is removed from queue ${job.queue}. A new job with this id would start above fence ${job.fence}, so no old lease can write to it either.`, "Delete job");
     if (ok) await act("DELETE", jobPath(job.id), () => deleted.replaceChildren(h("p", { class: "ok", role: "status" }, `Deleted ${job.id}. `, h("a", { href: "#/jobs" }, "All jobs"))));
   } }, "Delete");
-  const deleted = h("div", { class: "actions" }, retry, remove, note);
+  const cancel = ["queued", "scheduled", "leased"].includes(job.status) && h("button", { type: "button", class: "danger", onclick: async () => {
+    const held = job.status === "leased" ? ` ${job.owner} holds it with fence ${job.fence}: its next renew, complete, fail or release is refused, and its handler is told.` : "";
+    const ok = await confirmAction("Cancel this job?", `${job.id} will not run again; it stays in queue ${job.queue} as cancelled.${held}`, "Cancel job");
+    if (ok) await act("POST", `${jobPath(job.id)}/cancel`, () => void reload(), { by: "dashboard" });
+  } }, "Cancel job");
+  const deleted = h("div", { class: "actions" }, retry, cancel, remove, note);
   return deleted;
 }

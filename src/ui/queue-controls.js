@@ -5,7 +5,7 @@
 import { api, queuePath } from "./api.js";
 import { h } from "./dom.js";
 
-/** @typedef {{ queue: string, paused: boolean, maxLeased: number | null }} QueueSettings */
+/** @typedef {{ queue: string, paused: boolean, maxLeased: number | null, ratePerSecond: number | null, burst: number | null }} QueueSettings */
 
 /**
  * What a control does once clicked: sends `call`, says `done` of what it
@@ -14,10 +14,15 @@ import { h } from "./dom.js";
  */
 
 /** A queue that was never set: running, no limit. @param {string} queue @returns {QueueSettings} */
-export const unset = (queue) => ({ queue, paused: false, maxLeased: null });
+export const unset = (queue) => ({ queue, paused: false, maxLeased: null, ratePerSecond: null, burst: null });
 
-/** The limits of a queue, in words: "max leased 5", or "no limit". @param {QueueSettings} settings */
-export const limits = (settings) => (settings.maxLeased === null ? "no limit" : `max leased ${settings.maxLeased}`);
+/** The limits of a queue, in words: "max leased 5, 10/s burst 20", or "no limit". @param {QueueSettings} settings */
+export function limits(settings) {
+  const parts = [];
+  if (settings.maxLeased !== null) parts.push(`max leased ${settings.maxLeased}`);
+  if (settings.ratePerSecond !== null) parts.push(`${settings.ratePerSecond}/s${settings.burst === null ? "" : ` burst ${settings.burst}`}`);
+  return parts.length ? parts.join(", ") : "no limit";
+}
 
 /**
  * The Pause or Resume button of one queue's row, and its Settings button, which
@@ -45,19 +50,24 @@ export function queueButtons(settings, act, edit) {
 export function settingsForm(act) {
   const queue = h("input", { id: "settings-queue", name: "queue", required: true, spellcheck: "false", autocomplete: "off" });
   const maxLeased = h("input", { id: "settings-max-leased", name: "maxLeased", type: "number", min: 1, step: 1, inputmode: "numeric", placeholder: "no limit" });
+  const rate = h("input", { id: "settings-rate", name: "ratePerSecond", type: "number", min: 0, step: "any", inputmode: "decimal", placeholder: "no limit" });
+  const burst = h("input", { id: "settings-burst", name: "burst", type: "number", min: 1, step: 1, inputmode: "numeric", placeholder: "default" });
   const form = h("form", { class: "settings", "aria-labelledby": "settings-title", onsubmit: submit },
     h("h2", { id: "settings-title" }, "Queue settings"),
-    h("p", { class: "muted" }, "Claims decide by these in the database, in the claim itself. Empty: no limit."),
+    h("p", { class: "muted" }, "Claims decide by these in the database, in the claim itself. Empty: no limit; a burst needs a rate (default: the rate, rounded up)."),
     h("div", { class: "fields-row" },
       h("span", {}, h("label", { for: "settings-queue" }, "Queue"), queue),
       h("span", {}, h("label", { for: "settings-max-leased" }, "Max leased"), maxLeased),
+      h("span", {}, h("label", { for: "settings-rate" }, "Claims per second"), rate),
+      h("span", {}, h("label", { for: "settings-burst" }, "Burst"), burst),
       h("button", { type: "submit" }, "Save settings")));
 
   /** @param {SubmitEvent} event */
   function submit(event) {
     event.preventDefault();
     const name = queue.value;
-    const body = { maxLeased: maxLeased.value === "" ? null : Number(maxLeased.value) };
+    const number = (/** @type {HTMLInputElement} */ input) => (input.value === "" ? null : Number(input.value));
+    const body = { maxLeased: number(maxLeased), ratePerSecond: number(rate), burst: number(burst) };
     void act(() => api(queuePath(name), { method: "PUT", body }), (answer) => `Saved ${answer.queue}: ${limits(answer)}.`);
   }
 
@@ -65,6 +75,8 @@ export function settingsForm(act) {
   function edit(settings) {
     queue.value = settings.queue;
     maxLeased.value = settings.maxLeased === null ? "" : String(settings.maxLeased);
+    rate.value = settings.ratePerSecond === null ? "" : String(settings.ratePerSecond);
+    burst.value = settings.burst === null ? "" : String(settings.burst);
     maxLeased.focus();
   }
   return { form, edit };

@@ -12,7 +12,7 @@ import { moment, offset } from "./format.js";
  * sends them, say that repeats of the same event were folded into one.
  * @typedef {{ seq: number, at: number, kind: string, action: string | null, owner: string | null,
  *   fence: number | null, currentOwner: string | null, currentFence: number | null, error: string | null,
- *   count?: number, lastAt?: number }} JobEvent
+ *   progress?: unknown, count?: number, lastAt?: number }} JobEvent
  * @typedef {{ fence: number, owner: string | null, claim: JobEvent, steps: JobEvent[], refused: JobEvent[], late: JobEvent[] }} Generation
  * @typedef {{ generation: Generation } | { event: JobEvent }} Entry
  * @typedef {{ fence: number, status: string, owner: string | null, until: number }} JobNow
@@ -58,6 +58,7 @@ export function timeline(events, job) {
   const entries = leaseHistory(events);
   const origin = events[0]?.at ?? 0;
   const generations = entries.flatMap((entry) => ("generation" in entry ? [entry.generation] : []));
+  const cancelledAt = events.find((event) => event.kind === "cancelled")?.at ?? null;
   return h("section", { class: "timeline", "aria-labelledby": "timeline-title" },
     h("h2", { id: "timeline-title" }, "History"),
     h("p", { class: "legend" },
@@ -65,8 +66,8 @@ export function timeline(events, job) {
       "a write that presents an older fence, or another owner, is refused, and is shown beside the lease it lost to."),
     h("p", { class: "summary" }, summary(generations, job)),
     h("ol", { class: "entries" }, entries.map((entry, i) => ("generation" in entry
-      ? generationItem(entry.generation, job, origin, generations[generations.indexOf(entry.generation) + 1])
-      : eventItem(entry.event, origin, i)))));
+      ? generationItem(entry.generation, job, origin, generations[generations.indexOf(entry.generation) + 1], cancelledAt)
+      : eventItem(entry.event, origin, i, cancelledAt)))));
 }
 
 /**
@@ -80,6 +81,7 @@ function summary(generations, job) {
   const parts = [`${generations.length} lease${generations.length === 1 ? "" : "s"}, fence ${generations[0]?.fence}${generations.length > 1 ? ` to ${last?.fence}` : ""}.`];
   if (job.status === "done") parts.push(`The stored result is from ${job.owner ?? "the lease"} with fence ${job.fence}.`);
   else if (job.status === "leased") parts.push(`${job.owner} holds fence ${job.fence} now.`);
+  else if (job.status === "cancelled") parts.push("The job was cancelled.");
   if (refused > 0) parts.push(`${refused} stale write${refused === 1 ? " was" : "s were"} refused.`);
   return parts.join(" ");
 }
@@ -89,8 +91,9 @@ function summary(generations, job) {
  * @param {JobNow} job
  * @param {number} origin
  * @param {Generation | undefined} next
+ * @param {number | null} cancelledAt when the job was cancelled, if it was
  */
-function generationItem(generation, job, origin, next) {
+function generationItem(generation, job, origin, next, cancelledAt) {
   const current = generation.fence === job.fence;
   const end = generation.steps.findLast((step) => ENDS.has(step.kind));
   const state = verdict(generation, end, job, next);
@@ -104,7 +107,7 @@ function generationItem(generation, job, origin, next) {
         step(generation.claim, origin, `claimed by ${generation.owner}`),
         generation.steps.map((event) => step(event, origin, stepText(event))),
         generation.late.map((event) => step(event, origin, `✕ its ${event.action} came too late and was refused: fence ${event.currentFence} was current`, "late")))),
-    generation.refused.length ? refusals(generation, origin) : null);
+    generation.refused.length ? refusals(generation, origin, cancelledAt) : null);
 }
 
 /**
@@ -119,6 +122,7 @@ function verdict(generation, end, job, next) {
   if (end?.kind === "completed") return { text: current && job.status === "done" ? "completed: its result is stored" : "completed", tone: "ok" };
   if (end) return { text: end.kind + (next ? `, then fence ${next.fence}` : ""), tone: end.kind === "released" ? "muted" : "bad" };
   if (current && job.status === "leased") return { text: `holds the lease until ${moment(job.until).slice(11)}`, tone: "live" };
+  if (current && job.status === "cancelled") return { text: "cancelled while it held the lease", tone: "bad" };
   return { text: next ? `superseded by fence ${next.fence}` : "ended", tone: "muted" };
 }
 
@@ -126,7 +130,7 @@ function verdict(generation, end, job, next) {
 function stepText(event) {
   const times = (event.count ?? 1) > 1 ? ` ×${event.count}` : "";
   if (event.kind === "completed") return "completed";
-  if (event.kind === "renewed") return `renewed${times}`;
+  if (event.kind === "renewed") return `renewed${times}${event.progress === null || event.progress === undefined ? "" : `, progress ${JSON.stringify(event.progress)}`}`;
   // An expiry's error only says whose lease it was, which the generation shows.
   if (event.kind === "expired") return "lease expired";
   return `${event.kind}${event.error ? `: ${event.error}` : ""}`;
@@ -155,18 +159,20 @@ function when(at, origin) {
  * The writes this generation's lease refused, each presented owner and fence against the current ones.
  * @param {Generation} generation
  * @param {number} origin
+ * @param {number | null} cancelledAt
  */
-function refusals(generation, origin) {
+function refusals(generation, origin, cancelledAt) {
   return h("aside", { class: "refusals", "aria-label": `Stale writes refused while fence ${generation.fence} was current` },
     h("h3", {}, `Refused while fence ${generation.fence} was current`),
-    generation.refused.map((event) => refusal(event, origin)));
+    generation.refused.map((event) => refusal(event, origin, cancelledAt)));
 }
 
 /**
  * @param {JobEvent} event
  * @param {number} origin
+ * @param {number | null} [cancelledAt]
  */
-export function refusal(event, origin) {
+export function refusal(event, origin, cancelledAt = null) {
   const times = (event.count ?? 1) > 1 ? ` ×${event.count}` : "";
   return h("div", { class: "refusal", "data-seq": event.seq },
     h("p", { class: "what" }, "✕ ", h("strong", {}, event.action ?? "write"), ` by ${event.owner}${times} `, when(event.at, origin),
@@ -175,35 +181,39 @@ export function refusal(event, origin) {
       h("div", { class: "presented" }, h("span", { class: "label" }, "presented"), h("span", { class: "who" }, event.owner ?? "?"), h("span", { class: "fence" }, `fence ${event.fence}`)),
       h("span", { class: "vs", "aria-hidden": "true" }, "≠"),
       h("div", { class: "holder" }, h("span", { class: "label" }, "current"), h("span", { class: "who" }, event.currentOwner ?? "nobody"), h("span", { class: "fence" }, `fence ${event.currentFence}`))),
-    h("p", { class: "why" }, why(event)));
+    h("p", { class: "why" }, why(event, cancelledAt)));
 }
 
 /**
  * Why the write was refused, read from what it presented and what was current.
  * @param {JobEvent} event
+ * @param {number | null} cancelledAt
  */
-function why(event) {
+function why(event, cancelledAt) {
   const presented = event.fence ?? 0;
   const current = event.currentFence ?? 0;
   if (presented < current) return `Fence ${presented} is older than fence ${current}: a newer lease had replaced it.`;
   if (presented > current) return `Fence ${presented} was never handed out: the newest is ${current}.`;
+  if (cancelledAt !== null && event.at >= cancelledAt) return "The job had been cancelled: no lease may write to it any more.";
   if (event.currentOwner === null) return "The lease had ended: given back, or expired and cleared.";
   if (event.currentOwner !== event.owner) return `Fence ${current} is ${event.currentOwner}'s, not ${event.owner}'s.`;
   return "The lease had ended: it expired, or the job was already done.";
 }
 
 /**
- * A job-level event: enqueued, retried, deleted, or a refusal no lease in the history explains.
+ * A job-level event: enqueued, retried, cancelled, deleted, or a refusal no lease in the history explains.
  * @param {JobEvent} event
  * @param {number} origin
  * @param {number} index
+ * @param {number | null} cancelledAt
  */
-function eventItem(event, origin, index) {
-  if (event.kind === "refused") return h("li", { class: "event refused" }, refusal(event, origin));
+function eventItem(event, origin, index, cancelledAt) {
+  if (event.kind === "refused") return h("li", { class: "event refused" }, refusal(event, origin, cancelledAt));
   const text = {
     enqueued: index === 0 ? `enqueued, ${moment(event.at)}` : "enqueued again",
     retried: `retried: queued again with its attempts reset; the next claim gets fence ${(event.fence ?? 0) + 1}`,
     deleted: "deleted",
+    cancelled: `cancelled by ${event.owner ?? "?"}${event.error ? `: ${event.error}` : ""}`,
   }[event.kind] ?? stepText(event);
   return h("li", { class: `event ${event.kind}` }, when(event.at, origin), " ", text);
 }
