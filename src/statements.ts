@@ -66,7 +66,7 @@ export function state(id: string, now: number): Statement {
 }
 
 /** What ending an expired lease writes: nobody holds it, the fence stays, and it counts as a failed attempt (the last one makes the job dead). */
-const END_LEASE = `owner = NULL, until = 0, last_error = 'the lease of ' || owner || ' expired',
+export const END_LEASE = `owner = NULL, until = 0, last_error = 'the lease of ' || owner || ' expired',
               dead = (${EXHAUSTED}), done = (${EXHAUSTED}),
               last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END, updated_at = ?1`;
 
@@ -82,24 +82,6 @@ export function expire(now: number, id?: string): Statement {
           WHERE done = 0 AND owner IS NOT NULL AND until <= ?1 ${id === undefined ? "" : "AND id = ?2"}
           RETURNING id, queue, dead`,
     args: id === undefined ? [now] : [now, id],
-  };
-}
-
-/**
- * Ends up to `limit` expired leases, as `expire` does: the cron's chunk. Each
- * queue that holds leases (migrations/0004's counts) is searched for its ended
- * ones in the index of lease ends, so the leases still held cost nothing.
- */
-export function expireSome(now: number, limit: number): Statement {
-  return {
-    sql: `UPDATE jobs
-          SET ${END_LEASE}
-          WHERE id IN (
-            SELECT id FROM jobs
-            WHERE queue IN (SELECT queue FROM queue_counts WHERE held > 0) AND done = 0 AND owner IS NOT NULL AND until <= ?1
-            LIMIT ?2)
-          RETURNING id, queue, dead`,
-    args: [now, limit],
   };
 }
 
@@ -318,49 +300,5 @@ export function fail(failure: {
       args: [id, owner, fence, now, error, retryInMs, jitter],
     },
     refused("fail", id, owner, fence, now),
-  ];
-}
-
-/** Puts a dead job back in its queue, due at once, with its attempts reset; the fence goes on growing. */
-export function retry(id: string, now: number): Statement[] {
-  return [
-    {
-      sql: `UPDATE jobs
-            SET dead = 0, done = 0, attempts = 0, run_at = ?2, last_event = 'retried', updated_at = ?2
-            WHERE id = ?1 AND dead = 1
-            RETURNING id`,
-      args: [id, now],
-    },
-  ];
-}
-
-/** Deletes a job that nobody holds a current lease on, recording it; its fence raises the fence floor (migrations/0003). */
-export function remove(id: string, now: number): Statement[] {
-  const notLeased = "id = ?1 AND NOT (done = 0 AND owner IS NOT NULL AND until > ?2)";
-  return [
-    { sql: `INSERT INTO events (job_id, queue, at, kind, fence) SELECT id, queue, ?2, 'deleted', fence FROM jobs WHERE ${notLeased}`, args: [id, now] },
-    { sql: `DELETE FROM jobs WHERE ${notLeased} RETURNING id`, args: [id, now] },
-  ];
-}
-
-/**
- * One purge chunk: up to `limit` done, dead and cancelled jobs last changed at or before
- * `cutoff`, those finished first, with all their events (later refusals too);
- * and the histories of up to `limit` jobs deleted at or before `cutoff`, each
- * up to its `deleted` event (a job enqueued again under that id keeps its
- * own). Answers, second, the jobs purged and, third, the events, whose
- * `deleted` ones count the histories.
- */
-export function purge(cutoff: number, limit: number): Statement[] {
-  const finished = "SELECT id FROM jobs WHERE done = 1 AND updated_at <= ?1 ORDER BY updated_at LIMIT ?2";
-  const deletions = "SELECT job_id AS deleted_id, seq AS deleted_seq FROM events WHERE kind = 'deleted' AND at <= ?1 ORDER BY at LIMIT ?2";
-  return [
-    { sql: `DELETE FROM events WHERE job_id IN (${finished})`, args: [cutoff, limit] },
-    { sql: `DELETE FROM jobs WHERE id IN (${finished}) RETURNING id`, args: [cutoff, limit] },
-    {
-      sql: `DELETE FROM events WHERE seq IN (SELECT seq FROM (${deletions}) JOIN events ON job_id = deleted_id AND seq <= deleted_seq)
-            RETURNING kind`,
-      args: [cutoff, limit],
-    },
   ];
 }

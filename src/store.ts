@@ -5,6 +5,7 @@ import { type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
 import { Schedules } from "./schedules.ts";
 import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./statements.ts";
+import * as housekeeping from "./statements-housekeeping.ts";
 import * as reads from "./statements-reads.ts";
 import * as sqlMany from "./statements-many.ts";
 import { QueueVerbs, whyNotClaimable } from "./queue-settings.ts";
@@ -208,7 +209,7 @@ export class LeaseStore {
 
   /** retryJob puts a dead job back in its queue with its attempts reset; NotFound, or WrongStatus if it is not dead. */
   async retryJob(id: string, now: number): Promise<Job> {
-    const { written, current } = await this.#decide(sql.retry(check.name("id", id), check.instant("now", now)), id, now);
+    const { written, current } = await this.#decide(housekeeping.retry(check.name("id", id), check.instant("now", now)), id, now);
     if (current === null) throw new NotFound(id);
     if (written === undefined) throw new WrongStatus(id, current.status, `only a dead job can be retried; job ${JSON.stringify(id)} is ${current.status}`);
     return current;
@@ -233,7 +234,7 @@ export class LeaseStore {
 
   /** deleteJob deletes a job nobody holds a current lease on; NotFound, or WrongStatus while it is leased. */
   async deleteJob(id: string, now: number): Promise<void> {
-    const [, deleted, read] = (await this.#driver.batch([...sql.remove(check.name("id", id), check.instant("now", now)), sql.state(id, now)])) as Row[][];
+    const [, deleted, read] = (await this.#driver.batch([...housekeeping.remove(check.name("id", id), check.instant("now", now)), sql.state(id, now)])) as Row[][];
     if (deleted!.length === 1) return;
     if (read![0] === undefined) throw new NotFound(id);
     throw new WrongStatus(id, "leased", `job ${JSON.stringify(id)} is leased; it can be deleted once its lease ends`);
@@ -319,7 +320,7 @@ export class LeaseStore {
     check.instant("now", now);
     const ended: { id: string; queue: string; dead: boolean }[] = [];
     await inChunks(options, async (size) => {
-      const [rows] = await this.#driver.batch([sql.expireSome(now, size)]);
+      const [rows] = await this.#driver.batch([housekeeping.expireSome(now, size)]);
       for (const row of rows!) ended.push({ id: row.id as string, queue: row.queue as string, dead: row.dead === 1 });
       return rows!.length === size;
     });
@@ -335,7 +336,7 @@ export class LeaseStore {
     const cutoff = check.instant("now", now) - check.positiveInt("retentionMs", retentionMs);
     let purged = 0;
     await inChunks(options, async (size) => {
-      const [, jobs, events] = await this.#driver.batch(sql.purge(cutoff, size));
+      const [, jobs, events] = await this.#driver.batch(housekeeping.purge(cutoff, size));
       purged += jobs!.length;
       return jobs!.length === size || events!.filter((event) => event.kind === "deleted").length === size;
     });

@@ -2,6 +2,7 @@ import { describe, expect, test } from "vitest";
 import type { Row, Statement } from "../../src/drivers/driver.ts";
 import type { JobStatus } from "../../src/job.ts";
 import * as sql from "../../src/statements.ts";
+import * as housekeeping from "../../src/statements-housekeeping.ts";
 import * as readStatements from "../../src/statements-reads.ts";
 import type { QueueStats } from "../../src/stats.ts";
 import type { FreshStore } from "./store.contract.ts";
@@ -401,7 +402,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
     });
 
     test("a purge chunk with nothing due is an index lookup or two: finished jobs by when they finished, deletions by when they happened", async () => {
-      const lines = (await Promise.all(sql.purge(T, 500).map(reads))).flat();
+      const lines = (await Promise.all(housekeeping.purge(T, 500).map(reads))).flat();
       for (const line of lines) {
         expect(line).toMatch(/^SEARCH (jobs USING INDEX jobs_finished \(updated_at<\?\)|events USING INDEX events_deleted \(at<\?\)|events USING (COVERING )?INDEX events_by_job \(job_id=\?.*\)|(jobs|events) USING (COVERING )?INDEX sqlite_autoindex_jobs_1 \(id=\?\)|events USING INTEGER PRIMARY KEY \(rowid=\?\))$/);
       }
@@ -410,7 +411,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
     });
 
     test("the cron's expiry seeks each queue's ended leases, never every lease held", async () => {
-      for (const line of await reads(sql.expireSome(T, 500))) {
+      for (const line of await reads(housekeeping.expireSome(T, 500))) {
         expect(line).toMatch(/^SEARCH jobs USING (INDEX jobs_held_by_until \(queue=\? AND until<\?\)|(COVERING )?INDEX sqlite_autoindex_jobs_1 \(id=\?\))$/);
       }
     });
