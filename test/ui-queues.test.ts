@@ -37,6 +37,18 @@ describe("queue controls", () => {
     await leave(visited, shared.server.url);
   });
 
+  test("at 1024 px a queue with every limit set, paused, fits the page: its limits and buttons wrap, and the table scrolls in its own box", async () => {
+    const wide = await queueWithJobs("wide", 1);
+    await shared.server.call("PUT", `/v1/queues/${wide}`, { maxLeased: 1000, ratePerSecond: 1000, burst: 1000 });
+    await shared.server.call("POST", `/v1/queues/${wide}/pause`);
+    const visited = await visit(shared.browser, 1024);
+    const { page } = visited;
+    await signIn(page, shared.server.url);
+    await expect.poll(() => page.locator(`tr[data-queue=${wide}] td[data-setting=limits]`).textContent(), WAIT).toContain("1000/s");
+    expect(await fitsWidth(page)).toBe(true);
+    await leave(visited, shared.server.url);
+  });
+
   test("at 390 px the settings form sets a queue's maxLeased, sets a queue with no jobs yet, and an empty field takes the limit away", async () => {
     const reports = await queueWithJobs("reports", 1);
     const visited = await visit(shared.browser, 390);

@@ -81,7 +81,8 @@ export function queuesView(container, _params, signal) {
 
 /** @param {HTMLTableRowElement[]} rows */
 function table(rows) {
-  return h("table", { class: "stats" },
+  // Ten columns do not fit every laptop: the table scrolls sideways in its box, the page does not.
+  return h("div", { class: "table-scroll" }, h("table", { class: "stats" },
     h("thead", {}, h("tr", {},
       h("th", { scope: "col" }, "Queue"),
       h("th", { scope: "col" }, "State"),
@@ -91,7 +92,7 @@ function table(rows) {
       h("th", { scope: "col", class: "num" }, "Refused, ever"),
       h("th", { scope: "col", title: "Decided in the claim: at most this many current leases at once" }, "Limits"),
       h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Actions")))),
-    h("tbody", {}, rows));
+    h("tbody", {}, rows)));
 }
 
 /**
