@@ -20,11 +20,17 @@ export type StoredSpec = {
   maxAttempts: number;
 };
 
+/** In a put's ON CONFLICT: the replace fires when the stored schedule does (the same cron, everyMs and time zone). */
+const SAME_TIMING = "cron IS excluded.cron AND every_ms IS excluded.every_ms AND timezone IS excluded.timezone";
+
 /**
  * Whether a schedule of that name exists, then creates or replaces it and
  * answers its row. A replace keeps created_at (an everyMs schedule's anchor)
- * and last_fire_at. The next fire is the first one after `now`: `cronNext`
- * for a cron, or created_at + k * every_ms for an everyMs schedule.
+ * and last_fire_at, and, when it keeps the timing, the next fire too, so a
+ * fire due and not yet enqueued still is (a deploy that puts its schedules
+ * again after downtime loses nothing). Otherwise the next fire is the first
+ * one after `now`: `cronNext` for a cron, or created_at + k * every_ms for an
+ * everyMs schedule.
  */
 export function putSchedule(name: string, spec: StoredSpec, cronNext: number | null, now: number): Statement[] {
   // Whole intervals since the anchor: an integer division (a number may be bound as a REAL).
@@ -37,7 +43,8 @@ export function putSchedule(name: string, spec: StoredSpec, cronNext: number | n
             ON CONFLICT (name) DO UPDATE SET
               queue = excluded.queue, cron = excluded.cron, every_ms = excluded.every_ms, timezone = excluded.timezone,
               payload = excluded.payload, priority = excluded.priority, max_attempts = excluded.max_attempts,
-              next_fire_at = CASE WHEN ?4 IS NULL THEN ?9 ELSE ${everyNext("created_at")} END, updated_at = excluded.updated_at
+              next_fire_at = CASE WHEN ${SAME_TIMING} THEN next_fire_at WHEN ?4 IS NULL THEN ?9 ELSE ${everyNext("created_at")} END,
+              updated_at = excluded.updated_at
             RETURNING *`,
       args: [name, spec.queue, spec.cron, spec.everyMs, spec.timezone, spec.payload, spec.priority, spec.maxAttempts, cronNext, now],
     },

@@ -130,6 +130,19 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       expect(schedule).toMatchObject({ everyMs: 60_000, createdAt: T, nextFireAt: T + 960_000 });
     });
 
+    test("a replace that keeps the timing keeps a due fire: a deploy that puts its schedules again after downtime loses no fire", async () => {
+      const { store } = await freshStore();
+      await store.schedules.put("nightly", nightly, T);
+      await store.schedules.put("beat", { queue: "q", everyMs: HOUR }, T);
+      const later = AT_3 + 5 * MINUTE; // both due (03:00 and T + 1 h), neither fired yet
+      const again = await store.schedules.put("nightly", { ...nightly, payload: { kind: "changed" } }, later);
+      expect(again.schedule).toMatchObject({ nextFireAt: AT_3, lastFireAt: null, payload: { kind: "changed" } });
+      await store.schedules.put("beat", { queue: "q", everyMs: HOUR }, T + HOUR + MINUTE);
+      const fired = await store.schedules.fireDue(T + HOUR + MINUTE);
+      expect(fired.jobs).toEqual([{ id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports" }, { id: "beat@2026-11-30T03:59:30.000Z", queue: "q" }]);
+      expect(await store.getJob("nightly@2026-11-30T03:00:00.000Z", later)).toMatchObject({ payload: { kind: "changed" } }); // the fire takes the spec as replaced
+    });
+
     test("a deleted schedule never fires; its jobs stay; a second delete, a get and a delete of another name are NotFound", async () => {
       const { store, snapshot } = await freshStore();
       await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T - MINUTE);
