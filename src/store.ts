@@ -183,9 +183,11 @@ export class LeaseStore {
    * renewMany extends each presented lease that is current to `now + ttlMs`,
    * and stores the `progress` it carries, if any, each decided alone; answers,
    * in order, each one's new `until` or why it was refused (LeaseLost, NotFound).
+   * An id given twice is InvalidArgument, and nothing changes.
    */
   async renewMany(owner: string, leases: { id: string; fence: number; progress?: unknown }[], now: number, ttlMs: number): Promise<LeaseOutcome<{ until: number }>[]> {
     const held = leases.map(({ id, fence, progress }): sqlMany.HeldLease => [check.name("id", id), check.positiveInt("fence", fence), check.progress("progress", progress)]);
+    check.distinctIds("leases", leases);
     const [renewed, , refused] = await this.#driver.batch(sqlMany.renewMany(check.name("owner", owner), held, check.instant("now", now), check.positiveInt("ttlMs", ttlMs)));
     const until = new Map(renewed!.map((row) => [row.id as string, row.until as number]));
     return outcomes(leases, owner, refused!, (id) => ({ until: until.get(id)! }));
@@ -200,6 +202,7 @@ export class LeaseStore {
    */
   async completeMany(owner: string, completions: { id: string; fence: number; result: string }[], now: number, next?: NextClaim & { queue: string }): Promise<{ completed: LeaseOutcome<{ done: true }>[]; leases: Lease[]; ended: string[] }> {
     const presented = completions.map(({ id, fence, result }): sqlMany.Completion => [check.name("id", id), check.positiveInt("fence", fence), check.text("result", result)]);
+    check.distinctIds("leases", completions);
     const statements = sqlMany.completeMany(check.name("owner", owner), presented, check.instant("now", now));
     const take = next === undefined ? [] : checked.claimNext(next.queue, owner, now, next.ttlMs, next.limit);
     const [done, , refused, taken = []] = await this.#driver.batch([...statements, ...take]);

@@ -32,6 +32,15 @@ export function name(what: string, value: unknown): string {
   throw new InvalidArgument(`${what} must be a non-empty string of printable text, got ${describe(value)}`);
 }
 
+/** Ids each given once: a many-lease call answers each lease by its id, so an id sent twice could not be told apart. */
+export function distinctIds(what: string, entries: { id: string }[]): void {
+  const seen = new Set<string>();
+  entries.forEach(({ id }, i) => {
+    if (seen.has(id)) throw new InvalidArgument(`${what}[${i}].id repeats the id ${JSON.stringify(id)}; each id may come once`);
+    seen.add(id);
+  });
+}
+
 const utf8 = new TextEncoder();
 
 /** The most bytes of UTF-8 a job's progress may take as JSON text. */

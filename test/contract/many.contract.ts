@@ -192,6 +192,19 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
       expect(await store.state("job-1", T + 3)).toMatchObject({ result: '"first"' });
     });
 
+    test("a lease given twice in one call (a stale and a current fence of one job) is InvalidArgument for renewMany and completeMany, and changes nothing", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("job-1", { now: T });
+      await store.claim("job-1", "A", T, 1);
+      await store.claim("job-1", "A", T + 1, TTL);
+      const before = await snapshot();
+      const twice = [{ id: "job-1", fence: 1 }, { id: "job-1", fence: 2 }];
+      const refused = { name: "InvalidArgument", message: 'leases[1].id repeats the id "job-1"; each id may come once' };
+      await expect(store.renewMany("A", twice, T + 2, TTL)).rejects.toMatchObject(refused);
+      await expect(store.completeMany("A", twice.map((lease) => ({ ...lease, result: "r" })), T + 2)).rejects.toMatchObject(refused);
+      expect(await snapshot()).toEqual(before);
+    });
+
     test("with next, the same transaction leases the next due jobs of the named queue", async () => {
       const { store, snapshot, before } = await twoLeasedAndMoreDue();
       const { completed, leases } = await store.completeMany("A", [{ id: "job-1", fence: 1, result: "1" }, { id: "job-2", fence: 1, result: "2" }], T + 2, { queue: "q", limit: 3, ttlMs: TTL });
