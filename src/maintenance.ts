@@ -1,4 +1,4 @@
-import type { FiredJob } from "./schedules.ts";
+import type { FiredJob, SkippedSchedule } from "./schedules.ts";
 import type { HousekeepingOptions, LeaseStore } from "./store.ts";
 import type { Waits } from "./wait/long-poll.ts";
 
@@ -9,7 +9,7 @@ export const RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
  * What one maintenance run did: how many leases it ended and jobs it purged,
  * the jobs whose lease it ended, and the jobs its schedules' fires enqueued.
  */
-export type Maintained = { expired: number; purged: number; ended: { id: string; queue: string; dead: boolean }[]; fired: FiredJob[] };
+export type Maintained = { expired: number; purged: number; ended: { id: string; queue: string; dead: boolean }[]; fired: FiredJob[]; skipped: SkippedSchedule[] };
 
 /**
  * How many chunks (of HOUSEKEEPING_CHUNK rows, src/store.ts) each part of one
@@ -36,10 +36,10 @@ export const CRON_SCHEDULE_CHUNKS = 2;
  */
 export async function maintain(store: LeaseStore, now: number, retentionMs = RETENTION_MS, options: Omit<HousekeepingOptions, "chunkSize"> = {}): Promise<Maintained> {
   const maxChunks = options.maxChunks === undefined ? undefined : Math.min(options.maxChunks, CRON_SCHEDULE_CHUNKS);
-  const { jobs: fired } = await store.schedules.fireDue(now, { ...options, maxChunks });
+  const { jobs: fired, skipped } = await store.schedules.fireDue(now, { ...options, maxChunks });
   const ended = await store.reclaimExpired(now, options);
   const purged = await store.purge(now, retentionMs, options);
-  return { expired: ended.length, purged, ended, fired };
+  return { expired: ended.length, purged, ended, fired, skipped };
 }
 
 /**
@@ -95,6 +95,7 @@ export function fireOnTime(store: LeaseStore, options: { clock: () => number; wa
     try {
       const fired = await store.schedules.fireDue(clock(), { signal });
       nextFireAt = fired.nextFireAt;
+      if (fired.skipped.length > 0) log?.(`fencelease: ${skippedLine(fired.skipped)}`);
       if (fired.jobs.length === 0) return;
       void wakeAfter({ ended: [], fired: fired.jobs }, waits);
       log?.(`fencelease: ${firedLine(fired.jobs)}`);
@@ -120,8 +121,13 @@ export function wakeAfter({ ended, fired }: Pick<Maintained, "ended" | "fired">,
 }
 
 /** The log line for a maintenance run. */
-export function maintainedLine({ expired, purged, fired }: Maintained): string {
-  return `fencelease: ended ${expired} expired lease${expired === 1 ? "" : "s"}, purged ${purged} old job${purged === 1 ? "" : "s"}${fired.length > 0 ? `, ${firedLine(fired)}` : ""}`;
+export function maintainedLine({ expired, purged, fired, skipped }: Maintained): string {
+  return `fencelease: ended ${expired} expired lease${expired === 1 ? "" : "s"}, purged ${purged} old job${purged === 1 ? "" : "s"}${fired.length > 0 ? `, ${firedLine(fired)}` : ""}${skipped.length > 0 ? `; ${skippedLine(skipped)}` : ""}`;
+}
+
+/** The schedules a run could not fire, and why, for a log line. */
+export function skippedLine(skipped: SkippedSchedule[]): string {
+  return `could not fire ${skipped.map(({ name, error }) => `${JSON.stringify(name)} (${error})`).join(", ")}`;
 }
 
 /** What schedules' fires enqueued, for a log line. */

@@ -3,6 +3,7 @@ import { NotFound } from "./errors.ts";
 import { inChunks } from "./in-chunks.ts";
 import { dueFire, firstCronFire, type ScheduleSpec, scheduleName, storedSpec } from "./schedule-times.ts";
 import * as sql from "./statements-schedules.ts";
+import type { Fire } from "./statements-schedules.ts";
 import type { HousekeepingOptions } from "./store-types.ts";
 import * as check from "./validate.ts";
 
@@ -32,8 +33,11 @@ export type Schedule = {
 /** A job a fire enqueued. */
 export type FiredJob = { id: string; queue: string };
 
-/** What fireDue did: the jobs it enqueued, and when the earliest schedule fires next (null: none will). */
-export type Fired = { jobs: FiredJob[]; nextFireAt: number | null };
+/** A due schedule whose fire could not be computed (a cron or time zone this runtime does not read), and why. */
+export type SkippedSchedule = { name: string; error: string };
+
+/** What fireDue did: the jobs it enqueued, the schedules it had to skip, and when the earliest other schedule fires next (null: none will). */
+export type Fired = { jobs: FiredJob[]; skipped: SkippedSchedule[]; nextFireAt: number | null };
 
 /** Reads a `schedules` row into a Schedule. */
 function scheduleFromRow(row: Row): Schedule {
@@ -51,6 +55,21 @@ function scheduleFromRow(row: Row): Schedule {
     createdAt: row.created_at as number,
     updatedAt: row.updated_at as number,
   };
+}
+
+/**
+ * A due schedule's fire, or none if it cannot be computed here (its cron or
+ * time zone stored by another runtime, or another version of croner): that
+ * schedule is noted in `skipped`, left as it is for a runtime that can, and
+ * the others fire.
+ */
+function fireOrSkip(row: Row, now: number, skipped: SkippedSchedule[]): Fire[] {
+  try {
+    return [dueFire(row, now)];
+  } catch (error) {
+    skipped.push({ name: row.name as string, error: (error as Error).message });
+    return [];
+  }
 }
 
 const notFound = (name: string) => new NotFound(name, `no schedule has the name ${JSON.stringify(name)}`);
@@ -112,14 +131,16 @@ export class Schedules {
   async fireDue(now: number, options: HousekeepingOptions = {}): Promise<Fired> {
     check.instant("now", now);
     const jobs: FiredJob[] = [];
+    const skipped: SkippedSchedule[] = [];
     await inChunks(options, async (size) => {
-      const due = await this.#driver.run(sql.dueSchedules(now, size));
+      const due = await this.#driver.run(sql.dueSchedules(now, size, skipped.map((schedule) => schedule.name)));
       if (due.length === 0) return false;
-      const [enqueued] = await this.#driver.batch(sql.fireDue(due.map((row) => dueFire(row, now)), now));
-      for (const row of enqueued!) jobs.push({ id: row.id as string, queue: row.queue as string });
+      const fires = due.flatMap((row) => fireOrSkip(row, now, skipped));
+      const [enqueued = []] = fires.length === 0 ? [] : await this.#driver.batch(sql.fireDue(fires, now));
+      for (const row of enqueued) jobs.push({ id: row.id as string, queue: row.queue as string });
       return due.length === size;
     });
-    const [next] = await this.#driver.run(sql.nextFire());
-    return { jobs, nextFireAt: (next?.at as number | undefined) ?? null };
+    const [next] = await this.#driver.run(sql.nextFire(skipped.map((schedule) => schedule.name)));
+    return { jobs, skipped, nextFireAt: (next?.at as number | undefined) ?? null };
   }
 }

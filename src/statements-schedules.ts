@@ -67,17 +67,21 @@ export function deleteSchedule(name: string): Statement {
 }
 
 /** Up to `limit` schedules due at `now`, earliest first: what `fireDue` needs of each. */
-export function dueSchedules(now: number, limit: number): Statement {
+export function dueSchedules(now: number, limit: number, skipped: string[]): Statement {
   return {
     sql: `SELECT name, cron, every_ms, timezone, next_fire_at, created_at FROM schedules
-          WHERE next_fire_at <= ?1 ORDER BY next_fire_at, name LIMIT ?2`,
-    args: [now, limit],
+          WHERE next_fire_at <= ?1 AND name NOT IN (SELECT value FROM json_each(?3)) ORDER BY next_fire_at, name LIMIT ?2`,
+    args: [now, limit, JSON.stringify(skipped)],
   };
 }
 
-/** When the earliest schedule fires next (one row; `at` null when none will). */
-export function nextFire(): Statement {
-  return { sql: "SELECT next_fire_at AS at FROM schedules WHERE next_fire_at IS NOT NULL ORDER BY next_fire_at LIMIT 1", args: [] };
+/** When the earliest schedule but the `skipped` fires next (one row; `at` null when none will). */
+export function nextFire(skipped: string[]): Statement {
+  return {
+    sql: `SELECT next_fire_at AS at FROM schedules
+          WHERE next_fire_at IS NOT NULL AND name NOT IN (SELECT value FROM json_each(?1)) ORDER BY next_fire_at LIMIT 1`,
+    args: [JSON.stringify(skipped)],
+  };
 }
 
 /**

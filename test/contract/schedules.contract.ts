@@ -104,6 +104,18 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       expect(first.nextFireAt).toBe(AT_3); // c is still due
       expect((await store.schedules.fireDue(AT_3, { chunkSize: 2 })).jobs.map((job) => job.id)).toEqual(["c@2026-11-30T03:00:00.000Z"]);
     });
+
+    test("a schedule whose stored time zone this runtime cannot read is skipped and named, left as it is, and the others fire", async () => {
+      const { store, exec } = await freshStore();
+      for (const name of ["a", "b", "c"]) await store.schedules.put(name, { queue: "q", cron: "0 3 * * *" }, T);
+      await exec("UPDATE schedules SET timezone = 'Mars/Olympus_Mons' WHERE name = 'a'"); // stored by another runtime
+      const before = await store.schedules.get("a");
+      const fired = await store.schedules.fireDue(AT_3, { chunkSize: 1 });
+      expect(fired.jobs.map((job) => job.id)).toEqual(["b@2026-11-30T03:00:00.000Z", "c@2026-11-30T03:00:00.000Z"]);
+      expect(fired.skipped).toEqual([{ name: "a", error: expect.stringContaining("Mars/Olympus_Mons") }]);
+      expect(fired.nextFireAt).toBe(AT_3 + 24 * HOUR); // b's and c's next, not a's, which is still due
+      expect(await store.schedules.get("a")).toEqual(before);
+    });
   });
 
   describe("schedules: put, replace, get, list, delete", () => {
