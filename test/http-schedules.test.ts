@@ -84,7 +84,7 @@ describe("GET /v1/schedules, GET and DELETE /v1/schedules/:name", () => {
     const answer = await call("DELETE", "/v1/schedules/beat");
     expect(answer).toMatchObject({ status: 204, body: "" });
     expect((await call("GET", "/v1/schedules")).body).toEqual({ schedules: [] });
-    expect(await store.schedules.fireDue(T + 10_000)).toEqual({ jobs: [], nextFireAt: null });
+    expect(await store.schedules.fireDue(T + 10_000)).toEqual({ jobs: [], skipped: [], nextFireAt: null });
     expect((await call("GET", "/v1/jobs")).body.jobs.map((job: { id: string }) => job.id)).toEqual([`beat@${new Date(T + 1_000).toISOString()}`]);
   });
 });

@@ -26,17 +26,17 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
         priority: 2, maxAttempts: 3, nextFireAt: AT_3, lastFireAt: null, createdAt: T, updatedAt: T,
       });
 
-      expect(await store.schedules.fireDue(AT_3 - 1)).toEqual({ jobs: [], nextFireAt: AT_3 });
+      expect(await store.schedules.fireDue(AT_3 - 1)).toEqual({ jobs: [], skipped: [], nextFireAt: AT_3 });
       expect(await snapshot()).toEqual({});
 
       const fired = await store.schedules.fireDue(AT_3);
-      expect(fired).toEqual({ jobs: [{ id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports" }], nextFireAt: AT_3 + 24 * HOUR });
+      expect(fired).toEqual({ jobs: [{ id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports" }], skipped: [], nextFireAt: AT_3 + 24 * HOUR });
       expect(await store.getJob("nightly@2026-11-30T03:00:00.000Z", AT_3)).toMatchObject({
         queue: "reports", payload: { kind: "nightly" }, priority: 2, maxAttempts: 3, runAt: AT_3, status: "queued", fence: 0, createdAt: AT_3,
       });
       expect(await store.schedules.get("nightly")).toMatchObject({ lastFireAt: AT_3, nextFireAt: AT_3 + 24 * HOUR, updatedAt: T });
 
-      expect(await store.schedules.fireDue(AT_3 + MINUTE)).toEqual({ jobs: [], nextFireAt: AT_3 + 24 * HOUR });
+      expect(await store.schedules.fireDue(AT_3 + MINUTE)).toEqual({ jobs: [], skipped: [], nextFireAt: AT_3 + 24 * HOUR });
       expect(Object.keys(await snapshot())).toEqual(["nightly@2026-11-30T03:00:00.000Z"]);
     });
 
@@ -45,7 +45,7 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
       const back = AT_3 + HOUR + 30_000; // 04:00:30
       const fired = await store.schedules.fireDue(back);
-      expect(fired).toEqual({ jobs: [{ id: "tick@2026-11-30T04:00:00.000Z", queue: "q" }], nextFireAt: AT_3 + HOUR + MINUTE });
+      expect(fired).toEqual({ jobs: [{ id: "tick@2026-11-30T04:00:00.000Z", queue: "q" }], skipped: [], nextFireAt: AT_3 + HOUR + MINUTE });
       expect(Object.keys(await snapshot())).toEqual(["tick@2026-11-30T04:00:00.000Z"]);
       expect(await store.schedules.get("tick")).toMatchObject({ lastFireAt: AT_3 + HOUR, nextFireAt: AT_3 + HOUR + MINUTE });
     });
@@ -69,7 +69,7 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       expect(schedule).toMatchObject({ timezone: "Europe/Paris", nextFireAt: Date.UTC(2026, 2, 28, 8, 0) });
       expect((await store.schedules.fireDue(Date.UTC(2026, 2, 28, 8, 0) - 1)).jobs).toEqual([]);
       expect(await store.schedules.fireDue(Date.UTC(2026, 2, 28, 8, 0))).toEqual({
-        jobs: [{ id: "paris@2026-03-28T08:00:00.000Z", queue: "q" }], nextFireAt: Date.UTC(2026, 2, 29, 7, 0),
+        jobs: [{ id: "paris@2026-03-28T08:00:00.000Z", queue: "q" }], skipped: [], nextFireAt: Date.UTC(2026, 2, 29, 7, 0),
       });
       expect((await store.schedules.fireDue(Date.UTC(2026, 2, 29, 7, 0))).jobs).toEqual([{ id: "paris@2026-03-29T07:00:00.000Z", queue: "q" }]);
     });
@@ -79,9 +79,9 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       const { schedule } = await store.schedules.put("beat", { queue: "q", everyMs: 90_000, payload: [1] }, T);
       expect(schedule).toMatchObject({ cron: null, everyMs: 90_000, timezone: null, nextFireAt: T + 90_000 });
       expect((await store.schedules.fireDue(T + 89_999)).jobs).toEqual([]);
-      expect(await store.schedules.fireDue(T + 90_000)).toEqual({ jobs: [{ id: `beat@${new Date(T + 90_000).toISOString()}`, queue: "q" }], nextFireAt: T + 180_000 });
+      expect(await store.schedules.fireDue(T + 90_000)).toEqual({ jobs: [{ id: `beat@${new Date(T + 90_000).toISOString()}`, queue: "q" }], skipped: [], nextFireAt: T + 180_000 });
       // Down from T + 90 s to T + 905 s: the fires at 180 s … 900 s were missed; only 900 s is enqueued.
-      expect(await store.schedules.fireDue(T + 905_000)).toEqual({ jobs: [{ id: `beat@${new Date(T + 900_000).toISOString()}`, queue: "q" }], nextFireAt: T + 990_000 });
+      expect(await store.schedules.fireDue(T + 905_000)).toEqual({ jobs: [{ id: `beat@${new Date(T + 900_000).toISOString()}`, queue: "q" }], skipped: [], nextFireAt: T + 990_000 });
       expect(Object.keys(await snapshot())).toHaveLength(2);
       expect(await store.getJob(`beat@${new Date(T + 900_000).toISOString()}`, T + 905_000)).toMatchObject({ runAt: T + 900_000, payload: [1] });
     });
@@ -91,7 +91,7 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       await store.schedules.put("nightly", nightly, T);
       await store.enqueue("nightly@2026-11-30T03:00:00.000Z", { queue: "elsewhere", now: T });
       const before = await snapshot();
-      expect(await store.schedules.fireDue(AT_3)).toEqual({ jobs: [], nextFireAt: AT_3 + 24 * HOUR });
+      expect(await store.schedules.fireDue(AT_3)).toEqual({ jobs: [], skipped: [], nextFireAt: AT_3 + 24 * HOUR });
       expect(await snapshot()).toEqual(before);
       expect(await store.schedules.get("nightly")).toMatchObject({ lastFireAt: AT_3 });
     });
