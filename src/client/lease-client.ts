@@ -1,6 +1,7 @@
 import { errorFromResponse, UnavailableError } from "./errors.ts";
 import { delayBefore, neverSent, type RetryOptions, type RetryPolicy, retryPolicy } from "./retry.ts";
-import { type Repeat, ScheduleCalls } from "./schedule-calls.ts";
+import { queuePath, QueueCalls } from "./queue-calls.ts";
+import type { Repeat } from "./schedule-calls.ts";
 import type {
   CancelRequest,
   ClaimedLeases,
@@ -22,9 +23,6 @@ import type {
   LeaseCheckRequest,
   ListRequest,
   NewJobRequest,
-  QueueSettings,
-  QueueSettingsRequest,
-  QueueStats,
   ReleaseRequest,
   RenewManyAnswer,
   RenewManyRequest,
@@ -45,14 +43,6 @@ export type LeaseClientOptions = {
   timeoutMs?: number;
 };
 
-// Whether a call may be sent again after a failure whose outcome is unknown
-// (Repeat). "always": repeating it is harmless (a read; a renew; a complete,
-// which the server treats as idempotent; an enqueue of the same id; a put of a
-// schedule). "if-unsent": only when the first attempt is known not to have
-// been applied (a claim; a release or a fail, whose repeat is refused once the
-// lease is gone; a retry, refused once the job is no longer dead; a delete,
-// answered 404 once it is gone).
-
 /** What one call may add: how long the server may wait before answering (a long poll), and a signal to give up. */
 type CallOptions = { waitMs?: number; signal?: AbortSignal };
 
@@ -66,7 +56,7 @@ function outcomeOf(answer: unknown): unknown {
 
 /**
  * LeaseClient calls the fencelease HTTP API, one method per route (those of
- * schedules in ScheduleCalls). A refusal
+ * queues in QueueCalls, of schedules in ScheduleCalls). A refusal
  * throws a typed error (LeaseLostError, NotClaimableError, NotFoundError,
  * UnauthorizedError, InvalidRequestError, UnavailableError).
  *
@@ -74,7 +64,7 @@ function outcomeOf(answer: unknown): unknown {
  * const client = new LeaseClient({ baseUrl: "http://127.0.0.1:8787", token: process.env.FENCELEASE_TOKEN });
  * const { fence } = await client.claim("invoice-42", { owner: "worker-a", ttlMs: 30_000 });
  */
-export class LeaseClient extends ScheduleCalls {
+export class LeaseClient extends QueueCalls {
   readonly #baseUrl: string;
   readonly #token: string | undefined;
   readonly #fetch: typeof fetch;
@@ -261,41 +251,7 @@ export class LeaseClient extends ScheduleCalls {
     return this.#call("GET", `${jobPath(id)}/lease${queryString(request)}`, undefined, "always");
   }
 
-  /** stats answers, per queue in name order, the jobs by status, the oldest due job's age, and the refused stale writes. */
-  async stats(): Promise<QueueStats[]> {
-    return (await this.#call<{ queues: QueueStats[] }>("GET", "/v1/stats", undefined, "always")).queues;
-  }
-
-  /** pause stops claims from handing out the queue's jobs until resume; leases already held go on. Answers its settings. */
-  async pause(queue: string): Promise<QueueSettings> {
-    return this.#call("POST", `${queuePath(queue)}/pause`, undefined, "always");
-  }
-
-  /** resume lets claims take the queue's jobs again; answers its settings. */
-  async resume(queue: string): Promise<QueueSettings> {
-    return this.#call("POST", `${queuePath(queue)}/resume`, undefined, "always");
-  }
-
-  /**
-   * setQueue sets all of the queue's limits at once (null or absent: none):
-   * `maxLeased`, and `ratePerSecond` with `burst` (default max(1,
-   * ceil(ratePerSecond))); keeps whether it is paused; answers its settings.
-   */
-  async setQueue(queue: string, settings: QueueSettingsRequest): Promise<QueueSettings> {
-    return this.#call("PUT", queuePath(queue), settings, "always");
-  }
-
-  /** getQueue answers the queue's settings; a queue never set is not paused and has no limits. */
-  async getQueue(queue: string): Promise<QueueSettings> {
-    return this.#call("GET", queuePath(queue), undefined, "always");
-  }
-
-  /** listQueues answers the settings of every queue that has settings or jobs, by name. */
-  async listQueues(): Promise<QueueSettings[]> {
-    return (await this.#call<{ queues: QueueSettings[] }>("GET", "/v1/queues", undefined, "always")).queues;
-  }
-
-  /** The transport of ScheduleCalls: #call. */
+  /** The transport of QueueCalls and ScheduleCalls: #call. */
   protected send<T>(method: string, path: string, body: unknown, repeat: Repeat): Promise<T> {
     return this.#call(method, path, body, repeat);
   }
@@ -336,10 +292,6 @@ export class LeaseClient extends ScheduleCalls {
   }
 }
 
-/** The path of a queue, its name encoded. */
-function queuePath(queue: string): string {
-  return `/v1/queues/${encodeURIComponent(queue)}`;
-}
 
 /** The path of a job, its id encoded. */
 function jobPath(id: string): string {

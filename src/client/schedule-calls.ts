@@ -1,6 +1,14 @@
 import type { Schedule, ScheduleRequest } from "./types.ts";
 
-/** Whether a call may be sent again after a failure whose outcome is unknown (see LeaseClient). */
+/**
+ * Whether a call may be sent again after a failure whose outcome is unknown.
+ * "always": repeating it is harmless (a read; a renew; a complete, which the
+ * server treats as idempotent; an enqueue of the same id; a put of a schedule
+ * or of a queue's settings). "if-unsent": only when the first attempt is known
+ * not to have been applied (a claim; a release or a fail, whose repeat is
+ * refused once the lease is gone; a retry, refused once the job is no longer
+ * dead; a delete, answered 404 once it is gone).
+ */
 export type Repeat = "always" | "if-unsent";
 
 /**
