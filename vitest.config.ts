@@ -31,6 +31,8 @@ export default defineConfig({
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
+              // A second database that no setup migrates: test/worker/migrate-d1.test.ts builds it step by step.
+              d1Databases: ["DB_UNMIGRATED"],
               bindings: {
                 TEST_MIGRATIONS: await readD1Migrations("migrations"),
                 FENCELEASE_TOKENS: "worker-test-token",

@@ -13,6 +13,18 @@ export function unpacked(parameter: string, names: string[]): string {
   return `(SELECT ${columns} FROM json_each(${parameter}))`;
 }
 
+/**
+ * The presented leases `?3` for the statements that follow the UPDATE (the
+ * read of the refused, then their record): none when the UPDATE changed one
+ * row for each of the `?4` presented, as then every one was accepted and
+ * nothing was refused, so neither joins the jobs again. The UPDATE changes a
+ * row at most once, so a call with an id twice, a completion sent again or
+ * any lease refused changes fewer and is read in full. `changes()` is the
+ * UPDATE's only while no other write runs in between: the read of the
+ * refused comes before their record for that reason.
+ */
+const UNLESS_ALL_CHANGED = "iif(changes() = ?4, '[]', ?3)";
+
 /** One job to enqueue: id, payload (JSON text or null), priority, runAt, maxAttempts. */
 export type NewJob = [id: string, payload: string | null, priority: number, runAt: number, maxAttempts: number];
 
@@ -41,21 +53,25 @@ export type HeldLease = [id: string, fence: number, progress: string | null];
  * Extends every presented lease that is current (the one rule, `currentLease`)
  * and stores the progress it reports, as `renew` does one; records a refusal
  * for each that is not, and reads the jobs of those refused so the caller can
- * say why. Answers, in order: the renewed `(id, until)`, the refusals
- * inserted, and the refused leases (see `readRefused`).
+ * say why. Answers, in order: the renewed `(id, until)`, the refused leases
+ * (see `readRefused`), and the refusals inserted.
  */
 export function renewMany(owner: string, leases: HeldLease[], now: number, ttlMs: number): Statement[] {
-  const held = unpacked("?3", ["lease_id", "lease_fence", "lease_progress"]);
+  const names = ["lease_id", "lease_fence", "lease_progress"];
+  const held = unpacked("?3", names);
+  const heldUnlessAllChanged = unpacked(UNLESS_ALL_CHANGED, names);
+  const presented = JSON.stringify(leases);
+  const afterArgs = [owner, now, presented, leases.length];
   const current = currentLease("?1", "lease_fence", "?2");
   return [
     {
       sql: `UPDATE jobs SET until = ?2 + ?4, progress = coalesce(lease_progress, progress), last_event = 'renewed', updated_at = ?2
             FROM ${held} WHERE id = lease_id AND ${current}
             RETURNING id, until`,
-      args: [owner, now, JSON.stringify(leases), ttlMs],
+      args: [owner, now, presented, ttlMs],
     },
-    refusedMany("renew", held, `NOT (${current})`, [owner, now, JSON.stringify(leases)]),
-    readRefused(held, `NOT (${current})`, [owner, now, JSON.stringify(leases)]),
+    readRefused(heldUnlessAllChanged, `NOT (${current})`, afterArgs),
+    refusedMany("renew", heldUnlessAllChanged, `NOT (${current})`, afterArgs),
   ];
 }
 
@@ -66,11 +82,14 @@ export type Completion = [id: string, fence: number, result: string];
  * Stores the result of every presented lease that is current and marks its job
  * done, as `complete` does one; the same completion sent again is not a
  * refusal. Answers, in order: the completed ids with their queues, the
- * refusals inserted, and the refused leases (see `readRefused`).
+ * refused leases (see `readRefused`), and the refusals inserted.
  */
 export function completeMany(owner: string, completions: Completion[], now: number): Statement[] {
-  const held = unpacked("?3", ["lease_id", "lease_fence", "lease_result"]);
+  const names = ["lease_id", "lease_fence", "lease_result"];
+  const held = unpacked("?3", names);
+  const heldUnlessAllChanged = unpacked(UNLESS_ALL_CHANGED, names);
   const args = [owner, now, JSON.stringify(completions)];
+  const afterArgs = [...args, completions.length];
   const doneByThisLease = `${COMPLETED} AND owner = ?1 AND fence = lease_fence AND result = lease_result`;
   return [
     {
@@ -79,8 +98,8 @@ export function completeMany(owner: string, completions: Completion[], now: numb
             RETURNING id, queue`,
       args,
     },
-    refusedMany("complete", held, `NOT (${doneByThisLease})`, args),
-    readRefused(held, `NOT (${doneByThisLease})`, args),
+    readRefused(heldUnlessAllChanged, `NOT (${doneByThisLease})`, afterArgs),
+    refusedMany("complete", heldUnlessAllChanged, `NOT (${doneByThisLease})`, afterArgs),
   ];
 }
 

@@ -188,7 +188,7 @@ export class LeaseStore {
   async renewMany(owner: string, leases: { id: string; fence: number; progress?: unknown }[], now: number, ttlMs: number): Promise<LeaseOutcome<{ until: number }>[]> {
     const held = leases.map(({ id, fence, progress }): sqlMany.HeldLease => [check.name("id", id), check.positiveInt("fence", fence), check.progress("progress", progress)]);
     check.distinctIds("leases", leases);
-    const [renewed, , refused] = await this.#driver.batch(sqlMany.renewMany(check.name("owner", owner), held, check.instant("now", now), check.positiveInt("ttlMs", ttlMs)));
+    const [renewed, refused] = await this.#driver.batch(sqlMany.renewMany(check.name("owner", owner), held, check.instant("now", now), check.positiveInt("ttlMs", ttlMs)));
     const until = new Map(renewed!.map((row) => [row.id as string, row.until as number]));
     return outcomes(leases, owner, refused!, (id) => ({ until: until.get(id)! }));
   }
@@ -205,7 +205,7 @@ export class LeaseStore {
     check.distinctIds("leases", completions);
     const statements = sqlMany.completeMany(check.name("owner", owner), presented, check.instant("now", now));
     const take = next === undefined ? [] : checked.claimNext(next.queue, owner, now, next.ttlMs, next.limit);
-    const [done, , refused, taken = []] = await this.#driver.batch([...statements, ...take]);
+    const [done, refused, , taken = []] = await this.#driver.batch([...statements, ...take]);
     const ended = [...new Set(done!.map((row) => row.queue as string))];
     return { completed: outcomes(completions, owner, refused!, () => ({ done: true as const })), leases: leasesOf(taken), ended };
   }

@@ -80,6 +80,57 @@ describe("migrate", () => {
       second.close();
     }
   });
+
+  test("0012 rebuilds the events without AUTOINCREMENT: the history kept, seq for seq, and new events above it, recorded as before", async () => {
+    const url = freshUrl();
+    const before12 = (await readMigrations()).filter((m) => m.name < "0012");
+    const old = await openStore({ url, migrations: before12 });
+    await old.enqueue("job-1", { queue: "q", now: T });
+    await old.enqueue("job-2", { queue: "q", now: T });
+    expect(await old.claim("job-1", "A", T, TTL)).toBe(1);
+    expect(await old.renew("job-1", "A", 1, T + 1, TTL)).toBe(true);
+    expect(await old.renew("job-1", "A", 1, T + 2, TTL)).toBe(true);
+    expect(await old.complete("job-1", "B", 1, T + 3, "stale")).toBe(false);
+    expect(await old.complete("job-1", "A", 1, T + 4, "done")).toBe(true);
+    old.close();
+
+    const client = createClient({ url });
+    try {
+      const rows = async (sql: string) => (await client.execute(sql)).rows.map((row) => ({ ...row }));
+      const history = await rows("SELECT * FROM events ORDER BY seq");
+      const refusals = await rows("SELECT * FROM refusal_counts");
+      expect(history.map((event) => event.kind)).toEqual(["enqueued", "enqueued", "claimed", "renewed", "refused", "completed"]);
+      expect(await migrate(client, await readMigrations())).toEqual(["0012_events_without_autoincrement.sql"]);
+      expect(await rows("SELECT * FROM events ORDER BY seq")).toEqual(history);
+      expect(await rows("SELECT * FROM refusal_counts")).toEqual(refusals);
+      expect((await rows("SELECT sql FROM sqlite_master WHERE name = 'events'"))[0]!.sql).not.toMatch(/AUTOINCREMENT/i);
+
+      const store = await openStore({ url });
+      try {
+        expect(await store.claim("job-2", "A", T + 5, TTL)).toBe(1);
+        expect(await store.renew("job-2", "A", 1, T + 6, TTL)).toBe(true);
+        expect(await store.renew("job-2", "A", 1, T + 7, TTL)).toBe(true);
+        expect(await store.complete("job-2", "B", 1, T + 8, "stale")).toBe(false);
+        expect(await store.complete("job-2", "B", 1, T + 9, "stale")).toBe(false);
+        expect(await store.complete("job-2", "A", 1, T + 10, "done")).toBe(true);
+        await store.enqueue("job-3", { queue: "q", now: T + 11 });
+      } finally {
+        store.close();
+      }
+      const newer = await rows(`SELECT * FROM events WHERE seq > ${Number(history.at(-1)!.seq)} ORDER BY seq`);
+      expect(newer.map((event) => [event.job_id, event.kind, event.count])).toEqual([
+        ["job-2", "claimed", 1],
+        ["job-2", "renewed", 2],
+        ["job-2", "refused", 2],
+        ["job-2", "completed", 1],
+        ["job-3", "enqueued", 1],
+      ]);
+      expect(await rows("SELECT count(*) AS n FROM events")).toEqual([{ n: history.length + newer.length }]);
+      expect(await rows("SELECT queue, total FROM refusal_counts")).toEqual([{ queue: "q", total: 3 }]);
+    } finally {
+      client.close();
+    }
+  });
 });
 
 // A client of `connect` runs the migrations at open, the CLI's migrate, and a

@@ -156,6 +156,30 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
       const answer = await store.renewMany("A", [{ id: "job-1", fence: 1 }], T + 2, TTL);
       expect(answer).toEqual([{ id: "job-1", error: expect.objectContaining({ reason: "superseded", currentFence: 2 }) }]);
     });
+
+    // The read of the refused and their record are skipped when the UPDATE
+    // changed one row for each lease presented; these are the calls that
+    // change fewer, or as many rows elsewhere, and must still be read in full.
+    test("an id presented twice is one change: its stale fence is refused and recorded, and the current one renewed", async () => {
+      const { store } = await twoLeasedAndMoreDue();
+      await store.release("job-1", "A", 1, T + 1);
+      expect(await store.claim("job-1", "A", T + 1, TTL)).toBe(2);
+      const answer = await store.renewMany("A", [{ id: "job-1", fence: 2 }, { id: "job-1", fence: 1 }], T + 2, TTL);
+      expect(answer[1]).toEqual({ id: "job-1", error: expect.objectContaining({ reason: "superseded", currentFence: 2 }) });
+      expect(await store.state("job-1", T + 2)).toMatchObject({ owner: "A", fence: 2, until: T + 2 + TTL });
+      const refusals = (await store.events("job-1")).items.filter((event) => event.kind === "refused");
+      expect(refusals).toEqual([expect.objectContaining({ action: "renew", fence: 1, currentFence: 2, at: T + 2 })]);
+    });
+
+    test("every lease of a call refused: each is recorded once and answered with its reason", async () => {
+      const { store } = await twoLeasedAndMoreDue();
+      const answer = await store.renewMany("B", [{ id: "job-1", fence: 1 }, { id: "job-2", fence: 1 }], T + 2, TTL);
+      expect(answer).toEqual([
+        { id: "job-1", error: expect.objectContaining({ reason: "not_owner", currentFence: 1 }) },
+        { id: "job-2", error: expect.objectContaining({ reason: "not_owner", currentFence: 1 }) },
+      ]);
+      for (const id of ["job-1", "job-2"]) expect(await kinds(store, id)).toEqual(["enqueued", "claimed", "refused"]);
+    });
   });
 
   describe("completeMany", () => {
@@ -190,6 +214,26 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
       const { completed } = await store.completeMany("A", [{ id: "job-1", fence: 1, result: '"second"' }], T + 3);
       expect(completed).toEqual([{ id: "job-1", error: expect.objectContaining({ reason: "done" }) }]);
       expect(await store.state("job-1", T + 3)).toMatchObject({ result: '"first"' });
+    });
+
+    test("every lease of a call accepted records no refusal; the same call again, all done already, records none either", async () => {
+      const { store } = await twoLeasedAndMoreDue();
+      const completions = [{ id: "job-1", fence: 1, result: "1" }, { id: "job-2", fence: 1, result: "2" }];
+      expect((await store.completeMany("A", completions, T + 2)).completed).toEqual([{ id: "job-1", done: true }, { id: "job-2", done: true }]);
+      expect((await store.completeMany("A", completions, T + 3)).completed).toEqual([{ id: "job-1", done: true }, { id: "job-2", done: true }]);
+      for (const id of ["job-1", "job-2"]) expect(await kinds(store, id)).toEqual(["enqueued", "claimed", "completed"]);
+    });
+
+    test("every lease of a call refused: each is recorded once and answered with its reason", async () => {
+      const { store, snapshot } = await twoLeasedAndMoreDue();
+      const before = await snapshot();
+      const { completed } = await store.completeMany("B", [{ id: "job-1", fence: 1, result: "1" }, { id: "job-2", fence: 1, result: "2" }], T + 2);
+      expect(completed).toEqual([
+        { id: "job-1", error: expect.objectContaining({ reason: "not_owner", currentFence: 1 }) },
+        { id: "job-2", error: expect.objectContaining({ reason: "not_owner", currentFence: 1 }) },
+      ]);
+      expect(await snapshot()).toEqual(before);
+      for (const id of ["job-1", "job-2"]) expect(await kinds(store, id)).toEqual(["enqueued", "claimed", "refused"]);
     });
 
     test("a lease given twice in one call (a stale and a current fence of one job) is InvalidArgument for renewMany and completeMany, and changes nothing", async () => {

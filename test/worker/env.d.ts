@@ -5,6 +5,7 @@ declare global {
   namespace Cloudflare {
     interface Env extends WorkerEnv {
       DB: D1Database;
+      DB_UNMIGRATED: D1Database;
       TEST_MIGRATIONS: D1Migration[];
     }
   }
