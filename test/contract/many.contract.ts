@@ -160,17 +160,6 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
     // The read of the refused and their record are skipped when the UPDATE
     // changed one row for each lease presented; these are the calls that
     // change fewer, or as many rows elsewhere, and must still be read in full.
-    test("an id presented twice is one change: its stale fence is refused and recorded, and the current one renewed", async () => {
-      const { store } = await twoLeasedAndMoreDue();
-      await store.release("job-1", "A", 1, T + 1);
-      expect(await store.claim("job-1", "A", T + 1, TTL)).toBe(2);
-      const answer = await store.renewMany("A", [{ id: "job-1", fence: 2 }, { id: "job-1", fence: 1 }], T + 2, TTL);
-      expect(answer[1]).toEqual({ id: "job-1", error: expect.objectContaining({ reason: "superseded", currentFence: 2 }) });
-      expect(await store.state("job-1", T + 2)).toMatchObject({ owner: "A", fence: 2, until: T + 2 + TTL });
-      const refusals = (await store.events("job-1")).items.filter((event) => event.kind === "refused");
-      expect(refusals).toEqual([expect.objectContaining({ action: "renew", fence: 1, currentFence: 2, at: T + 2 })]);
-    });
-
     test("every lease of a call refused: each is recorded once and answered with its reason", async () => {
       const { store } = await twoLeasedAndMoreDue();
       const answer = await store.renewMany("B", [{ id: "job-1", fence: 1 }, { id: "job-2", fence: 1 }], T + 2, TTL);
