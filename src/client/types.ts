@@ -1,6 +1,7 @@
 import type { z } from "@hono/zod-openapi";
 import type { routes } from "../http/routes.ts";
 import type * as schema from "../http/schemas.ts";
+import type * as queueSchema from "../http/schemas-queues.ts";
 import type * as scheduleSchema from "../http/schemas-schedules.ts";
 
 // The client's request and response types, taken from the schemas that the
@@ -22,11 +23,11 @@ export type Lease = z.infer<typeof schema.LeaseSchema>;
 /** One entry of a job's history: an accepted transition, or a refused write with a lease. */
 export type JobEvent = z.infer<typeof schema.EventSchema>;
 /** One queue's numbers: jobs by status, the oldest due job's age, refused stale writes. */
-export type QueueStats = z.infer<typeof schema.QueueStatsSchema>;
+export type QueueStats = z.infer<typeof queueSchema.QueueStatsSchema>;
 /** A queue's settings: whether it is paused, its maxLeased, and its rate limit, ratePerSecond with burst (null: no limit). */
-export type QueueSettings = z.infer<typeof schema.QueueSettingsSchema>;
+export type QueueSettings = z.infer<typeof queueSchema.QueueSettingsSchema>;
 /** The body of `PUT /v1/queues/:queue`. */
-export type QueueSettingsRequest = z.input<typeof schema.QueueSettingsBody>;
+export type QueueSettingsRequest = z.input<typeof queueSchema.QueueSettingsBody>;
 /** The body of `POST /v1/jobs`. */
 export type EnqueueRequest = z.input<typeof schema.EnqueueBody>;
 /** The body of `POST /v1/jobs/:id/claim`. */

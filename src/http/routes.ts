@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import * as schema from "./schemas.ts";
+import { QueueSettingsBody, QueueSettingsSchema, QueueStatsSchema } from "./schemas-queues.ts";
 import { ScheduleBody, ScheduleName, ScheduleSchema } from "./schemas-schedules.ts";
 
 // The route table of the API, as OpenAPI route definitions. Each names the
@@ -211,34 +212,34 @@ export function routes(limits: schema.Limits) {
       path: "/v1/queues/{queue}/pause",
       summary: "Pause a queue: claims hand out none of its jobs until it is resumed; leases already held go on (renew, complete, fail, release)",
       request: { params: QueueParam },
-      responses: { 200: json(schema.QueueSettingsSchema, "The queue's settings, paused"), ...refusals },
+      responses: { 200: json(QueueSettingsSchema, "The queue's settings, paused"), ...refusals },
     }),
     resumeQueue: createRoute({
       method: "post",
       path: "/v1/queues/{queue}/resume",
       summary: "Resume a paused queue: claims take its jobs again",
       request: { params: QueueParam },
-      responses: { 200: json(schema.QueueSettingsSchema, "The queue's settings, not paused"), ...refusals },
+      responses: { 200: json(QueueSettingsSchema, "The queue's settings, not paused"), ...refusals },
     }),
     setQueue: createRoute({
       method: "put",
       path: "/v1/queues/{queue}",
       summary: "Set a queue's limits, all three at once (null or absent: none): maxLeased, and ratePerSecond with burst; keeps whether it is paused. Leases already held above a new limit go on; a new rate starts with a full bucket, a changed one keeps the tokens it holds (at most the new burst)",
-      request: { params: QueueParam, ...body(schema.QueueSettingsBody) },
-      responses: { 200: json(schema.QueueSettingsSchema, "The queue's settings"), ...refusals },
+      request: { params: QueueParam, ...body(QueueSettingsBody) },
+      responses: { 200: json(QueueSettingsSchema, "The queue's settings"), ...refusals },
     }),
     getQueue: createRoute({
       method: "get",
       path: "/v1/queues/{queue}",
       summary: "A queue's settings; a queue never set is not paused and has no limits",
       request: { params: QueueParam },
-      responses: { 200: json(schema.QueueSettingsSchema, "The queue's settings"), ...refusals },
+      responses: { 200: json(QueueSettingsSchema, "The queue's settings"), ...refusals },
     }),
     listQueues: createRoute({
       method: "get",
       path: "/v1/queues",
       summary: "The settings of every queue that has settings or jobs, by name",
-      responses: { 200: json(z.object({ queues: z.array(schema.QueueSettingsSchema) }), "The queues"), ...refusals },
+      responses: { 200: json(z.object({ queues: z.array(QueueSettingsSchema) }), "The queues"), ...refusals },
     }),
     putSchedule: createRoute({
       method: "put",
@@ -271,7 +272,7 @@ export function routes(limits: schema.Limits) {
       method: "get",
       path: "/v1/stats",
       summary: "Per queue: jobs by status, the oldest due job's age, refused stale writes in the last hour and ever, and whether it is paused",
-      responses: { 200: json(z.object({ queues: z.array(schema.QueueStatsSchema) }), "The numbers"), ...refusals },
+      responses: { 200: json(z.object({ queues: z.array(QueueStatsSchema) }), "The numbers"), ...refusals },
     }),
     metrics: createRoute({
       method: "get",
