@@ -1,5 +1,5 @@
 import type { Statement } from "./drivers/driver.ts";
-import { currentLease, EXHAUSTED, status } from "./statements.ts";
+import { currentLease, currentLeases, EXHAUSTED, status } from "./statements.ts";
 import { refilled, TOKEN, tokenDueAt } from "./statements-bucket.ts";
 
 // The reads that decide nothing: a job's lease for a system outside, pages of
@@ -32,10 +32,14 @@ export function nextClaimable(queue: string, now: number): Statement {
   };
 }
 
+/** The queue's row `s` (at ?2) has its maxLeased current leases: no token would let a claim through. */
+const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >= s.max_leased)`;
+
 /**
  * In how many ms `queue`'s bucket next holds a whole token, when its rate
  * limit is what holds back a claim-next at `now`: it has a rate, is not
- * paused, holds no whole token, and a job is due. One row, or none; a queue
+ * paused, not full (its maxLeased current leases), holds no whole token, and
+ * a job is due. One row, or none; a queue
  * without settings is one primary-key lookup. With `limit`, it is sent in the
  * claim's batch, just after it: it reads nothing when the claim took `limit`.
  */
@@ -44,20 +48,22 @@ export function retryAfter(queue: string, now: number, limit?: number): Statemen
                OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
   return {
     sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms FROM queues s
-          WHERE ${limit === undefined ? "" : "changes() < ?3 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
+          WHERE ${limit === undefined ? "" : "changes() < ?3 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
+            AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
     args: limit === undefined ? [queue, now] : [queue, now, limit],
   };
 }
 
 /**
  * A job as `state` reads it, and what of its queue refuses a claim now
- * (`queue_refusal`: paused, else rate_limited when its bucket holds no whole
- * token, else null): why a claim by id was refused.
+ * (`queue_refusal`: paused, else null when it has its maxLeased current leases
+ * (full), else rate_limited when its bucket holds no whole token, else null):
+ * why a claim by id was refused.
  */
 export function claimState(id: string, now: number): Statement {
   return {
     sql: `SELECT *, ${status("?2")} AS status,
-                 (SELECT CASE WHEN s.paused = 1 THEN 'paused' WHEN ${refilled("s.", "?2")} < ${TOKEN} THEN 'rate_limited' END
+                 (SELECT CASE WHEN s.paused = 1 THEN 'paused' WHEN ${FULL} THEN NULL WHEN ${refilled("s.", "?2")} < ${TOKEN} THEN 'rate_limited' END
                   FROM queues s WHERE s.queue = jobs.queue) AS queue_refusal
           FROM jobs WHERE id = ?1`,
     args: [id, now],

@@ -89,7 +89,7 @@ export function expire(now: number, id?: string): Statement {
  * The current leases of `queue` (an SQL expression) at `now`: a range of
  * jobs_held_by_until (migrations/0004), so a lease is counted until `now == until`.
  */
-function currentLeases(queue: string, now: string): string {
+export function currentLeases(queue: string, now: string): string {
   return `(SELECT count(*) FROM jobs WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until > ${now})`;
 }
 

@@ -191,8 +191,24 @@ export function rateLimitContract(freshStore: () => Promise<FreshStorage>): void
       const held = await store.claimNext("q", "A", T, TTL, 10);
       expect(held).toHaveLength(2); // maxLeased
       for (const lease of held) await store.complete(lease.job.id, "A", lease.fence, T, "ok");
-      expect(await store.claimNext("q", "A", T, TTL, 10)).toHaveLength(2); // the 2 tokens left
-      expect((await store.claimNext("q", "A", T, TTL, 10)).retryAfterMs).toBe(100);
+      const more = await store.claimNext("q", "A", T, TTL, 10);
+      expect(more).toHaveLength(2); // the 2 tokens left
+      expect("retryAfterMs" in (await store.claimNext("q", "A", T, TTL, 10))).toBe(false); // full again: a token alone would not do
+      for (const lease of more) await store.complete(lease.job.id, "A", lease.fence, T, "ok");
+      expect((await store.claimNext("q", "A", T, TTL, 10)).retryAfterMs).toBe(100); // now the bucket is what holds it back
+    });
+
+    test("a queue both full and out of tokens says full, not when a token is due: a token alone would not let a claim through", async () => {
+      const { store } = await freshStore();
+      const [first, second] = await enqueueJobs(store, "q", 2);
+      await store.setQueue("q", { ratePerSecond: 1, burst: 1, maxLeased: 1 }, T);
+      const [held] = await store.claimNext("q", "A", T, TTL);
+      expect(held!.job.id).toBe(first);
+      expect("retryAfterMs" in (await store.claimNext("q", "B", T + 1, TTL))).toBe(false);
+      await expect(store.claimJob(second!, "B", T + 1, TTL)).rejects.toMatchObject({ name: "NotClaimable", reason: "full" });
+      await store.complete(first!, "A", held!.fence, T + 2, "ok"); // the slot is free; the token is not back yet
+      expect((await store.claimNext("q", "B", T + 2, TTL)).retryAfterMs).toBe(998);
+      await expect(store.claimJob(second!, "B", T + 2, TTL)).rejects.toMatchObject({ name: "NotClaimable", reason: "rate_limited" });
     });
   });
 
