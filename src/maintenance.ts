@@ -2,7 +2,7 @@ import type { FiredJob, SkippedSchedule } from "./schedules.ts";
 import type { HousekeepingOptions, LeaseStore } from "./store.ts";
 import type { Waits } from "./wait/long-poll.ts";
 
-/** How long done and dead jobs are kept by default: 7 days. */
+/** How long done, dead and cancelled jobs are kept by default: 7 days. */
 export const RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
@@ -30,8 +30,8 @@ export const CRON_SCHEDULE_CHUNKS = 2;
  * maintain is the housekeeping of the cron trigger (and of the Node server's
  * timer): it enqueues the jobs of the schedules due (at most
  * CRON_SCHEDULE_CHUNKS chunks of them when `maxChunks` is given), ends expired leases,
- * each counting as a failed attempt, and purges done and dead jobs, with
- * their events, older than the retention; each in chunks, as `options` bound
+ * each counting as a failed attempt, and purges done, dead and cancelled jobs,
+ * with their events, older than the retention; each in chunks, as `options` bound
  * them (see HousekeepingOptions).
  */
 export async function maintain(store: LeaseStore, now: number, retentionMs = RETENTION_MS, options: Omit<HousekeepingOptions, "chunkSize"> = {}): Promise<Maintained> {

@@ -15,7 +15,7 @@ export type WorkerEnv = {
   FENCELEASE_AUTH?: string;
   MAX_TTL_MS?: string;
   MAX_BODY_BYTES?: string;
-  /** How long done and dead jobs are kept, in ms; default 7 days. */
+  /** How long done, dead and cancelled jobs are kept, in ms; default 7 days. */
   RETENTION_MS?: string;
   /** The folder src/ui, as static assets: the dashboard and the API docs (wrangler.toml's [assets]). */
   ASSETS?: Fetcher;

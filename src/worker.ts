@@ -67,7 +67,7 @@ export default {
   /**
    * Enqueues the jobs of the schedules due at the trigger's time (a per-minute
    * cron's at its minute), ends expired leases (owner cleared, fence kept, an
-   * attempt counted) and purges old done and dead jobs; rings the queues
+   * attempt counted) and purges old done, dead and cancelled jobs; rings the queues
    * whose jobs came or came back.
    */
   async scheduled(controller: ScheduledController, env: WorkerEnv): Promise<void> {

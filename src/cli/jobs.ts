@@ -43,7 +43,7 @@ export const JOB_COMMANDS: Record<string, Command> = {
   get: {
     argument: "a job id",
     async run({ arg: id, flags, client }) {
-      // --wait alone waits until the job is done or dead; --wait MS at most that long.
+      // --wait alone waits until the job is done, dead or cancelled; --wait MS at most that long.
       const job = flags.wait === undefined ? await client.get(id) : await client.waitFor(id, { timeoutMs: flags.wait === "" ? Number.MAX_SAFE_INTEGER : integer(flags, "wait") });
       return { json: job, text: jobText(job) };
     },

@@ -12,7 +12,7 @@ Jobs:
   enqueue <id> [--queue Q] [--payload JSON] [--priority N] [--run-at MS | --delay-ms MS] [--max-attempts N]
   enqueue-many <queue> [--file F]
                                  jobs as JSON lines ({"id":"a","payload":1} per line) from F or standard input
-  get <id> [--wait [MS]]          with --wait, once the job is done or dead (or MS has passed: as it then is)
+  get <id> [--wait [MS]]          with --wait, once the job is done, dead or cancelled (or MS has passed: as it then is)
   claim <id> --owner O --ttl-ms MS
   claim-next <queue> --owner O --ttl-ms MS [--limit N] [--wait MS]
                                  with --wait, wait up to MS (at most 30000) for a job while none is due;
