@@ -1,4 +1,4 @@
-import type { Driver, Statement } from "./drivers/driver.ts";
+import { type Driver, readsOnly, type Statement } from "./drivers/driver.ts";
 import { type Outcome, StorageUnavailable, type StorageReason } from "./errors.ts";
 
 /** Why writes cannot succeed now: the reason of the storage failure they meet, or `stuck` (a write has waited longer than `stuckAfterMs`). */
@@ -31,8 +31,6 @@ export const HEALTH_HOLD_MS = 5000;
 // corruption (it reads no page): writes that meet those are held instead.
 const PROBE: Statement = { sql: "DELETE FROM jobs WHERE 0", args: [] };
 
-// A statement that only reads: its success says nothing about writes.
-const READ_ONLY = /^\s*SELECT\b/i;
 
 /**
  * WriteHealth knows whether writes can succeed, from the writes themselves and
@@ -88,7 +86,7 @@ export class WriteHealth {
       }
     };
     return {
-      run: (statement) => noted(!READ_ONLY.test(statement.sql), () => driver.run(statement)),
+      run: (statement) => noted(!readsOnly(statement), () => driver.run(statement)),
       batch: (statements) => noted(statements.length > 0, () => driver.batch(statements)),
       close: () => driver.close(),
       remote: driver.remote,

@@ -4,7 +4,7 @@ export { d1Driver } from "./drivers/d1.ts";
 export type { Driver, Row, Statement } from "./drivers/driver.ts";
 export { groupCommit, type GroupCommitOptions } from "./drivers/group-commit.ts";
 export { libsqlDriver, type LibsqlDriverOptions } from "./drivers/libsql-client.ts";
-export { libsqlFileDriver } from "./drivers/libsql-file.ts";
+export { libsqlFileDriver, type LibsqlFileDriverOptions } from "./drivers/libsql-file.ts";
 export {
   InvalidArgument,
   LeaseLost,

@@ -126,12 +126,12 @@ export function maintainedLine({ expired, purged, fired, skipped }: Maintained):
 }
 
 /** The schedules a run could not fire, and why, for a log line. */
-export function skippedLine(skipped: SkippedSchedule[]): string {
+function skippedLine(skipped: SkippedSchedule[]): string {
   return `could not fire ${skipped.map(({ name, error }) => `${JSON.stringify(name)} (${error})`).join(", ")}`;
 }
 
 /** What schedules' fires enqueued, for a log line. */
-export function firedLine(fired: FiredJob[]): string {
+function firedLine(fired: FiredJob[]): string {
   const named = fired.slice(0, 5).map((job) => job.id).join(", ") + (fired.length > 5 ? ` and ${fired.length - 5} more` : "");
   return `enqueued ${fired.length} scheduled job${fired.length === 1 ? "" : "s"} (${named})`;
 }

@@ -34,19 +34,18 @@ export const MIN_EVERY_MS = 1_000;
 /** The longest name, in bytes of UTF-8: its jobs' ids (`{name}@` and 24 characters of ISO time) then fit in the API's 255. */
 export const MAX_NAME_BYTES = 230;
 
-const utf8 = new TextEncoder();
 
 /** A schedule's name: a job id's rules, without "@" (it separates the name from the fire time) and at most MAX_NAME_BYTES. */
 export function scheduleName(name: unknown): string {
   const checked = check.name("name", name);
   if (checked.includes("@")) throw new InvalidArgument(`name must not contain "@", which separates a schedule's name from the fire time in its jobs' ids; got ${JSON.stringify(checked)}`);
-  if (utf8.encode(checked).byteLength > MAX_NAME_BYTES) throw new InvalidArgument(`name must be at most ${MAX_NAME_BYTES} bytes of UTF-8, so that its jobs' ids ({name}@{fire time}) fit in 255`);
+  if (check.utf8Bytes(checked) > MAX_NAME_BYTES) throw new InvalidArgument(`name must be at most ${MAX_NAME_BYTES} bytes of UTF-8, so that its jobs' ids ({name}@{fire time}) fit in 255`);
   if (checked === "." || checked === "..") throw new InvalidArgument('name must not be "." or "..", which URLs rewrite');
   return checked;
 }
 
 /** The cron expression in its time zone; InvalidArgument naming the field that is wrong. */
-export function cronOf(cron: string, timezone: string): Cron {
+function cronOf(cron: string, timezone: string): Cron {
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: timezone });
   } catch {
@@ -92,7 +91,7 @@ export function firstCronFire(cron: string, timezone: string, now: number): numb
 }
 
 /** The id of the job a schedule enqueues for the fire at `fireAt`: `{name}@{ISO 8601 time}`. */
-export function fireJobId(name: string, fireAt: number): string {
+function fireJobId(name: string, fireAt: number): string {
   return `${name}@${new Date(fireAt).toISOString()}`;
 }
 

@@ -20,7 +20,7 @@ export function nextClaimable(queue: string, now: number): Statement {
   return {
     sql: `SELECT CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
                       ELSE max(n.at,
-                               CASE WHEN s.max_leased <= (SELECT count(*) FROM jobs WHERE ${held} AND until > ?2)
+                               CASE WHEN s.max_leased <= ${currentLeases("?1", "?2")}
                                     THEN (SELECT min(until) FROM jobs WHERE ${held} AND until > ?2) ELSE n.at END,
                                coalesce(${tokenDueAt("s.", "?2")}, n.at)) END AS at
           FROM (SELECT min(at) AS at FROM (
@@ -95,7 +95,7 @@ export function events(id: string, after: number, limit: number): Statement {
 }
 
 /** The refusals of "the last hour" at `now` are those from the start of this minute (`at / 60000`) on: now's minute and the 59 before it. */
-export function firstMinuteOfHour(now: number): number {
+function firstMinuteOfHour(now: number): number {
   return Math.floor(now / 60_000) - 59;
 }
 

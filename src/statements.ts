@@ -71,17 +71,14 @@ export const END_LEASE = `owner = NULL, until = 0, last_error = 'the lease of ' 
               last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END, updated_at = ?1`;
 
 /**
- * Ends an expired lease: nobody holds it any more, the fence stays, and the
- * expiry counts as a failed attempt (the last one makes the job dead).
- * `id` limits it to one job; without it, every expired lease at once.
+ * Ends the expired lease of job `id`, if it has one: nobody holds it any more,
+ * the fence stays, and the expiry counts as a failed attempt (the last one
+ * makes the job dead). The cron ends them in chunks (`expireSome`).
  */
-export function expire(now: number, id?: string): Statement {
+export function expire(now: number, id: string): Statement {
   return {
-    sql: `UPDATE jobs
-          SET ${END_LEASE}
-          WHERE done = 0 AND owner IS NOT NULL AND until <= ?1 ${id === undefined ? "" : "AND id = ?2"}
-          RETURNING id, queue, dead`,
-    args: id === undefined ? [now] : [now, id],
+    sql: `UPDATE jobs SET ${END_LEASE} WHERE done = 0 AND owner IS NOT NULL AND until <= ?1 AND id = ?2`,
+    args: [now, id],
   };
 }
 

@@ -37,7 +37,7 @@ function waitsFor(env: WorkerEnv, store: LeaseStore): Waits {
 }
 
 // The app is built once per env object, which a Worker isolate keeps between requests.
-const built = new WeakMap<WorkerEnv, { app: ReturnType<typeof createApp>; waits: Waits }>();
+const built = new WeakMap<WorkerEnv, { app: ReturnType<typeof createApp>; store: LeaseStore; waits: Waits }>();
 
 function builtFor(env: WorkerEnv) {
   let entry = built.get(env);
@@ -52,7 +52,7 @@ function builtFor(env: WorkerEnv) {
       ui: env.ASSETS && assetFiles(env.ASSETS),
       waits,
     });
-    entry = { app, waits };
+    entry = { app, store, waits };
     built.set(env, entry);
   }
   return entry;
@@ -71,10 +71,10 @@ export default {
    * whose jobs came or came back.
    */
   async scheduled(controller: ScheduledController, env: WorkerEnv): Promise<void> {
-    const store = new LeaseStore(driverFor(env));
+    const { store, waits } = builtFor(env);
     // A bounded part of a large backlog per run, within D1's limits; the next runs take the rest.
     const done = await maintain(store, controller.scheduledTime, number(env.RETENTION_MS), { maxChunks: CRON_MAX_CHUNKS });
     console.log(maintainedLine(done));
-    await wakeAfter(done, builtFor(env).waits);
+    await wakeAfter(done, waits);
   },
 };

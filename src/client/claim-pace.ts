@@ -1,4 +1,4 @@
-import type { LeaseClient } from "./lease-client.ts";
+import { type LeaseClient, MAX_WAIT_MS } from "./lease-client.ts";
 import type { ClaimNextAnswer, Lease } from "./types.ts";
 
 // How a client asks again after a claim-next that came back short, so that a
@@ -6,7 +6,7 @@ import type { ClaimNextAnswer, Lease } from "./types.ts";
 // is due (`retryAfterMs`), and nobody asks before.
 
 /** The longest a runner waits on its own for a rate limit's next token before it asks again: the server's longest long poll. */
-const MAX_PAUSE_MS = 30_000;
+const MAX_PAUSE_MS = MAX_WAIT_MS;
 
 /**
  * ClaimPace decides how a worker runner's next claim goes once one came back

@@ -1,5 +1,5 @@
 /** The longest lastError the server keeps (FailBody in src/http/schemas.ts); a longer message is cut. */
-export const MAX_ERROR_LENGTH = 10_000;
+const MAX_ERROR_LENGTH = 10_000;
 
 /** What a failed attempt records as the job's lastError: the error's message, or the thrown value as text. */
 export function failureMessage(error: unknown): string {

@@ -47,7 +47,7 @@ export type LeaseClientOptions = {
 type CallOptions = { waitMs?: number; signal?: AbortSignal };
 
 /** The longest a server waits in one long poll (MAX_WAIT_MS in src/http/schemas.ts). */
-const MAX_WAIT_MS = 30_000;
+export const MAX_WAIT_MS = 30_000;
 
 /** The `details.outcome` of an error answer, if it has one. */
 function outcomeOf(answer: unknown): unknown {

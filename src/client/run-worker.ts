@@ -1,4 +1,4 @@
-import type { LeaseClient } from "./lease-client.ts";
+import { type LeaseClient, MAX_WAIT_MS } from "./lease-client.ts";
 import type { HeldLease } from "./with-lease.ts";
 import { MAX_MANY, WorkerRunner } from "./worker-runner.ts";
 
@@ -120,8 +120,6 @@ export function runWorker(client: LeaseClient, options: WorkerOptions, handler: 
   return { stop: () => runner.stop(), done: runner.done };
 }
 
-/** The longest a claim waits on the server (MAX_WAIT_MS in src/http/schemas.ts). */
-const MAX_WAIT_MS = 30_000;
 
 /** The longest retryInMs the server takes: a year (FailBody in src/http/schemas.ts). */
 const MAX_RETRY_IN_MS = 365 * 24 * 60 * 60 * 1000;

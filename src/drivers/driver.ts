@@ -114,3 +114,20 @@ export function storageError(error: unknown, reach: Reach): unknown {
   if (links.some((link) => link.name === "TimeoutError" || link.name === "AbortError")) return new StorageUnavailable(error, "unknown", "timeout");
   return new StorageUnavailable(error, "unknown", "connection_lost");
 }
+
+/** Whether a statement only reads: it needs no write transaction, and its success says nothing about writes. */
+export function readsOnly(statement: Statement): boolean {
+  return /^\s*SELECT\b/i.test(statement.sql);
+}
+
+/**
+ * A local libSQL statement is freed only when the event loop gets a turn
+ * (tursodatabase/libsql-js#153), so a caller awaiting the store in a tight
+ * loop would grow without bound: the local drivers yield a turn every this many calls.
+ */
+export const YIELD_EVERY = 100;
+
+/** One turn of the event loop. */
+export function yieldTurn(): Promise<void> {
+  return new Promise((resolve) => (globalThis.setImmediate ?? setTimeout)(resolve));
+}

@@ -1,4 +1,4 @@
-import type { Driver, Row, Statement } from "./driver.ts";
+import { type Driver, readsOnly, type Row, type Statement } from "./driver.ts";
 import { StorageUnavailable } from "../errors.ts";
 
 /** Options of `groupCommit`; every one has a default. */
@@ -16,8 +16,6 @@ type Waiting = {
   reject: (error: unknown) => void;
 };
 
-// A statement that only reads needs no write transaction: it runs at once, on its own.
-const READ_ONLY = /^\s*SELECT\b/i;
 
 /**
  * groupCommit makes a Driver whose writes that arrive together run as one
@@ -131,7 +129,7 @@ export function groupCommit(inner: Driver, options: GroupCommitOptions = {}): Dr
 
   return {
     run(statement) {
-      if (READ_ONLY.test(statement.sql)) return inner.run(statement);
+      if (readsOnly(statement)) return inner.run(statement); // no write transaction needed: at once, on its own
       return enqueue([statement], true) as Promise<Row[]>;
     },
     batch(statements) {

@@ -1,5 +1,5 @@
 import type { Client } from "@libsql/client";
-import { type Driver, type Row, type Statement, storageError } from "./driver.ts";
+import { type Driver, type Row, type Statement, storageError, YIELD_EVERY, yieldTurn } from "./driver.ts";
 
 /** How long a call to a remote database may take by default before it fails: long enough for any batch of the store, short enough that a caller hears back. */
 export const STATEMENT_TIMEOUT_MS = 5000;
@@ -22,16 +22,6 @@ export type LibsqlDriverOptions = {
    */
   afterBusy?: () => Promise<void>;
 };
-
-// A local libSQL statement is freed only when the event loop gets a turn
-// (tursodatabase/libsql-js#153), so a caller awaiting the store in a tight loop
-// would grow without bound. Every this many calls the driver yields a turn.
-const YIELD_EVERY = 100;
-
-/** One turn of the event loop. */
-function yieldTurn(): Promise<void> {
-  return new Promise((resolve) => (globalThis.setImmediate ?? setTimeout)(resolve));
-}
 
 /** The error of a call that got no answer in time; storageError reads its name as a timeout. */
 class StatementTimeout extends Error {

@@ -1,6 +1,6 @@
 import type { InValue } from "@libsql/client";
 import Database from "libsql";
-import { type Driver, type Row, type Statement, storageError } from "./driver.ts";
+import { type Driver, type Row, type Statement, storageError, YIELD_EVERY, yieldTurn } from "./driver.ts";
 
 /** The default busy timeout: long enough for any lease write to wait its turn. */
 export const BUSY_TIMEOUT_MS = 5000;
@@ -26,15 +26,8 @@ type Prepared = { statement: Database.Statement; parameters: number; answersRows
 // grows by about 25 MB in 4,000 cycles and 100 MB in 20,000 (about 5 KB a
 // cycle, without bound); with it, by 6 to 8 MB either way (@libsql/client
 // without its yield: 450 to 700 MB in 4,000). So the cache makes the leak far
-// smaller but does not end it, and the yield stays: every this many calls the
-// driver yields a turn.
-const YIELD_EVERY = 100;
-
-/** One turn of the event loop. */
-function yieldTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
+// smaller but does not end it, and the yield stays: every YIELD_EVERY calls
+// (src/drivers/driver.ts) the driver yields a turn.
 const NO_ARGS: unknown[] = [];
 const MIN_INTEGER = -9223372036854775808n;
 const MAX_INTEGER = 9223372036854775807n;

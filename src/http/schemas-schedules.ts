@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { MAX_NAME_BYTES, MIN_EVERY_MS } from "../schedule-times.ts";
+import { utf8Bytes } from "../validate.ts";
 import { body, integer, label, positive, QueueName } from "./schemas.ts";
 
 // The request and response shapes of the schedule routes. What needs the cron
@@ -7,12 +8,11 @@ import { body, integer, label, positive, QueueName } from "./schemas.ts";
 // given are checked by the store (src/schedule-times.ts), whose refusals say
 // which field is wrong, so the rules live in one place.
 
-const utf8 = new TextEncoder();
 
 /** A schedule's name: a job id's rules, without "@", short enough that `{name}@{fire time}` is a job id. */
 export const ScheduleName = label()
   .refine((value) => !value.includes("@"), { error: `must not contain "@", which separates the name from the fire time in its jobs' ids` })
-  .refine((value) => utf8.encode(value).byteLength <= MAX_NAME_BYTES, { error: `must be at most ${MAX_NAME_BYTES} bytes of UTF-8, so that its jobs' ids ({name}@{fire time}) fit in 255` })
+  .refine((value) => utf8Bytes(value) <= MAX_NAME_BYTES, { error: `must be at most ${MAX_NAME_BYTES} bytes of UTF-8, so that its jobs' ids ({name}@{fire time}) fit in 255` })
   .openapi({ example: "nightly-report" });
 
 /** A recurring schedule: when it fires, and the job each fire enqueues. */

@@ -112,7 +112,7 @@ export async function waitForJobs(store: LeaseStore, room: WaitRoom, claim: Wait
       if (leases.length > 0) {
         if (signal.aborted) {
           waiter.leave();
-          await giveBack(store, room, leases, owner, clock);
+          room.ring(queue, await giveBack(store, leases, owner, clock()));
           return none();
         }
         handOn = leases.length === limit; // there may be more: the next waiter looks
@@ -134,12 +134,11 @@ export function answered(leases: ClaimedLeases, waitedMs: number): Claimed {
   return { leases: [...leases], waitedMs, ...(leases.retryAfterMs !== undefined && { retryAfterMs: leases.retryAfterMs }) };
 }
 
-/** Releases leases taken for a client that has gone (the attempts given back), and rings for them. */
-async function giveBack(store: LeaseStore, room: WaitRoom, leases: Lease[], owner: string, clock: () => number): Promise<void> {
-  const now = clock();
+/** Releases leases taken for a client that has gone (the attempts given back); answers how many were, to ring for. */
+export async function giveBack(store: LeaseStore, leases: Lease[], owner: string, now: number): Promise<number> {
   let released = 0;
   for (const lease of leases) if (await store.release(lease.job.id, owner, lease.fence, now)) released++;
-  room.ring(leases[0]!.job.queue, released);
+  return released;
 }
 
 /**
@@ -149,7 +148,7 @@ async function giveBack(store: LeaseStore, room: WaitRoom, leases: Lease[], owne
  * the client's disconnect or the server's stop, and read again. Answers the
  * job as last read; a full room answers after one read.
  */
-export async function waitForResult(store: LeaseStore, room: WaitRoom, id: string, waitMs: number, clock: () => number, signal: AbortSignal): Promise<Job> {
+async function waitForResult(store: LeaseStore, room: WaitRoom, id: string, waitMs: number, clock: () => number, signal: AbortSignal): Promise<Job> {
   const deadline = performance.now() + waitMs;
   const waiter = room.enterJob(id);
   try {

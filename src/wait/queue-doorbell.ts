@@ -2,7 +2,7 @@ import type { DurableObjectNamespace, DurableObjectState, DurableObjectStub } fr
 import { StorageUnavailable } from "../errors.ts";
 import { LeaseStore } from "../store.ts";
 import { driverFor, number, type WorkerEnv } from "../worker-env.ts";
-import { answered, type Claimed, localWaits, type WaitingClaim, type Waits } from "./long-poll.ts";
+import { answered, type Claimed, giveBack, localWaits, type WaitingClaim, type Waits } from "./long-poll.ts";
 import { WaitRoom } from "./wait-room.ts";
 
 /** What a write tells a queue's object: `due` jobs claimable now ("some": unknown), the next of the others at `at`. */
@@ -99,8 +99,8 @@ export function durableWaits(namespace: DurableObjectNamespace, store: LeaseStor
       const claimed = await waitInObject(object(claim.queue), { ...claim, waitMs: Math.max(0, claim.waitMs - spent) }, signal);
       if (signal.aborted && claimed.leases.length > 0) {
         // The client went while the answer was on its way: it is handed nothing.
-        for (const lease of claimed.leases) await store.release(lease.job.id, claim.owner, lease.fence, clock());
-        await ring(object(claim.queue), { queue: claim.queue, due: claimed.leases.length });
+        const released = await giveBack(store, claimed.leases, claim.owner, clock());
+        await ring(object(claim.queue), { queue: claim.queue, due: released });
         return { leases: [], waitedMs: spent + claimed.waitedMs };
       }
       return { ...claimed, waitedMs: spent + claimed.waitedMs };
