@@ -32,11 +32,12 @@ export const CRON_SCHEDULE_CHUNKS = 2;
  * CRON_SCHEDULE_CHUNKS chunks of them when `maxChunks` is given), ends expired leases,
  * each counting as a failed attempt, and purges done, dead and cancelled jobs,
  * with their events, older than the retention; each in chunks, as `options` bound
- * them (see HousekeepingOptions).
+ * them (see HousekeepingOptions). `schedules: false` leaves the schedules to a
+ * timer of their own (the Node server's `fireOnTime`).
  */
-export async function maintain(store: LeaseStore, now: number, retentionMs = RETENTION_MS, options: Omit<HousekeepingOptions, "chunkSize"> = {}): Promise<Maintained> {
+export async function maintain(store: LeaseStore, now: number, retentionMs = RETENTION_MS, options: Omit<HousekeepingOptions, "chunkSize"> & { schedules?: boolean } = {}): Promise<Maintained> {
   const maxChunks = options.maxChunks === undefined ? undefined : Math.min(options.maxChunks, CRON_SCHEDULE_CHUNKS);
-  const { jobs: fired, skipped } = await store.schedules.fireDue(now, { ...options, maxChunks });
+  const { jobs: fired, skipped } = options.schedules === false ? { jobs: [], skipped: [] } : await store.schedules.fireDue(now, { ...options, maxChunks });
   const ended = await store.reclaimExpired(now, options);
   const purged = await store.purge(now, retentionMs, options);
   return { expired: ended.length, purged, ended, fired, skipped };

@@ -104,18 +104,18 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   });
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const every = config.maintainEveryMs ?? 60_000;
+  const recheckMs = config.scheduleRecheckMs ?? SCHEDULE_RECHECK_MS;
   // The Node server's stand-in for the Worker's cron trigger: one run at a time,
   // each working through its backlog in chunks with requests served between them.
   const maintenance = every > 0 ? repeat(every, async (signal) => {
     try {
-      const done = await maintain(store, clock(), config.retentionMs, { signal });
+      const done = await maintain(store, clock(), config.retentionMs, { signal, schedules: recheckMs === 0 }); // else the schedule timer fires them
       void wakeAfter(done, waits);
       config.log?.(maintainedLine(done));
     } catch (error) {
       config.log?.(`fencelease: maintenance failed: ${(error as Error).message}`);
     }
   }) : undefined;
-  const recheckMs = config.scheduleRecheckMs ?? SCHEDULE_RECHECK_MS;
   const firing = recheckMs > 0 ? fireOnTime(store, { clock, waits, recheckMs, log: config.log }) : undefined;
   return {
     url: `http://${host}:${address.port}`,

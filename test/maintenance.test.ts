@@ -85,6 +85,14 @@ describe("schedules in the maintenance", () => {
     expect(finished).toEqual([]);
   });
 
+  test("a run told schedules: false (the Node server, whose schedule timer fires them) leaves a due schedule to that timer", async () => {
+    const { store, snapshot } = await freshStore();
+    await store.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *" }, T);
+    expect((await maintain(store, AT_3, undefined, { schedules: false })).fired).toEqual([]);
+    expect(await snapshot()).toEqual({});
+    expect((await store.schedules.get("nightly")).nextFireAt).toBe(AT_3); // still due, for the timer
+  });
+
   test("a run with bounded chunks (the Worker's cron) fires at most CRON_SCHEDULE_CHUNKS chunks of schedules; the next run fires the rest", async () => {
     const { store, exec } = await freshStore();
     const many = CRON_SCHEDULE_CHUNKS * HOUSEKEEPING_CHUNK + 3;
