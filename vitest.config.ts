@@ -6,6 +6,8 @@ import { defineConfig } from "vitest/config";
 // name means the sources here, not the build in dist/.
 const alias = {
   "fencelease/client": fileURLToPath(new URL("./src/client/index.ts", import.meta.url)),
+  "fencelease/node": fileURLToPath(new URL("./src/node.ts", import.meta.url)),
+  "fencelease/worker": fileURLToPath(new URL("./src/worker.ts", import.meta.url)),
   fencelease: fileURLToPath(new URL("./src/index.ts", import.meta.url)),
 };
 

@@ -4,11 +4,11 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: [
-      "test/store.test.ts",
-      "test/migrate.test.ts",
-      "test/races.test.ts",
-      "test/property.test.ts",
-      "test/driver.test.ts",
+      "test/store/store.test.ts",
+      "test/store/migrate.test.ts",
+      "test/store/races.test.ts",
+      "test/store/property.test.ts",
+      "test/drivers/driver.test.ts",
     ],
     // races.test.ts skips its OS-process races: a mutant switched on in this
     // process never reaches a child process, so they could kill nothing. The

@@ -7,7 +7,7 @@
 // `claimNextAhead(options)` runs the four queues and adds their rows to the
 // table of bench/measure.ts (the lead wires it into bench/run.ts).
 import { createClient } from "@libsql/client";
-import { openStore } from "../src/open.ts";
+import { openStore } from "../src/runtime/node/open.ts";
 import { freshDatabase, T } from "./db.ts";
 import { BASELINES, median, percentile, results, turn } from "./measure.ts";
 

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Client, createClient } from "@libsql/client";
-import { BUSY_TIMEOUT_MS, openStore } from "../src/open.ts";
+import { BUSY_TIMEOUT_MS, openStore } from "../src/runtime/node/open.ts";
 
 /** The bench clock: every job is due at T, every cycle runs at T. */
 export const T = 1_000_000;
@@ -40,7 +40,7 @@ export async function fill(client: Client, queue: string, from: number, count: n
   }
 }
 
-/** A bare client with the store's connection settings (see src/open.ts `connect`), and no fencelease code. */
+/** A bare client with the store's connection settings (see src/runtime/node/open.ts `connect`), and no fencelease code. */
 export async function rawClient(url: string): Promise<Client> {
   const client = createClient({ url, concurrency: 1, timeout: BUSY_TIMEOUT_MS });
   await client.execute("PRAGMA journal_mode = WAL");

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 /** A running server process and how to reach it. */
 export type ServerProcess = { url: string; token: string; stop: () => Promise<void> };
 
-/** Starts src/server.ts's startServer in a child process, with no request log, on a free loopback port. */
+/** Starts src/runtime/node/server.ts's startServer in a child process, with no request log, on a free loopback port. */
 export async function startServerProcess(databaseUrl: string, env: Record<string, string> = {}): Promise<ServerProcess> {
   const token = "bench-token";
   const child: ChildProcess = spawn(process.execPath, [fileURLToPath(new URL("../test/chaos/server.ts", import.meta.url))], {

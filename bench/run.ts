@@ -10,8 +10,8 @@
 import { availableParallelism, cpus } from "node:os";
 import { parseArgs } from "node:util";
 import type { Client, InStatement } from "@libsql/client";
-import { openStore } from "../src/open.ts";
-import * as sql from "../src/statements.ts";
+import { openStore } from "../src/runtime/node/open.ts";
+import * as sql from "../src/store/sql/lease.ts";
 import { cachedStatements, freshDatabase, rawClient, T } from "./db.ts";
 import { jsonClient, startServerProcess } from "./http-load.ts";
 import { BASELINES, label, median, percentile, report, results, sleep, timed, turn } from "./measure.ts";
@@ -60,7 +60,7 @@ async function rawStoreScenarios(): Promise<void> {
   const trials: Record<string, ReturnType<typeof timed> extends Promise<infer R> ? R[] : never> = { raw: [], "raw+read": [], store: [], "raw, cached statements": [] };
   try {
     for (let trial = 0; trial < size.trials; trial++) {
-      // raw: the claim and complete statements of src/statements.ts, built before the clock starts.
+      // raw: the claim and complete statements of src/store/sql/lease.ts, built before the clock starts.
       let from = next;
       next += n;
       const claims = Array.from({ length: n }, (_, i) => statements(sql.claim(`job-${from + i}`, "w", T, TTL)));
@@ -108,7 +108,7 @@ async function rawStoreScenarios(): Promise<void> {
     client.close();
   }
   const raw = median(trials.raw!);
-  results.push({ name: "raw", unit: "cycles/s", ...raw, note: "claim + complete statements of src/statements.ts, bare @libsql/client" });
+  results.push({ name: "raw", unit: "cycles/s", ...raw, note: "claim + complete statements of src/store/sql/lease.ts, bare @libsql/client" });
   results.push({ name: "raw+read", unit: "cycles/s", ...median(trials["raw+read"]!), note: "the same, each in one batch with the read of the job, as LeaseStore sends them" });
   results.push({ name: "store", unit: "cycles/s", ...median(trials.store!), target: { of: "raw, cached statements", min: 0.8 }, note: "claim → complete through LeaseStore" });
   results.push({ name: "raw, cached statements", unit: "cycles/s", ...median(trials["raw, cached statements"]!), note: "raw's statements prepared once, on the libsql Database under @libsql/client: the floor of the store's file driver" });

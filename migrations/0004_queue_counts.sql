@@ -1,6 +1,6 @@
 -- The stats read a few rows per queue, whatever the history: counts kept by
 -- the transitions themselves, in the same statement, and index ranges for
--- what depends on the time asked (see `stats` in src/statements.ts).
+-- what depends on the time asked (see `stats` in src/store/sql/lease.ts).
 
 -- Jobs per queue by stored state, which does not change with time:
 --   waiting  not done, nobody holds it (queued, or scheduled: run_at ahead)

@@ -1,6 +1,6 @@
 -- Housekeeping in bounded chunks, each found through an index, so that a run
 -- with nothing to do is a lookup or two and a large backlog never holds the
--- write lock for long (purge and expireSome in src/statements.ts).
+-- write lock for long (purge and expireSome in src/store/sql/lease.ts).
 
 -- Done and dead jobs by when they finished: a purge chunk is the first rows.
 CREATE INDEX jobs_finished ON jobs (updated_at) WHERE done = 1;

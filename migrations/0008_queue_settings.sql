@@ -1,5 +1,5 @@
 -- Queue controls (issue 13), decided inside the claim statements (takeNext and
--- claim in src/statements.ts), never before them. A queue without a row here
+-- claim in src/store/sql/lease.ts), never before them. A queue without a row here
 -- has no settings: not paused, no limit. The claim looks its queue up by this
 -- primary key, so a queue without settings costs one lookup; a limited queue
 -- counts its current leases in jobs_held_by_until (migrations/0004), a range

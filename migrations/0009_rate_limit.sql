@@ -1,6 +1,6 @@
 -- The rate limit of a queue (issue 13): a token bucket kept on its `queues`
--- row, decided inside the claim statements (`room` in src/statements.ts, with
--- the arithmetic of src/statements-bucket.ts) and spent by the trigger below
+-- row, decided inside the claim statements (`room` in src/store/sql/lease.ts, with
+-- the arithmetic of src/store/sql/bucket.ts) and spent by the trigger below
 -- in the claim's own statement, so a limit holds under any race and a queue
 -- without a rate costs what it did before (no row, or NULL here: no bucket).
 --
@@ -24,7 +24,7 @@ ALTER TABLE queues ADD COLUMN tokens_at INTEGER;
 -- itself: every claim (by id, claim-next, the `next` of complete, fail and
 -- completeMany) sets the new fence and `last_event = 'claimed'`, with
 -- `updated_at` its `now`. The bucket is first refilled up to that instant
--- (the same expression as `refilled` in src/statements-bucket.ts: keep the two
+-- (the same expression as `refilled` in src/store/sql/bucket.ts: keep the two
 -- alike), then charged. The claim took no more leases than the bucket held
 -- whole tokens (`room`), so it never goes below zero. A claim that takes
 -- nothing writes nothing here; a queue without a rate matches no row.

@@ -3,11 +3,11 @@
 -- A cancelled job is final, like a dead one, and so it is also done (done = 1):
 -- it leaves every index of jobs still to run (jobs_claim_waiting,
 -- jobs_waiting_by_run_at and jobs_held_by_until are `WHERE done = 0 ...`), no
--- lease of it is current any more (currentLease in src/statements.ts asks
+-- lease of it is current any more (currentLease in src/store/sql/lease.ts asks
 -- done = 0), and the purge takes it with the done and dead jobs (jobs_finished,
 -- `WHERE done = 1`). Its owner, until and fence stay as they were, so a holder's
 -- refused write is told why (reason cancelled) and the fence never moves back.
--- Only a job not done can be cancelled (src/statements-cancel.ts).
+-- Only a job not done can be cancelled (src/store/sql/cancel.ts).
 ALTER TABLE jobs ADD COLUMN cancelled INTEGER NOT NULL DEFAULT 0 CHECK (cancelled IN (0, 1) AND (cancelled = 0 OR done = 1));
 
 -- What a current lease last reported with a renew: JSON text, or NULL. Only the
@@ -77,7 +77,7 @@ END;
 -- The transitions, as in migrations/0005, with two changes: a renewed event
 -- carries the job's progress, the latest of the renews it stands for; and a
 -- cancel is not recorded here but by the statement after it (cancel in
--- src/statements-cancel.ts), which has what the row does not: who cancelled,
+-- src/store/sql/cancel.ts), which has what the row does not: who cancelled,
 -- and why.
 DROP TRIGGER jobs_event_transition;
 CREATE TRIGGER jobs_event_transition AFTER UPDATE OF last_event ON jobs

@@ -1,6 +1,6 @@
 -- Recurring schedules (issue 13). Each due fire enqueues one job, with the id
 -- `{name}@{fire time as ISO 8601}`, in the same transaction that advances
--- next_fire_at (fireDue in src/statements-schedules.ts), guarded by the
+-- next_fire_at (fireDue in src/store/sql/schedules.ts), guarded by the
 -- next_fire_at it read: two runners that fire together enqueue it once.
 -- Exactly one of cron and every_ms is set. A cron fires at its times in
 -- `timezone`; every_ms fires at created_at + k * every_ms (k >= 1), so fires

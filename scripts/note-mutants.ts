@@ -4,7 +4,7 @@
 //
 // | # | The note's wrong fragment                         | The same mistake in fencelease                                      |
 // |---|---------------------------------------------------|---------------------------------------------------------------------|
-// | 1 | CREATE TABLE jobs (not idempotent; a restart       | src/migrate.ts: the runner no longer skips a migration already      |
+// | 1 | CREATE TABLE jobs (not idempotent; a restart       | src/store/migrate.ts: the runner no longer skips a migration already      |
 // |   |   that rebuilds the table resets the fences)       |   applied, so a reopen runs 0001_jobs.sql again                     |
 // | 2 | INSERT OR REPLACE INTO jobs                        | statements.enqueue: INSERT OR REPLACE, no ON CONFLICT DO NOTHING,   |
 // |   |                                                    |   so re-enqueueing wipes a lease in progress (and its fence)        |
@@ -40,21 +40,21 @@ const COPIED = ["src", "test", "migrations", "package.json", "tsconfig.json", "v
 const MUTANTS: Mutant[] = [
   {
     name: "1 migrate re-runs applied migrations (CREATE TABLE jobs)",
-    edits: [{ file: "src/migrate.ts", search: "if (done.rows.length > 0) continue;", replace: "if (done.rows.length < 0) continue;" }],
-    tests: ["test/migrate.test.ts"],
+    edits: [{ file: "src/store/migrate.ts", search: "if (done.rows.length > 0) continue;", replace: "if (done.rows.length < 0) continue;" }],
+    tests: ["test/store/migrate.test.ts"],
   },
   {
     name: "2 enqueue INSERT OR REPLACE",
     edits: [
-      { file: "src/statements.ts", scope: "export function enqueue(", search: "INSERT INTO jobs", replace: "INSERT OR REPLACE INTO jobs" },
-      { file: "src/statements.ts", scope: "export function enqueue(", search: "ON CONFLICT (id) DO NOTHING", replace: "" },
+      { file: "src/store/sql/lease.ts", scope: "export function enqueue(", search: "INSERT INTO jobs", replace: "INSERT OR REPLACE INTO jobs" },
+      { file: "src/store/sql/lease.ts", scope: "export function enqueue(", search: "ON CONFLICT (id) DO NOTHING", replace: "" },
     ],
-    tests: ["test/store.test.ts"],
+    tests: ["test/store/store.test.ts"],
   },
   {
     name: "3 state answers {} for an unknown id",
-    edits: [{ file: "src/store.ts", search: "return row ? jobFromRow(row) : null;", replace: "return row ? jobFromRow(row) : ({} as Job);" }],
-    tests: ["test/store.test.ts"],
+    edits: [{ file: "src/store/store.ts", search: "return row ? jobFromRow(row) : null;", replace: "return row ? jobFromRow(row) : ({} as Job);" }],
+    tests: ["test/store/store.test.ts"],
   },
   {
     name: "4 claim refuses at now == until (row[0] >= now)",
@@ -62,38 +62,38 @@ const MUTANTS: Mutant[] = [
     // lease first (expire), in the claim itself, and in claim-next's takeover
     // of an ended lease (takeNext; the jobs it takes unheld have until 0).
     edits: [
-      { file: "src/statements.ts", scope: "export function expire(", search: "until <= ?1", replace: "until < ?1" },
-      { file: "src/statements.ts", scope: "export function claim(", search: "until <= ?3", replace: "until < ?3" },
-      { file: "src/statements.ts", scope: "function takeNext(", search: "owner IS NOT NULL AND until <= ?3", replace: "owner IS NOT NULL AND until < ?3" },
+      { file: "src/store/sql/lease.ts", scope: "export function expire(", search: "until <= ?1", replace: "until < ?1" },
+      { file: "src/store/sql/lease.ts", scope: "export function claim(", search: "until <= ?3", replace: "until < ?3" },
+      { file: "src/store/sql/lease.ts", scope: "function takeNext(", search: "owner IS NOT NULL AND until <= ?3", replace: "owner IS NOT NULL AND until < ?3" },
     ],
-    tests: ["test/store.test.ts"],
+    tests: ["test/store/store.test.ts"],
   },
   {
     name: "5 renew revives an expired lease (until >= now)",
     // The current-lease rule is written once, for renew, complete, fail and the lease check.
-    edits: [{ file: "src/statements.ts", scope: "function currentLease(", search: "until > ${now}", replace: "until >= ${now}" }],
-    tests: ["test/store.test.ts"],
+    edits: [{ file: "src/store/sql/lease.ts", scope: "function currentLease(", search: "until > ${now}", replace: "until >= ${now}" }],
+    tests: ["test/store/store.test.ts"],
   },
   {
     name: "6 complete ignores done (done >= 0)",
-    edits: [{ file: "src/statements.ts", scope: "function currentLease(", search: "done = 0", replace: "done >= 0" }],
-    tests: ["test/store.test.ts"],
+    edits: [{ file: "src/store/sql/lease.ts", scope: "function currentLease(", search: "done = 0", replace: "done >= 0" }],
+    tests: ["test/store/store.test.ts"],
   },
   {
     name: "7 release resets the fence (fence = 0)",
-    edits: [{ file: "src/statements.ts", scope: "export function release(", search: "SET owner = NULL, until = 0,", replace: "SET owner = NULL, until = 0, fence = 0," }],
-    tests: ["test/store.test.ts"],
+    edits: [{ file: "src/store/sql/lease.ts", scope: "export function release(", search: "SET owner = NULL, until = 0,", replace: "SET owner = NULL, until = 0, fence = 0," }],
+    tests: ["test/store/store.test.ts"],
   },
   {
     name: "8 claimMany races only owners[0]",
     edits: [
       {
-        file: "src/claim-many.ts",
+        file: "src/store/claim-many.ts",
         search: "return await Promise.all(owners.map((owner, i) => stores[i]!.claim(id, owner, now, ttlMs)));",
         replace: "return [await stores[0]!.claim(id, owners[0]!, now, ttlMs)];",
       },
     ],
-    tests: ["test/races.test.ts"],
+    tests: ["test/store/races.test.ts"],
   },
 ];
 

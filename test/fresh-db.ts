@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@libsql/client";
 import { onTestFinished } from "vitest";
-import { type LeaseStore, openStore } from "../src/index.ts";
+import { type LeaseStore } from "../src/index.ts";
+import { openStore } from "../src/node.ts";
 import type { FreshStorage } from "./contract/storage.contract.ts";
 
 /** A new temp dir, removed when the test ends. */

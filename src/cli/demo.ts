@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LeaseLostError } from "../client/errors.ts";
 import { LeaseClient } from "../client/lease-client.ts";
-import { startServer } from "../server.ts";
+import { startServer } from "../runtime/node/server.ts";
 import { EXIT } from "./exit-codes.ts";
 
 /** How long A's lease lasts in the demo: long enough to see, short enough not to wait for. */

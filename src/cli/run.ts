@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { LeaseClient } from "../client/lease-client.ts";
-import { printable } from "../printable.ts";
+import { printable } from "../http/printable.ts";
 import type { Command, Io } from "./command.ts";
 import { EXIT, exitFor, UsageError } from "./exit-codes.ts";
 import { bareWait, OPTIONS } from "./flags.ts";

@@ -6,7 +6,7 @@ import type { Io } from "./command.ts";
 
 /** serve: the Node server until SIGINT or SIGTERM, then a graceful stop. */
 export async function serve(io: Io): Promise<number> {
-  const { serverConfigFromEnv, startServer } = await import("../server.ts");
+  const { serverConfigFromEnv, startServer } = await import("../runtime/node/server.ts");
   const log = (line: string) => io.out(`${new Date().toISOString()} ${line}`);
   const config = { ...serverConfigFromEnv(io.env), log };
   const server = await startServer(config);
@@ -21,7 +21,7 @@ export async function serve(io: Io): Promise<number> {
 
 /** migrate: applies migrations/ to DATABASE_URL. */
 export async function migrateDatabase(io: Io): Promise<number> {
-  const [{ migrate }, { readMigrations }, { connect }] = await Promise.all([import("../migrate.ts"), import("../migrations-dir.ts"), import("../open.ts")]);
+  const [{ migrate }, { readMigrations }, { connect }] = await Promise.all([import("../store/migrate.ts"), import("../runtime/node/migrations-dir.ts"), import("../runtime/node/open.ts")]);
   const url = io.env.DATABASE_URL ?? "file:./data/fencelease.db";
   const client = await connect(url, { authToken: io.env.DATABASE_AUTH_TOKEN });
   try {

@@ -14,7 +14,7 @@ export {
 export { type FencedDatabase, fencedStatement, type FencedValue, type FencedWrite, fencedWrite } from "./fenced-write.ts";
 export { LeaseClient, type LeaseClientOptions } from "./lease-client.ts";
 export { type RetryOptions } from "./retry.ts";
-export { type JobHandler, runWorker, type WorkerHandle, type WorkerOptions } from "./run-worker.ts";
+export { type JobHandler, runWorker, type WorkerHandle, type WorkerOptions } from "./runner/run-worker.ts";
 export type {
   CancelRequest,
   ClaimedLeases,

@@ -1,4 +1,4 @@
-/** The most bytes of UTF-8 a progress report may take as JSON (MAX_PROGRESS_BYTES in src/validate.ts). */
+/** The most bytes of UTF-8 a progress report may take as JSON (MAX_PROGRESS_BYTES in src/store/validate.ts). */
 export const MAX_PROGRESS_BYTES = 4096;
 
 const utf8 = new TextEncoder();

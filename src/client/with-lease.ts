@@ -2,7 +2,7 @@ import { LeaseLostError, NotFoundError } from "./errors.ts";
 import type { LeaseClient } from "./lease-client.ts";
 import type { Job, Lease } from "./types.ts";
 import { failureMessage } from "./failure-message.ts";
-import { claimOneWithin } from "./claim-pace.ts";
+import { claimOneWithin } from "./runner/claim-pace.ts";
 import { PendingProgress } from "./progress.ts";
 
 /**

@@ -1,5 +1,5 @@
 import type { InValue } from "@libsql/client";
-import { StorageUnavailable, type StorageReason } from "../errors.ts";
+import { StorageUnavailable, type StorageReason } from "../store/errors.ts";
 
 /** One SQL statement with its positional (`?1`, `?2` ...) arguments. */
 export type Statement = { sql: string; args: InValue[] };

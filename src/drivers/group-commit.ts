@@ -1,5 +1,5 @@
 import { type Driver, readsOnly, type Row, type Statement } from "./driver.ts";
-import { StorageUnavailable } from "../errors.ts";
+import { StorageUnavailable } from "../store/errors.ts";
 
 /** Options of `groupCommit`; every one has a default. */
 export type GroupCommitOptions = {

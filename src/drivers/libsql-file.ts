@@ -22,7 +22,7 @@ type Prepared = { statement: Database.Statement; parameters: number; answersRows
 // a tight loop never gives it one. The cache takes away the statements that
 // @libsql/client prepares on every call, but not the row cursor each call
 // that answers rows opens. Measured on the loop of "a long tight loop" in
-// test/store.test.ts (enqueue, claim, complete): without the yield below it
+// test/store/store.test.ts (enqueue, claim, complete): without the yield below it
 // grows by about 25 MB in 4,000 cycles and 100 MB in 20,000 (about 5 KB a
 // cycle, without bound); with it, by 6 to 8 MB either way (@libsql/client
 // without its yield: 450 to 700 MB in 4,000). So the cache makes the leak far
@@ -63,7 +63,7 @@ function bindable(value: unknown): unknown {
 
 /**
  * The arguments of one call: as given when every one is a string, a finite
- * number or null (the statements of src/statements.ts), else converted; padded
+ * number or null (the statements of src/store/sql/lease.ts), else converted; padded
  * with nulls to the statement's parameters. A prepared statement keeps the
  * values bound by its last call, so an argument left out would silently be the
  * last call's; on a fresh statement (as @libsql/client prepares) it is NULL.

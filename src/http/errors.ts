@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { InvalidArgument, LeaseLost, NotClaimable, NotFound, StorageUnavailable, WrongStatus } from "../errors.ts";
+import { InvalidArgument, LeaseLost, NotClaimable, NotFound, StorageUnavailable, WrongStatus } from "../store/errors.ts";
 import { ApiError } from "./api-error.ts";
 
 /** The body of every error response. */

@@ -1,4 +1,4 @@
-import type { QueueStats } from "../stats.ts";
+import type { QueueStats } from "../store/stats.ts";
 
 /** A label value, quoted, with the three escapes the exposition format has: \\, \" and \n. */
 function label(value: string): string {

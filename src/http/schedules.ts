@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import type { LeaseStore } from "../store.ts";
+import type { LeaseStore } from "../store/store.ts";
 import type { routes } from "./routes.ts";
 
 /** Serves the schedule routes on `app`, over `store.schedules`; a fire's jobs are enqueued by the maintenance, not here. */

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { STATUSES } from "../statements.ts";
-import { MAX_BURST, MAX_RATE_PER_SECOND } from "../store-types.ts";
+import { STATUSES } from "../store/sql/lease.ts";
+import { MAX_BURST, MAX_RATE_PER_SECOND } from "../store/shapes.ts";
 import { body, positive } from "./schemas.ts";
 
 // The shapes of a queue as the API shows it: its numbers (GET /v1/stats) and

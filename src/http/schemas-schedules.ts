@@ -1,11 +1,11 @@
 import { z } from "@hono/zod-openapi";
-import { MAX_NAME_BYTES, MIN_EVERY_MS } from "../schedule-times.ts";
-import { utf8Bytes } from "../validate.ts";
+import { MAX_NAME_BYTES, MIN_EVERY_MS } from "../store/schedule-times.ts";
+import { utf8Bytes } from "../store/validate.ts";
 import { body, integer, label, positive, QueueName } from "./schemas.ts";
 
 // The request and response shapes of the schedule routes. What needs the cron
 // library (a cron expression, a time zone) and which of cron and everyMs is
-// given are checked by the store (src/schedule-times.ts), whose refusals say
+// given are checked by the store (src/store/schedule-times.ts), whose refusals say
 // which field is wrong, so the rules live in one place.
 
 

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
-import { hasUnprintable } from "../printable.ts";
-import { STATUSES } from "../statements.ts";
-import { MAX_PROGRESS_BYTES, MAX_REASON_BYTES, utf8Bytes } from "../validate.ts";
+import { hasUnprintable } from "./printable.ts";
+import { STATUSES } from "../store/sql/lease.ts";
+import { MAX_PROGRESS_BYTES, MAX_REASON_BYTES, utf8Bytes } from "../store/validate.ts";
 
 // The request and response shapes of the API. The same schemas validate every
 // request, generate the OpenAPI document and type the client.

@@ -4,7 +4,7 @@ import { ApiError } from "./api-error.ts";
 /**
  * Reads one file of the dashboard's folder, src/ui/, by its name there ("app.js",
  * "vendor/swagger-ui/swagger-ui.css"); null when there is no such file. The Node
- * server reads the folder from disk (src/ui-files.ts), the Worker from its static
+ * server reads the folder from disk (src/runtime/node/ui-files.ts), the Worker from its static
  * assets (wrangler.toml's [assets]), so both serve the same files through the same
  * routes and headers.
  */

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { Job } from "../job.ts";
+import type { Job } from "../store/job.ts";
 import { isFinished, type Waits } from "../wait/long-poll.ts";
 
 /**

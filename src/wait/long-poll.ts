@@ -1,5 +1,5 @@
-import type { Job, Lease } from "../job.ts";
-import type { ClaimedLeases, LeaseStore } from "../store.ts";
+import type { Job, Lease } from "../store/job.ts";
+import type { ClaimedLeases, LeaseStore } from "../store/store.ts";
 import { MAX_WAITING, WaitRoom } from "./wait-room.ts";
 
 /** A claim-next that may wait: up to `limit` jobs of `queue`, waiting at most `waitMs` for the first. */

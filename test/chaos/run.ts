@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@libsql/client";
-import { openStore } from "../../src/open.ts";
+import { openStore } from "../../src/runtime/node/open.ts";
 import { type Counts, checkRun, type JobRow } from "./check.ts";
 import { type ChaosEvent, type HistoryLine, parseLines } from "./history.ts";
 import { seededRandom, sleep } from "./random.ts";

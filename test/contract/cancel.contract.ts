@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { InvalidArgument, LeaseLost, NotClaimable, NotFound, WrongStatus } from "../../src/errors.ts";
-import type { LeaseStore } from "../../src/store.ts";
+import { InvalidArgument, LeaseLost, NotClaimable, NotFound, WrongStatus } from "../../src/store/errors.ts";
+import type { LeaseStore } from "../../src/store/store.ts";
 import type { FreshStore } from "./store.contract.ts";
 
 // Cancel (issue 13) over the store, run on every driver like the store

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
-import { LeaseLost, NotFound, WrongStatus } from "../../src/errors.ts";
-import type { JobEvent } from "../../src/job.ts";
-import type { LeaseStore } from "../../src/store.ts";
+import { LeaseLost, NotFound, WrongStatus } from "../../src/store/errors.ts";
+import type { JobEvent } from "../../src/store/job.ts";
+import type { LeaseStore } from "../../src/store/store.ts";
 import type { FreshStore } from "./store.contract.ts";
 
 // A job's whole life (issue 6) over the store, run on every driver like the

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { InvalidArgument, LeaseLost, NotFound } from "../../src/errors.ts";
-import type { LeaseStore } from "../../src/store.ts";
+import { InvalidArgument, LeaseLost, NotFound } from "../../src/store/errors.ts";
+import type { LeaseStore } from "../../src/store/store.ts";
 import type { FreshStore } from "./store.contract.ts";
 
 // The verbs that carry many jobs, or take the next jobs with a completion

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { InvalidArgument, NotClaimable } from "../../src/errors.ts";
-import type { LeaseStore } from "../../src/store.ts";
+import { InvalidArgument, NotClaimable } from "../../src/store/errors.ts";
+import type { LeaseStore } from "../../src/store/store.ts";
 import type { FreshStore } from "./store.contract.ts";
 
 // The queue controls (pause, resume, maxLeased) of migrations/0008, decided in

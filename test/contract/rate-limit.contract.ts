@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
-import { InvalidArgument, NotClaimable } from "../../src/errors.ts";
-import type { LeaseStore } from "../../src/store.ts";
-import { MAX_BURST } from "../../src/store-types.ts";
+import { InvalidArgument, NotClaimable } from "../../src/store/errors.ts";
+import type { LeaseStore } from "../../src/store/store.ts";
+import { MAX_BURST } from "../../src/store/shapes.ts";
 import type { FreshStorage } from "./storage.contract.ts";
 
 // The rate limit of migrations/0009: a token bucket on the queue's row, decided

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { InvalidArgument, NotFound } from "../../src/errors.ts";
-import type { ScheduleSpec } from "../../src/schedules.ts";
+import { InvalidArgument, NotFound } from "../../src/store/errors.ts";
+import type { ScheduleSpec } from "../../src/store/schedules.ts";
 import type { FreshStore } from "./store.contract.ts";
 
 // The recurring schedules of migrations/0011, run against every driver as the

@@ -1,10 +1,10 @@
 import { describe, expect, test } from "vitest";
 import type { Row, Statement } from "../../src/drivers/driver.ts";
-import type { JobStatus } from "../../src/job.ts";
-import * as sql from "../../src/statements.ts";
-import * as housekeeping from "../../src/statements-housekeeping.ts";
-import * as readStatements from "../../src/statements-reads.ts";
-import type { QueueStats } from "../../src/stats.ts";
+import type { JobStatus } from "../../src/store/job.ts";
+import * as sql from "../../src/store/sql/lease.ts";
+import * as housekeeping from "../../src/store/sql/housekeeping.ts";
+import * as readStatements from "../../src/store/sql/reads.ts";
+import type { QueueStats } from "../../src/store/stats.ts";
 import type { FreshStore } from "./store.contract.ts";
 
 // What the store keeps, and what it costs to keep (issue 10): fences of

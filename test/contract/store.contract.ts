@@ -1,10 +1,10 @@
 import { describe, expect, test } from "vitest";
 import type { Row } from "../../src/drivers/driver.ts";
-import { InvalidArgument, LeaseLost, NotClaimable, NotFound } from "../../src/errors.ts";
-import type { LeaseStore } from "../../src/store.ts";
+import { InvalidArgument, LeaseLost, NotClaimable, NotFound } from "../../src/store/errors.ts";
+import type { LeaseStore } from "../../src/store/store.ts";
 
 // The contract of the lease store, written once and run against every driver:
-// libSQL on a file (test/store.test.ts) and D1 in the Workers runtime
+// libSQL on a file (test/store/store.test.ts) and D1 in the Workers runtime
 // (test/worker/store-d1.test.ts). Each test starts on a fresh, empty database.
 
 /** Every job as stored, by id, read outside the store under test. */

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { expect, test } from "vitest";
-import { CRON_MAX_CHUNKS } from "../../src/maintenance.ts";
-import { HOUSEKEEPING_CHUNK } from "../../src/store.ts";
+import { CRON_MAX_CHUNKS } from "../../src/store/maintenance.ts";
+import { HOUSEKEEPING_CHUNK } from "../../src/store/store.ts";
 import worker from "../../src/worker.ts";
 
 const DAY = 24 * 60 * 60 * 1000;

@@ -1,7 +1,7 @@
 import { applyD1Migrations, env } from "cloudflare:test";
 import { describe, expect, test } from "vitest";
 import { d1Driver } from "../../src/drivers/d1.ts";
-import { LeaseStore } from "../../src/store.ts";
+import { LeaseStore } from "../../src/store/store.ts";
 
 const T = 1_000_000;
 const TTL = 30_000;

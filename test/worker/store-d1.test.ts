@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { d1Driver } from "../../src/drivers/d1.ts";
 import type { Row } from "../../src/drivers/driver.ts";
-import { LeaseStore } from "../../src/store.ts";
+import { LeaseStore } from "../../src/store/store.ts";
 import { cancelContract } from "../contract/cancel.contract.ts";
 import { manyContract } from "../contract/many.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
@@ -34,7 +34,7 @@ async function freshD1Store(): Promise<FreshStorage> {
   };
 }
 
-// The same contract as libSQL's (test/store.test.ts), on D1 in the Workers runtime.
+// The same contract as libSQL's (test/store/store.test.ts), on D1 in the Workers runtime.
 storeContract(freshD1Store);
 lifecycleContract(freshD1Store);
 manyContract(freshD1Store);

@@ -3,7 +3,7 @@ import { describe, expect, test } from "vitest";
 import { UI_CSP } from "../../src/http/ui.ts";
 
 // The Worker serves src/ui from its static assets (wrangler.toml's [assets]),
-// through the same app routes and headers as the Node server (test/http-ui.test.ts).
+// through the same app routes and headers as the Node server (test/http/ui.test.ts).
 
 const get = (path: string) => SELF.fetch(`https://fencelease.test${path}`);
 

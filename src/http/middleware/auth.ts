@@ -1,0 +1,77 @@
+import type { MiddlewareHandler } from "hono";
+import { timingSafeEqual } from "hono/utils/buffer";
+import { ApiError } from "../api-error.ts";
+
+/** Who may call the API: holders of one of these bearer tokens, or, in local development only, anyone. */
+export type Auth = { tokens: readonly string[] } | "off";
+
+/** Reads `FENCELEASE_TOKENS` (one token or a comma-separated list) and `FENCELEASE_AUTH=off`. */
+export function authFromEnv(env: { FENCELEASE_TOKENS?: string; FENCELEASE_AUTH?: string }): Auth {
+  const tokens = (env.FENCELEASE_TOKENS ?? "").split(",").map((token) => token.trim()).filter(Boolean);
+  if (tokens.length === 0 && env.FENCELEASE_AUTH === "off") return "off";
+  return { tokens };
+}
+
+const NOT_CONFIGURED =
+  "no API token is configured, so every request is refused: set the FENCELEASE_TOKENS secret " +
+  "(`wrangler secret put FENCELEASE_TOKENS`, or the environment variable for the Node server)";
+
+/**
+ * Fails closed when no token is configured: every request, /healthz too,
+ * answers 503 with the name of the secret to set.
+ */
+export function requireConfiguredAuth(auth: Auth): MiddlewareHandler {
+  const configured = auth === "off" || auth.tokens.length > 0;
+  return async function requireConfiguredAuth(_c, next) {
+    if (!configured) throw new ApiError(503, "unavailable", NOT_CONFIGURED);
+    await next();
+  };
+}
+
+/** Checks `Authorization: Bearer <token>` against the configured tokens, in constant time. */
+export function bearerAuth(auth: Auth): MiddlewareHandler {
+  const tokens = auth === "off" ? [] : auth.tokens;
+  // Tokens already proven valid: at most one entry per configured token, so a
+  // lookup can only tell a caller what the 200 tells it anyway, and it spares
+  // every later request the hashing of the constant-time comparison.
+  const proven = new Set<string>();
+  return async function bearerAuth(c, next) {
+    if (auth === "off") return next();
+    const header = c.req.header("Authorization");
+    const given = /^Bearer +(\S+) *$/i.exec(header ?? "")?.[1];
+    if (given !== undefined && proven.has(given)) return next();
+    // Compare with every token, so the time taken says nothing about which one nearly matched.
+    const matches = given === undefined ? [] : await Promise.all(tokens.map((token) => timingSafeEqual(token, given)));
+    if (matches.includes(true)) proven.add(given!);
+    else {
+      const message = header === undefined ? "send the header Authorization: Bearer <token>" : "the bearer token is not valid";
+      throw new ApiError(401, "unauthorized", message, { "WWW-Authenticate": 'Bearer realm="fencelease"' });
+    }
+    await next();
+  };
+}
+
+/** Host names that only this machine answers to. */
+function loopback(hostname: string): boolean {
+  const host = hostname.toLowerCase().replace(/\.$/, "");
+  return host === "localhost" || host.endsWith(".localhost") || /^127(\.\d{1,3}){3}$/.test(host) || host === "[::1]" || host === "::1";
+}
+
+/**
+ * With auth off, answers only this machine's own callers: a `Host` that is a
+ * loopback name (so DNS rebinding, which keeps the attacker's host name, is
+ * refused) and no `Origin` but a loopback one (so a web page elsewhere cannot
+ * make the browser post to us). Everything else is 403.
+ */
+export function localCallersOnly(auth: Auth): MiddlewareHandler {
+  return async function localCallersOnly(c, next) {
+    if (auth !== "off") return next();
+    const host = new URL(c.req.url).hostname;
+    if (!loopback(host)) throw new ApiError(403, "forbidden", `with auth off only this machine may call, by a loopback name such as 127.0.0.1 or localhost; the Host ${host} is not one (set FENCELEASE_TOKENS to serve other hosts)`);
+    const origin = c.req.header("Origin");
+    if (origin !== undefined && !loopback(URL.canParse(origin) ? new URL(origin).hostname : "")) {
+      throw new ApiError(403, "forbidden", `with auth off no other site may call; the Origin ${origin} is not this machine`);
+    }
+    await next();
+  };
+}

@@ -1,0 +1,48 @@
+// What the Worker and its Durable Object share: the bindings and vars, and the
+// database they name (Turso/libSQL when LIBSQL_DB_URL is set, else D1).
+import type { D1Database, DurableObjectNamespace, Fetcher } from "@cloudflare/workers-types";
+import { createClient } from "@libsql/client/web";
+import { d1Driver } from "../../drivers/d1.ts";
+import type { Driver } from "../../drivers/driver.ts";
+import { libsqlDriver } from "../../drivers/libsql-client.ts";
+
+/** The Worker's bindings and vars, as wrangler.toml and the secrets set them. */
+export type WorkerEnv = {
+  DB?: D1Database;
+  LIBSQL_DB_URL?: string;
+  LIBSQL_DB_AUTH_TOKEN?: string;
+  FENCELEASE_TOKENS?: string;
+  FENCELEASE_AUTH?: string;
+  MAX_TTL_MS?: string;
+  MAX_BODY_BYTES?: string;
+  /** How long done, dead and cancelled jobs are kept, in ms; default 7 days. */
+  RETENTION_MS?: string;
+  /** The folder src/ui, as static assets: the dashboard and the API docs (wrangler.toml's [assets]). */
+  ASSETS?: Fetcher;
+  /** The Durable Objects of the queues, where waiting claims wait (QueueDoorbell); without it, a bounded re-check. */
+  DOORBELL?: DurableObjectNamespace;
+  /** The most claims waiting at once in one queue's object (and reads in one isolate); default 10,000. */
+  MAX_WAITING?: string;
+};
+
+// One libSQL client per isolate and URL: it keeps its HTTP connection warm between requests.
+const libsqlClients = new Map<string, ReturnType<typeof createClient>>();
+
+/** The database the env names: Turso/libSQL when LIBSQL_DB_URL is set, else the D1 binding DB. */
+export function driverFor(env: WorkerEnv): Driver {
+  if (env.LIBSQL_DB_URL) {
+    let client = libsqlClients.get(env.LIBSQL_DB_URL);
+    if (!client) {
+      client = createClient({ url: env.LIBSQL_DB_URL, authToken: env.LIBSQL_DB_AUTH_TOKEN });
+      libsqlClients.set(env.LIBSQL_DB_URL, client);
+    }
+    return { ...libsqlDriver(client), close() {} }; // the client outlives the request
+  }
+  if (env.DB) return d1Driver(env.DB);
+  throw new Error("no database: bind a D1 database as DB in wrangler.toml, or set LIBSQL_DB_URL");
+}
+
+/** A var that holds a number, or undefined when it is unset or empty. */
+export function number(value: string | undefined): number | undefined {
+  return value === undefined || value === "" ? undefined : Number(value);
+}

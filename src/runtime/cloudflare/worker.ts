@@ -1,0 +1,78 @@
+// The Cloudflare Worker: the same Hono app as the Node server, over Turso/libSQL
+// when LIBSQL_DB_URL is set, else over the D1 binding DB; a cron trigger that
+// enqueues the jobs of due schedules, ends expired leases and purges old
+// finished jobs; and QueueDoorbell, the
+// Durable Object where a queue's waiting claims wait.
+import type { ExecutionContext, Fetcher, ScheduledController } from "@cloudflare/workers-types";
+import { createApp } from "../../http/app.ts";
+import { authFromEnv } from "../../http/middleware/auth.ts";
+import type { UiFiles } from "../../http/ui.ts";
+import { CRON_MAX_CHUNKS, maintain, maintainedLine, wakeAfter } from "../../store/maintenance.ts";
+import { LeaseStore } from "../../store/store.ts";
+import { requestWaits, type Waits } from "../../wait/long-poll.ts";
+import { durableWaits } from "./queue-doorbell.ts";
+import { driverFor, number, type WorkerEnv } from "./env.ts";
+
+
+/** The dashboard's files, read through the assets binding; the app adds the headers, as on Node. */
+function assetFiles(assets: Fetcher): UiFiles {
+  return async function readAsset(name) {
+    // Any origin will do: the binding serves the folder's files by path.
+    const response = await assets.fetch(`https://assets.invalid/${name}`);
+    return response.ok ? (response as unknown as Response) : null;
+  };
+}
+
+/**
+ * Where requests with waitMs wait: claims in their queue's Durable Object
+ * (DOORBELL), reads in their own request. Without the binding, each waits in
+ * its own request, re-checking every second (RECHECK_MS) and at the next due
+ * job: a bounded re-check inside the request (see requestWaits).
+ */
+function waitsFor(env: WorkerEnv, store: LeaseStore): Waits {
+  const inRequest = requestWaits(store, Date.now, number(env.MAX_WAITING));
+  return env.DOORBELL ? durableWaits(env.DOORBELL, store, inRequest, Date.now) : inRequest;
+}
+
+// The app is built once per env object, which a Worker isolate keeps between requests.
+const built = new WeakMap<WorkerEnv, { app: ReturnType<typeof createApp>; store: LeaseStore; waits: Waits }>();
+
+function builtFor(env: WorkerEnv) {
+  let entry = built.get(env);
+  if (!entry) {
+    const store = new LeaseStore(driverFor(env));
+    const waits = waitsFor(env, store);
+    const app = createApp({
+      store,
+      auth: authFromEnv(env),
+      limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
+      log: (line) => console.log(line),
+      ui: env.ASSETS && assetFiles(env.ASSETS),
+      waits,
+    });
+    entry = { app, store, waits };
+    built.set(env, entry);
+  }
+  return entry;
+}
+
+export default {
+  /** Serves the API. */
+  fetch(request: Request, env: WorkerEnv, ctx: ExecutionContext): Response | Promise<Response> {
+    return builtFor(env).app.fetch(request, env, ctx);
+  },
+
+  /**
+   * Enqueues the jobs of the schedules due at the trigger's time (a per-minute
+   * cron's at its minute), ends expired leases (owner cleared, fence kept, an
+   * attempt counted) and purges old done, dead and cancelled jobs; rings the queues
+   * whose jobs came or came back.
+   */
+  async scheduled(controller: ScheduledController, env: WorkerEnv): Promise<void> {
+    const { store, waits } = builtFor(env);
+    // A bounded part of a large backlog per run, within D1's limits; the next runs take the rest.
+    const done = await maintain(store, controller.scheduledTime, number(env.RETENTION_MS), { maxChunks: CRON_MAX_CHUNKS });
+    console.log(maintainedLine(done));
+    await wakeAfter(done, waits);
+  },
+};

@@ -1,0 +1,124 @@
+import type { Row } from "../drivers/driver.ts";
+import type { STATUSES } from "./sql/lease.ts";
+
+/** Where a job is in its life: queued, scheduled (due later), leased, done, dead or cancelled. */
+export type JobStatus = (typeof STATUSES)[number];
+
+/** A job as stored: its lease (owner, until, fence) and its place in a queue. */
+export type Job = {
+  id: string;
+  queue: string;
+  /** The JSON value given at enqueue, or null. */
+  payload: unknown;
+  /** Higher is claimed first. */
+  priority: number;
+  /** Claim-next leaves the job alone before this time. */
+  runAt: number;
+  /** The holder of the lease, or null when nobody holds it. */
+  owner: string | null;
+  /** The lease is valid while `until > now`. */
+  until: number;
+  /** Raised by one at every claim; never lowered, never reused. */
+  fence: number;
+  result: string | null;
+  /** Completed; a dead or cancelled job is not done. */
+  done: boolean;
+  /** At the time it was read. */
+  status: JobStatus;
+  /** Claims so far; a failure or expiry on the last one (`maxAttempts`) makes the job dead. */
+  attempts: number;
+  maxAttempts: number;
+  /** Why the last attempt failed, or how its lease ended. */
+  lastError: string | null;
+  /** The JSON value a current lease last reported with a renew, or null; kept when a lease ends. */
+  progress: unknown;
+  createdAt: number;
+  updatedAt: number;
+};
+
+/** A JSON text column as its value; NULL as null. */
+function parsed(column: unknown): unknown {
+  return column === null || column === undefined ? null : JSON.parse(column as string);
+}
+
+/** Reads a `jobs` row, selected with its `status`, into a Job. */
+export function jobFromRow(row: Row): Job {
+  return {
+    id: row.id as string,
+    queue: row.queue as string,
+    payload: parsed(row.payload),
+    priority: row.priority as number,
+    runAt: row.run_at as number,
+    owner: row.owner as string | null,
+    until: row.until as number,
+    fence: row.fence as number,
+    result: row.result as string | null,
+    done: row.done === 1 && row.dead === 0 && row.cancelled === 0,
+    status: row.status as JobStatus,
+    attempts: row.attempts as number,
+    maxAttempts: row.max_attempts as number,
+    lastError: row.last_error as string | null,
+    progress: parsed(row.progress),
+    createdAt: row.created_at as number,
+    updatedAt: row.updated_at as number,
+  };
+}
+
+/** A lease taken by a claim: the job as it is now held, with its fence and expiry. */
+export type Lease = { job: Job; fence: number; until: number };
+
+/** Claim order: highest priority first, then the job that has been due longest. */
+function claimOrder(a: Job, b: Job): number {
+  return b.priority - a.priority || a.runAt - b.runAt || a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1);
+}
+
+/** The leases of the rows a claim-next returned (RETURNING gives no order), in claim order. */
+export function leasesOf(rows: Row[]): Lease[] {
+  return rows.map(jobFromRow).sort(claimOrder).map((job) => ({ job, fence: job.fence, until: job.until }));
+}
+
+/** One entry of a job's history: an accepted transition, or a refused write with a lease. */
+export type JobEvent = {
+  seq: number;
+  jobId: string;
+  queue: string;
+  at: number;
+  /** enqueued, claimed, renewed, completed, released, failed, expired, dead, retried, cancelled, deleted, or refused. */
+  kind: string;
+  /** For a refusal: renew, complete, release or fail. */
+  action: string | null;
+  /** Who acted, with which fence; for a refusal, the owner and fence presented; for a cancel, who cancelled (`by`) and the job's fence. */
+  owner: string | null;
+  fence: number | null;
+  /** For a refusal: the job's owner and fence at that moment. */
+  currentOwner: string | null;
+  currentFence: number | null;
+  /** Why: of a failure, an expiry or a death; of a cancel, the reason given (or null). */
+  error: string | null;
+  /** For a renewed event: the job's progress after the latest renew it stands for (null: none reported). */
+  progress: unknown;
+  /** How many times it happened: the renews of one lease, or the same stale lease refused again, are one event. */
+  count: number;
+  /** When it last happened; `at` is the first time. */
+  lastAt: number;
+};
+
+/** Reads an `events` row. */
+export function eventFromRow(row: Row): JobEvent {
+  return {
+    seq: row.seq as number,
+    jobId: row.job_id as string,
+    queue: row.queue as string,
+    at: row.at as number,
+    kind: row.kind as string,
+    action: row.action as string | null,
+    owner: row.owner as string | null,
+    fence: row.fence as number | null,
+    currentOwner: row.current_owner as string | null,
+    currentFence: row.current_fence as number | null,
+    error: row.error as string | null,
+    progress: parsed(row.progress),
+    count: row.count as number,
+    lastAt: (row.last_at ?? row.at) as number,
+  };
+}

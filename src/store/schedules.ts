@@ -1,0 +1,146 @@
+import type { Driver, Row } from "../drivers/driver.ts";
+import { NotFound } from "./errors.ts";
+import { inChunks } from "./in-chunks.ts";
+import { dueFire, firstCronFire, type ScheduleSpec, scheduleName, storedSpec } from "./schedule-times.ts";
+import * as sql from "./sql/schedules.ts";
+import type { Fire } from "./sql/schedules.ts";
+import type { HousekeepingOptions } from "./shapes.ts";
+import * as check from "./validate.ts";
+
+export type { ScheduleSpec } from "./schedule-times.ts";
+
+/** A recurring schedule as stored (migrations/0011); times in ms since the epoch. */
+export type Schedule = {
+  name: string;
+  queue: string;
+  /** The cron expression, or null for an everyMs schedule. */
+  cron: string | null;
+  /** The interval, or null for a cron schedule. */
+  everyMs: number | null;
+  /** The IANA time zone the cron is read in; null for an everyMs schedule. */
+  timezone: string | null;
+  payload: unknown;
+  priority: number;
+  maxAttempts: number;
+  /** The next fire not yet enqueued; null when a cron has no time left. */
+  nextFireAt: number | null;
+  /** The fire last enqueued; null before the first. */
+  lastFireAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+};
+
+/** A job a fire enqueued. */
+export type FiredJob = { id: string; queue: string };
+
+/** A due schedule whose fire could not be computed (a cron or time zone this runtime does not read), and why. */
+export type SkippedSchedule = { name: string; error: string };
+
+/** What fireDue did: the jobs it enqueued, the schedules it had to skip, and when the earliest other schedule fires next (null: none will). */
+export type Fired = { jobs: FiredJob[]; skipped: SkippedSchedule[]; nextFireAt: number | null };
+
+/** Reads a `schedules` row into a Schedule. */
+function scheduleFromRow(row: Row): Schedule {
+  return {
+    name: row.name as string,
+    queue: row.queue as string,
+    cron: row.cron as string | null,
+    everyMs: row.every_ms as number | null,
+    timezone: row.timezone as string | null,
+    payload: row.payload === null ? null : JSON.parse(row.payload as string),
+    priority: row.priority as number,
+    maxAttempts: row.max_attempts as number,
+    nextFireAt: row.next_fire_at as number | null,
+    lastFireAt: row.last_fire_at as number | null,
+    createdAt: row.created_at as number,
+    updatedAt: row.updated_at as number,
+  };
+}
+
+/**
+ * A due schedule's fire, or none if it cannot be computed here (its cron or
+ * time zone stored by another runtime, or another version of croner): that
+ * schedule is noted in `skipped`, left as it is for a runtime that can, and
+ * the others fire.
+ */
+function fireOrSkip(row: Row, now: number, skipped: SkippedSchedule[]): Fire[] {
+  try {
+    return [dueFire(row, now)];
+  } catch (error) {
+    skipped.push({ name: row.name as string, error: (error as Error).message });
+    return [];
+  }
+}
+
+const notFound = (name: string) => new NotFound(name, `no schedule has the name ${JSON.stringify(name)}`);
+
+/**
+ * The store's recurring schedules (`store.schedules`), over the same Driver.
+ * Each due fire enqueues one job, `{name}@{fire time as ISO 8601}`, in the
+ * transaction that moves the schedule on to its next fire: at most once per
+ * fire, however many runners fire together, and after downtime only the
+ * latest missed fire.
+ */
+export class Schedules {
+  readonly #driver: Driver;
+
+  constructor(driver: Driver) {
+    this.#driver = driver;
+  }
+
+  /**
+   * put creates or replaces a schedule (a replace keeps its createdAt,
+   * the anchor of everyMs, and its lastFireAt); its next fire is the first one
+   * after `now`. Answers whether it was created, and the schedule.
+   * InvalidArgument, naming the field, for a bad spec; nothing is written then.
+   */
+  async put(name: string, spec: ScheduleSpec, now = Date.now()): Promise<{ created: boolean; schedule: Schedule }> {
+    const checkedName = scheduleName(name);
+    const stored = storedSpec(spec);
+    check.instant("now", now);
+    const cronNext = stored.cron === null ? null : firstCronFire(stored.cron, stored.timezone!, now);
+    const [existed, written] = await this.#driver.batch(sql.putSchedule(checkedName, stored, cronNext, now));
+    return { created: existed![0]!.existed === 0, schedule: scheduleFromRow(written![0]!) };
+  }
+
+  /** get answers one schedule; NotFound if there is none of that name. */
+  async get(name: string): Promise<Schedule> {
+    const [row] = await this.#driver.run(sql.getSchedule(check.name("name", name)));
+    if (row === undefined) throw notFound(name);
+    return scheduleFromRow(row);
+  }
+
+  /** list answers every schedule, by name. */
+  async list(): Promise<Schedule[]> {
+    return (await this.#driver.run(sql.listSchedules())).map(scheduleFromRow);
+  }
+
+  /** delete deletes a schedule, which then never fires again (the jobs it enqueued stay); NotFound if there is none. */
+  async delete(name: string): Promise<void> {
+    const [[row] = []] = await this.#driver.batch([sql.deleteSchedule(check.name("name", name))]);
+    if (row === undefined) throw notFound(name);
+  }
+
+  /**
+   * fireDue enqueues the job of every schedule due at `now` (the
+   * latest fire at or before `now` of each; one of a schedule another runner
+   * fired or a put replaced meanwhile is left to it), in chunks of
+   * schedules (see HousekeepingOptions). Answers the jobs enqueued, and when
+   * the earliest schedule fires next.
+   */
+  async fireDue(now: number, options: HousekeepingOptions = {}): Promise<Fired> {
+    check.instant("now", now);
+    const jobs: FiredJob[] = [];
+    const skipped: SkippedSchedule[] = [];
+    await inChunks(options, async (size) => {
+      const due = await this.#driver.run(sql.dueSchedules(now, size, skipped.map((schedule) => schedule.name)));
+      if (due.length === 0) return false;
+      const fires = due.flatMap((row) => fireOrSkip(row, now, skipped));
+      const [enqueued = []] = fires.length === 0 ? [] : await this.#driver.batch(sql.fireDue(fires, now));
+      for (const row of enqueued) jobs.push({ id: row.id as string, queue: row.queue as string });
+      return due.length === size;
+    });
+    const [next] = await this.#driver.run(sql.nextFire(skipped.map((schedule) => schedule.name)));
+    return { jobs, skipped, nextFireAt: (next?.at as number | undefined) ?? null };
+  }
+}

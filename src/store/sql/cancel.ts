@@ -1,0 +1,35 @@
+import type { Statement } from "../../drivers/driver.ts";
+
+// Cancel (issue 13), in the form of the rules of src/store/sql/lease.ts: one
+// conditional statement decides and writes, the statement after it records.
+//
+// A cancelled job is done (migrations/0010), so what keeps every other verb
+// off it is already written: no lease of it is current (`currentLease` asks
+// done = 0), so the holder's renew, complete, fail and release are refused by
+// their own statements, and no claim takes it. Its owner and fence are kept, so
+// that the refusal can say why (src/store/refusal.ts: reason cancelled).
+
+/**
+ * Cancels a job that is not finished: queued, scheduled, leased, or whose lease
+ * has expired. The job becomes done and cancelled, its owner, until and fence
+ * kept. A job already done, dead or cancelled matches no row and is left as it
+ * is. The event (migrations/0010 leaves cancels to this statement) records who
+ * cancelled as its `owner`, the job's fence, and the reason as its `error`.
+ */
+export function cancel(id: string, by: string, reason: string | null, now: number): Statement[] {
+  return [
+    {
+      sql: `UPDATE jobs
+            SET done = 1, cancelled = 1, last_event = 'cancelled', updated_at = ?2
+            WHERE id = ?1 AND done = 0
+            RETURNING id`,
+      args: [id, now],
+    },
+    {
+      sql: `INSERT INTO events (job_id, queue, at, kind, owner, fence, error)
+            SELECT id, queue, ?4, 'cancelled', ?2, fence, ?3 FROM jobs
+            WHERE id = ?1 AND changes() = 1`,
+      args: [id, by, reason, now],
+    },
+  ];
+}

@@ -1,0 +1,301 @@
+import type { InValue } from "@libsql/client";
+import type { Statement } from "../../drivers/driver.ts";
+import { wholeTokens } from "./bucket.ts";
+
+// The lease rules, all of them. Each write is one conditional statement that
+// decides and writes together, so no other writer can slip in between a check
+// and its write; a refused write matches no row and so changes nothing. Each
+// verb is one batch (one transaction): its write, then what it records.
+//
+// Every accepted transition sets `last_event`, and a trigger (migrations/0002)
+// writes it to `events` within the same statement. A refused write with a lease
+// is recorded by the statement after it, which sees `changes() = 0`.
+
+/** The statuses a job can have; named once, here and in `status` below. */
+export const STATUSES = ["queued", "scheduled", "leased", "done", "dead", "cancelled"] as const;
+
+/** A job's status at the time in parameter `now` (an SQL expression over a jobs row). */
+export function status(now: string): string {
+  return `CASE WHEN dead = 1 THEN 'dead' WHEN cancelled = 1 THEN 'cancelled' WHEN done = 1 THEN 'done'
+               WHEN owner IS NOT NULL AND until > ${now} THEN 'leased'
+               WHEN run_at > ${now} THEN 'scheduled' ELSE 'queued' END`;
+}
+
+/**
+ * The lease (owner, fence) is the current one at `now`: owner and fence match,
+ * the job is not done (nor dead, nor cancelled: both are done too), and
+ * `until > now`. At `now == until` it has expired.
+ */
+export function currentLease(owner: string, fence: string, now: string): string {
+  return `owner = ${owner} AND fence = ${fence} AND done = 0 AND until > ${now}`;
+}
+
+/** A job whose lease expired on its last attempt dies instead of being claimed again. */
+export const EXHAUSTED = "attempts >= max_attempts";
+
+/**
+ * A new job's fence: the floor, the highest fence of any job ever removed
+ * (migrations/0003), so that a re-used id starts above every fence it had.
+ */
+export const FENCE_FLOOR = "(SELECT fence FROM fence_floor)";
+
+/** Inserts a job unless its id exists, at the fence floor. */
+export function enqueue(job: {
+  id: string;
+  queue: string;
+  payload: string | null;
+  priority: number;
+  runAt: number;
+  maxAttempts: number;
+  now: number;
+}): Statement[] {
+  return [
+    {
+      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ${FENCE_FLOOR}, ?7, ?7)
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id`,
+      args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now],
+    },
+  ];
+}
+
+/** Reads one job, with its status at `now`. */
+export function state(id: string, now: number): Statement {
+  return { sql: `SELECT *, ${status("?2")} AS status FROM jobs WHERE id = ?1`, args: [id, now] };
+}
+
+/** What ending an expired lease writes: nobody holds it, the fence stays, and it counts as a failed attempt (the last one makes the job dead). */
+export const END_LEASE = `owner = NULL, until = 0, last_error = 'the lease of ' || owner || ' expired',
+              dead = (${EXHAUSTED}), done = (${EXHAUSTED}),
+              last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END, updated_at = ?1`;
+
+/**
+ * Ends the expired lease of job `id`, if it has one: nobody holds it any more,
+ * the fence stays, and the expiry counts as a failed attempt (the last one
+ * makes the job dead). The cron ends them in chunks (`expireSome`).
+ */
+export function expire(now: number, id: string): Statement {
+  return {
+    sql: `UPDATE jobs SET ${END_LEASE} WHERE done = 0 AND owner IS NOT NULL AND until <= ?1 AND id = ?2`,
+    args: [now, id],
+  };
+}
+
+/**
+ * The current leases of `queue` (an SQL expression) at `now`: a range of
+ * jobs_held_by_until (migrations/0004), so a lease is counted until `now == until`.
+ */
+export function currentLeases(queue: string, now: string): string {
+  return `(SELECT count(*) FROM jobs WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until > ${now})`;
+}
+
+/**
+ * How many leases a claim may hand out in `queue` (an SQL expression) at
+ * `now`, at most `limit`: none while the queue is paused, no more than its
+ * maxLeased less its current leases (migrations/0008), and no more than the
+ * whole tokens its bucket holds at `now` (migrations/0009, whose trigger
+ * spends them in the same statement). A queue without settings is one
+ * primary-key lookup; its leases are not counted, nor its tokens.
+ */
+function room(queue: string, now: string, limit: string): string {
+  return `coalesce((SELECT CASE WHEN s.paused = 1 THEN 0
+                                ELSE max(0, min(${limit},
+                                  CASE WHEN s.max_leased IS NULL THEN ${limit} ELSE s.max_leased - ${currentLeases("s.queue", now)} END,
+                                  CASE WHEN s.refill_per_ms IS NULL THEN ${limit} ELSE ${wholeTokens("s.", now)} END)) END
+                    FROM queues s WHERE s.queue = ${queue}), ${limit})`;
+}
+
+/**
+ * Takes the lease of one job if nobody holds it: a new owner and the next
+ * fence; not while its queue is paused, has its maxLeased current leases, or
+ * has no whole token in its bucket.
+ */
+export function claim(id: string, owner: string, now: number, ttlMs: number): Statement[] {
+  return [
+    expire(now, id),
+    {
+      sql: `UPDATE jobs
+            SET owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
+                last_event = 'claimed', updated_at = ?3
+            WHERE id = ?1 AND done = 0 AND until <= ?3 AND ${room("jobs.queue", "?3", "1")} > 0
+            RETURNING fence, until`,
+      args: [id, owner, now, ttlMs],
+    },
+  ];
+}
+
+/**
+ * Takes the leases of the next due jobs of a queue, in claim order, as one
+ * statement. An expired lease is taken over (its expiry recorded), unless it
+ * was the job's last attempt: that job is left for `expire` to make dead.
+ */
+export function claimNext(queue: string, owner: string, now: number, ttlMs: number, limit: number): Statement[] {
+  return [takeNext("?1", "", [queue, owner, now, ttlMs, limit])];
+}
+
+/**
+ * The claim-next that follows a complete or fail of job `id` (the next jobs of
+ * its queue, for the same owner, in the same batch): it takes nothing unless
+ * the write before it was accepted. The refusal record just before it wrote
+ * no row (`changes() = 0`) exactly when the write was accepted, or when the job
+ * does not exist, which the second condition rules out.
+ */
+export function claimNextAfter(id: string, owner: string, now: number, take: { limit: number; ttlMs: number }): Statement {
+  return takeNext("(SELECT queue FROM jobs WHERE id = ?1)", "AND changes() = 0 AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1)", [id, owner, now, take.ttlMs, take.limit]);
+}
+
+/**
+ * The one claim-next statement: `queue` an SQL expression over ?1, `guard` a
+ * further condition; ?2 owner, ?3 now, ?4 ttl, ?5 limit.
+ *
+ * Its candidates are read so that their cost does not grow with the jobs it
+ * must pass over (migrations/0006): the jobs nobody holds, priority by
+ * priority from the highest (`level`: each step seeks the next priority down,
+ * and counts, up to the limit, the due jobs of the one before, so it stops
+ * once it has enough), seeking at each priority straight to the due ones; and
+ * the held jobs whose lease has ended, from the index of lease ends. Of those,
+ * the first in claim order, as many as the queue has room for (`room`: none
+ * while it is paused, up to its maxLeased and its whole tokens), at most
+ * `limit`. Its `updated_at = now` is when migrations/0009's trigger spends
+ * the tokens of the leases it hands out.
+ */
+function takeNext(queue: string, guard: string, args: InValue[]): Statement {
+  const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
+  const due = "run_at <= ?3 AND until <= ?3";
+  return {
+    sql: `UPDATE jobs
+          SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END,
+              owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
+              last_event = 'claimed', updated_at = ?3
+          WHERE id IN (
+            WITH RECURSIVE level(priority, before) AS (
+              SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1), 0
+              UNION ALL
+              SELECT (SELECT priority FROM jobs WHERE ${waiting} AND priority < level.priority ORDER BY priority DESC LIMIT 1),
+                     before + (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE ${waiting} AND priority = level.priority AND ${due} LIMIT ?5))
+              FROM level WHERE level.priority IS NOT NULL AND before < ?5)
+            SELECT id FROM (
+              SELECT * FROM (
+                SELECT id, priority, run_at, created_at FROM jobs
+                WHERE ${waiting} AND priority IN (SELECT priority FROM level WHERE before < ?5) AND ${due}
+                ORDER BY priority DESC, run_at, created_at, id LIMIT ?5)
+              UNION ALL
+              SELECT id, priority, run_at, created_at FROM jobs
+              WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until <= ?3 AND run_at <= ?3 AND NOT (${EXHAUSTED}))
+            WHERE true ${guard}
+            ORDER BY priority DESC, run_at, created_at, id
+            LIMIT ${room(queue, "?3", "?5")})
+          RETURNING *, ${status("?3")} AS status`,
+    args,
+  };
+}
+
+/**
+ * The end of an INSERT of refusals: the same stale lease refused again for the
+ * same action, against the same current fence, counts on its event (migrations/0005)
+ * instead of adding one, so a zombie that loops adds nothing.
+ */
+export const FOLD_REFUSAL = `ON CONFLICT (job_id, fence, owner, action, current_fence) WHERE kind = 'refused'
+  DO UPDATE SET count = count + 1, at = min(at, excluded.at), last_at = max(coalesce(last_at, at), excluded.at)`;
+
+/** Records a refused write with a lease, if the write just before it changed nothing. */
+function refused(action: string, id: string, owner: string, fence: number, now: number, unless = "", more: InValue[] = []): Statement {
+  return {
+    sql: `INSERT INTO events (job_id, queue, at, kind, action, owner, fence, current_owner, current_fence)
+          SELECT id, queue, ?4, 'refused', ?5, ?2, ?3, owner, fence FROM jobs
+          WHERE id = ?1 AND changes() = 0 ${unless}
+          ${FOLD_REFUSAL}`,
+    args: [id, owner, fence, now, action, ...more],
+  };
+}
+
+/**
+ * Extends the current lease, and stores the `progress` it reports (JSON text;
+ * null keeps what is stored); an expired one stays expired, and stores nothing.
+ */
+export function renew(id: string, owner: string, fence: number, now: number, ttlMs: number, progress: string | null = null): Statement[] {
+  return [
+    {
+      sql: `UPDATE jobs
+            SET until = ?4 + ?5, progress = coalesce(?6, progress), last_event = 'renewed', updated_at = ?4
+            WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
+            RETURNING until`,
+      args: [id, owner, fence, now, ttlMs, progress],
+    },
+    refused("renew", id, owner, fence, now),
+  ];
+}
+
+/** A job completed, neither dead nor cancelled (both are done too): a condition over a jobs row. */
+export const COMPLETED = "done = 1 AND dead = 0 AND cancelled = 0";
+
+/** Stores the result of the current lease and marks the job done. The same completion sent again is not a refusal. */
+export function complete(id: string, owner: string, fence: number, now: number, result: string): Statement[] {
+  const sameAgain = `AND NOT (${COMPLETED} AND owner = ?2 AND fence = ?3 AND result = ?6)`;
+  return [
+    {
+      sql: `UPDATE jobs
+            SET result = ?5, done = 1, last_event = 'completed', updated_at = ?4
+            WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
+            RETURNING fence`,
+      args: [id, owner, fence, now, result],
+    },
+    refused("complete", id, owner, fence, now, sameAgain, [result]),
+  ];
+}
+
+/**
+ * Gives the lease back: nobody holds it and it is claimable at once; the fence
+ * stays. Given back in time, the attempt is returned too (a graceful stop is
+ * not a failure); given back after its end, it counts as the expiry it was.
+ */
+export function release(id: string, owner: string, fence: number, now: number): Statement[] {
+  const late = `until <= ?4`;
+  return [
+    {
+      sql: `UPDATE jobs
+            SET owner = NULL, until = 0,
+                attempts = CASE WHEN ${late} THEN attempts ELSE attempts - 1 END,
+                last_error = CASE WHEN ${late} THEN 'the lease of ' || owner || ' expired' ELSE last_error END,
+                dead = (${late} AND ${EXHAUSTED}), done = (${late} AND ${EXHAUSTED}),
+                last_event = CASE WHEN NOT ${late} THEN 'released' WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END,
+                updated_at = ?4
+            WHERE id = ?1 AND owner = ?2 AND fence = ?3 AND done = 0
+            RETURNING fence`,
+      args: [id, owner, fence, now],
+    },
+    refused("release", id, owner, fence, now),
+  ];
+}
+
+/**
+ * Ends the current lease as a failure: the job goes back to its queue, due
+ * after `retryInMs`, or else after the backoff (1 s doubling per attempt,
+ * capped at 1 hour, times `jitter` in [0.5, 1)); on its last attempt it dies.
+ */
+export function fail(failure: {
+  id: string;
+  owner: string;
+  fence: number;
+  now: number;
+  error: string;
+  retryInMs: number | null;
+  jitter: number;
+}): Statement[] {
+  const { id, owner, fence, now, error, retryInMs, jitter } = failure;
+  return [
+    {
+      sql: `UPDATE jobs
+            SET owner = NULL, until = 0, last_error = ?5,
+                dead = (${EXHAUSTED}), done = (${EXHAUSTED}),
+                run_at = CASE WHEN ${EXHAUSTED} THEN run_at
+                              ELSE ?4 + coalesce(?6, CAST(min(3600000, 1000 * (1 << min(attempts - 1, 12))) * ?7 AS INTEGER)) END,
+                last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'failed' END, updated_at = ?4
+            WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
+            RETURNING fence`,
+      args: [id, owner, fence, now, error, retryInMs, jitter],
+    },
+    refused("fail", id, owner, fence, now),
+  ];
+}

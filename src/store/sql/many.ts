@@ -1,0 +1,128 @@
+import type { Statement } from "../../drivers/driver.ts";
+import { COMPLETED, currentLease, FENCE_FLOOR, FOLD_REFUSAL, status } from "./lease.ts";
+
+// The rules of src/store/sql/lease.ts applied to many jobs at once, each job still
+// decided alone by the same conditions. The jobs travel as ONE JSON array
+// parameter, unpacked by `json_each`, so that a call of 1,000 jobs is a
+// handful of statements whatever its size: cheap on a file, and within D1's
+// limits on bound parameters and statements per batch.
+
+/** The rows of a JSON array parameter `?N` of arrays, as columns `names[0]`, `names[1]` ... */
+export function unpacked(parameter: string, names: string[]): string {
+  const columns = names.map((name, i) => `json_extract(value, '$[${i}]') AS ${name}`).join(", ");
+  return `(SELECT ${columns} FROM json_each(${parameter}))`;
+}
+
+/**
+ * The presented leases `?3` for the statements that follow the UPDATE (the
+ * read of the refused, then their record): none when the UPDATE changed one
+ * row for each of the `?4` presented, as then every one was accepted and
+ * nothing was refused, so neither joins the jobs again. The UPDATE changes a
+ * row at most once, so a call with an id twice, a completion sent again or
+ * any lease refused changes fewer and is read in full. `changes()` is the
+ * UPDATE's only while no other write runs in between: the read of the
+ * refused comes before their record for that reason.
+ */
+const UNLESS_ALL_CHANGED = "iif(changes() = ?4, '[]', ?3)";
+
+/** One job to enqueue: id, payload (JSON text or null), priority, runAt, maxAttempts. */
+export type NewJob = [id: string, payload: string | null, priority: number, runAt: number, maxAttempts: number];
+
+/**
+ * Inserts every job whose id does not exist yet, in one statement; answers the
+ * ids it inserted. An existing id is left untouched, and every new row starts
+ * at the fence floor, as `enqueue` does.
+ */
+export function enqueueMany(queue: string, jobs: NewJob[], now: number): Statement {
+  return {
+    sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at)
+          SELECT new_id, ?1, new_payload, new_priority, new_run_at, new_max_attempts,
+                 ${FENCE_FLOOR}, ?2, ?2
+          FROM ${unpacked("?3", ["new_id", "new_payload", "new_priority", "new_run_at", "new_max_attempts"])}
+          WHERE true
+          ON CONFLICT (id) DO NOTHING
+          RETURNING id`,
+    args: [queue, now, JSON.stringify(jobs)],
+  };
+}
+
+/** One lease presented: the job's id, the fence the caller holds, and the progress it reports (JSON text, or null: none). */
+export type HeldLease = [id: string, fence: number, progress: string | null];
+
+/**
+ * Extends every presented lease that is current (the one rule, `currentLease`)
+ * and stores the progress it reports, as `renew` does one; records a refusal
+ * for each that is not, and reads the jobs of those refused so the caller can
+ * say why. Answers, in order: the renewed `(id, until)`, the refused leases
+ * (see `readRefused`), and the refusals inserted.
+ */
+export function renewMany(owner: string, leases: HeldLease[], now: number, ttlMs: number): Statement[] {
+  const names = ["lease_id", "lease_fence", "lease_progress"];
+  const held = unpacked("?3", names);
+  const heldUnlessAllChanged = unpacked(UNLESS_ALL_CHANGED, names);
+  const presented = JSON.stringify(leases);
+  const afterArgs = [owner, now, presented, leases.length];
+  const current = currentLease("?1", "lease_fence", "?2");
+  return [
+    {
+      sql: `UPDATE jobs SET until = ?2 + ?4, progress = coalesce(lease_progress, progress), last_event = 'renewed', updated_at = ?2
+            FROM ${held} WHERE id = lease_id AND ${current}
+            RETURNING id, until`,
+      args: [owner, now, presented, ttlMs],
+    },
+    readRefused(heldUnlessAllChanged, `NOT (${current})`, afterArgs),
+    refusedMany("renew", heldUnlessAllChanged, `NOT (${current})`, afterArgs),
+  ];
+}
+
+/** One completion: the job's id, the fence the caller holds, and the result as JSON text. */
+export type Completion = [id: string, fence: number, result: string];
+
+/**
+ * Stores the result of every presented lease that is current and marks its job
+ * done, as `complete` does one; the same completion sent again is not a
+ * refusal. Answers, in order: the completed ids with their queues, the
+ * refused leases (see `readRefused`), and the refusals inserted.
+ */
+export function completeMany(owner: string, completions: Completion[], now: number): Statement[] {
+  const names = ["lease_id", "lease_fence", "lease_result"];
+  const held = unpacked("?3", names);
+  const heldUnlessAllChanged = unpacked(UNLESS_ALL_CHANGED, names);
+  const args = [owner, now, JSON.stringify(completions)];
+  const afterArgs = [...args, completions.length];
+  const doneByThisLease = `${COMPLETED} AND owner = ?1 AND fence = lease_fence AND result = lease_result`;
+  return [
+    {
+      sql: `UPDATE jobs SET result = lease_result, done = 1, last_event = 'completed', updated_at = ?2
+            FROM ${held} WHERE id = lease_id AND ${currentLease("?1", "lease_fence", "?2")}
+            RETURNING id, queue`,
+      args,
+    },
+    readRefused(heldUnlessAllChanged, `NOT (${doneByThisLease})`, afterArgs),
+    refusedMany("complete", heldUnlessAllChanged, `NOT (${doneByThisLease})`, afterArgs),
+  ];
+}
+
+/** Records a refusal for each presented lease (?1 owner, ?2 now) whose job exists and matches `refused`, folded as `refused` folds one. */
+function refusedMany(action: string, held: string, refused: string, args: Statement["args"]): Statement {
+  return {
+    sql: `INSERT INTO events (job_id, queue, at, kind, action, owner, fence, current_owner, current_fence)
+          SELECT id, queue, ?2, 'refused', '${action}', ?1, lease_fence, owner, fence
+          FROM ${held} JOIN jobs ON id = lease_id WHERE ${refused}
+          ${FOLD_REFUSAL}`,
+    args,
+  };
+}
+
+/**
+ * The presented leases (?2 now) that were refused: those whose job matches
+ * `refused`, with what the refusal's reason is read from (owner, fence and
+ * status), and those whose job does not exist (`found = 0`).
+ */
+function readRefused(held: string, refused: string, args: Statement["args"]): Statement {
+  return {
+    sql: `SELECT lease_id, id IS NOT NULL AS found, owner, fence, ${status("?2")} AS status
+          FROM ${held} LEFT JOIN jobs ON id = lease_id WHERE id IS NULL OR ${refused}`,
+    args,
+  };
+}

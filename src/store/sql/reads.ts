@@ -1,0 +1,132 @@
+import type { Statement } from "../../drivers/driver.ts";
+import { currentLease, currentLeases, EXHAUSTED, status } from "./lease.ts";
+import { refilled, TOKEN, tokenDueAt } from "./bucket.ts";
+
+// The reads that decide nothing: a job's lease for a system outside, pages of
+// jobs and events, the numbers per queue, and when a waiting claim should look
+// again. The rules themselves, and every write, are in src/store/sql/lease.ts.
+
+/**
+ * When a job of `queue` next becomes claimable by `takeNext`: the earliest
+ * run_at of a job nobody holds, or the earliest end of a lease that is not
+ * its job's last attempt (one row; `at` null when there is none). What a
+ * waiting claim sleeps until; two index ranges of the queue (migrations/0004).
+ * Never while the queue is paused (null: a resume rings); while it has its
+ * maxLeased current leases, not before the first of them ends (migrations/0008);
+ * and not before its bucket holds a whole token (migrations/0009).
+ */
+export function nextClaimable(queue: string, now: number): Statement {
+  const held = "queue = ?1 AND done = 0 AND owner IS NOT NULL";
+  return {
+    sql: `SELECT CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
+                      ELSE max(n.at,
+                               CASE WHEN s.max_leased <= ${currentLeases("?1", "?2")}
+                                    THEN (SELECT min(until) FROM jobs WHERE ${held} AND until > ?2) ELSE n.at END,
+                               coalesce(${tokenDueAt("s.", "?2")}, n.at)) END AS at
+          FROM (SELECT min(at) AS at FROM (
+            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL ORDER BY run_at LIMIT 1)
+            UNION ALL
+            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1))) n
+          LEFT JOIN queues s ON s.queue = ?1`,
+    args: [queue, now],
+  };
+}
+
+/** The queue's row `s` (at ?2) has its maxLeased current leases: no token would let a claim through. */
+const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >= s.max_leased)`;
+
+/**
+ * In how many ms `queue`'s bucket next holds a whole token, when its rate
+ * limit is what holds back a claim-next at `now`: it has a rate, is not
+ * paused, not full (its maxLeased current leases), holds no whole token, and
+ * a job is due. One row, or none; a queue
+ * without settings is one primary-key lookup. With `limit`, it is sent in the
+ * claim's batch, just after it: it reads nothing when the claim took `limit`.
+ */
+export function retryAfter(queue: string, now: number, limit?: number): Statement {
+  const due = `EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL AND run_at <= ?2 AND until <= ?2)
+               OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
+  return {
+    sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms FROM queues s
+          WHERE ${limit === undefined ? "" : "changes() < ?3 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
+            AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
+    args: limit === undefined ? [queue, now] : [queue, now, limit],
+  };
+}
+
+/**
+ * A job as `state` reads it, and what of its queue refuses a claim now
+ * (`queue_refusal`: paused, else null when it has its maxLeased current leases
+ * (full), else rate_limited when its bucket holds no whole token, else null):
+ * why a claim by id was refused.
+ */
+export function claimState(id: string, now: number): Statement {
+  return {
+    sql: `SELECT *, ${status("?2")} AS status,
+                 (SELECT CASE WHEN s.paused = 1 THEN 'paused' WHEN ${FULL} THEN NULL WHEN ${refilled("s.", "?2")} < ${TOKEN} THEN 'rate_limited' END
+                  FROM queues s WHERE s.queue = jobs.queue) AS queue_refusal
+          FROM jobs WHERE id = ?1`,
+    args: [id, now],
+  };
+}
+
+/** Whether (owner, fence) holds the current lease of a job, for systems outside to check a token. */
+export function leaseCheck(id: string, owner: string, fence: number, now: number): Statement {
+  return {
+    sql: `SELECT fence, until, (${currentLease("?2", "?3", "?4")}) AS current FROM jobs WHERE id = ?1`,
+    args: [id, owner, fence, now],
+  };
+}
+
+/** A page of jobs in id order after `after`, optionally of one queue and one status. */
+export function list(filter: { queue: string | null; status: string | null; after: string | null; limit: number; now: number }): Statement {
+  return {
+    sql: `SELECT * FROM (SELECT *, ${status("?5")} AS status FROM jobs
+                         WHERE (?1 IS NULL OR queue = ?1) AND id > coalesce(?3, ''))
+          WHERE ?2 IS NULL OR status = ?2
+          ORDER BY id LIMIT ?4`,
+    args: [filter.queue, filter.status, filter.after, filter.limit, filter.now],
+  };
+}
+
+/** A page of one job's events, oldest first, after sequence number `after`. */
+export function events(id: string, after: number, limit: number): Statement {
+  return { sql: "SELECT * FROM events WHERE job_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3", args: [id, after, limit] };
+}
+
+/** The refusals of "the last hour" at `now` are those from the start of this minute (`at / 60000`) on: now's minute and the 59 before it. */
+function firstMinuteOfHour(now: number): number {
+  return Math.floor(now / 60_000) - 59;
+}
+
+/**
+ * Per queue: the jobs by stored state (migrations/0004's `queue_counts`,
+ * cancelled since migrations/0010, kept by every transition), what of them
+ * depends on `now` (index ranges of that queue: waiting jobs due later, leases
+ * expired and not yet ended, and the earliest run_at of each), its refusals
+ * in the last hour and ever, and whether it is paused (migrations/0008).
+ * A queue is listed while it has a job, has ever had a refusal, or has
+ * settings (paused or limited before its first job: zero counts). Reads a few
+ * rows per queue: its cost grows with the queues, the jobs scheduled for later
+ * and the leases expired since the last cron, never with the history.
+ */
+export function stats(now: number): Statement {
+  const waiting = "jobs.queue = q.queue AND done = 0 AND owner IS NULL";
+  const expired = "jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL AND until <= ?1";
+  return {
+    sql: `SELECT q.queue, coalesce(c.waiting, 0) AS waiting, coalesce(c.held, 0) AS held, coalesce(c.done, 0) AS done, coalesce(c.dead, 0) AS dead, coalesce(c.cancelled, 0) AS cancelled,
+                 (SELECT count(*) FROM jobs WHERE ${waiting} AND run_at > ?1) AS waiting_later,
+                 (SELECT min(run_at) FROM jobs WHERE ${waiting}) AS waiting_first_run_at,
+                 (SELECT count(*) FROM jobs WHERE ${expired}) AS expired,
+                 (SELECT count(*) FROM jobs WHERE ${expired} AND run_at > ?1) AS expired_later,
+                 (SELECT min(run_at) FROM jobs WHERE ${expired}) AS expired_first_run_at,
+                 (SELECT coalesce(sum(refusals), 0) FROM refusal_minutes m WHERE m.queue = q.queue AND minute >= ?2) AS refused_recent,
+                 coalesce(r.total, 0) AS refused_total, coalesce(s.paused, 0) AS paused
+          FROM (SELECT queue FROM queue_counts UNION SELECT queue FROM refusal_counts UNION SELECT queue FROM queues) q
+          LEFT JOIN queue_counts c ON c.queue = q.queue
+          LEFT JOIN refusal_counts r ON r.queue = q.queue
+          LEFT JOIN queues s ON s.queue = q.queue
+          ORDER BY q.queue`,
+    args: [now, firstMinuteOfHour(now)],
+  };
+}

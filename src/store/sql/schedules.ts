@@ -1,0 +1,137 @@
+import type { Statement } from "../../drivers/driver.ts";
+import { FENCE_FLOOR } from "./lease.ts";
+import { unpacked } from "./many.ts";
+
+// The recurring schedules of migrations/0011. Only the fire decides anything:
+// a due schedule's job is enqueued and its next fire stored by one batch (one
+// transaction), both under the same condition, so neither happens without the
+// other. When the fires fall is schedule arithmetic, done in JavaScript
+// (src/store/schedule-times.ts) and handed in; whether a fire is still due, and
+// still the one that was read, is decided here.
+
+/** A schedule's settings as stored: cron or everyMs (the other null), payload as JSON text. */
+export type StoredSpec = {
+  queue: string;
+  cron: string | null;
+  everyMs: number | null;
+  timezone: string | null;
+  payload: string | null;
+  priority: number;
+  maxAttempts: number;
+};
+
+/** In a put's ON CONFLICT: the replace fires when the stored schedule does (the same cron, everyMs and time zone). */
+const SAME_TIMING = "cron IS excluded.cron AND every_ms IS excluded.every_ms AND timezone IS excluded.timezone";
+
+/**
+ * Whether a schedule of that name exists, then creates or replaces it and
+ * answers its row. A replace keeps created_at (an everyMs schedule's anchor)
+ * and last_fire_at, and, when it keeps the timing, the next fire too, so a
+ * fire due and not yet enqueued still is (a deploy that puts its schedules
+ * again after downtime loses nothing). Otherwise the next fire is the first
+ * one after `now`: `cronNext` for a cron, or created_at + k * every_ms for an
+ * everyMs schedule.
+ */
+export function putSchedule(name: string, spec: StoredSpec, cronNext: number | null, now: number): Statement[] {
+  // Whole intervals since the anchor: an integer division (a number may be bound as a REAL).
+  const everyNext = (anchor: string) => `${anchor} + (CAST(?10 AS INTEGER) - ${anchor}) / CAST(?4 AS INTEGER) * ?4 + ?4`;
+  return [
+    { sql: "SELECT count(*) AS existed FROM schedules WHERE name = ?1", args: [name] },
+    {
+      sql: `INSERT INTO schedules (name, queue, cron, every_ms, timezone, payload, priority, max_attempts, next_fire_at, created_at, updated_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, CASE WHEN ?4 IS NULL THEN ?9 ELSE ${everyNext("?10")} END, ?10, ?10)
+            ON CONFLICT (name) DO UPDATE SET
+              queue = excluded.queue, cron = excluded.cron, every_ms = excluded.every_ms, timezone = excluded.timezone,
+              payload = excluded.payload, priority = excluded.priority, max_attempts = excluded.max_attempts,
+              next_fire_at = CASE WHEN ${SAME_TIMING} THEN next_fire_at WHEN ?4 IS NULL THEN ?9 ELSE ${everyNext("created_at")} END,
+              updated_at = excluded.updated_at
+            RETURNING *`,
+      args: [name, spec.queue, spec.cron, spec.everyMs, spec.timezone, spec.payload, spec.priority, spec.maxAttempts, cronNext, now],
+    },
+  ];
+}
+
+/** One schedule. */
+export function getSchedule(name: string): Statement {
+  return { sql: "SELECT * FROM schedules WHERE name = ?1", args: [name] };
+}
+
+/** Every schedule, by name. */
+export function listSchedules(): Statement {
+  return { sql: "SELECT * FROM schedules ORDER BY name", args: [] };
+}
+
+/** Deletes a schedule; answers its name if there was one. Jobs it enqueued stay. */
+export function deleteSchedule(name: string): Statement {
+  return { sql: "DELETE FROM schedules WHERE name = ?1 RETURNING name", args: [name] };
+}
+
+/** Up to `limit` schedules due at `now`, earliest first: what `fireDue` needs of each. */
+export function dueSchedules(now: number, limit: number, skipped: string[]): Statement {
+  return {
+    sql: `SELECT name, cron, every_ms, timezone, next_fire_at, created_at FROM schedules
+          WHERE next_fire_at <= ?1 AND name NOT IN (SELECT value FROM json_each(?3)) ORDER BY next_fire_at, name LIMIT ?2`,
+    args: [now, limit, JSON.stringify(skipped)],
+  };
+}
+
+/** When the earliest schedule but the `skipped` fires next (one row; `at` null when none will). */
+export function nextFire(skipped: string[]): Statement {
+  return {
+    sql: `SELECT next_fire_at AS at FROM schedules
+          WHERE next_fire_at IS NOT NULL AND name NOT IN (SELECT value FROM json_each(?1)) ORDER BY next_fire_at LIMIT 1`,
+    args: [JSON.stringify(skipped)],
+  };
+}
+
+/**
+ * One fire of a due schedule, as read by `dueSchedules`: its name, what the
+ * fire was computed from (the next_fire_at read, and its cron, every_ms,
+ * timezone and created_at), the fire to enqueue (the latest due at `now`)
+ * with its job's id, and the fire after it.
+ */
+export type Fire = [
+  name: string,
+  readNext: number,
+  cron: string | null,
+  everyMs: number | null,
+  timezone: string | null,
+  createdAt: number,
+  fireAt: number,
+  jobId: string,
+  nextFireAt: number | null,
+];
+
+/**
+ * Fires the given schedules, in one batch: for each that is, in this
+ * transaction, still due and still as it was read (the same next_fire_at:
+ * no other runner fired it; the same cron, everyMs, timezone and created_at:
+ * no put or delete changed when it fires, so the fire computed is one of its
+ * own), enqueues its job (at the fence floor, due at its fire time, unless
+ * the id exists) and stores the fire and the next one. Both statements test
+ * the same condition against the same rows (the first writes only jobs), so a
+ * job is enqueued exactly when its schedule moves on. Answers, first, the
+ * jobs enqueued (id, queue).
+ */
+export function fireDue(fires: Fire[], now: number): Statement[] {
+  const fired = unpacked("?2", ["fire_name", "read_next", "read_cron", "read_every", "read_timezone", "read_created", "fire_at", "job_id", "fire_next"]);
+  const stillDue = (s: string) =>
+    `${s}.name = fire_name AND ${s}.next_fire_at = read_next AND ${s}.next_fire_at <= ?1
+     AND ${s}.cron IS read_cron AND ${s}.every_ms IS read_every AND ${s}.timezone IS read_timezone AND ${s}.created_at = read_created`;
+  const args = [now, JSON.stringify(fires)];
+  return [
+    {
+      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at)
+            SELECT job_id, s.queue, s.payload, s.priority, fire_at, s.max_attempts, ${FENCE_FLOOR}, ?1, ?1
+            FROM ${fired} JOIN schedules s WHERE ${stillDue("s")}
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id, queue`,
+      args,
+    },
+    {
+      sql: `UPDATE schedules SET last_fire_at = fire_at, next_fire_at = fire_next
+            FROM ${fired} WHERE ${stillDue("schedules")}`,
+      args,
+    },
+  ];
+}

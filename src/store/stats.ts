@@ -1,0 +1,46 @@
+import type { Row } from "../drivers/driver.ts";
+import type { JobStatus } from "./job.ts";
+
+/**
+ * Per queue, at the time asked: jobs by status (as each job's `status` would
+ * say), how long the job due longest has waited (null when none is queued),
+ * and refused stale writes in the last hour (this minute and the 59 before
+ * it) and ever, and whether the queue is paused.
+ */
+export type QueueStats = {
+  queue: string;
+  jobs: Record<JobStatus, number>;
+  oldestDueAgeMs: number | null;
+  refused: { lastHour: number; total: number };
+  paused: boolean;
+};
+
+/**
+ * Reads the rows of `stats` (src/store/sql/lease.ts) into the stats of each queue.
+ * A job nobody holds is scheduled while its run_at is ahead, else queued; a
+ * held job is leased until its lease ends, and then, until the cron or a claim
+ * ends the lease, queued or scheduled by its run_at as well.
+ */
+export function queueStats(rows: Row[], now: number): QueueStats[] {
+  return rows.map((row) => {
+    const count = (column: string) => row[column] as number;
+    const expiredDue = count("expired") - count("expired_later");
+    const queued = count("waiting") - count("waiting_later") + expiredDue;
+    // The earliest run_at of each part is the earliest queued one when it is due.
+    const firstDue = [row.waiting_first_run_at, row.expired_first_run_at].filter((runAt): runAt is number => typeof runAt === "number" && runAt <= now);
+    return {
+      queue: row.queue as string,
+      jobs: {
+        queued,
+        scheduled: count("waiting_later") + count("expired_later"),
+        leased: count("held") - count("expired"),
+        done: count("done"),
+        dead: count("dead"),
+        cancelled: count("cancelled"),
+      },
+      oldestDueAgeMs: queued > 0 ? now - Math.min(...firstDue) : null,
+      refused: { lastHour: count("refused_recent"), total: count("refused_total") },
+      paused: row.paused === 1,
+    };
+  });
+}

@@ -1,0 +1,99 @@
+import { InvalidArgument } from "./errors.ts";
+import { hasUnprintable } from "../http/printable.ts";
+
+// Every store verb checks its arguments here, before the database is touched,
+// so a bad call can never leave a half-written trace.
+
+function describe(value: unknown): string {
+  return typeof value === "string" ? JSON.stringify(value) : String(value);
+}
+
+/** A positive safe integer: a ttl, a fence, a limit. */
+export function positiveInt(name: string, value: unknown): number {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value > 0) return value;
+  throw new InvalidArgument(`${name} must be a positive safe integer, got ${describe(value)}`);
+}
+
+/** A point in time: integer milliseconds since the epoch, never negative. */
+export function instant(name: string, value: unknown): number {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  throw new InvalidArgument(`${name} must be integer milliseconds since the epoch, got ${describe(value)}`);
+}
+
+/** Any safe integer, negative included (a priority). */
+export function integer(name: string, value: unknown): number {
+  if (typeof value === "number" && Number.isSafeInteger(value)) return value;
+  throw new InvalidArgument(`${name} must be a safe integer, got ${describe(value)}`);
+}
+
+/** A non-empty string that SQLite stores as it is given and a log prints on one line (no control character, no lone surrogate): an id, an owner, a queue name. */
+export function name(what: string, value: unknown): string {
+  if (typeof value === "string" && value.length > 0 && value.isWellFormed() && !hasUnprintable(value)) return value;
+  throw new InvalidArgument(`${what} must be a non-empty string of printable text, got ${describe(value)}`);
+}
+
+/** Ids each given once: a many-lease call answers each lease by its id, so an id sent twice could not be told apart. */
+export function distinctIds(what: string, entries: { id: string }[]): void {
+  const seen = new Set<string>();
+  entries.forEach(({ id }, i) => {
+    if (seen.has(id)) throw new InvalidArgument(`${what}[${i}].id repeats the id ${JSON.stringify(id)}; each id may come once`);
+    seen.add(id);
+  });
+}
+
+const utf8 = new TextEncoder();
+
+/** The most bytes of UTF-8 a job's progress may take as JSON text. */
+export const MAX_PROGRESS_BYTES = 4096;
+
+/** The most bytes of UTF-8 a cancel's reason may take. */
+export const MAX_REASON_BYTES = 1024;
+
+/** How many bytes of UTF-8 `text` takes. */
+export function utf8Bytes(text: string): number {
+  return utf8.encode(text).byteLength;
+}
+
+/** A progress report: any JSON value of at most MAX_PROGRESS_BYTES as JSON text, returned as that text; undefined (none) as null. */
+export function progress(what: string, value: unknown): string | null {
+  const encoded = json(what, value);
+  if (encoded !== null && utf8Bytes(encoded) > MAX_PROGRESS_BYTES) {
+    throw new InvalidArgument(`${what} must be at most ${MAX_PROGRESS_BYTES} bytes as JSON, got ${utf8Bytes(encoded)}; keep the details elsewhere and report a summary`);
+  }
+  return encoded;
+}
+
+/** Any string, the empty one included (a result). */
+export function text(what: string, value: unknown): string {
+  if (typeof value === "string") return value;
+  throw new InvalidArgument(`${what} must be a string, got ${describe(value)}`);
+}
+
+function hasNonFinite(value: unknown, depth = 0): boolean {
+  if (typeof value === "number") return !Number.isFinite(value);
+  if (value === null || typeof value !== "object" || depth > 256) return false;
+  return Object.values(value).some((inner) => hasNonFinite(inner, depth + 1));
+}
+
+/** Text of at most `maxBytes` bytes of UTF-8 (a cancel's reason); undefined or null as null. */
+export function shortText(what: string, value: unknown, maxBytes: number): string | null {
+  if (value === undefined || value === null) return null;
+  const given = text(what, value);
+  if (utf8Bytes(given) > maxBytes) throw new InvalidArgument(`${what} must be at most ${maxBytes} bytes of UTF-8, got ${utf8Bytes(given)}`);
+  return given;
+}
+
+/** A value that JSON can carry, returned as its JSON text. */
+export function json(what: string, value: unknown): string | null {
+  if (value === undefined) return null;
+  let encoded: string | undefined;
+  try {
+    encoded = JSON.stringify(value);
+  } catch (error) {
+    throw new InvalidArgument(`${what} must be a JSON value: ${(error as Error).message}`);
+  }
+  if (encoded === undefined) throw new InvalidArgument(`${what} must be a JSON value, got ${describe(value)}`);
+  // JSON.stringify writes NaN and ±Infinity as null: refuse rather than change the value.
+  if (/\bnull\b/.test(encoded) && hasNonFinite(value)) throw new InvalidArgument(`${what} must not hold NaN or Infinity, which JSON cannot carry`);
+  return encoded;
+}

@@ -1,0 +1,246 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, test } from "vitest";
+import { readMigrations } from "../../src/node.ts";
+import { cli, serving } from "./process.ts";
+import { freshDir, freshUrl } from "../fresh-db.ts";
+
+describe("the fencelease command", () => {
+  test("walks a job through enqueue, claim, renew, release, claim-next and complete, in words and in JSON", async () => {
+    await using s = await serving();
+    expect(await s.run("enqueue", "job-1", "--queue", "q", "--payload", '{"n":1}', "--priority", "2")).toEqual({ code: 0, stdout: "enqueued job-1 in queue q\n", stderr: "" });
+    expect((await s.run("enqueue", "job-1", "--queue", "q")).stdout).toBe("job-1 exists already; nothing changed\n");
+    const got = await s.run("get", "job-1");
+    expect(got.stdout).toMatch(/^id {10}"job-1"$/m);
+    expect(got.stdout).toMatch(/^payload {5}\{"n":1\}$/m);
+    expect((await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "60000")).stdout).toMatch(/^claimed job-1: fence 1, until \S+Z \(owner A\)\n$/);
+    expect((await s.run("renew", "job-1", "--owner", "A", "--fence", "1", "--ttl-ms", "60000")).stdout).toMatch(/^renewed job-1 until /);
+    expect((await s.run("release", "job-1", "--owner", "A", "--fence", "1")).stdout).toBe("released job-1; its fence stays 1\n");
+    const next = await s.run("claim-next", "q", "--owner", "B", "--ttl-ms", "60000", "--json");
+    expect(JSON.parse(next.stdout)).toMatchObject({ leases: [{ fence: 2, job: { id: "job-1", owner: "B" } }] });
+    expect((await s.run("claim-next", "q", "--owner", "B", "--ttl-ms", "60000")).stdout).toBe("nothing due in queue q\n");
+    const done = await s.run("complete", "job-1", "--owner", "B", "--fence", "2", "--result", '{"ok":true}', "--json");
+    expect(JSON.parse(done.stdout)).toMatchObject({ job: { done: true, result: { ok: true } } });
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: "B", fence: 2, done: 1, result: '{"ok":true}' });
+  });
+
+  test("claim-next --wait MS waits for a job enqueued meanwhile; get --wait waits until the job is done", async () => {
+    await using s = await serving();
+    const claiming = s.run("claim-next", "q", "--owner", "A", "--ttl-ms", "60000", "--wait", "10000");
+    for (const started = Date.now(); s.server.waiting === 0 && Date.now() - started < 10_000; ) await new Promise((resolve) => setTimeout(resolve, 5));
+    await s.run("enqueue", "job-1", "--queue", "q");
+    expect((await claiming).stdout).toMatch(/^claimed job-1: fence 1, until \S+Z \(owner A\)\n$/);
+    expect((await s.run("claim-next", "q", "--owner", "A", "--ttl-ms", "60000", "--wait", "200")).stdout).toBe("nothing came in queue q within 200 ms\n");
+    expect(await s.run("claim-next", "q", "--owner", "A", "--ttl-ms", "60000", "--wait")).toMatchObject({ code: 2, stderr: "fencelease: --wait needs the most ms to wait for a job, up to 30000 (see fencelease --help)\n" });
+
+    const getting = s.run("get", "job-1", "--wait", "--json");
+    for (const started = Date.now(); s.server.waiting === 0 && Date.now() - started < 10_000; ) await new Promise((resolve) => setTimeout(resolve, 5));
+    await s.run("complete", "job-1", "--owner", "A", "--fence", "1", "--result", '"paid"');
+    expect(JSON.parse((await getting).stdout)).toMatchObject({ id: "job-1", status: "done", result: "paid" });
+    await s.run("enqueue", "job-2", "--queue", "q");
+    expect((await s.run("get", "job-2", "--wait", "200")).stdout).toMatch(/^status {6}"queued"$/m); // as it is once the 200 ms have passed
+  });
+
+  test("enqueue-many reads JSON lines from a file or standard input and sends them 1,000 per call", async () => {
+    await using s = await serving();
+    const file = join(freshDir(), "jobs.jsonl");
+    writeFileSync(file, `${Array.from({ length: 1_500 }, (_, i) => JSON.stringify({ id: `job-${i}`, payload: { n: i } })).join("\n")}\n\n`);
+    expect(await s.run("enqueue-many", "q", "--file", file)).toEqual({ code: 0, stdout: "enqueued 1500 of 1500 jobs in queue q\n", stderr: "" });
+    const again = await s.runWithInput('{"id":"job-0"}\n{"id":"new","priority":3}\n', "enqueue-many", "q", "--json");
+    expect(JSON.parse(again.stdout)).toEqual({ jobs: [{ id: "job-0", created: false }, { id: "new", created: true }] });
+    const rows = await s.snapshot();
+    expect(Object.keys(rows)).toHaveLength(1_501);
+    expect(rows["job-1499"]).toMatchObject({ queue: "q", payload: '{"n":1499}' });
+    expect(rows.new).toMatchObject({ priority: 3 });
+  });
+
+  test("enqueue-many names the line that is wrong, exits 2 and sends nothing", async () => {
+    await using s = await serving();
+    const bad = await s.runWithInput('{"id":"a"}\nnot json\n', "enqueue-many", "q");
+    expect(bad).toEqual({ code: 2, stdout: "", stderr: "fencelease: line 2 is not JSON: not json (see fencelease --help)\n" });
+    const noId = await s.runWithInput('{"id":"a"}\n[1]\n', "enqueue-many", "q");
+    expect(noId.stderr).toMatch(/^fencelease: line 2 must be a JSON object with a string "id"/);
+    const refused = await s.runWithInput('{"id":"a","maxAttempts":0}\n', "enqueue-many", "q");
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("jobs.0.maxAttempts must be at least 1");
+    expect(await s.snapshot()).toEqual({});
+  });
+
+  test("control characters in what the server answers reach the terminal escaped, never raw", async () => {
+    await using s = await serving();
+    await s.run("enqueue", "job-1");
+    await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "60000");
+    await s.run("fail", "job-1", "--owner", "A", "--fence", "1", "--error", "boom\u001b[2J\nforged line");
+    const events = await s.run("events", "job-1");
+    expect(events.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);
+    expect(events.stdout).toContain("failed A/1: boom\\u001b[2J\\u000aforged line\n");
+  });
+
+  test("a refusal exits 4 with one line on stderr, and changes nothing", async () => {
+    await using s = await serving();
+    await s.run("enqueue", "job-1");
+    await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "60000");
+    const before = await s.snapshot();
+    const taken = await s.run("claim", "job-1", "--owner", "B", "--ttl-ms", "60000");
+    expect(taken).toMatchObject({ code: 4, stdout: "" });
+    expect(taken.stderr).toMatch(/^fencelease: refused, not_claimable \(leased\): .+\n$/);
+    const stale = await s.run("complete", "job-1", "--owner", "B", "--fence", "1", "--result", "1");
+    expect(stale.code).toBe(4);
+    expect(stale.stderr).toMatch(/^fencelease: refused, stale_lease \(not_owner\): /);
+    const leased = await s.run("delete", "job-1");
+    expect(leased).toMatchObject({ code: 4, stdout: "" });
+    expect(leased.stderr).toMatch(/^fencelease: refused, conflict \(leased\): job "job-1" is leased; .+\n$/);
+    expect(await s.snapshot()).toEqual(before);
+  });
+
+  test("fails a job until it is dead, retries it and deletes it, in words and in JSON", async () => {
+    await using s = await serving();
+    await s.run("enqueue", "job-1", "--max-attempts", "2");
+    await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "60000");
+    const failed = await s.run("fail", "job-1", "--owner", "A", "--fence", "1", "--error", "disk full", "--retry-in-ms", "0");
+    expect(failed).toMatchObject({ code: 0, stdout: expect.stringMatching(/^failed job-1: attempt 1 of 2; due again at \S+Z\n$/), stderr: "" });
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, fence: 1, attempts: 1, last_error: "disk full", dead: 0 });
+    await s.run("claim", "job-1", "--owner", "B", "--ttl-ms", "60000");
+    expect((await s.run("fail", "job-1", "--owner", "B", "--fence", "2", "--error", "disk full again")).stdout).toBe("failed job-1: dead after 2 of 2 attempts\n");
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, fence: 2, attempts: 2, last_error: "disk full again", dead: 1, done: 1 });
+    expect(await s.run("retry", "job-1")).toEqual({ code: 0, stdout: "retried job-1: queued again with its attempts reset; its fence stays 2\n", stderr: "" });
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, fence: 2, attempts: 0, dead: 0, done: 0 });
+    await s.run("enqueue", "job-2");
+    expect(await s.run("delete", "job-1")).toEqual({ code: 0, stdout: "deleted job-1\n", stderr: "" });
+    const deleted = await s.run("delete", "job-2", "--json");
+    expect(JSON.parse(deleted.stdout)).toEqual({ deleted: true });
+    expect(await s.snapshot()).toEqual({});
+  });
+
+  test("a failed attempt in JSON is the job as the server answers it", async () => {
+    await using s = await serving();
+    await s.run("enqueue", "job-1", "--max-attempts", "1");
+    await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "60000");
+    const dead = await s.run("fail", "job-1", "--owner", "A", "--fence", "1", "--error", "bad input", "--json");
+    expect(JSON.parse(dead.stdout)).toMatchObject({ job: { id: "job-1", status: "dead", attempts: 1, maxAttempts: 1, lastError: "bad input", owner: null } });
+    const retried = await s.run("retry", "job-1", "--json");
+    expect(JSON.parse(retried.stdout)).toMatchObject({ job: { id: "job-1", status: "queued", attempts: 0, fence: 1 } });
+  });
+
+  test("list, events, check-lease and stats read back one line each, and as the server's JSON; reading changes nothing", async () => {
+    await using s = await serving();
+    await s.run("enqueue", "a b", "--queue", "q");
+    await s.run("enqueue", "job-1", "--queue", "q");
+    await s.run("enqueue", "later", "--queue", "r", "--delay-ms", "600000");
+    await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "600000");
+    expect((await s.run("complete", "job-1", "--owner", "B", "--fence", "1", "--result", "1")).code).toBe(4);
+    const before = await s.snapshot();
+
+    expect(await s.run("list")).toEqual({
+      code: 0,
+      stdout: ["a b    queued     q  fence 0", "job-1  leased     q  fence 1  owner A", "later  scheduled  r  fence 0", ""].join("\n"),
+      stderr: "",
+    });
+    expect((await s.run("list", "--queue", "q", "--limit", "1")).stdout).toBe("a b  queued  q  fence 0\nmore: --cursor 'a b'\n");
+    const page = JSON.parse((await s.run("list", "--queue", "q", "--limit", "1", "--cursor", "a b", "--json")).stdout);
+    expect(page).toMatchObject({ jobs: [{ id: "job-1", status: "leased", owner: "A" }], nextCursor: null });
+    expect((await s.run("list", "--status", "scheduled")).stdout).toBe("later  scheduled  r  fence 0\n");
+    expect((await s.run("list", "--queue", "none")).stdout).toBe("no jobs\n");
+
+    const events = await s.run("events", "job-1");
+    expect(events.stdout.trim().split("\n")).toEqual([
+      expect.stringMatching(/^\S+Z {2}enqueued$/),
+      expect.stringMatching(/^\S+Z {2}claimed A\/1$/),
+      expect.stringMatching(/^\S+Z {2}refused complete: presented B\/1, current A\/1$/),
+    ]);
+    const first = (await s.run("events", "job-1", "--limit", "1")).stdout.trim().split("\n");
+    expect(first).toEqual([expect.stringMatching(/^\S+Z {2}enqueued$/), expect.stringMatching(/^more: --cursor \d+$/)]);
+    const rest = JSON.parse((await s.run("events", "job-1", "--cursor", first[1]!.split(" ").at(-1)!, "--json")).stdout);
+    expect(rest).toMatchObject({ events: [{ kind: "claimed", owner: "A", fence: 1 }, { kind: "refused", action: "complete", owner: "B", fence: 1, currentOwner: "A", currentFence: 1 }], nextCursor: null });
+    expect((await s.run("events", "nope")).stdout).toBe("no events for nope\n");
+
+    expect(await s.run("check-lease", "job-1", "--owner", "A", "--fence", "1")).toMatchObject({ code: 0, stdout: expect.stringMatching(/^A\/1 is the current lease of job-1, until \S+Z\n$/) });
+    expect(await s.run("check-lease", "job-1", "--owner", "B", "--fence", "1")).toEqual({ code: 4, stdout: "B/1 is not the current lease of job-1; the job's fence is 1\n", stderr: "" });
+    const check = await s.run("check-lease", "job-1", "--owner", "A", "--fence", "2", "--json");
+    expect({ code: check.code, answer: JSON.parse(check.stdout) }).toEqual({ code: 4, answer: { current: false, fence: 1, until: expect.any(Number) } });
+
+    const stats = await s.run("stats");
+    expect(stats.stdout.trim().split("\n")).toEqual([
+      expect.stringMatching(/^q: queued 1, scheduled 0, leased 1, done 0, dead 0, cancelled 0; oldest due \d+ ms ago; refused 1 in the last hour, 1 ever$/),
+      "r: queued 0, scheduled 1, leased 0, done 0, dead 0, cancelled 0; none due; refused 0 in the last hour, 0 ever",
+    ]);
+    expect(JSON.parse((await s.run("stats", "--json")).stdout)).toMatchObject({ queues: [{ queue: "q", refused: { total: 1 } }, { queue: "r", jobs: { scheduled: 1 } }] });
+    expect(await s.snapshot()).toEqual(before);
+  });
+
+  test.each([
+    ["an unknown job", 3, ["get", "nope"], /not_found/],
+    ["a missing --owner", 2, ["claim", "job-1", "--ttl-ms", "1000"], /--owner is required/],
+    ["a --ttl-ms that is not a number", 2, ["claim", "job-1", "--owner", "A", "--ttl-ms", "soon"], /--ttl-ms must be a whole number/],
+    ["a --ttl-ms the server refuses", 2, ["claim", "job-1", "--owner", "A", "--ttl-ms", "0"], /ttlMs must be at least 1/],
+    ["a --result that is not JSON", 2, ["complete", "job-1", "--owner", "A", "--fence", "1", "--result", "done"], /--result must be JSON/],
+    ["an unknown option", 2, ["get", "job-1", "--colour", "red"], /Unknown option '--colour'/],
+    ["an unknown command", 2, ["frobnicate", "job-1"], /unknown command "frobnicate"/],
+    ["a command without its id", 2, ["get"], /get needs a job id/],
+    ["events without its id", 2, ["events"], /events needs a job id/],
+    ["a list given an id", 2, ["list", "job-1"], /unexpected argument "job-1"/],
+    ["stats given an argument", 2, ["stats", "now"], /unexpected argument "now"/],
+    ["a list of an unknown status", 2, ["list", "--status", "zombie"], /status must be one of queued, scheduled, leased, done, dead/],
+    ["a fail without --error", 2, ["fail", "job-1", "--owner", "A", "--fence", "1"], /--error is required/],
+    ["a fail without a lease", 4, ["fail", "job-1", "--owner", "A", "--fence", "1", "--error", "x"], /^fencelease: refused, stale_lease \(not_owner\)/],
+    ["a retry of a job that is not dead", 4, ["retry", "job-1"], /^fencelease: refused, conflict \(queued\): only a dead job can be retried/],
+    ["a delete of an unknown job", 3, ["delete", "nope"], /not_found/],
+    ["a check-lease of an unknown job", 3, ["check-lease", "nope", "--owner", "A", "--fence", "1"], /not_found/],
+    ["a command named like an object's property", 2, ["toString", "job-1"], /unknown command "toString"/],
+  ])("%s exits %i", async (_, code, args, says) => {
+    await using s = await serving();
+    await s.run("enqueue", "job-1");
+    const before = await s.snapshot();
+    const ran = await s.run(...(args as string[]));
+    expect(ran.code).toBe(code);
+    expect(ran.stderr).toMatch(says);
+    expect(ran.stderr.trim().split("\n")).toHaveLength(1);
+    expect(await s.snapshot()).toEqual(before);
+  });
+
+  test("a wrong token exits 6, and an unreachable server exits 5", async () => {
+    await using s = await serving();
+    expect(await cli(["get", "job-1", "--url", s.server.url, "--token", "wrong"])).toMatchObject({ code: 6, stderr: expect.stringMatching(/unauthorized/) });
+    const closed = freshUrl(); // nothing listens on port 1
+    expect(await cli(["claim", "job-1", "--owner", "A", "--ttl-ms", "1000", "--url", "http://127.0.0.1:1"], { DATABASE_URL: closed }))
+      .toMatchObject({ code: 5, stderr: expect.stringMatching(/could not reach http:\/\/127\.0\.0\.1:1/) });
+  });
+
+  test("migrate applies the migrations once", async () => {
+    const url = freshUrl();
+    const names = (await readMigrations()).map((migration) => migration.name);
+    expect(names.slice(0, 2)).toEqual(["0001_jobs.sql", "0002_lifecycle.sql"]);
+    expect(await cli(["migrate"], { DATABASE_URL: url })).toEqual({ code: 0, stdout: `${url}: applied ${names.join(", ")}\n`, stderr: "" });
+    expect((await cli(["migrate"], { DATABASE_URL: url })).stdout).toBe(`${url}: up to date\n`);
+  });
+
+  test("--help prints the usage and exits 0; no command prints it to stderr and exits 2", async () => {
+    expect(await cli(["--help"])).toMatchObject({ code: 0, stdout: expect.stringContaining("Usage: fencelease <command>") });
+    expect(await cli([])).toMatchObject({ code: 2, stderr: expect.stringContaining("Usage: fencelease <command>") });
+  });
+
+  test("demo replays the note's story on a server of its own: A's late complete is refused, B's result stays", async () => {
+    const ran = await cli(["demo"], { FENCELEASE_URL: "" });
+    expect(ran.code).toBe(0);
+    const lines = ran.stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^fencelease demo against http:\/\/127\.0\.0\.1:\d+ \(a temporary database\)$/);
+    expect(lines.slice(1).map((line) => line.replace(/^ *\d+ ms {2}/, ""))).toEqual([
+      expect.stringMatching(/^ {3}enqueue invoice-\w+$/),
+      expect.stringMatching(/^A {2}claims invoice-\w+ +→ fence 1, lease of 500 ms$/),
+      "A  stalls past its lease...",
+      expect.stringMatching(/^B {2}claims invoice-\w+ +→ fence 2$/),
+      expect.stringMatching(/^B {2}completes with "paid by B" +→ 200, stored$/),
+      expect.stringMatching(/^A {2}completes late with fence 1 +→ 409 stale_lease \(superseded; current fence 2\)$/),
+      expect.stringMatching(/^ {3}stored result +→ "paid by B" \(owner B, fence 2\)$/),
+    ]);
+  });
+
+  test("demo against a running server uses it, and leaves the story in its database", async () => {
+    await using s = await serving();
+    const ran = await s.run("demo");
+    expect(ran.code).toBe(0);
+    expect(ran.stdout).toContain(`fencelease demo against ${s.server.url}`);
+    const [row] = Object.values(await s.snapshot());
+    expect(row).toMatchObject({ owner: "B", fence: 2, done: 1, result: '"paid by B"' });
+  });
+});

@@ -1,0 +1,232 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { Agent, request } from "node:http";
+import { connect } from "node:net";
+import { createInterface } from "node:readline";
+import { describe, expect, test } from "vitest";
+import { type RunningServer, serverConfigFromEnv, startServer } from "../../src/node.ts";
+import { freshStore, freshUrl } from "../fresh-db.ts";
+import type { ErrorBody } from "../../src/http/errors.ts";
+
+const TOKEN = "server-test-token";
+const TTL = 60_000;
+
+async function running(url: string, log?: (line: string) => void): Promise<RunningServer> {
+  return startServer({ host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: [TOKEN] }, log });
+}
+
+function post(server: RunningServer, path: string, body: unknown) {
+  return fetch(`${server.url}${path}`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+}
+
+/** POSTs a job over the given agent's connections: what a keep-alive client sees. */
+function postOver(agent: Agent, server: RunningServer, body: string): Promise<{ status: number; connection: string | undefined }> {
+  const { port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const headers = { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) };
+    const sent = request({ agent, host: "127.0.0.1", port, path: "/v1/jobs", method: "POST", headers }, (response) => {
+      response.resume();
+      response.on("end", () => resolve({ status: response.statusCode!, connection: response.headers.connection }));
+    });
+    sent.on("error", reject);
+    sent.end(body);
+  });
+}
+
+describe("the Node server", () => {
+  test("N concurrent claims of one job over HTTP: exactly one winner, round after round", async () => {
+    const { store, url, snapshot } = await freshStore();
+    const server = await running(url);
+    try {
+      for (let round = 0; round < 25; round++) {
+        await store.enqueue(`round-${round}`);
+        const responses = await Promise.all(
+          Array.from({ length: 16 }, (_, i) => post(server, `/v1/jobs/round-${round}/claim`, { owner: `w${i}`, ttlMs: TTL })),
+        );
+        const bodies = (await Promise.all(responses.map((response) => response.json()))) as Partial<ErrorBody>[];
+        const winners = responses.flatMap((response, i) => (response.status === 200 ? [i] : []));
+        expect(winners, `round ${round}`).toHaveLength(1);
+        expect(responses.filter((response) => response.status === 409)).toHaveLength(15);
+        expect(bodies.filter((body) => body.error?.code === "not_claimable")).toHaveLength(15);
+        expect((await snapshot())[`round-${round}`]).toMatchObject({ owner: `w${winners[0]}`, fence: 1 });
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("logs one line per request: method, path, status and ms, never the token", async () => {
+    const lines: string[] = [];
+    const server = await running(freshUrl(), (line) => lines.push(line));
+    try {
+      await post(server, "/v1/jobs", { id: "job-1" });
+      await fetch(`${server.url}/v1/jobs/job-1`, { headers: { Authorization: "Bearer wrong-token" } });
+    } finally {
+      await server.stop();
+    }
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^POST \/v1\/jobs 201 \d+ms$/);
+    expect(lines[1]).toMatch(/^GET \/v1\/jobs\/job-1 401 \d+ms$/);
+    expect(lines.join("\n")).not.toMatch(/token/);
+  });
+
+  test("a control character in the URL is escaped in the log line, which stays one line", async () => {
+    const lines: string[] = [];
+    const server = await running(freshUrl(), (line) => lines.push(line));
+    try {
+      await fetch(`${server.url}/v1/jobs/x%0AGET%20admin%20200%201ms%1B%5B2J`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+    } finally {
+      await server.stop();
+    }
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^GET \/v1\/jobs\/x\\u000aGET admin 200 1ms\\u001b\[2J 400 \d+ms$/);
+  });
+
+  test("after a 413 on a keep-alive connection, the next request of the same client works: the 413 says Connection: close", async () => {
+    const { url, snapshot } = await freshStore();
+    const server = await running(url);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const tooBig = await postOver(agent, server, JSON.stringify({ id: "big", payload: "y".repeat(1024 * 1024) }));
+      expect(tooBig).toMatchObject({ status: 413, connection: "close" });
+      expect(await postOver(agent, server, JSON.stringify({ id: "after" }))).toMatchObject({ status: 201 });
+      expect(Object.keys(await snapshot())).toEqual(["after"]);
+    } finally {
+      agent.destroy();
+      await server.stop();
+    }
+  });
+
+  test("ends expired leases and purges old jobs on a timer, as the Worker's cron does", async () => {
+    const { url, snapshot } = await freshStore();
+    const clock = { now: 1_000_000 };
+    const lines: string[] = [];
+    const server = await startServer({
+      host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: [TOKEN] },
+      clock: () => clock.now, maintainEveryMs: 5, retentionMs: 60_000, log: (line) => lines.push(line),
+    });
+    try {
+      await post(server, "/v1/jobs", { id: "job-1" });
+      await post(server, "/v1/jobs/job-1/claim", { owner: "A", ttlMs: 1_000 });
+      await post(server, "/v1/jobs", { id: "old" });
+      await post(server, "/v1/jobs/old/claim", { owner: "A", ttlMs: 1_000 });
+      await post(server, "/v1/jobs/old/complete", { owner: "A", fence: 1, result: 1 });
+      clock.now += 60_000; // job-1's lease has expired, and "old" was finished a retention ago
+      for (let waited = 0; !lines.some((line) => line.includes("ended 1 expired lease, purged 1 old job")) && waited < 5_000; waited += 10) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(lines).toContain("fencelease: ended 1 expired lease, purged 1 old job");
+      const rows = await snapshot();
+      expect(Object.keys(rows)).toEqual(["job-1"]);
+      expect(rows["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, last_event: "expired" });
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("stop under keep-alive load starts no new request, lets those in flight finish, closes every connection and resolves at once", async () => {
+    const { url, snapshot } = await freshStore();
+    const server = await running(url);
+    const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+    const answered: number[] = [];
+    let next = 0;
+    const client = async () => {
+      // Each client sends until the server turns it away (503) or its connection is gone.
+      for (;;) {
+        const answer = await postOver(agent, server, JSON.stringify({ id: `job-${next++}` })).catch(() => undefined);
+        if (answer === undefined || answer.status !== 201) return;
+        answered.push(answer.status);
+      }
+    };
+    const clients = Array.from({ length: 16 }, client);
+    try {
+      while (answered.length < 300) await new Promise((resolve) => setTimeout(resolve, 5));
+      const stopping = server.stop();
+      const stopCalledAt = Date.now();
+      const within = await Promise.race([stopping.then(() => "stopped"), new Promise((resolve) => setTimeout(() => resolve("still serving"), 3_000))]);
+      expect(within).toBe("stopped");
+      await Promise.all(clients);
+      const rows = Object.values(await snapshot());
+      expect(rows.length).toBeGreaterThanOrEqual(300);
+      expect(rows.filter((row) => (row.created_at as number) > stopCalledAt)).toEqual([]); // nothing was started after the stop
+      expect(rows.length).toBe(answered.length); // and every request that was started got its answer
+      await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  test("a keep-alive connection busy when the stop begins gets its answer with Connection: close, and serves nothing more", async () => {
+    const { url, snapshot } = await freshStore();
+    const server = await running(url);
+    const socket = connect(Number(new URL(server.url).port), "127.0.0.1");
+    await once(socket, "connect");
+    socket.on("error", () => {}); // writing to the closed connection may fail: that is the point
+    const closed = once(socket, "close").then(() => "closed");
+    let received = "";
+    socket.setEncoding("utf8").on("data", (chunk: string) => (received += chunk));
+    const head = (body: string) => `POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+    const first = JSON.stringify({ id: "in-flight" });
+    socket.write(head(first) + first.slice(0, 5)); // the request is under way when the stop begins
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const stopped = server.stop();
+    socket.write(first.slice(5));
+    while (!received.includes("\r\n\r\n{")) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(received).toMatch(/^HTTP\/1\.1 201 /);
+    expect(received.toLowerCase()).toContain("connection: close");
+    const second = JSON.stringify({ id: "after-the-stop" });
+    socket.write(head(second) + second);
+    expect(await Promise.race([closed, new Promise((resolve) => setTimeout(() => resolve("still open"), 2_000))])).toBe("closed");
+    expect(received.match(/HTTP\/1\.1/g)).toHaveLength(1); // one answer only
+    await stopped;
+    expect(Object.keys(await snapshot())).toEqual(["in-flight"]);
+    socket.destroy();
+  });
+
+  test("stop closes the listener and the database", async () => {
+    const url = freshUrl();
+    const server = await running(url);
+    await server.stop();
+    await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
+  });
+
+  test("refuses to start with auth off on an address other than loopback, or with no token at all", async () => {
+    const base = { host: "0.0.0.0", port: 0, databaseUrl: freshUrl() };
+    await expect(startServer({ ...base, auth: "off" })).rejects.toThrow(/loopback only/);
+    await expect(startServer({ ...base, auth: { tokens: [] } })).rejects.toThrow(/FENCELEASE_TOKENS/);
+  });
+
+  test("reads its settings from the environment, with defaults for the embedded database on loopback", () => {
+    expect(serverConfigFromEnv({})).toEqual({
+      host: "127.0.0.1", port: 8787, databaseUrl: "file:./data/fencelease.db", databaseAuthToken: undefined, auth: { tokens: [] },
+    });
+    expect(serverConfigFromEnv({ HOST: "::1", PORT: "9000", DATABASE_URL: "libsql://db.example", DATABASE_AUTH_TOKEN: "t", FENCELEASE_TOKENS: "a,b" }))
+      .toEqual({ host: "::1", port: 9000, databaseUrl: "libsql://db.example", databaseAuthToken: "t", auth: { tokens: ["a", "b"] } });
+    expect(() => serverConfigFromEnv({ PORT: "eighty" })).toThrow(/PORT/);
+    expect(serverConfigFromEnv({ DATABASE_TIMEOUT_MS: "2000" }).statementTimeoutMs).toBe(2000);
+    expect(() => serverConfigFromEnv({ DATABASE_TIMEOUT_MS: "soon" })).toThrow(/DATABASE_TIMEOUT_MS/);
+  });
+
+  test("npm start's entry serves, then stops gracefully on SIGTERM", async () => {
+    const child = spawn(process.execPath, ["src/cli/main.ts", "serve"], {
+      env: { ...process.env, PORT: "0", DATABASE_URL: freshUrl(), FENCELEASE_AUTH: "off", FENCELEASE_TOKENS: "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+    const first = (await lines.next()).value as string;
+    const url = /listening on (\S+)/.exec(first)?.[1];
+    expect(url, first).toBeDefined();
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    child.kill("SIGTERM");
+    const [code] = await once(child, "exit");
+    expect(code).toBe(0);
+    const rest: string[] = [];
+    for await (const line of { [Symbol.asyncIterator]: () => lines }) rest.push(line);
+    expect(rest.join("\n")).toMatch(/GET \/healthz 200/);
+    expect(rest.join("\n")).toMatch(/SIGTERM: finishing requests in flight/);
+  });
+});

@@ -1,0 +1,138 @@
+import { describe, expect, test } from "vitest";
+import { CRON_SCHEDULE_CHUNKS, fireOnTime, maintain, maintainedLine, repeat, wakeAfter } from "../../src/store/maintenance.ts";
+import { HOUSEKEEPING_CHUNK } from "../../src/store/store.ts";
+import type { Waits } from "../../src/wait/long-poll.ts";
+import { freshStore } from "../fresh-db.ts";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("repeat, the Node server's maintenance timer", () => {
+  test("runs one at a time: a run slower than the period delays the next, never overlaps it", async () => {
+    let running = 0;
+    let most = 0;
+    let runs = 0;
+    const timer = repeat(2, async () => {
+      runs++;
+      most = Math.max(most, ++running);
+      await sleep(25);
+      running--;
+    });
+    await sleep(200);
+    await timer.stop();
+    expect(most).toBe(1);
+    expect(runs).toBeGreaterThanOrEqual(3);
+    expect(runs).toBeLessThanOrEqual(9); // each run waits out its 25 ms before the next one's 2 ms
+  });
+
+  test("stop aborts the run in progress, waits for it to end, and starts no other", async () => {
+    const seen: string[] = [];
+    const timer = repeat(1, async (signal) => {
+      seen.push("start");
+      while (!signal.aborted) await sleep(1);
+      await sleep(10);
+      seen.push("end");
+    });
+    await sleep(20);
+    await timer.stop();
+    expect(seen).toEqual(["start", "end"]);
+    await sleep(20);
+    expect(seen).toEqual(["start", "end"]);
+  });
+
+  test("a run that throws does not stop the next ones", async () => {
+    let runs = 0;
+    const timer = repeat(1, async () => {
+      runs++;
+      throw new Error("disk full");
+    });
+    await sleep(50);
+    await timer.stop();
+    expect(runs).toBeGreaterThanOrEqual(2);
+  });
+});
+
+/** Waits that record what they are told, and wait for nothing. */
+function recordingWaits() {
+  const rung: [string, number | "some"][] = [];
+  const finished: string[] = [];
+  const waits: Waits = {
+    claimNext: () => Promise.reject(new Error("not waited on here")),
+    job: () => Promise.reject(new Error("not waited on here")),
+    claimable: (queue, due) => void rung.push([queue, due]),
+    finished: (ids) => void finished.push(...ids),
+    ended: () => {},
+  };
+  return { waits, rung, finished };
+}
+
+describe("schedules in the maintenance", () => {
+  const T = Date.UTC(2026, 10, 30, 2, 59, 30);
+  const AT_3 = Date.UTC(2026, 10, 30, 3, 0, 0);
+
+  test("maintain enqueues the due schedules' jobs, the log line names them, and wakeAfter rings their queues", async () => {
+    const { store, snapshot } = await freshStore();
+    await store.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *" }, T);
+    await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
+    await store.schedules.put("later", { queue: "q", cron: "0 4 * * *" }, T);
+    expect((await maintain(store, AT_3 - 1)).fired).toEqual([]);
+    const done = await maintain(store, AT_3);
+    expect(done.fired).toEqual([{ id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports" }, { id: "tick@2026-11-30T03:00:00.000Z", queue: "q" }]);
+    expect(Object.keys(await snapshot())).toEqual(["nightly@2026-11-30T03:00:00.000Z", "tick@2026-11-30T03:00:00.000Z"]);
+    expect(maintainedLine(done)).toBe("fencelease: ended 0 expired leases, purged 0 old jobs, enqueued 2 scheduled jobs (nightly@2026-11-30T03:00:00.000Z, tick@2026-11-30T03:00:00.000Z)");
+    const { waits, rung, finished } = recordingWaits();
+    await wakeAfter(done, waits);
+    expect(rung).toEqual([["reports", 1], ["q", 1]]);
+    expect(finished).toEqual([]);
+  });
+
+  test("a run told schedules: false (the Node server, whose schedule timer fires them) leaves a due schedule to that timer", async () => {
+    const { store, snapshot } = await freshStore();
+    await store.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *" }, T);
+    expect((await maintain(store, AT_3, undefined, { schedules: false })).fired).toEqual([]);
+    expect(await snapshot()).toEqual({});
+    expect((await store.schedules.get("nightly")).nextFireAt).toBe(AT_3); // still due, for the timer
+  });
+
+  test("a run with bounded chunks (the Worker's cron) fires at most CRON_SCHEDULE_CHUNKS chunks of schedules; the next run fires the rest", async () => {
+    const { store, exec } = await freshStore();
+    const many = CRON_SCHEDULE_CHUNKS * HOUSEKEEPING_CHUNK + 3;
+    await exec(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${many} - 1)
+                INSERT INTO schedules (name, queue, every_ms, next_fire_at, created_at, updated_at) SELECT 's-' || i, 'q', 30000, ${AT_3}, ${T}, ${T} FROM n`);
+    expect((await maintain(store, AT_3, undefined, { maxChunks: 10 })).fired).toHaveLength(CRON_SCHEDULE_CHUNKS * HOUSEKEEPING_CHUNK);
+    expect((await maintain(store, AT_3, undefined, { maxChunks: 10 })).fired).toHaveLength(3);
+    expect((await maintain(store, AT_3)).fired).toEqual([]);
+  });
+
+  test("the Node server's timer fires a schedule at its time, not a recheck later, and rings its queue", async () => {
+    const { store, snapshot } = await freshStore();
+    const { waits, rung } = recordingWaits();
+    const lines: string[] = [];
+    const putAt = Date.now();
+    await store.schedules.put("beat", { queue: "q", everyMs: 1_000 }, putAt);
+    const timer = fireOnTime(store, { clock: Date.now, waits, recheckMs: 60_000, log: (line) => lines.push(line) });
+    try {
+      for (const started = Date.now(); rung.length === 0 && Date.now() - started < 10_000; ) await sleep(5);
+    } finally {
+      await timer.stop();
+    }
+    const id = `beat@${new Date(putAt + 1_000).toISOString()}`;
+    expect(rung).toEqual([["q", 1]]);
+    expect(lines).toEqual([`fencelease: enqueued 1 scheduled job (${id})`]);
+    const job = (await snapshot())[id]!;
+    // Enqueued at its time or just after (the timer slept until then, not the 60 s recheck), never before.
+    expect(job.created_at as number).toBeGreaterThanOrEqual(putAt + 1_000);
+    expect(job.created_at as number).toBeLessThan(putAt + 1_000 + 5_000);
+  });
+
+  test("the timer logs a failed run and goes on", async () => {
+    const { store } = await freshStore();
+    const { waits } = recordingWaits();
+    const lines: string[] = [];
+    store.close();
+    const timer = fireOnTime(store, { clock: Date.now, waits, recheckMs: 5, log: (line) => lines.push(line) });
+    for (const started = Date.now(); lines.length < 2 && Date.now() - started < 5_000; ) await sleep(5);
+    await timer.stop();
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    expect(lines[0]).toMatch(/^fencelease: firing schedules failed: /);
+  });
+});

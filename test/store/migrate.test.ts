@@ -1,0 +1,208 @@
+import { type Client, createClient } from "@libsql/client";
+import { describe, expect, test } from "vitest";
+import { migrate } from "../../src/index.ts";
+import { BUSY_TIMEOUT_MS, connect, openStore, readMigrations, reconnect } from "../../src/node.ts";
+import { freshDir, freshStore, freshUrl } from "../fresh-db.ts";
+
+const T = 1_000_000;
+const TTL = 30_000;
+
+describe("migrate", () => {
+  test("applies every migration once, in name order, and records each", async () => {
+    const client = createClient({ url: freshUrl() });
+    try {
+      const migrations = await readMigrations();
+      expect(migrations.map((m) => m.name)).toEqual([...migrations.map((m) => m.name)].sort());
+      expect(await migrate(client, migrations)).toEqual(migrations.map((m) => m.name));
+      const recorded = await client.execute("SELECT name FROM d1_migrations ORDER BY id");
+      expect(recorded.rows.map((row) => row.name)).toEqual(migrations.map((m) => m.name));
+    } finally {
+      client.close();
+    }
+  });
+
+  test("applies migrations given out of order in name order, each after the one it builds on", async () => {
+    const client = createClient({ url: freshUrl() });
+    try {
+      const migrations = [
+        { name: "0002_first_row", sql: "INSERT INTO t (x) VALUES (2);" },
+        { name: "0003_second_row", sql: "INSERT INTO t (x) VALUES (3);" },
+        { name: "0001_table", sql: "CREATE TABLE t (x INTEGER);" },
+      ];
+      expect(await migrate(client, migrations)).toEqual(["0001_table", "0002_first_row", "0003_second_row"]);
+      const recorded = await client.execute("SELECT name FROM d1_migrations ORDER BY id");
+      expect(recorded.rows.map((row) => row.name)).toEqual(["0001_table", "0002_first_row", "0003_second_row"]);
+      expect((await client.execute("SELECT x FROM t ORDER BY rowid")).rows.map((row) => row.x)).toEqual([2, 3]);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("applies nothing the second time and leaves the data alone", async () => {
+    const { store, url, snapshot } = await freshStore();
+    await store.enqueue("job-1", { now: T });
+    await store.claim("job-1", "A", T, TTL);
+    const before = await snapshot();
+    const client = createClient({ url });
+    try {
+      expect(await migrate(client, await readMigrations())).toEqual([]);
+    } finally {
+      client.close();
+    }
+    expect(await snapshot()).toEqual(before);
+  });
+
+  test("rolls back a migration that fails, with its record", async () => {
+    const client = createClient({ url: freshUrl() });
+    try {
+      const broken = [{ name: "0001_half", sql: "CREATE TABLE half (x); INSERT INTO nowhere VALUES (1);" }];
+      await expect(migrate(client, broken)).rejects.toThrow(/nowhere/);
+      const tables = await client.execute("SELECT name FROM sqlite_master WHERE name = 'half'");
+      expect(tables.rows).toEqual([]);
+      expect((await client.execute("SELECT count(*) AS n FROM d1_migrations")).rows[0]?.n).toBe(0);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("survives a restart: fences carry on from where they were", async () => {
+    const url = freshUrl();
+    const first = await openStore({ url });
+    await first.enqueue("job-1", { now: T });
+    expect(await first.claim("job-1", "A", T, TTL)).toBe(1);
+    first.close();
+
+    const second = await openStore({ url });
+    try {
+      expect(await second.state("job-1")).toMatchObject({ owner: "A", fence: 1 });
+      expect(await second.claim("job-1", "B", T + TTL, TTL)).toBe(2);
+      expect(await second.complete("job-1", "A", 1, T + TTL + 1, "stale")).toBe(false);
+    } finally {
+      second.close();
+    }
+  });
+
+  test("0012 rebuilds the events without AUTOINCREMENT: the history kept, seq for seq, and new events above it, recorded as before", async () => {
+    const url = freshUrl();
+    const before12 = (await readMigrations()).filter((m) => m.name < "0012");
+    const old = await openStore({ url, migrations: before12 });
+    await old.enqueue("job-1", { queue: "q", now: T });
+    await old.enqueue("job-2", { queue: "q", now: T });
+    expect(await old.claim("job-1", "A", T, TTL)).toBe(1);
+    expect(await old.renew("job-1", "A", 1, T + 1, TTL)).toBe(true);
+    expect(await old.renew("job-1", "A", 1, T + 2, TTL)).toBe(true);
+    expect(await old.complete("job-1", "B", 1, T + 3, "stale")).toBe(false);
+    expect(await old.complete("job-1", "A", 1, T + 4, "done")).toBe(true);
+    old.close();
+
+    const client = createClient({ url });
+    try {
+      const rows = async (sql: string) => (await client.execute(sql)).rows.map((row) => ({ ...row }));
+      const history = await rows("SELECT * FROM events ORDER BY seq");
+      const refusals = await rows("SELECT * FROM refusal_counts");
+      expect(history.map((event) => event.kind)).toEqual(["enqueued", "enqueued", "claimed", "renewed", "refused", "completed"]);
+      expect(await migrate(client, await readMigrations())).toEqual(["0012_events_without_autoincrement.sql"]);
+      expect(await rows("SELECT * FROM events ORDER BY seq")).toEqual(history);
+      expect(await rows("SELECT * FROM refusal_counts")).toEqual(refusals);
+      expect((await rows("SELECT sql FROM sqlite_master WHERE name = 'events'"))[0]!.sql).not.toMatch(/AUTOINCREMENT/i);
+
+      const store = await openStore({ url });
+      try {
+        expect(await store.claim("job-2", "A", T + 5, TTL)).toBe(1);
+        expect(await store.renew("job-2", "A", 1, T + 6, TTL)).toBe(true);
+        expect(await store.renew("job-2", "A", 1, T + 7, TTL)).toBe(true);
+        expect(await store.complete("job-2", "B", 1, T + 8, "stale")).toBe(false);
+        expect(await store.complete("job-2", "B", 1, T + 9, "stale")).toBe(false);
+        expect(await store.complete("job-2", "A", 1, T + 10, "done")).toBe(true);
+        await store.enqueue("job-3", { queue: "q", now: T + 11 });
+      } finally {
+        store.close();
+      }
+      const newer = await rows(`SELECT * FROM events WHERE seq > ${Number(history.at(-1)!.seq)} ORDER BY seq`);
+      expect(newer.map((event) => [event.job_id, event.kind, event.count])).toEqual([
+        ["job-2", "claimed", 1],
+        ["job-2", "renewed", 2],
+        ["job-2", "refused", 2],
+        ["job-2", "completed", 1],
+        ["job-3", "enqueued", 1],
+      ]);
+      expect(await rows("SELECT count(*) AS n FROM events")).toEqual([{ n: history.length + newer.length }]);
+      expect(await rows("SELECT queue, total FROM refusal_counts")).toEqual([{ queue: "q", total: 3 }]);
+    } finally {
+      client.close();
+    }
+  });
+});
+
+// A client of `connect` runs the migrations at open, the CLI's migrate, and a
+// store given a client of one's own. A store opened on a `file:` URL runs on the
+// native file driver instead, whose settings and single connection are checked
+// the same way in test/drivers/libsql-file.test.ts.
+describe("connection settings of a file database, on a client of connect", () => {
+  /** The first column of the only row a PRAGMA answers. */
+  async function pragma(client: Client, name: string): Promise<unknown> {
+    return Object.values((await client.execute(`PRAGMA ${name}`)).rows[0] ?? {})[0];
+  }
+
+  test("every call runs with WAL, synchronous NORMAL and the busy timeout", async () => {
+    const client = await connect(freshUrl(), { busyTimeoutMs: 1234 });
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, async () => [
+          await pragma(client, "journal_mode"),
+          await pragma(client, "synchronous"),
+          await pragma(client, "busy_timeout"),
+        ]),
+      );
+      expect(answers).toEqual(Array.from({ length: 20 }, () => ["wal", 1, 1234]));
+    } finally {
+      client.close();
+    }
+  });
+
+  test("there is only one connection, so none can miss a setting", async () => {
+    const client = await connect(freshUrl());
+    const tx = await client.transaction("write");
+    try {
+      expect(await pragma(client, "busy_timeout").catch((error: Error) => error.message)).toMatch(/open transaction/);
+    } finally {
+      tx.close();
+      client.close();
+    }
+  });
+
+  test("reconnect, used after SQLITE_BUSY, gives the new connection every setting again", async () => {
+    const client = await connect(freshUrl(), { busyTimeoutMs: 1234 });
+    try {
+      await reconnect(client);
+      expect([await pragma(client, "journal_mode"), await pragma(client, "synchronous"), await pragma(client, "busy_timeout")]).toEqual(["wal", 1, 1234]);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("the busy timeout defaults to BUSY_TIMEOUT_MS and WAL is kept in the file", async () => {
+    const url = freshUrl();
+    const store = await openStore({ url });
+    store.close();
+    const plain = createClient({ url });
+    const configured = await connect(url);
+    try {
+      expect(await pragma(plain, "journal_mode")).toBe("wal");
+      expect(await pragma(configured, "busy_timeout")).toBe(BUSY_TIMEOUT_MS);
+    } finally {
+      plain.close();
+      configured.close();
+    }
+  });
+
+  test("a database in a folder that does not exist yet gets its folder", async () => {
+    const url = `file:${freshDir()}/deeper/still/fencelease.db`;
+    const store = await openStore({ url });
+    try {
+      expect(await store.enqueue("job-1", { now: T })).toBe(true);
+    } finally {
+      store.close();
+    }
+  });
+});
