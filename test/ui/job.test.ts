@@ -2,8 +2,9 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { fitsWidth, launchBrowser, leave, signIn, uiServer, type UiServer, visit, WAIT } from "./browser.ts";
 
-// A job's page in Chromium: the note's A/B race told as lease generations, and
-// the actions. UI_SCREENSHOT=docs/job-timeline.png also saves the README's picture.
+// A job's page in Chromium: the note's A/B race told as lease generations, its
+// header in each status, and the actions. UI_SCREENSHOT=docs/job-timeline.png
+// also saves the README's picture, of the README's own story on a fresh server.
 
 let browser: Browser;
 let server: UiServer;
@@ -43,7 +44,7 @@ async function dead(id: string) {
 
 describe("a job's history", () => {
   test.each([1280, 390])("at %i px, the refused stale write is shown beside the lease that beat it, presented against current", async (width) => {
-    const id = width === 1280 ? "invoice-42" : "invoice-43"; // the README's picture shows the first
+    const id = `invoice-race-${width}`;
     await race(id);
     const visited = await visit(browser, width);
     const { page } = visited;
@@ -79,9 +80,46 @@ describe("a job's history", () => {
     if (width === 1280) expect(aside!.x).toBeGreaterThan(lease!.x + lease!.width);
     else expect(aside!.y).toBeGreaterThan(lease!.y + lease!.height);
     expect(await fitsWidth(page)).toBe(true);
-
-    if (width === 1280 && process.env.UI_SCREENSHOT) await page.screenshot({ path: process.env.UI_SCREENSHOT, fullPage: true });
     await leave(visited, server.url);
+  });
+});
+
+describe("the README's picture", () => {
+  test("the README's curl story on a fresh server: both leases, A's refused complete, the Progress panel, and every view in the nav", async () => {
+    const fresh = await uiServer();
+    try {
+      // As the README's quick start sends it, a few ms between the commands and `sleep 2` where A stalls.
+      const { call, clock } = fresh;
+      await call("POST", "/v1/jobs", { id: "invoice-42", payload: { amount: 120 } });
+      clock.now += 15;
+      expect(await call("POST", "/v1/jobs/invoice-42/claim", { owner: "A", ttlMs: 2_000 })).toMatchObject({ fence: 1 });
+      clock.now += 2_015;
+      expect(await call("POST", "/v1/jobs/invoice-42/claim", { owner: "B", ttlMs: 30_000 })).toMatchObject({ fence: 2 });
+      clock.now += 15;
+      expect((await call("POST", "/v1/jobs/invoice-42/complete", { owner: "B", fence: 2, result: { paidBy: "B" } })).job).toMatchObject({ done: true });
+      clock.now += 15;
+      const late = await call("POST", "/v1/jobs/invoice-42/complete", { owner: "A", fence: 1, result: { paidBy: "A" } });
+      expect(late.error).toMatchObject({ code: "stale_lease", details: { reason: "superseded", currentFence: 2 } });
+
+      const visited = await visit(browser, 1200);
+      const { page } = visited;
+      await signIn(page, fresh.url);
+      await page.goto(`${fresh.url}/ui#/job/invoice-42`);
+      await page.locator(".timeline").waitFor(WAIT);
+      expect(await page.getByRole("navigation", { name: "Sections" }).getByRole("link").allTextContents()).toEqual(["Queues", "Jobs", "Schedules", "API"]);
+      expect(await header(page)).toMatchObject({ queue: "default", "completed by": "B, fence 2", result: '{"paidBy":"B"}', "error of an earlier attempt": "the lease of A expired" });
+      expect(await page.locator(".summary").textContent()).toBe("2 leases, fence 1 to 2. The stored result is from B with fence 2. 1 stale write was refused.");
+      expect(await page.locator("li.generation[data-fence='1'] .lease-head").textContent()).toBe("fence 1Aexpired, then fence 2");
+      expect(await page.locator("li.generation[data-fence='2'] .lease-head").textContent()).toBe("fence 2Bcompleted: its result is stored");
+      expect(await page.locator("li.generation[data-fence='2'] .refusal .what").textContent()).toBe("✕ complete by A +2.06 s");
+      expect(await page.locator(".values h2").allTextContents()).toEqual(["Payload", "Result", "Progress"]);
+      expect(await page.locator("pre.json").allTextContents()).toEqual(['{\n  "amount": 120\n}', '{\n  "paidBy": "B"\n}', "none reported"]);
+      expect(await fitsWidth(page)).toBe(true);
+      if (process.env.UI_SCREENSHOT) await page.screenshot({ path: process.env.UI_SCREENSHOT, fullPage: true });
+      await leave(visited, fresh.url);
+    } finally {
+      await fresh.stop();
+    }
   });
 });
 
