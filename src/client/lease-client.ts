@@ -1,7 +1,6 @@
-import { errorFromResponse, UnavailableError } from "./errors.ts";
-import { delayBefore, neverSent, type RetryOptions, type RetryPolicy, retryPolicy } from "./retry.ts";
-import { queuePath, QueueCalls } from "./queue-calls.ts";
-import type { Repeat } from "./schedule-calls.ts";
+import { queuePath, QueueCalls } from "./queues.ts";
+import { ScheduleCalls } from "./schedules.ts";
+import { type CallOptions, type LeaseClientOptions, queryString, Transport } from "./transport.ts";
 import type {
   CancelRequest,
   ClaimedLeases,
@@ -30,33 +29,15 @@ import type {
   Settled,
 } from "./types.ts";
 
-/** Where the API is and how to reach it. */
-export type LeaseClientOptions = {
-  /** The server, e.g. `http://127.0.0.1:8787` or `https://fencelease.example.workers.dev`. */
-  baseUrl: string;
-  /** A bearer token from the server's FENCELEASE_TOKENS; none for a server with auth off. */
-  token?: string;
-  /** The fetch to use; default the global one (Workers, Node >= 20, Deno, Bun, browsers). */
-  fetch?: typeof fetch;
-  retry?: RetryOptions;
-  /** How long one attempt may wait for its answer before it counts as a broken connection; default 30 s. */
-  timeoutMs?: number;
-};
-
-/** What one call may add: how long the server may wait before answering (a long poll), and a signal to give up. */
-type CallOptions = { waitMs?: number; signal?: AbortSignal };
+export type { LeaseClientOptions } from "./transport.ts";
 
 /** The longest a server waits in one long poll (MAX_WAIT_MS in src/http/schemas.ts). */
 export const MAX_WAIT_MS = 30_000;
 
-/** The `details.outcome` of an error answer, if it has one. */
-function outcomeOf(answer: unknown): unknown {
-  return (answer as { error?: { details?: { outcome?: unknown } } } | undefined)?.error?.details?.outcome;
-}
-
 /**
- * LeaseClient calls the fencelease HTTP API, one method per route (those of
- * queues in QueueCalls, of schedules in ScheduleCalls). A refusal
+ * LeaseClient calls the fencelease HTTP API, one method per route: the calls
+ * of jobs and leases on the client itself, those of whole queues on
+ * `client.queues`, those of schedules on `client.schedules`. A refusal
  * throws a typed error (LeaseLostError, NotClaimableError, NotFoundError,
  * UnauthorizedError, InvalidRequestError, UnavailableError).
  *
@@ -64,26 +45,23 @@ function outcomeOf(answer: unknown): unknown {
  * const client = new LeaseClient({ baseUrl: "http://127.0.0.1:8787", token: process.env.FENCELEASE_TOKEN });
  * const { fence } = await client.claim("invoice-42", { owner: "worker-a", ttlMs: 30_000 });
  */
-export class LeaseClient extends QueueCalls {
-  readonly #baseUrl: string;
-  readonly #token: string | undefined;
-  readonly #fetch: typeof fetch;
-  readonly #retry: RetryPolicy;
-  readonly #timeoutMs: number;
+export class LeaseClient {
+  /** The calls about whole queues: stats, pause, resume, and their limits (set, get, list). */
+  readonly queues: QueueCalls;
+  /** The calls about recurring schedules: put, get, list, delete. */
+  readonly schedules: ScheduleCalls;
+  readonly #transport: Transport;
 
+  /** Checks the options (RangeError for a bad timeoutMs); sends nothing until a call. */
   constructor(options: LeaseClientOptions) {
-    super();
-    this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
-    this.#token = options.token;
-    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
-    this.#retry = retryPolicy(options.retry);
-    this.#timeoutMs = options.timeoutMs ?? 30_000;
-    if (!Number.isSafeInteger(this.#timeoutMs) || this.#timeoutMs < 1) throw new RangeError(`timeoutMs must be a positive whole number of ms, got ${options.timeoutMs}`);
+    this.#transport = new Transport(options);
+    this.queues = new QueueCalls(this.#transport);
+    this.schedules = new ScheduleCalls(this.#transport);
   }
 
   /** enqueue adds a job; an existing id answers `created: false` with the job unchanged. */
   enqueue(job: EnqueueRequest): Promise<{ created: boolean; job: Job }> {
-    return this.#call("POST", "/v1/jobs", job, "always");
+    return this.#transport.call("POST", "/v1/jobs", job, "always");
   }
 
   /**
@@ -92,7 +70,7 @@ export class LeaseClient extends QueueCalls {
    * Safe to send again: a repeat creates nothing twice.
    */
   async enqueueMany(queue: string, jobs: NewJobRequest[]): Promise<Enqueued[]> {
-    return (await this.#call<{ jobs: Enqueued[] }>("POST", `${queuePath(queue)}/jobs`, { jobs }, "always")).jobs;
+    return (await this.#transport.call<{ jobs: Enqueued[] }>("POST", `${queuePath(queue)}/jobs`, { jobs }, "always")).jobs;
   }
 
   /**
@@ -101,7 +79,7 @@ export class LeaseClient extends QueueCalls {
    * or as it is once `waitMs` has passed.
    */
   get(id: string, options: CallOptions = {}): Promise<Job> {
-    return this.#call("GET", `${jobPath(id)}${queryString({ waitMs: options.waitMs || undefined })}`, undefined, "always", options);
+    return this.#transport.call("GET", `${jobPath(id)}${queryString({ waitMs: options.waitMs || undefined })}`, undefined, "always", options);
   }
 
   /**
@@ -122,7 +100,7 @@ export class LeaseClient extends QueueCalls {
 
   /** claim takes the lease of one job: NotClaimableError while another holds it or once it is done. */
   claim(id: string, request: ClaimRequest): Promise<Lease> {
-    return this.#call("POST", `${jobPath(id)}/claim`, request, "if-unsent");
+    return this.#transport.call("POST", `${jobPath(id)}/claim`, request, "if-unsent");
   }
 
   /**
@@ -146,7 +124,7 @@ export class LeaseClient extends QueueCalls {
    * plus `waitedMs`, on this process's clock: where a lease's deadline starts.
    */
   claimNextAnswer(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<ClaimNextAnswer> {
-    return this.#call("POST", `${queuePath(queue)}/claim`, request, "if-unsent", { waitMs: request.waitMs, signal: options.signal });
+    return this.#transport.call("POST", `${queuePath(queue)}/claim`, request, "if-unsent", { waitMs: request.waitMs, signal: options.signal });
   }
 
   /**
@@ -156,7 +134,7 @@ export class LeaseClient extends QueueCalls {
    * is), and then nothing is stored.
    */
   async renew(id: string, request: RenewRequest): Promise<number> {
-    return (await this.#call<{ until: number }>("POST", `${jobPath(id)}/renew`, request, "always")).until;
+    return (await this.#transport.call<{ until: number }>("POST", `${jobPath(id)}/renew`, request, "always")).until;
   }
 
   /**
@@ -166,13 +144,13 @@ export class LeaseClient extends QueueCalls {
    */
   async complete(id: string, request: CompleteRequest): Promise<Settled> {
     // With next it also claims, and a claim is not safe to send twice.
-    const answer = await this.#call<{ job: Job; leases?: Lease[] }>("POST", `${jobPath(id)}/complete`, request, request.next ? "if-unsent" : "always");
+    const answer = await this.#transport.call<{ job: Job; leases?: Lease[] }>("POST", `${jobPath(id)}/complete`, request, request.next ? "if-unsent" : "always");
     return { job: answer.job, leases: answer.leases ?? [] };
   }
 
   /** release gives the lease back; LeaseLostError if it is not current. */
   async release(id: string, request: ReleaseRequest): Promise<Job> {
-    return (await this.#call<{ job: Job }>("POST", `${jobPath(id)}/release`, request, "if-unsent")).job;
+    return (await this.#transport.call<{ job: Job }>("POST", `${jobPath(id)}/release`, request, "if-unsent")).job;
   }
 
   /**
@@ -182,7 +160,7 @@ export class LeaseClient extends QueueCalls {
    * the leases taken as complete does. LeaseLostError if the lease is not current.
    */
   async fail(id: string, request: FailRequest): Promise<Settled> {
-    const answer = await this.#call<{ job: Job; leases?: Lease[] }>("POST", `${jobPath(id)}/fail`, request, "if-unsent");
+    const answer = await this.#transport.call<{ job: Job; leases?: Lease[] }>("POST", `${jobPath(id)}/fail`, request, "if-unsent");
     return { job: answer.job, leases: answer.leases ?? [] };
   }
 
@@ -193,7 +171,7 @@ export class LeaseClient extends QueueCalls {
    * renew would have thrown.
    */
   async renewMany(request: RenewManyRequest): Promise<RenewManyAnswer["leases"]> {
-    return (await this.#call<RenewManyAnswer>("POST", "/v1/leases/renew", request, "always")).leases;
+    return (await this.#transport.call<RenewManyAnswer>("POST", "/v1/leases/renew", request, "always")).leases;
   }
 
   /**
@@ -203,12 +181,12 @@ export class LeaseClient extends QueueCalls {
    * order, `done: true` or its `error`, and the `leases` taken.
    */
   completeMany(request: CompleteManyRequest): Promise<CompleteManyAnswer> {
-    return this.#call("POST", "/v1/leases/complete", request, request.next ? "if-unsent" : "always");
+    return this.#transport.call("POST", "/v1/leases/complete", request, request.next ? "if-unsent" : "always");
   }
 
   /** retry puts a dead job back in its queue, due at once with its attempts reset; ConflictError if it is not dead. */
   async retry(id: string): Promise<Job> {
-    return (await this.#call<{ job: Job }>("POST", `${jobPath(id)}/retry`, undefined, "if-unsent")).job;
+    return (await this.#transport.call<{ job: Job }>("POST", `${jobPath(id)}/retry`, undefined, "if-unsent")).job;
   }
 
   /**
@@ -220,12 +198,12 @@ export class LeaseClient extends QueueCalls {
    * NotFoundError if there is none.
    */
   async cancel(id: string, request: CancelRequest = {}): Promise<Job> {
-    return (await this.#call<{ job: Job }>("POST", `${jobPath(id)}/cancel`, request, "always")).job;
+    return (await this.#transport.call<{ job: Job }>("POST", `${jobPath(id)}/cancel`, request, "always")).job;
   }
 
   /** delete removes a job that is not leased; ConflictError while it is, NotFoundError if there is none. */
   async delete(id: string): Promise<void> {
-    await this.#call("DELETE", jobPath(id), undefined, "if-unsent");
+    await this.#transport.call("DELETE", jobPath(id), undefined, "if-unsent");
   }
 
   /**
@@ -234,12 +212,12 @@ export class LeaseClient extends QueueCalls {
    * the next page, until it is null.
    */
   list(request: ListRequest = {}): Promise<JobPage> {
-    return this.#call("GET", `/v1/jobs${queryString(request)}`, undefined, "always");
+    return this.#transport.call("GET", `/v1/jobs${queryString(request)}`, undefined, "always");
   }
 
   /** events answers a page of a job's history, oldest first (limit 1 to 1000, default 100); an unknown id has none. */
   events(id: string, request: EventsRequest = {}): Promise<EventPage> {
-    return this.#call("GET", `${jobPath(id)}/events${queryString(request)}`, undefined, "always");
+    return this.#transport.call("GET", `${jobPath(id)}/events${queryString(request)}`, undefined, "always");
   }
 
   /**
@@ -248,60 +226,12 @@ export class LeaseClient extends QueueCalls {
    * accepts a side effect. NotFoundError if there is no such job.
    */
   checkLease(id: string, request: LeaseCheckRequest): Promise<LeaseCheck> {
-    return this.#call("GET", `${jobPath(id)}/lease${queryString(request)}`, undefined, "always");
+    return this.#transport.call("GET", `${jobPath(id)}/lease${queryString(request)}`, undefined, "always");
   }
 
-  /** The transport of QueueCalls and ScheduleCalls: #call. */
-  protected send<T>(method: string, path: string, body: unknown, repeat: Repeat): Promise<T> {
-    return this.#call(method, path, body, repeat);
-  }
-
-  /** Sends one call, retrying what may be retried, and answers its JSON or throws its typed error. */
-  async #call<T>(method: string, path: string, body: unknown, repeat: Repeat, options: CallOptions = {}): Promise<T> {
-    const headers: Record<string, string> = {};
-    if (this.#token) headers.Authorization = `Bearer ${this.#token}`;
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) };
-
-    for (let attempt = 0; ; attempt++) {
-      const retriesLeft = attempt < this.#retry.retries;
-      let response: Response;
-      try {
-        // A server that never answers is a broken connection: the outcome of the call is unknown.
-        // A long poll may be answered only after its waitMs: it gets that much more.
-        const timeout = AbortSignal.timeout(this.#timeoutMs + (options.waitMs ?? 0));
-        response = await this.#fetch(`${this.#baseUrl}${path}`, { ...init, signal: options.signal ? AbortSignal.any([timeout, options.signal]) : timeout });
-      } catch (error) {
-        options.signal?.throwIfAborted(); // given up by the caller: not a failure to retry
-        if (retriesLeft && (repeat === "always" || neverSent(error))) {
-          await this.#retry.sleep(delayBefore(attempt, this.#retry, null));
-          continue;
-        }
-        throw new UnavailableError(0, "unreachable", `could not reach ${this.#baseUrl}: ${(error as Error).message}`, undefined, { cause: error });
-      }
-      const answer = await response.json().catch(() => undefined);
-      // A 503 whose details say "not_applied" wrote nothing, so any call may be sent again; one whose
-      // outcome is unknown (the database's connection broke) only a call that is safe to repeat.
-      if (response.status === 503 && retriesLeft && (repeat === "always" || outcomeOf(answer) === "not_applied")) {
-        await this.#retry.sleep(delayBefore(attempt, this.#retry, response.headers.get("Retry-After")));
-        continue;
-      }
-      if (!response.ok) throw errorFromResponse(response.status, answer);
-      return answer as T;
-    }
-  }
 }
-
 
 /** The path of a job, its id encoded. */
 function jobPath(id: string): string {
   return `/v1/jobs/${encodeURIComponent(id)}`;
-}
-
-/** `?name=value&...` of the parameters given, or "" when none is. */
-function queryString(parameters: Record<string, string | number | undefined>): string {
-  const query = new URLSearchParams();
-  for (const [name, value] of Object.entries(parameters)) if (value !== undefined) query.set(name, String(value));
-  const text = query.toString();
-  return text === "" ? "" : `?${text}`;
 }

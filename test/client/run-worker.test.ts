@@ -151,7 +151,7 @@ describe("runWorker", () => {
     await s.enqueue(2_000);
     let finished = 0;
     const worker = s.run({ concurrency: 32, idleMs: 20 }, async () => ({ charged: true, n: ++finished }));
-    await until(async () => (await s.other.stats())[0]!.jobs.done === 2_000, "2,000 jobs done");
+    await until(async () => (await s.other.queues.stats())[0]!.jobs.done === 2_000, "2,000 jobs done");
     await worker.stop();
 
     expect(finished).toBe(2_000);
@@ -594,7 +594,7 @@ describe("runWorker", () => {
   test("on a rate-limited queue it asks again when the next token is due (retryAfterMs), not every idleMs", async () => {
     await using s = await serving();
     await s.enqueue(4);
-    await s.other.setQueue("q", { ratePerSecond: 5, burst: 1 }); // a token every 200 ms
+    await s.other.queues.set("q", { ratePerSecond: 5, burst: 1 }); // a token every 200 ms
     const done: string[] = [];
     const worker = s.run({ concurrency: 4, waitMs: 0, idleMs: 5 }, async ({ job }) => void done.push(job.id));
     await until(() => done.length === 4, "the four jobs");
