@@ -17,7 +17,8 @@ export { type QueueCalls } from "./queues.ts";
 export { type ScheduleCalls } from "./schedules.ts";
 export { type LeaseClientOptions } from "./transport.ts";
 export { type RetryOptions } from "./retry.ts";
-export { type JobHandler, runWorker, type WorkerHandle, type WorkerOptions } from "./runner/run-worker.ts";
+export { runWorker, type WorkerHandle } from "./runner/run-worker.ts";
+export { type JobHandler, type WorkerOptions } from "./runner/worker-options.ts";
 export type {
   CancelRequest,
   ClaimedLeases,

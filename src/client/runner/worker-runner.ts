@@ -1,16 +1,14 @@
 import { errorFromResponse, LeaseLostError, NotFoundError, UnavailableError } from "../errors.ts";
 import type { LeaseClient } from "../lease-client.ts";
 import { expiredError, LeaseKeeper, type LostLease } from "../lease-keeper.ts";
-import type { JobHandler, Settings } from "./run-worker.ts";
 import type { ClaimNextAnswer, CompleteManyAnswer, Lease } from "../types.ts";
 import { failureMessage } from "../failure-message.ts";
 import { ClaimPace } from "./claim-pace.ts";
 import { backoffMs, type Slot } from "./worker-slot.ts";
+import { type JobHandler, MAX_MANY, type Settings } from "./worker-options.ts";
 
 /** The most jobs one claim takes (the server's limit). */
 const MAX_CLAIM = 100;
-/** The most leases one renewMany or completeMany carries (the server's limit). */
-export const MAX_MANY = 1_000;
 /**
  * How many completeMany calls may be on their way at once. A second lets a
  * result that finishes while one call is on its way go without waiting for it;
