@@ -20,6 +20,7 @@ export { type RetryOptions } from "./retry.ts";
 export { runWorker, type WorkerHandle } from "./runner/run-worker.ts";
 export { type JobHandler, type WorkerOptions } from "./runner/worker-options.ts";
 export type {
+  Cancelled,
   CancelRequest,
   ClaimedLeases,
   ClaimNextAnswer,

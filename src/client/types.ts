@@ -42,6 +42,8 @@ export type ClaimedLeases = Lease[] & { retryAfterMs?: number };
 export type RenewRequest = z.input<ReturnType<typeof schema.RenewBody>>;
 /** The body of `POST /v1/jobs/:id/complete`. */
 export type CompleteRequest = z.input<ReturnType<typeof schema.CompleteBody>>;
+/** What `POST /v1/jobs/:id/cancel` answers: the job, cancelled, and whether this cancel changed it (false: it already was). */
+export type Cancelled = Answer<"cancel", 200>;
 /** The body of `POST /v1/jobs/:id/cancel`: who cancels (default "api") and why. */
 export type CancelRequest = z.input<typeof schema.CancelBody>;
 /** The body of `POST /v1/jobs/:id/release`. */

@@ -438,14 +438,15 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
     expect(() => s.client.waitFor("job-2", { timeoutMs: -1 })).rejects.toThrow(RangeError);
   });
 
-  test("cancel answers the cancelled job, and again as it is; the holder's renew is LeaseLostError cancelled; a done job is ConflictError conflict", async () => {
+  test("cancel answers the cancelled job and that it changed it, and again as it is, unchanged; the holder's renew is LeaseLostError cancelled; a done job is ConflictError conflict", async () => {
     await using s = await serving();
     await s.client.enqueue({ id: "job-1" });
     await s.client.enqueue({ id: "done" });
     const { fence } = await s.client.claim("job-1", { owner: "A", ttlMs: TTL });
-    const cancelled = await s.client.cancel("job-1", { by: "ops", reason: "refunded" });
+    const { job: cancelled, changed } = await s.client.cancel("job-1", { by: "ops", reason: "refunded" });
     expect(cancelled).toMatchObject({ id: "job-1", status: "cancelled", owner: "A", fence, done: false });
-    expect(await s.client.cancel("job-1")).toEqual(cancelled);
+    expect(changed).toBe(true);
+    expect(await s.client.cancel("job-1")).toEqual({ job: cancelled, changed: false });
     expect((await s.eventRows("job-1")).filter((event) => event.kind === "cancelled")).toEqual([
       { kind: "cancelled", action: null, owner: "ops", fence: 1, current_owner: null, current_fence: null, error: "refunded" },
     ]);
