@@ -60,6 +60,11 @@ export const MAX_WAIT_MS = 30_000;
  * as an array, with `retryAfterMs` on it when the rate limit stopped the
  * claim short; claimNextAnswer answers the route's whole object.
  *
+ * The calls that hand out jobs take the payload's type (and get and waitFor
+ * the result's too), default unknown: `client.claim<{ to: string }>(id, ...)`
+ * answers a lease whose `job.payload` is a `{ to: string }`. It is the
+ * caller's word, not checked against what the server holds.
+ *
  * @example
  * const client = new LeaseClient({ baseUrl: "http://127.0.0.1:8787", token: process.env.FENCELEASE_TOKEN });
  * const { fence } = await client.claim("invoice-42", { owner: "worker-a", ttlMs: 30_000 });
@@ -102,7 +107,7 @@ export class LeaseClient {
    * With `waitMs` (up to 30,000) the server answers as soon as the job is
    * done, dead or cancelled, or as it is once `waitMs` has passed.
    */
-  get(id: string, options: CallOptions = {}): Promise<Job> {
+  get<Payload = unknown, Result = unknown>(id: string, options: CallOptions = {}): Promise<Job<Payload, Result>> {
     return this.#transport.call("GET", `${jobPath(id)}${queryString({ waitMs: options.waitMs || undefined })}`, undefined, "always", options);
   }
 
@@ -112,13 +117,13 @@ export class LeaseClient {
    * has passed, and answers the job as it then is: check its `status`. Each
    * request waits at most 30 s on the server; NotFoundError if there is no such job.
    */
-  async waitFor(id: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Job> {
+  async waitFor<Payload = unknown, Result = unknown>(id: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Job<Payload, Result>> {
     const timeoutMs = options.timeoutMs ?? 60_000;
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) throw new RangeError(`waitFor: timeoutMs must be a whole number of ms, 0 or more, got ${options.timeoutMs}`);
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const waitMs = Math.max(0, Math.min(MAX_WAIT_MS, deadline - Date.now()));
-      const job = await this.get(id, { waitMs, signal: options.signal });
+      const job = await this.get<Payload, Result>(id, { waitMs, signal: options.signal });
       if (job.status === "done" || job.status === "dead" || job.status === "cancelled" || Date.now() >= deadline) return job;
     }
   }
@@ -129,7 +134,7 @@ export class LeaseClient {
    * another holds it, once it is done, dead or cancelled, or while its queue
    * is paused, full or out of tokens; NotFoundError if there is none.
    */
-  claim(id: string, request: ClaimRequest): Promise<Lease> {
+  claim<Payload = unknown>(id: string, request: ClaimRequest): Promise<Lease<Payload>> {
     return this.#transport.call("POST", `${jobPath(id)}/claim`, request, "if-unsent");
   }
 
@@ -143,8 +148,8 @@ export class LeaseClient {
    * limit stopped it short, the array's `retryAfterMs` says in how many ms the
    * next token is due: ask again then, not before.
    */
-  async claimNext(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<ClaimedLeases> {
-    const { leases, retryAfterMs } = await this.claimNextAnswer(queue, request, options);
+  async claimNext<Payload = unknown>(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<ClaimedLeases<Payload>> {
+    const { leases, retryAfterMs } = await this.claimNextAnswer<Payload>(queue, request, options);
     return retryAfterMs === undefined ? leases : Object.assign(leases, { retryAfterMs });
   }
 
@@ -155,7 +160,7 @@ export class LeaseClient {
    * no earlier than this call's send time plus `waitedMs`, on this process's
    * clock: where a lease's deadline starts.
    */
-  claimNextAnswer(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<ClaimNextAnswer> {
+  claimNextAnswer<Payload = unknown>(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<ClaimNextAnswer<Payload>> {
     return this.#transport.call("POST", `${queuePath(queue)}/claim`, request, "if-unsent", { waitMs: request.waitMs, signal: options.signal });
   }
 

@@ -64,13 +64,13 @@ function pause(ms: number, signal?: AbortSignal): Promise<void> {
  * claim that took it was sent plus its server wait (where the lease began at
  * the earliest), or null when none came.
  */
-export async function claimOneWithin(client: LeaseClient, queue: string, request: { owner: string; ttlMs: number; waitMs?: number }, signal?: AbortSignal): Promise<{ lease: Lease; waitedMs: number } | null> {
+export async function claimOneWithin<Payload = unknown>(client: LeaseClient, queue: string, request: { owner: string; ttlMs: number; waitMs?: number }, signal?: AbortSignal): Promise<{ lease: Lease<Payload>; waitedMs: number } | null> {
   const { owner, ttlMs, waitMs = 0 } = request;
   const started = Date.now();
   for (;;) {
     const sentAfter = Date.now() - started;
     const left = Math.max(0, waitMs - sentAfter);
-    const answer = await client.claimNextAnswer(queue, { owner, ttlMs, limit: 1, waitMs: left || undefined }, { signal });
+    const answer = await client.claimNextAnswer<Payload>(queue, { owner, ttlMs, limit: 1, waitMs: left || undefined }, { signal });
     const [lease] = answer.leases;
     if (lease) return { lease, waitedMs: sentAfter + (answer.waitedMs ?? 0) };
     const { retryAfterMs } = answer;

@@ -74,17 +74,23 @@ export type WorkerHandle = {
  *   are stored or their leases have run out. A handler that never returns
  *   keeps `stop()` waiting: handlers should honour their `signal`.
  *
+ * Types: the jobs' payload type and the handler's result type are inferred
+ * from a typed handler (`async ({ job }: HeldLease<Invoice>) => ...`) or
+ * given (`runWorker<Invoice>(...)`), default unknown. They are the caller's
+ * word: the server takes any JSON, and nothing checks a payload against it.
+ *
  * @example
- * const worker = runWorker(client, { queue: "invoices", owner: "worker-a", concurrency: 32, ttlMs: 30_000 },
+ * const worker = runWorker<{ card: string; cents: number }>(client, { queue: "invoices", owner: "worker-a", concurrency: 32, ttlMs: 30_000 },
  *   async ({ job, fence, signal }) => {
- *     await chargeCard(job.payload, { idempotencyKey: `${job.id}:${fence}`, signal });
+ *     await chargeCard(job.payload.card, job.payload.cents, { idempotencyKey: `${job.id}:${fence}`, signal });
  *     return { charged: true };
  *   });
  * process.once("SIGTERM", () => void worker.stop());
  * await worker.done;
  */
-export function runWorker(client: LeaseClient, options: WorkerOptions, handler: JobHandler): WorkerHandle {
+export function runWorker<Payload = unknown, Result = unknown>(client: LeaseClient, options: WorkerOptions, handler: JobHandler<Payload, Result>): WorkerHandle {
   if (typeof handler !== "function") throw new TypeError("runWorker: the handler must be a function");
-  const runner = new WorkerRunner(client, workerSettings(options), handler);
+  // The runner hands on the jobs as the server answers them: their types are the caller's word.
+  const runner = new WorkerRunner(client, workerSettings(options), handler as JobHandler);
   return { stop: () => runner.stop(), done: runner.done };
 }

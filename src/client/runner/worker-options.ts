@@ -8,8 +8,12 @@ import type { HeldLease } from "../with-lease.ts";
 /** The most leases one renewMany or completeMany carries (the server's limit), and so the most jobs in hand. */
 export const MAX_MANY = 1_000;
 
-/** The work done for one job: its value is stored as the job's result (undefined as null). */
-export type JobHandler = (held: HeldLease) => Promise<unknown>;
+/**
+ * The work done for one job: what it resolves to is stored as the job's
+ * result (undefined as null). `Payload` is what the jobs' payloads hold and
+ * `Result` what it answers, default unknown: the caller's word, not checked.
+ */
+export type JobHandler<Payload = unknown, Result = unknown> = (held: HeldLease<Payload>) => Promise<Result>;
 
 /** What a worker runner takes jobs from, and how; checked once, when the runner is built. */
 export type WorkerOptions = {
