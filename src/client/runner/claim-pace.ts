@@ -31,13 +31,13 @@ export class ClaimPace {
     this.#retryAfterMs = answer.retryAfterMs;
   }
 
-  /** How the next claim goes: a long poll or not, and after how many ms. */
-  next(settings: { waitMs: number; idleMs: number }): { longPoll: boolean; afterMs: number } {
+  /** How the next claim goes: a long poll or not, after how many ms, and whether that is when a rate limit's next token is due. */
+  next(settings: { waitMs: number; idleMs: number }): { longPoll: boolean; afterMs: number; tokenDue: boolean } {
     const retryAfterMs = this.#retryAfterMs;
     this.#retryAfterMs = undefined;
     const longPoll = settings.waitMs > 0 && (retryAfterMs !== undefined || !this.#cutShort);
-    if (retryAfterMs !== undefined) return { longPoll, afterMs: Math.min(retryAfterMs, MAX_PAUSE_MS) };
-    return { longPoll, afterMs: longPoll ? 0 : settings.idleMs };
+    if (retryAfterMs !== undefined) return { longPoll, afterMs: Math.min(retryAfterMs, MAX_PAUSE_MS), tokenDue: true };
+    return { longPoll, afterMs: longPoll ? 0 : settings.idleMs, tokenDue: false };
   }
 }
 

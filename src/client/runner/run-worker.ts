@@ -4,8 +4,14 @@ import { WorkerRunner } from "./worker-runner.ts";
 
 /** A running worker: `stop()` it, or wait for `done`. */
 export type WorkerHandle = {
-  /** Stops taking jobs, waits for the jobs in hand to finish and their results to be stored; idempotent. */
-  stop(): Promise<void>;
+  /**
+   * Stops taking jobs, waits for the jobs in hand to finish and their results
+   * to be stored; idempotent. With `{ drain: true }`, first takes and finishes
+   * every job of the queue that is due, those that become due meanwhile too,
+   * and stops once the queue has none (see runWorker, "Drain"). Resolves as
+   * `done` does.
+   */
+  stop(options?: { drain?: boolean }): Promise<void>;
   /** Resolves once the runner has stopped (by `stop()` or the signal); never rejects. */
   readonly done: Promise<void>;
 };
@@ -47,6 +53,29 @@ export type WorkerHandle = {
  *   that arrives after the stop began (a `next` already on its way) is
  *   released at once, its handler never started, its attempt given back.
  *
+ * Drain, "process these, then stop": `await worker.stop({ drain: true })`
+ * (right after runWorker, or at any time) takes every job of the queue that is
+ * due, runs it and stores its result, and resolves once the queue has no due
+ * job left and nothing is in hand; the runner has then stopped. Due means due
+ * by the time the drain looks, so it also takes the jobs that become due
+ * while it drains: enqueued meanwhile (by a handler too), a failed attempt
+ * due again (`retryInMs` 0: each attempt, until done or dead), a lease of
+ * another worker that ran out. On a queue that never runs dry it never ends:
+ * a plain `stop()` then ends it early (the jobs in hand finish, no more are
+ * taken). While draining:
+ * - no claim long-polls: a long poll on its way is given up, and a claim
+ *   that finds nothing, sent while nothing was in hand, ends the drain (a
+ *   claim that finds nothing while jobs are in hand waits for them: their
+ *   results ask for the next jobs, then one last claim decides);
+ * - a job the queue's rate limit holds back is due: the drain waits for its
+ *   token (`retryAfterMs`) and takes it;
+ * - a paused queue has nothing due, nor one full of other workers' leases
+ *   (its `maxLeased`): the drain ends, their jobs left where they are;
+ * - a job due later (`runAt`, `delayMs`, a retry's backoff) is not waited for;
+ * - a claim that fails is asked again after its backoff, as ever: with the
+ *   server unreachable the drain waits (reporting to `onError`) until it
+ *   answers, or until a plain `stop()`.
+ *
  * Failure modes:
  * - claimNext unreachable: reported to `onError`, asked again after a backoff
  *   (100 ms doubling, capped at 5 s, with jitter). A long poll that comes
@@ -87,10 +116,14 @@ export type WorkerHandle = {
  *   });
  * process.once("SIGTERM", () => void worker.stop());
  * await worker.done;
+ *
+ * @example
+ * // A batch: everything due now, then exit.
+ * await runWorker(client, { queue: "thumbnails", owner: "batch-1", concurrency: 8, ttlMs: 30_000 }, resize).stop({ drain: true });
  */
 export function runWorker<Payload = unknown, Result = unknown>(client: LeaseClient, options: WorkerOptions, handler: JobHandler<Payload, Result>): WorkerHandle {
   if (typeof handler !== "function") throw new TypeError("runWorker: the handler must be a function");
   // The runner hands on the jobs as the server answers them: their types are the caller's word.
   const runner = new WorkerRunner(client, workerSettings(options), handler as JobHandler);
-  return { stop: () => runner.stop(), done: runner.done };
+  return { stop: (options) => runner.stop(options), done: runner.done };
 }
