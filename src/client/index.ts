@@ -55,4 +55,5 @@ export type {
   ScheduleRequest,
   Settled,
 } from "./types.ts";
+export { PUSH_TOLERANCE_MS, type PushDelivery, type PushMessage, type PushRefusal, PushVerificationError, verifyPush } from "./verify-push.ts";
 export { type HeldLease, withLease, type WithLeaseOptions } from "./with-lease.ts";

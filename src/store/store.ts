@@ -2,6 +2,7 @@ import type { Driver, Row, Statement } from "../drivers/driver.ts";
 import { NotClaimable, NotFound, WrongStatus } from "./errors.ts";
 import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf } from "./job.ts";
 import { type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
+import { PushEndpoints } from "./push.ts";
 import { Schedules } from "./schedules.ts";
 import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./sql/lease.ts";
@@ -31,6 +32,8 @@ export class LeaseStore {
   readonly #health: WriteHealth;
   /** The recurring schedules (src/store/schedules.ts): put, get, list, delete, fireDue. */
   readonly schedules: Schedules;
+  /** The queues' push endpoints (src/store/push.ts): put, rotate, get, list, delete, and the claim and record of push delivery. */
+  readonly push: PushEndpoints;
   readonly #queues: QueueVerbs;
 
   /** `random` draws the backoff jitter; tests fix it. `health`: how `health()` decides (see WriteHealth), and where it logs. */
@@ -39,6 +42,7 @@ export class LeaseStore {
     this.#driver = this.#health.watch(driver);
     this.#random = options.random ?? Math.random;
     this.schedules = new Schedules(this.#driver);
+    this.push = new PushEndpoints(this.#driver);
     this.#queues = new QueueVerbs(this.#driver);
   }
 

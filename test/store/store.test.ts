@@ -5,6 +5,7 @@ import { openStore } from "../../src/node.ts";
 import { cancelContract } from "../contract/cancel.contract.ts";
 import { manyContract } from "../contract/many.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
+import { pushContract } from "../contract/push.contract.ts";
 import { queuesContract } from "../contract/queues.contract.ts";
 import { schedulesContract } from "../contract/schedules.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
@@ -21,6 +22,7 @@ lifecycleContract(freshStore);
 manyContract(freshStore);
 rateLimitContract(freshStore);
 queuesContract(freshStore);
+pushContract(freshStore);
 schedulesContract(freshStore);
 cancelContract(freshStore);
 

@@ -145,9 +145,32 @@ export function claimNextAfter(id: string, owner: string, now: number, take: { l
   return takeNext("(SELECT queue FROM jobs WHERE id = ?1)", "AND changes() = 0 AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1)", [id, owner, now, take.ttlMs, take.limit]);
 }
 
+/** Who holds the leases that push deliveries carry (src/push/): the owner their endpoint renews, completes or fails with. */
+export const PUSH_OWNER = "push";
+
+/** How much longer than its request's timeout a pushed lease lasts: the time to write the answer's outcome. */
+export const PUSH_SETTLE_MS = 5_000;
+
+/**
+ * The claim-next of push delivery: as claimNext, for PUSH_OWNER, each lease
+ * lasting the queue's push timeout plus PUSH_SETTLE_MS, and besides at most
+ * its max_in_flight (push_endpoints, migrations/0031) current leases of that
+ * owner, counted in jobs_held_by_until: a lease whose endpoint answered 202
+ * counts until it ends. A queue without an endpoint gives none.
+ */
+export function claimToPush(queue: string, now: number, limit: number): Statement {
+  const endpoint = "FROM push_endpoints p WHERE p.queue = ?1";
+  const pushed = "queue = p.queue AND done = 0 AND owner IS NOT NULL AND owner = ?2 AND until > ?3";
+  return takeNext("?1", "", [queue, PUSH_OWNER, now, null, limit], {
+    ttl: `(SELECT p.timeout_ms + ${PUSH_SETTLE_MS} ${endpoint})`,
+    cap: `coalesce((SELECT p.max_in_flight - (SELECT count(*) FROM jobs WHERE ${pushed}) ${endpoint}), 0)`,
+  });
+}
+
 /**
  * The one claim-next statement: `queue` an SQL expression over ?1, `guard` a
- * further condition; ?2 owner, ?3 now, ?4 ttl, ?5 limit.
+ * further condition; ?2 owner, ?3 now, ?4 ttl, ?5 limit. `push` (claimToPush
+ * only) puts an SQL expression in place of the ttl, and caps the leases taken.
  *
  * Its candidates are read so that their cost does not grow with the jobs it
  * must pass over (migrations/0006): the jobs nobody holds, priority by
@@ -160,13 +183,13 @@ export function claimNextAfter(id: string, owner: string, now: number, take: { l
  * `limit`. Its `updated_at = now` is when migrations/0009's trigger spends
  * the tokens of the leases it hands out.
  */
-function takeNext(queue: string, guard: string, args: InValue[]): Statement {
+function takeNext(queue: string, guard: string, args: InValue[], push?: { ttl: string; cap: string }): Statement {
   const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
   const due = "run_at <= ?3 AND until <= ?3";
   return {
     sql: `UPDATE jobs
           SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END,
-              owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
+              owner = ?2, until = ?3 + ${push?.ttl ?? "?4"}, fence = fence + 1, attempts = attempts + 1,
               last_event = 'claimed', updated_at = ?3
           WHERE id IN (
             WITH RECURSIVE level(priority, before) AS (
@@ -185,7 +208,7 @@ function takeNext(queue: string, guard: string, args: InValue[]): Statement {
               WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until <= ?3 AND run_at <= ?3 AND NOT (${EXHAUSTED}))
             WHERE true ${guard}
             ORDER BY priority DESC, run_at, created_at, id
-            LIMIT ${room(queue, "?3", "?5")})
+            LIMIT ${push ? `min(${room(queue, "?3", "?5")}, max(0, ${push.cap}))` : room(queue, "?3", "?5")})
           RETURNING *, ${status("?3")} AS status`,
     args,
   };
