@@ -134,7 +134,8 @@ function concat(chunks: Uint8Array[]): Uint8Array {
 export function retryAfterMs(header: string | null, now: number): number | undefined {
   if (header === null) return undefined;
   const value = header.trim();
-  const ms = /^\d+$/.test(value) ? Number(value) * 1000 : Date.parse(value) - now;
+  // An HTTP date starts with the day's name; Date.parse alone would read "-5" as a year.
+  const ms = /^\d+$/.test(value) ? Number(value) * 1000 : /^[A-Za-z]{3}/.test(value) ? Date.parse(value) - now : Number.NaN;
   if (!Number.isFinite(ms)) return undefined;
   return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, Math.round(ms)));
 }
