@@ -135,7 +135,11 @@ export class LeaseStore {
     const [, [written] = [], [read] = []] = await this.#driver.batch([...checked.claim(id, owner, now, ttlMs), reads.claimState(id, now)]);
     if (read === undefined) throw new NotFound(id);
     const current = jobFromRow(read);
-    if (written === undefined) throw new NotClaimable(id, whyNotClaimable(current.status, read.queue_refusal));
+    if (written === undefined) {
+      const reason = whyNotClaimable(current.status, read.queue_refusal);
+      if (reason === "rate_limited") await this.#queues.followClock(current.queue, now); // a clock stepped back: see followClock
+      throw new NotClaimable(id, reason);
+    }
     return { job: current, fence: current.fence, until: current.until };
   }
 

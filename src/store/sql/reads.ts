@@ -1,6 +1,6 @@
 import type { Statement } from "../../drivers/driver.ts";
 import { currentLease, currentLeases, EXHAUSTED, status } from "./lease.ts";
-import { refilled, TOKEN, tokenDueAt } from "./bucket.ts";
+import { refilled, steppedBack, TOKEN, tokenDueAt } from "./bucket.ts";
 
 // The reads that decide nothing: a job's lease for a system outside, pages of
 // jobs and events, the numbers per queue, and when a waiting claim should look
@@ -39,7 +39,8 @@ const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >=
  * In how many ms `queue`'s bucket next holds a whole token, when its rate
  * limit is what holds back a claim-next at `now`: it has a rate, is not
  * paused, not full (its maxLeased current leases), holds no whole token, and
- * a job is due. One row, or none; a queue
+ * a job is due; and whether its count is ahead of a clock that stepped back
+ * (`stepped_back`: see `followClock`). One row, or none; a queue
  * without settings is one primary-key lookup. With `limit`, it is sent in the
  * claim's batch, just after it: it reads nothing when the claim took `limit`.
  */
@@ -47,7 +48,7 @@ export function retryAfter(queue: string, now: number, limit?: number): Statemen
   const due = `EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL AND run_at <= ?2 AND until <= ?2)
                OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
   return {
-    sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms FROM queues s
+    sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms, ${steppedBack("s.", "?2")} AS stepped_back FROM queues s
           WHERE ${limit === undefined ? "" : "changes() < ?3 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
             AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
     args: limit === undefined ? [queue, now] : [queue, now, limit],
