@@ -2,7 +2,7 @@
 -- count at max(tokens_at, now), so after an NTP correction of an hour back a
 -- bucket refilled nothing until the clock came back to its last count, an hour
 -- later. A spend now moves the count to `now` when `now` is more than 1,000 ms
--- (STEP_BACK_MS in src/store/sql/bucket.ts) behind it: the bucket keeps what it
+-- (STEP_BACK_MS in src/store/step-back.ts) behind it: the bucket keeps what it
 -- holds and refills from the corrected clock. Up to 1,000 ms behind, `now` is
 -- taken for another server's clock a little behind, and the count stays, as
 -- before, so two servers never count the same ms twice. The expression is

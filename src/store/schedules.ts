@@ -78,8 +78,10 @@ const notFound = (name: string) => new NotFound(name, `no schedule has the name 
  * The store's recurring schedules (`store.schedules`), over the same Driver.
  * Each due fire enqueues one job, `{name}@{fire time as ISO 8601}`, in the
  * transaction that moves the schedule on to its next fire: at most once per
- * fire, however many runners fire together, and after downtime only the
- * latest missed fire.
+ * fire, however many runners fire together, and after downtime (or a clock
+ * that steps forward) only the latest missed fire. After a clock steps back
+ * (src/store/step-back.ts), the next fire is planned again from the corrected
+ * clock; a fire whose job is there already enqueues nothing.
  */
 export class Schedules {
   readonly #driver: Driver;
@@ -124,9 +126,10 @@ export class Schedules {
   /**
    * fireDue enqueues the job of every schedule due at `now` (the
    * latest fire at or before `now` of each; one of a schedule another runner
-   * fired or a put replaced meanwhile is left to it), in chunks of
-   * schedules (see HousekeepingOptions). Answers the jobs enqueued, and when
-   * the earliest schedule fires next.
+   * fired or a put replaced meanwhile is left to it), and plans again from
+   * `now` the next fire of each schedule planned by a clock that has since
+   * stepped back, in chunks of schedules (see HousekeepingOptions). Answers
+   * the jobs enqueued, and when the earliest schedule fires next.
    */
   async fireDue(now: number, options: HousekeepingOptions = {}): Promise<Fired> {
     check.instant("now", now);

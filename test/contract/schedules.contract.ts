@@ -118,6 +118,58 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
     });
   });
 
+  describe("schedules: a clock that steps", () => {
+    const at = (time: number) => new Date(time).toISOString();
+
+    test("after a step back of an hour, a per-minute cron fires at its next minute by the corrected clock, and a fire already enqueued is not enqueued again", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
+      // The clock jumps an hour ahead (only the latest missed fire, 04:00), then an NTP correction puts it back.
+      expect((await store.schedules.fireDue(AT_3 + HOUR + 30_000)).jobs).toEqual([{ id: `tick@${at(AT_3 + HOUR)}`, queue: "q" }]);
+      const back = await store.schedules.fireDue(AT_3 + 30_000);
+      expect(back).toMatchObject({ jobs: [], nextFireAt: AT_3 + MINUTE });
+      expect(await store.schedules.get("tick")).toMatchObject({ nextFireAt: AT_3 + MINUTE, lastFireAt: AT_3 + HOUR });
+      expect((await store.schedules.fireDue(AT_3 + MINUTE)).jobs).toEqual([{ id: `tick@${at(AT_3 + MINUTE)}`, queue: "q" }]);
+      expect((await store.schedules.fireDue(AT_3 + 2 * MINUTE)).jobs).toEqual([{ id: `tick@${at(AT_3 + 2 * MINUTE)}`, queue: "q" }]);
+      // 04:00 comes round again: its job exists, so nothing is enqueued twice; then 04:01 fires as usual.
+      expect((await store.schedules.fireDue(AT_3 + HOUR)).jobs).toEqual([]);
+      expect((await store.schedules.fireDue(AT_3 + HOUR + MINUTE)).jobs).toEqual([{ id: `tick@${at(AT_3 + HOUR + MINUTE)}`, queue: "q" }]);
+      expect(Object.keys(await snapshot())).toEqual([AT_3 + MINUTE, AT_3 + 2 * MINUTE, AT_3 + HOUR, AT_3 + HOUR + MINUTE].map((time) => `tick@${at(time)}`));
+    });
+
+    test("after a step back, an everyMs schedule fires at its next createdAt + k × everyMs by the corrected clock", async () => {
+      const { store } = await freshStore();
+      await store.schedules.put("beat", { queue: "q", everyMs: MINUTE }, T);
+      expect((await store.schedules.fireDue(T + 10 * MINUTE)).jobs).toEqual([{ id: `beat@${at(T + 10 * MINUTE)}`, queue: "q" }]);
+      expect(await store.schedules.fireDue(T + 2 * MINUTE + 1_000)).toMatchObject({ jobs: [], nextFireAt: T + 3 * MINUTE });
+      expect((await store.schedules.fireDue(T + 3 * MINUTE)).jobs).toEqual([{ id: `beat@${at(T + 3 * MINUTE)}`, queue: "q" }]);
+    });
+
+    test("a schedule put while the clock was an hour ahead fires at its first time by the corrected clock", async () => {
+      const { store } = await freshStore();
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, AT_3 + HOUR + 30_000);
+      expect(await store.schedules.fireDue(AT_3 + 30_000)).toMatchObject({ jobs: [], nextFireAt: AT_3 + MINUTE });
+      expect((await store.schedules.fireDue(AT_3 + MINUTE)).jobs).toEqual([{ id: `tick@${at(AT_3 + MINUTE)}`, queue: "q" }]);
+    });
+
+    test("a runner whose clock is up to a second behind (another server's) leaves the schedule as the runner ahead moved it", async () => {
+      const { store, reopen } = await freshStore();
+      const behind = await reopen();
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
+      expect((await store.schedules.fireDue(AT_3 + 100)).jobs).toHaveLength(1);
+      const moved = await store.schedules.get("tick");
+      expect(await behind.schedules.fireDue(AT_3 - 400)).toMatchObject({ jobs: [], nextFireAt: AT_3 + MINUTE });
+      expect(await store.schedules.get("tick")).toEqual(moved);
+    });
+
+    test("a step forward of a day enqueues the latest missed fire only", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
+      expect((await store.schedules.fireDue(AT_3 + 24 * HOUR + 1)).jobs).toEqual([{ id: `tick@${at(AT_3 + 24 * HOUR)}`, queue: "q" }]);
+      expect(Object.keys(await snapshot())).toHaveLength(1);
+    });
+  });
+
   describe("schedules: put, replace, get, list, delete", () => {
     test("a put of an existing name replaces it: created false, createdAt and lastFireAt kept, the next fire recomputed, the next job as replaced", async () => {
       const { store } = await freshStore();

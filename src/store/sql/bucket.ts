@@ -1,4 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
+import { STEP_BACK_MS } from "../step-back.ts";
 
 // The token bucket of a rate-limited queue (migrations/0009), as SQL
 // expressions over its `queues` row: what the claims decide by (`room` in
@@ -11,22 +12,15 @@ import type { Statement } from "../../drivers/driver.ts";
 // without a rate has NULL in these columns, and every expression here is NULL.
 //
 // A clock behind the last count (`tokens_at`) adds nothing. Up to
-// STEP_BACK_MS behind, it is taken for another server's clock a little behind
-// this one: the count stays where it is and that clock waits for it, so two
-// servers never count the same ms twice. Further behind, the clock stepped
-// back (an NTP correction): the bucket keeps its tokens and counts on from the
+// STEP_BACK_MS behind (src/store/step-back.ts), it is taken for another
+// server's clock a little behind: the count stays where it is and that clock
+// waits for it, so two servers never count the same ms twice. Further behind,
+// the clock stepped back: the bucket keeps its tokens and counts on from the
 // corrected clock (`countedFrom`), moved there by the next claim that spends
 // (migrations/0013's trigger) or is refused for want of a token (`followClock`).
 
 /** Micro-tokens in one token: what one lease costs. */
 export const TOKEN = 1_000_000;
-
-/**
- * How far behind a bucket's last count a clock may be and still be taken for
- * another server's clock (the bucket waits for it); further behind, the clock
- * stepped back, and the count follows it. Written out in migrations/0013.
- */
-export const STEP_BACK_MS = 1_000;
 
 /**
  * `now` as an integer: a parameter bound from JavaScript may arrive as a
