@@ -120,16 +120,20 @@ export type Fire = [
  * no other runner fired it; the same cron, everyMs, timezone and created_at:
  * no put or delete changed when it fires, so the fire computed is one of its
  * own), enqueues its job (at the fence floor, due at its fire time, unless
- * the id exists) and stores the fire and the next one, planned at `now`. Both
- * statements test the same condition against the same rows (the first writes
- * only jobs), so a job is enqueued exactly when its schedule moves on. Answers,
- * first, the jobs enqueued (id, queue).
+ * the id exists) and stores the fire and the next one, planned at `now`, and
+ * whether the fire found its id taken. Both statements test the same condition
+ * against the same rows (the first writes only jobs), so a job is enqueued
+ * exactly when its schedule moves on. Answers the jobs enqueued (id, queue),
+ * then the schedules moved on (name, last_fire_at, last_fire_taken).
  */
 export function fireDue(fires: Fire[], now: number): Statement[] {
   const fired = unpacked("?2", ["fire_name", "read_next", "read_cron", "read_every", "read_timezone", "read_created", "fire_at", "job_id", "fire_next"]);
   const stillDue = (s: string) =>
     `${s}.name = fire_name AND ${s}.next_fire_at IS read_next AND ${DUE(s)}
      AND ${s}.cron IS read_cron AND ${s}.every_ms IS read_every AND ${s}.timezone IS read_timezone AND ${s}.created_at = read_created`;
+  // The job the INSERT just enqueued, told from one that was there before by
+  // its times: only a job made in the same ms by another hand could pass for it.
+  const enqueuedNow = "EXISTS (SELECT 1 FROM jobs WHERE id = job_id AND created_at = ?1 AND updated_at = ?1)";
   const args = [now, JSON.stringify(fires)];
   return [
     {
@@ -141,8 +145,10 @@ export function fireDue(fires: Fire[], now: number): Statement[] {
       args,
     },
     {
-      sql: `UPDATE schedules SET last_fire_at = coalesce(fire_at, last_fire_at), next_fire_at = fire_next, planned_at = ?1
-            FROM ${fired} WHERE ${stillDue("schedules")}`,
+      sql: `UPDATE schedules SET last_fire_at = coalesce(fire_at, last_fire_at), next_fire_at = fire_next, planned_at = ?1,
+                                 last_fire_taken = CASE WHEN job_id IS NULL THEN last_fire_taken ELSE NOT ${enqueuedNow} END
+            FROM ${fired} WHERE ${stillDue("schedules")}
+            RETURNING name, last_fire_at, last_fire_taken`,
       args,
     },
   ];
