@@ -3,13 +3,12 @@
 // src/store/sql/bucket.ts) and a schedule (the `now` its next fire was
 // planned at, src/store/sql/schedules.ts).
 //
-// A little behind, `now` is taken for another server's clock, a little behind
-// the one that wrote: the stored time stands and that clock waits for it, as
-// if it were a moment later, so that two servers never count a token or a
-// fire twice between their clocks. Further behind, the clock stepped back (an
-// NTP correction, a VM resumed): the stored time follows it, so that the
-// bucket refills and the schedule fires by the corrected clock instead of
-// waiting for the old one to come round again.
+// A little behind, `now` is taken for the clock of another server, a little
+// behind the one that wrote: the stored time stands, and that clock waits for
+// it, so that two servers never count a token or a fire twice between their
+// clocks. Further behind, the clock stepped back (an NTP correction): the
+// stored time follows it, so that the bucket refills and the schedule fires
+// by the corrected clock instead of waiting for the old time to come round.
 
 /**
  * How far behind a stored time a clock may be and still be taken for another

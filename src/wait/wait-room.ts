@@ -74,7 +74,6 @@ function unref(timer: unknown): unknown {
  * - Bounded: at most `maxWaiting` waiters; `enter` answers null beyond it,
  *   and after `stop`. `stop` wakes every waiter at once, and `stopped` tells
  *   each to answer now.
- *
  * - Re-checked, not polled: while anyone waits, the room runs its `Recheck`
  *   once every `recheckMs`, for every queue and job with waiters at once (one
  *   at a time: a tick that finds the last still running skips), and wakes
