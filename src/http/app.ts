@@ -9,6 +9,7 @@ import { type Auth, bearerAuth, localCallersOnly, requireConfiguredAuth } from "
 import { describeError, errorResponse } from "./errors.ts";
 import { exactNumbers } from "./middleware/exact-numbers.ts";
 import { prometheusText } from "./metrics.ts";
+import { type PushChanges, pushRoutes, servePush } from "./push.ts";
 import { requestLog } from "./middleware/request-log.ts";
 import { routes } from "./routes.ts";
 import { scheduleRoutes } from "./schedules.ts";
@@ -34,6 +35,8 @@ export type AppOptions = {
   ui?: UiFiles;
   /** Where requests with waitMs wait, and what writes ring; default a WaitRoom of the app's own, in this process. */
   waits?: Waits;
+  /** Told when a queue's push settings change (src/http/push.ts): the runtime's pusher. Without it, nothing pushes from this app. */
+  push?: PushChanges;
 };
 
 /** A job as the API shows it: the result parsed back into the JSON value it was stored from. */
@@ -92,7 +95,7 @@ export function createApp(options: AppOptions) {
   const { store, auth } = options;
   const clock = options.clock ?? (() => Date.now());
   const limits = limitsOf(options.limits);
-  const route = routes(limits);
+  const route = { ...routes(limits), ...pushRoutes() };
   const waits = options.waits ?? localWaits(store, new WaitRoom({ clock }), clock);
   const wake = wakeWith(waits);
 
@@ -250,10 +253,14 @@ export function createApp(options: AppOptions) {
   app.openapi(route.listQueues, async (c) => c.json({ queues: await store.listQueues() }, 200));
 
   scheduleRoutes(app, route, store, clock);
+  servePush(app, route, { store, clock, push: options.push });
 
   app.openapi(route.stats, async (c) => c.json({ queues: await store.stats(clock()) }, 200));
 
-  app.openapi(route.metrics, async (c) => c.text(prometheusText(await store.stats(clock())), 200, { "Content-Type": "text/plain; version=0.0.4" }));
+  app.openapi(route.metrics, async (c) => {
+    const [queues, push] = await Promise.all([store.stats(clock()), store.push.stats({ now: clock() })]);
+    return c.text(prometheusText(queues, push), 200, { "Content-Type": "text/plain; version=0.0.4" });
+  });
 
   app.openapi(route.health, async (c) => {
     const health = await store.health();

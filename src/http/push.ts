@@ -1,0 +1,119 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { DEFAULT_MAX_IN_FLIGHT, DEFAULT_PUSH_TIMEOUT_MS, MAX_IN_FLIGHT, MAX_PUSH_TIMEOUT_MS, MAX_URL_LENGTH } from "../store/push.ts";
+import type { LeaseStore } from "../store/store.ts";
+import { body, ErrorSchema, positive, QueueName } from "./schemas.ts";
+import { afterAnswer } from "./wake.ts";
+
+// A queue's push endpoint: where the service POSTs each of its due jobs
+// (src/push/), set, read, rotated and deleted here. The secret that signs the
+// deliveries is answered twice only: by the put that creates the endpoint,
+// and by each rotation.
+
+/** What the push routes tell the pusher of the runtime (the Node dispatcher, the Worker's cache of pushed queues). */
+export type PushChanges = { changed(queue: string): void | Promise<void> };
+
+/** A queue's push settings as the API shows them: never the secret. */
+export const PushSettingsSchema = z
+  .object({
+    queue: z.string(),
+    url: z.string().openapi({ description: "Where each due job is POSTed" }),
+    timeoutMs: z.number().int().openapi({ description: "How long a delivery waits for the answer before it fails" }),
+    maxInFlight: z.number().int().openapi({ description: "At most this many of the queue's jobs pushed and not yet answered (or, answered 202, not yet ended) at once" }),
+    rotating: z.boolean().openapi({ description: "Whether deliveries are signed with the secret before the last rotation too, until the next rotation" }),
+    rotatedAt: z.number().int().nullable().openapi({ description: "The last rotation (ms since the epoch); null before the first" }),
+    createdAt: z.number().int(),
+    updatedAt: z.number().int(),
+  })
+  .openapi("PushSettings");
+
+/** The push settings with the secret, as a create and a rotation answer them, once. */
+const WithSecret = PushSettingsSchema.extend({
+  secret: z.string().openapi({ description: "whsec_ and base64: the Standard Webhooks secret that signs the deliveries. Shown this once: keep it where the endpoint can read it", example: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" }),
+}).openapi("PushSettingsWithSecret");
+
+/** What PUT /v1/queues/{queue}/push sets. */
+export const PushBody = body({
+  url: z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
+    .max(MAX_URL_LENGTH, { error: `must be at most ${MAX_URL_LENGTH} characters` })
+    .openapi({ description: "An absolute http: or https: URL, without a user name or password", example: "https://mail.example/fencelease" }),
+  timeoutMs: positive(MAX_PUSH_TIMEOUT_MS).optional().openapi({ description: `How long a delivery waits for the answer; default ${DEFAULT_PUSH_TIMEOUT_MS}` }),
+  maxInFlight: positive(MAX_IN_FLIGHT).optional().openapi({ description: `At most this many deliveries at once (202 leases count until they end); default ${DEFAULT_MAX_IN_FLIGHT}` }),
+}).openapi("PushBody");
+
+const json = <T extends z.ZodType>(shape: T, description: string) => ({ content: { "application/json": { schema: shape } }, description });
+const error = (description: string) => json(ErrorSchema, description);
+const refusals = {
+  400: error("invalid_request: the request breaks a rule; the message says which"),
+  401: error("unauthorized: a missing or wrong bearer token"),
+  413: error("payload_too_large: the body is over the limit"),
+  503: error("unavailable: the database cannot be reached; retry after Retry-After seconds"),
+};
+const QueueParam = z.object({ queue: QueueName.openapi({ param: { name: "queue", in: "path" } }) });
+const noPush = error("not_found: the queue has no push endpoint");
+
+/** The push routes. */
+export function pushRoutes() {
+  return {
+    putPush: createRoute({
+      method: "put",
+      path: "/v1/queues/{queue}/push",
+      summary: "Push the queue's due jobs to an endpoint: the service claims each one (as claim-next does, within maxInFlight) and POSTs it, signed (Standard Webhooks), with its lease in headers; a 2xx completes it with the answer's body as the result, a 202 leaves the lease to the endpoint, anything else fails it. The first put answers the secret; a later one changes the endpoint and keeps it",
+      request: { params: QueueParam, body: { content: { "application/json": { schema: PushBody } }, required: true } },
+      responses: {
+        201: json(WithSecret, "The queue is pushed now; the secret is shown this once"),
+        200: json(PushSettingsSchema, "The endpoint changed; the secret is kept, and not shown"),
+        ...refusals,
+      },
+    }),
+    getPush: createRoute({
+      method: "get",
+      path: "/v1/queues/{queue}/push",
+      summary: "A queue's push settings, without the secret",
+      request: { params: QueueParam },
+      responses: { 200: json(PushSettingsSchema, "The push settings"), 404: noPush, ...refusals },
+    }),
+    rotatePush: createRoute({
+      method: "post",
+      path: "/v1/queues/{queue}/push/rotate",
+      summary: "A new secret: deliveries are signed with it and the one it replaces until the next rotation, so that the endpoint can move to it without a refused delivery",
+      request: { params: QueueParam },
+      responses: { 200: json(WithSecret, "The new secret, shown this once"), 404: noPush, ...refusals },
+    }),
+    deletePush: createRoute({
+      method: "delete",
+      path: "/v1/queues/{queue}/push",
+      summary: "Stop pushing the queue's jobs: no more are claimed for the endpoint; deliveries on their way end as usual",
+      request: { params: QueueParam },
+      responses: { 204: { description: "No longer pushed" }, 404: noPush, ...refusals },
+    }),
+  };
+}
+
+/** Serves the push routes on `app`, over `store.push`; each change is told to `push` (if given) once written. */
+export function servePush(app: OpenAPIHono, route: ReturnType<typeof pushRoutes>, options: { store: LeaseStore; clock: () => number; push?: PushChanges }): void {
+  const { store, clock, push } = options;
+  const told = (queue: string) => push?.changed(queue);
+
+  app.openapi(route.putPush, async (c) => {
+    const queue = c.req.valid("param").queue;
+    const { created, settings, secret } = await store.push.put(queue, { ...c.req.valid("json"), now: clock() });
+    afterAnswer(c, told(queue));
+    return created ? c.json({ ...settings, secret: secret! }, 201) : c.json(settings, 200);
+  });
+
+  app.openapi(route.getPush, async (c) => c.json(await store.push.get(c.req.valid("param").queue), 200));
+
+  app.openapi(route.rotatePush, async (c) => {
+    const queue = c.req.valid("param").queue;
+    const { settings, secret } = await store.push.rotate(queue, { now: clock() });
+    afterAnswer(c, told(queue));
+    return c.json({ ...settings, secret }, 200);
+  });
+
+  app.openapi(route.deletePush, async (c) => {
+    const queue = c.req.valid("param").queue;
+    await store.push.delete(queue);
+    afterAnswer(c, told(queue));
+    return c.body(null, 204);
+  });
+}
