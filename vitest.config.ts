@@ -47,6 +47,8 @@ export default defineConfig({
           name: "workers",
           include: ["test/worker/**/*.test.ts"],
           setupFiles: ["test/worker/apply-migrations.ts"],
+          // A real HTTP endpoint, in Node, for the Worker's push deliveries (test/worker/push.test.ts).
+          globalSetup: ["test/push/worker-endpoint.setup.ts"],
         },
       },
     ],

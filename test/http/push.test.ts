@@ -71,7 +71,7 @@ describe("the push routes", () => {
 
   test("every push route needs the token", async () => {
     const { app } = await freshApp();
-    for (const [method, path] of [["PUT", "/v1/queues/mail/push"], ["GET", "/v1/queues/mail/push"], ["POST", "/v1/queues/mail/push/rotate"], ["DELETE", "/v1/queues/mail/push"]]) {
+    for (const [method, path] of [["PUT", "/v1/queues/mail/push"], ["GET", "/v1/queues/mail/push"], ["POST", "/v1/queues/mail/push/rotate"], ["DELETE", "/v1/queues/mail/push"]] as const) {
       expect((await app.request(path, { method })).status).toBe(401);
     }
   });
