@@ -46,7 +46,7 @@ export type LeaseClientOptions = {
 /** What one call may add: how long the server may wait before answering (a long poll), and a signal to give up. */
 type CallOptions = { waitMs?: number; signal?: AbortSignal };
 
-/** The longest a server waits in one long poll (MAX_WAIT_MS in src/http/schemas.ts). */
+/** The longest a server waits in one long poll (MAX_WAIT_MS in src/http/shapes.ts). */
 export const MAX_WAIT_MS = 30_000;
 
 /** The `details.outcome` of an error answer, if it has one. */

@@ -1,0 +1,50 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { prometheusText } from "./metrics.ts";
+import { type Api, error, json, refusals, type Served } from "./resource.ts";
+
+// What the server says of itself: whether writes can succeed (/healthz), its
+// numbers for Prometheus (/metrics), and the OpenAPI document of every route
+// (/openapi.json).
+
+/** The system routes. */
+export function systemRoutes() {
+  return {
+    metrics: createRoute({
+      method: "get",
+      path: "/metrics",
+      summary: "The same numbers as /v1/stats, in Prometheus text format",
+      responses: {
+        200: { content: { "text/plain": { schema: z.string() } }, description: "Prometheus exposition format 0.0.4" },
+        ...refusals,
+      },
+    }),
+    health: createRoute({
+      method: "get",
+      path: "/healthz",
+      summary: "Whether writes can succeed now; needs no token",
+      responses: {
+        200: json(z.object({ ok: z.literal(true) }), "Writes can succeed: the last one did, or a probe write that changes nothing did"),
+        503: error("unavailable: writes are failing or stuck; details.reason says why (read_only, corrupt, full, io, busy, timeout, stuck...)"),
+      },
+    }),
+  };
+}
+
+/** Serves the system routes on `app`, and the OpenAPI document of every route mounted on it. */
+export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { store, clock }: Served): void {
+  app.openapi(route.metrics, async (c) => c.text(prometheusText(await store.stats(clock())), 200, { "Content-Type": "text/plain; version=0.0.4" }));
+
+  app.openapi(route.health, async (c) => {
+    const health = await store.health();
+    if (health.ok) return c.json({ ok: true as const }, 200);
+    const details = { reason: health.reason, ...(health.outcome && { outcome: health.outcome }) };
+    return c.json({ error: { code: "unavailable", message: health.message, details } }, 503, { "Retry-After": "1" });
+  });
+
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: { title: "fencelease", version: "1", description: "Leases with fencing tokens: a stale worker never overwrites a newer result." },
+    security: [{ bearer: [] }],
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+}
