@@ -44,11 +44,24 @@ export const NextBody = (limits: Limits) =>
     ttlMs: Ttl(limits),
   }).openapi({ description: "Also lease up to `limit` due jobs of the same queue to the same owner, in the same transaction; a refused write takes none" });
 
+/** The bytes of `value` as JSON text; Infinity when it is nested too deeply for JSON.stringify, which throws then. */
+function jsonBytes(value: unknown): number {
+  try {
+    return utf8Bytes(JSON.stringify(value));
+  } catch {
+    return Infinity;
+  }
+}
+
 /** What a renew may report: any JSON value of at most MAX_PROGRESS_BYTES as JSON text, stored on the job only if the renew is accepted. */
 const progressField = z
   .unknown()
-  .refine((value) => value === undefined || utf8Bytes(JSON.stringify(value)) <= MAX_PROGRESS_BYTES, {
-    error: (issue) => `must be at most ${MAX_PROGRESS_BYTES} bytes as JSON, got ${utf8Bytes(JSON.stringify(issue.input))}; keep the details elsewhere and report a summary`,
+  .superRefine((value, context) => {
+    if (value === undefined) return;
+    const bytes = jsonBytes(value);
+    if (bytes <= MAX_PROGRESS_BYTES) return;
+    const got = bytes === Infinity ? "it is nested too deeply to be written as JSON" : `got ${bytes}`;
+    context.addIssue({ code: "custom", message: `must be at most ${MAX_PROGRESS_BYTES} bytes as JSON, ${got}; keep the details elsewhere and report a summary` });
   })
   .optional()
   .openapi({ description: `Any JSON value of at most ${MAX_PROGRESS_BYTES} bytes as JSON: stored as the job's progress if, and only if, the renew is accepted; absent keeps what is stored` });
