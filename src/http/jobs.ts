@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { STATUSES } from "../store/sql/lease.ts";
 import { MAX_REASON_BYTES, utf8Bytes } from "../store/validate.ts";
+import { emptyBodyIsNone } from "./middleware/empty-body.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
 import { body, integer, instant, JobId, JobSchema, jobView, label, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
 import { afterAnswer } from "./wake.ts";
@@ -147,6 +148,7 @@ export function jobRoutes() {
       path: "/v1/jobs/{id}/cancel",
       summary: "Cancel a queued, scheduled or leased job: it becomes cancelled, final; its holder's next renew, complete, fail or release is 409 stale_lease with details.reason cancelled",
       request: { params: IdParam, ...requestBody(CancelBody, false) }, // no body: by "api", no reason
+      middleware: [emptyBodyIsNone()],
       responses: {
         200: json(CancelAnswer, "The job, cancelled; changed is false when it already was (nothing changed)"),
         404: error("not_found"),
