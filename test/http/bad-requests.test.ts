@@ -168,3 +168,16 @@ test.each([2_500, 4_000])("an integer beyond 2^53 nested %i deep is refused like
   }
   expect(await snapshot()).toEqual({});
 });
+
+test("a body that says it is far over the limit is refused at once, without waiting for it", async () => {
+  const { app } = await freshApp({ limits: { maxBodyBytes: 1024 } });
+  const endless = new ReadableStream({ pull: (controller) => new Promise((resolve) => setTimeout(() => resolve(controller.enqueue(new Uint8Array(100))), 50)) });
+  const answer = await app.request("/v1/jobs", {
+    method: "POST",
+    headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json", "Content-Length": String(1024 * 1024) },
+    body: endless,
+    duplex: "half",
+  } as RequestInit);
+  expect(answer.status).toBe(413);
+  expect(answer.headers.get("Connection")).toBe("close");
+});
