@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { prometheusText } from "./metrics.ts";
 import { type Api, error, json, refusals, type Served } from "./resource.ts";
+import { serveFile, type StaticFile, staticFile } from "./static-file.ts";
 
 // What the server says of itself: whether writes can succeed (/healthz), its
 // numbers for Prometheus (/metrics), and the OpenAPI document of every route
@@ -41,10 +42,20 @@ export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { 
     return c.json({ error: { code: "unavailable", message: health.message, details } }, 503, { "Retry-After": "1" });
   });
 
-  app.doc31("/openapi.json", {
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+  // Built on its first request, when every route is mounted, and then served from memory: generating it takes milliseconds.
+  let document: Promise<StaticFile> | undefined;
+  app.get("/openapi.json", async (c) => {
+    document ??= staticFile(new TextEncoder().encode(JSON.stringify(openApiDocument(app))), "application/json");
+    return serveFile(c.req.raw, await document, { "Cache-Control": "no-cache" });
+  });
+}
+
+/** The OpenAPI 3.1 document of every route mounted on `app`. */
+function openApiDocument(app: Api) {
+  return app.getOpenAPI31Document({
     openapi: "3.1.0",
     info: { title: "fencelease", version: "1", description: "Leases with fencing tokens: a stale worker never overwrites a newer result." },
     security: [{ bearer: [] }],
   });
-  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
 }
