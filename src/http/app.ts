@@ -94,7 +94,7 @@ export function createApp(options: AppOptions) {
   serveLeases(app, route, served);
   serveQueues(app, route, served);
   serveSchedules(app, route, served);
-  serveSystem(app, route, served);
+  serveSystem(app, route, served, { pages: options.ui !== undefined });
   if (options.ui) app.route("/", uiRoutes(options.ui));
   return app;
 }

@@ -4,8 +4,11 @@ import { type Api, error, json, refusals, type Served } from "./resource.ts";
 import { serveFile, type StaticFile, staticFile } from "./static-file.ts";
 
 // What the server says of itself: whether writes can succeed (/healthz), its
-// numbers for Prometheus (/metrics), and the OpenAPI document of every route
-// (/openapi.json).
+// numbers for Prometheus (/metrics), the OpenAPI document of every route
+// (/openapi.json), and where to start (/).
+
+/** The package's version, as its package.json says (a test keeps the two equal): the OpenAPI document's and the index's. */
+export const VERSION = "0.1.0";
 
 /** The system routes. */
 export function systemRoutes() {
@@ -31,8 +34,12 @@ export function systemRoutes() {
   };
 }
 
-/** Serves the system routes on `app`, and the OpenAPI document of every route mounted on it. */
-export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { store, clock }: Served): void {
+/**
+ * Serves the system routes on `app`, the OpenAPI document of every route
+ * mounted on it, and the index at GET /: a browser goes on to the dashboard
+ * (when the app has `pages`), anyone else gets where the API is described.
+ */
+export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { store, clock }: Served, { pages }: { pages: boolean }): void {
   app.openapi(route.metrics, async (c) => c.text(prometheusText(await store.stats(clock())), 200, { "Content-Type": "text/plain; version=0.0.4" }));
 
   app.openapi(route.health, async (c) => {
@@ -40,6 +47,13 @@ export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { 
     if (health.ok) return c.json({ ok: true as const }, 200);
     const details = { reason: health.reason, ...(health.outcome && { outcome: health.outcome }) };
     return c.json({ error: { code: "unavailable", message: health.message, details } }, 503, { "Retry-After": "1" });
+  });
+
+  const index = { name: "fencelease", version: VERSION, openapi: "/openapi.json", ...(pages && { docs: "/docs", dashboard: "/ui" }), health: "/healthz" };
+  app.get("/", (c) => {
+    // A browser asks for text/html first; a client such as curl asks for */* or JSON.
+    if (pages && /\btext\/html\b/i.test(c.req.header("Accept") ?? "")) return c.redirect("/ui", 302);
+    return c.json(index, 200);
   });
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
@@ -55,7 +69,7 @@ export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { 
 function openApiDocument(app: Api) {
   return app.getOpenAPI31Document({
     openapi: "3.1.0",
-    info: { title: "fencelease", version: "1", description: "Leases with fencing tokens: a stale worker never overwrites a newer result." },
+    info: { title: "fencelease", version: VERSION, description: "Leases with fencing tokens: a stale worker never overwrites a newer result." },
     security: [{ bearer: [] }],
   });
 }

@@ -86,3 +86,35 @@ describe("the dashboard's files", () => {
     expect((await app.request("/docs")).status).toBe(404);
   });
 });
+
+describe("GET /", () => {
+  const CHROME_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
+
+  test("sends a browser to the dashboard, without a token", async () => {
+    const { app } = await withUi();
+    const response = await app.request("/", { headers: { Accept: CHROME_ACCEPT } });
+    expect(response.status).toBe(302);
+    expect(response.headers.get("Location")).toBe("/ui");
+  });
+
+  test.each([["curl's */*", "*/*"], ["JSON", "application/json"], ["no Accept at all", undefined]])("answers an API client (%s) a small index pointing to the OpenAPI document, without a token", async (_, accept) => {
+    const { app } = await withUi();
+    const response = await app.request("/", { headers: accept === undefined ? {} : { Accept: accept } });
+    expect(response.status).toBe(200);
+    const version = JSON.parse(readFileSync("package.json", "utf8")).version;
+    expect(await response.json()).toEqual({ name: "fencelease", version, openapi: "/openapi.json", docs: "/docs", dashboard: "/ui", health: "/healthz" });
+    expect((await app.request("/openapi.json")).status).toBe(200);
+  });
+
+  test("an app without the pages answers every caller the index, which names no page", async () => {
+    const { app } = await freshApp();
+    const response = await app.request("/", { headers: { Accept: CHROME_ACCEPT } });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ name: "fencelease", version: expect.any(String), openapi: "/openapi.json", health: "/healthz" });
+  });
+
+  test("the OpenAPI document's version is the package's", async () => {
+    const { call } = await freshApp();
+    expect((await call("GET", "/openapi.json")).body.info.version).toBe(JSON.parse(readFileSync("package.json", "utf8")).version);
+  });
+});
