@@ -5,12 +5,12 @@ import { limitBody } from "./middleware/body-limit.ts";
 import { type Auth, bearerAuth, localCallersOnly, requireConfiguredAuth } from "./middleware/auth.ts";
 import { errorResponse } from "./errors.ts";
 import { exactNumbers } from "./middleware/exact-numbers.ts";
-import { jobRoutes, serveJobs } from "./jobs.ts";
-import { leaseRoutes, serveLeases } from "./leases.ts";
-import { queueRoutes, serveQueues } from "./queues.ts";
+import { JOBS_TAG, jobRoutes, serveJobs } from "./jobs.ts";
+import { LEASES_TAG, leaseRoutes, serveLeases } from "./leases.ts";
+import { QUEUES_TAG, queueRoutes, serveQueues } from "./queues.ts";
 import { requestLog } from "./middleware/request-log.ts";
 import type { Served } from "./resource.ts";
-import { scheduleRoutes, serveSchedules } from "./schedules.ts";
+import { SCHEDULES_TAG, scheduleRoutes, serveSchedules } from "./schedules.ts";
 import { DEFAULT_LIMITS, type Limits } from "./shapes.ts";
 import { serveSystem, systemRoutes } from "./system.ts";
 import { type UiFiles, uiRoutes } from "./ui.ts";
@@ -94,7 +94,7 @@ export function createApp(options: AppOptions) {
   serveLeases(app, route, served);
   serveQueues(app, route, served);
   serveSchedules(app, route, served);
-  serveSystem(app, route, served, { pages: options.ui !== undefined });
+  serveSystem(app, route, served, { pages: options.ui !== undefined, tags: [JOBS_TAG, LEASES_TAG, QUEUES_TAG, SCHEDULES_TAG] });
   if (options.ui) app.route("/", uiRoutes(options.ui));
   return app;
 }

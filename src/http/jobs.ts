@@ -3,7 +3,7 @@ import { STATUSES } from "../store/sql/lease.ts";
 import { MAX_REASON_BYTES, utf8Bytes } from "../store/validate.ts";
 import { emptyBodyIsNone } from "./middleware/empty-body.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
-import { body, integer, instant, JobId, JobSchema, jobView, label, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
+import { anyJson, body, integer, instant, JobId, JobSchema, jobView, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
 import { afterAnswer } from "./wake.ts";
 
 // The jobs: enqueue one or many, read one (or wait for its end), list them and
@@ -15,9 +15,9 @@ const newJob = {
   id: JobId,
   payload: z.unknown().optional().openapi({ description: "Any JSON value, handed to the worker" }),
   priority: integer().optional().openapi({ description: "Higher is claimed first; default 0" }),
-  runAt: instant().optional().openapi({ description: "Not claimed by claim-next before this time (ms since the epoch)" }),
-  delayMs: integer().min(0, { error: "must not be negative" }).optional().openapi({ description: "Or: due this many ms from now" }),
-  maxAttempts: positive().optional(),
+  runAt: instant().optional().openapi({ description: "Not claimed by claim-next before this time (ms since the epoch); not with delayMs" }),
+  delayMs: integer().min(0, { error: "must not be negative" }).optional().openapi({ description: "Or: due this many ms from now; not with runAt" }),
+  maxAttempts: positive().optional().openapi({ description: "How many failed or expired attempts make it dead; default 25" }),
 };
 
 const oneOfRunAtOrDelay = [
@@ -25,10 +25,16 @@ const oneOfRunAtOrDelay = [
   { error: "give runAt or delayMs, not both" },
 ] as const;
 
-export const EnqueueBody = body({ ...newJob, queue: QueueName.optional() }).refine(...oneOfRunAtOrDelay);
+/** oneOfRunAtOrDelay in the OpenAPI document's words. */
+const notBothRunAtAndDelay = { not: { required: ["runAt", "delayMs"] } };
+
+export const EnqueueBody = body({ ...newJob, queue: QueueName.optional().openapi({ description: `The job's queue; default "default". ${LABEL_RULES}` }) })
+  .refine(...oneOfRunAtOrDelay)
+  .openapi(notBothRunAtAndDelay);
 
 export const EnqueueManyBody = body({
-  jobs: many(body(newJob).refine(...oneOfRunAtOrDelay), "jobs").openapi({ description: `1 to ${MAX_MANY} jobs, enqueued in one transaction` }),
+  jobs: many(body(newJob).refine(...oneOfRunAtOrDelay).openapi(notBothRunAtAndDelay), "jobs")
+    .openapi({ description: `1 to ${MAX_MANY} jobs, each id once, enqueued in one transaction` }),
 });
 
 /** What a cancel answers: the job, and whether this cancel changed it (false: it was already cancelled). */
@@ -36,12 +42,12 @@ export const CancelAnswer = z.object({ job: JobSchema, changed: z.boolean() }).o
 
 /** What a cancel says: who cancels (default "api") and why. */
 export const CancelBody = body({
-  by: label().optional().openapi({ example: "ops-console", description: 'Who cancels, recorded in the cancelled event; default "api"' }),
+  by: label().optional().openapi({ example: "ops-console", description: `Who cancels, recorded in the cancelled event; default "api". ${LABEL_RULES}` }),
   reason: z
     .string({ error: "must be a string" })
     .refine((value) => utf8Bytes(value) <= MAX_REASON_BYTES, { error: `must be at most ${MAX_REASON_BYTES} bytes of UTF-8` })
     .optional()
-    .openapi({ description: "Why, recorded in the cancelled event (its error)" }),
+    .openapi({ maxLength: MAX_REASON_BYTES, description: `Why, recorded in the cancelled event (its error): at most ${MAX_REASON_BYTES} bytes of UTF-8 (maxLength counts characters)` }),
 });
 
 export const ListQuery = query({
@@ -58,7 +64,7 @@ export const EventsQuery = query({
 
 export const JobQuery = query({
   waitMs: z.string().regex(/^\d+$/, { error: "must be a whole number" }).transform(Number).pipe(z.number().max(MAX_WAIT_MS, { error: `must be at most ${MAX_WAIT_MS}` })).optional()
-    .openapi({ type: "integer", description: `Wait up to this many ms (0 to ${MAX_WAIT_MS}) for the job to be done, dead or cancelled, then answer it as it is; default 0` }),
+    .openapi({ type: "integer", minimum: 0, maximum: MAX_WAIT_MS, description: `Wait up to this many ms (0 to ${MAX_WAIT_MS}) for the job to be done, dead or cancelled, then answer it as it is; default 0` }),
 });
 
 export const EventSchema = z
@@ -74,11 +80,14 @@ export const EventSchema = z
     currentOwner: z.string().nullable(),
     currentFence: z.number().int().nullable(),
     error: z.string().nullable().openapi({ description: "Why: of a failure, an expiry or a death; of a cancel, the reason given" }),
-    progress: z.unknown().openapi({ description: "renewed: the job's progress after the latest renew of the lease; other events null" }),
+    progress: anyJson().openapi({ description: "renewed: the job's progress after the latest renew of the lease; other events null" }),
     count: z.number().int().openapi({ description: "How many times it happened: the renews of one lease, or the same stale lease refused again, are one event" }),
     lastAt: z.number().int().openapi({ description: "When it last happened; at is the first time" }),
   })
   .openapi("Event");
+
+/** The tag of these routes in the OpenAPI document. */
+export const JOBS_TAG = { name: "jobs", description: "The jobs: enqueue one or many, read one (or wait for its end), list them and their history, retry a dead one, cancel, delete." };
 
 /** The job routes. */
 export function jobRoutes() {
@@ -86,6 +95,8 @@ export function jobRoutes() {
     enqueue: createRoute({
       method: "post",
       path: "/v1/jobs",
+      tags: [JOBS_TAG.name],
+      operationId: "enqueueJob",
       summary: "Enqueue a job; an existing id is left as it is",
       request: requestBody(EnqueueBody),
       responses: {
@@ -97,6 +108,8 @@ export function jobRoutes() {
     enqueueMany: createRoute({
       method: "post",
       path: "/v1/queues/{queue}/jobs",
+      tags: [JOBS_TAG.name],
+      operationId: "enqueueJobs",
       summary: `Enqueue 1 to ${MAX_MANY} jobs in one transaction; an id that exists (or repeats) is left as it is`,
       request: { params: QueueParam, ...requestBody(EnqueueManyBody) },
       responses: {
@@ -107,6 +120,8 @@ export function jobRoutes() {
     get: createRoute({
       method: "get",
       path: "/v1/jobs/{id}",
+      tags: [JOBS_TAG.name],
+      operationId: "getJob",
       summary: "Read a job; with waitMs, wait for it to be done, dead or cancelled first (a long poll)",
       request: { params: IdParam, query: JobQuery },
       responses: { 200: json(JobSchema, "The job"), 404: error("not_found"), ...refusals },
@@ -114,6 +129,8 @@ export function jobRoutes() {
     list: createRoute({
       method: "get",
       path: "/v1/jobs",
+      tags: [JOBS_TAG.name],
+      operationId: "listJobs",
       summary: "List jobs in id order, one page at a time (keyset pagination, stable while jobs change)",
       request: { query: ListQuery },
       responses: {
@@ -124,6 +141,8 @@ export function jobRoutes() {
     events: createRoute({
       method: "get",
       path: "/v1/jobs/{id}/events",
+      tags: [JOBS_TAG.name],
+      operationId: "listJobEvents",
       summary: "A job's history, oldest first: every transition and every refused write with a lease",
       request: { params: IdParam, query: EventsQuery },
       responses: {
@@ -134,6 +153,8 @@ export function jobRoutes() {
     retry: createRoute({
       method: "post",
       path: "/v1/jobs/{id}/retry",
+      tags: [JOBS_TAG.name],
+      operationId: "retryJob",
       summary: "Put a dead job back in its queue, its attempts reset; the fence goes on growing",
       request: { params: IdParam },
       responses: {
@@ -146,6 +167,8 @@ export function jobRoutes() {
     cancel: createRoute({
       method: "post",
       path: "/v1/jobs/{id}/cancel",
+      tags: [JOBS_TAG.name],
+      operationId: "cancelJob",
       summary: "Cancel a queued, scheduled or leased job: it becomes cancelled, final; its holder's next renew, complete, fail or release is 409 stale_lease with details.reason cancelled",
       request: { params: IdParam, ...requestBody(CancelBody, false) }, // no body: by "api", no reason
       middleware: [emptyBodyIsNone()],
@@ -159,6 +182,8 @@ export function jobRoutes() {
     delete: createRoute({
       method: "delete",
       path: "/v1/jobs/{id}",
+      tags: [JOBS_TAG.name],
+      operationId: "deleteJob",
       summary: "Delete a job that is not leased; its fence is kept, so a new job with this id starts above it",
       request: { params: IdParam },
       responses: {

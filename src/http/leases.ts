@@ -4,7 +4,7 @@ import * as check from "../store/validate.ts";
 import { MAX_PROGRESS_BYTES, utf8Bytes } from "../store/validate.ts";
 import { answered, type Claimed } from "../wait/long-poll.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
-import { body, Fence, integer, JobId, JobSchema, jobView, LeaseErrorSchema, LeaseSchema, leaseView, type Limits, many, MAX_MANY, MAX_WAIT_MS, outcomeView, Owner, positive, query, QueueName, Ttl } from "./shapes.ts";
+import { anyJson, body, Fence, integer, JobId, JobSchema, jobView, LeaseErrorSchema, LeaseSchema, leaseView, type Limits, many, MAX_MANY, MAX_WAIT_MS, outcomeView, Owner, positive, query, QueueName, Ttl } from "./shapes.ts";
 import { afterAnswer } from "./wake.ts";
 
 // The leases: claim a job by id or the next of a queue, and what the holder of
@@ -68,7 +68,7 @@ const progressField = z
 
 export const RenewBody = (limits: Limits) => body({ owner: Owner, fence: Fence, ttlMs: Ttl(limits), progress: progressField });
 
-const resultField = z.unknown().refine((value) => value !== undefined, { error: "is required: any JSON value" });
+const resultField = anyJson().openapi({ description: "Any JSON value: the job's result" });
 
 export const CompleteBody = (limits: Limits) => body({ owner: Owner, fence: Fence, result: resultField, next: NextBody(limits).optional() });
 
@@ -81,7 +81,7 @@ export const FailBody = (limits: Limits) =>
     owner: Owner,
     fence: Fence,
     error: z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") }).max(10_000, { error: "must be at most 10000 characters" })
-      .openapi({ description: "Why the attempt failed; kept as the job's lastError" }),
+      .openapi({ description: "Why the attempt failed, at most 10000 characters (UTF-16 code units); kept as the job's lastError" }),
     retryInMs: integer().min(0, { error: "must not be negative" }).max(YEAR_MS, { error: `must be at most ${YEAR_MS} (a year)` }).optional()
       .openapi({ description: "Due again this many ms from now; default the backoff (1 s doubling per attempt, capped at 1 hour, with jitter)" }),
     next: NextBody(limits).optional(),
@@ -106,7 +106,7 @@ export const LeaseQuery = query({
   owner: Owner,
   fence: z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") }).regex(/^\d+$/, { error: "must be a whole number" }).transform(Number)
     .pipe(z.number().min(1, { error: "must be at least 1" }).max(Number.MAX_SAFE_INTEGER, { error: "must be a safe integer" }))
-    .openapi({ type: "integer" }),
+    .openapi({ type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "The fence of the lease to check" }),
 });
 
 export const RenewManyAnswer = z
@@ -130,12 +130,20 @@ const claimedView = ({ leases, waitedMs, retryAfterMs }: Claimed, waited: boolea
 /** A job whose lease a complete or fail ended, with the leases taken when `next` was asked (and only then). */
 const settledView = (settled: Settled, next: unknown) => ({ job: jobView(settled.job), ...(next !== undefined && { leases: settled.leases.map(leaseView) }) });
 
+/** The tag of these routes in the OpenAPI document. */
+export const LEASES_TAG = { name: "leases", description: "The leases: claim a job by id or the next due jobs of a queue; renew, complete, release or fail a lease, one or many at once; check a lease before a side effect. Every write names its lease by owner and fence, and a stale one is refused (409 stale_lease) without changing anything." };
+
+/** The leases a complete or fail took: there only when it asked for next. */
+const takenLeases = z.array(LeaseSchema).optional().openapi({ description: "Only when the request asked for next: the leases it took, maybe none" });
+
 /** The lease routes for the given limits. */
 export function leaseRoutes(limits: Limits) {
   return {
     claim: createRoute({
       method: "post",
       path: "/v1/jobs/{id}/claim",
+      tags: [LEASES_TAG.name],
+      operationId: "claimJob",
       summary: "Claim a job by id: a new lease with the next fence",
       request: { params: IdParam, ...requestBody(ClaimBody(limits)) },
       responses: {
@@ -148,6 +156,8 @@ export function leaseRoutes(limits: Limits) {
     claimNext: createRoute({
       method: "post",
       path: "/v1/queues/{queue}/claim",
+      tags: [LEASES_TAG.name],
+      operationId: "claimNext",
       summary: "Claim the next due jobs of a queue: highest priority first, then due longest; with waitMs, wait for one while none is due (a long poll)",
       request: { params: QueueParam, ...requestBody(ClaimNextBody(limits)) },
       responses: { 200: json(ClaimNextAnswer, "The leases taken; empty when nothing is due (or came within waitMs). Short because of the queue's rate limit, retryAfterMs says when the next token is due"), ...refusals },
@@ -155,6 +165,8 @@ export function leaseRoutes(limits: Limits) {
     renew: createRoute({
       method: "post",
       path: "/v1/jobs/{id}/renew",
+      tags: [LEASES_TAG.name],
+      operationId: "renewLease",
       summary: "Extend the current lease, and store the progress it reports",
       request: { params: IdParam, ...requestBody(RenewBody(limits)) },
       responses: {
@@ -167,10 +179,12 @@ export function leaseRoutes(limits: Limits) {
     complete: createRoute({
       method: "post",
       path: "/v1/jobs/{id}/complete",
+      tags: [LEASES_TAG.name],
+      operationId: "completeLease",
       summary: "Store the result of the current lease; the same completion again answers 200 again. With next, also lease the next due jobs of the queue",
       request: { params: IdParam, ...requestBody(CompleteBody(limits)) },
       responses: {
-        200: json(z.object({ job: JobSchema, leases: z.array(LeaseSchema).optional() }), "The job, done; with next, the leases taken"),
+        200: json(z.object({ job: JobSchema, leases: takenLeases }), "The job, done; with next, the leases taken"),
         404: error("not_found"),
         409: error("stale_lease: the stored result is untouched"),
         ...refusals,
@@ -179,6 +193,8 @@ export function leaseRoutes(limits: Limits) {
     release: createRoute({
       method: "post",
       path: "/v1/jobs/{id}/release",
+      tags: [LEASES_TAG.name],
+      operationId: "releaseLease",
       summary: "Give the lease back; the job is claimable at once and its fence stays",
       request: { params: IdParam, ...requestBody(ReleaseBody) },
       responses: {
@@ -191,10 +207,12 @@ export function leaseRoutes(limits: Limits) {
     fail: createRoute({
       method: "post",
       path: "/v1/jobs/{id}/fail",
+      tags: [LEASES_TAG.name],
+      operationId: "failLease",
       summary: "End the current lease as a failed attempt: the job is due again later, or dead after its last attempt",
       request: { params: IdParam, ...requestBody(FailBody(limits)) },
       responses: {
-        200: json(z.object({ job: JobSchema, leases: z.array(LeaseSchema).optional() }), "The job, queued again (status scheduled) or dead; with next, the leases taken"),
+        200: json(z.object({ job: JobSchema, leases: takenLeases }), "The job, queued again (status scheduled) or dead; with next, the leases taken"),
         404: error("not_found"),
         409: error("stale_lease"),
         ...refusals,
@@ -203,6 +221,8 @@ export function leaseRoutes(limits: Limits) {
     renewMany: createRoute({
       method: "post",
       path: "/v1/leases/renew",
+      tags: [LEASES_TAG.name],
+      operationId: "renewLeases",
       summary: `One heartbeat for many leases: extend each of 1 to ${MAX_MANY} leases of one owner, each decided alone`,
       request: requestBody(RenewManyBody(limits)),
       responses: { 200: json(RenewManyAnswer, "Each lease, in order: its new until, or the error a single renew would answer"), ...refusals },
@@ -210,6 +230,8 @@ export function leaseRoutes(limits: Limits) {
     completeMany: createRoute({
       method: "post",
       path: "/v1/leases/complete",
+      tags: [LEASES_TAG.name],
+      operationId: "completeLeases",
       summary: `Complete 1 to ${MAX_MANY} leases of one owner, each decided alone; with next, also lease the next due jobs of a queue`,
       request: requestBody(CompleteManyBody(limits)),
       responses: { 200: json(CompleteManyAnswer, "Each completion, in order: done, or the error a single complete would answer; and the leases taken"), ...refusals },
@@ -217,6 +239,8 @@ export function leaseRoutes(limits: Limits) {
     lease: createRoute({
       method: "get",
       path: "/v1/jobs/{id}/lease",
+      tags: [LEASES_TAG.name],
+      operationId: "checkLease",
       summary: "Whether (owner, fence) is the job's current lease: for a downstream system to check a token before a side effect",
       request: { params: IdParam, query: LeaseQuery },
       responses: {

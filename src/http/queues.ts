@@ -12,7 +12,8 @@ import { afterAnswer } from "./wake.ts";
 export const QueueStatsSchema = z
   .object({
     queue: z.string(),
-    jobs: z.record(z.enum(STATUSES), z.number().int()),
+    // Every status, 0 included: an object of them all, so that the document says each is always there.
+    jobs: z.object(Object.fromEntries(STATUSES.map((status) => [status, z.number().int()])) as Record<(typeof STATUSES)[number], z.ZodNumber>),
     oldestDueAgeMs: z.number().int().nullable(),
     refused: z.object({ lastHour: z.number().int(), total: z.number().int() }),
     paused: z.boolean().openapi({ description: "Whether the queue is paused: claims hand out none of its jobs" }),
@@ -38,7 +39,10 @@ export const QueueSettingsBody = body({
     .openapi({ description: `Leases handed out per second, on average, by a token bucket decided in the claim (above 0, at most ${MAX_RATE_PER_SECOND}, in steps of 0.001); null or absent: no rate limit` }),
   burst: positive(MAX_BURST).nullable().optional()
     .openapi({ description: "The most tokens the bucket holds (leases at once after an idle spell); needs ratePerSecond; default max(1, ceil(ratePerSecond))" }),
-}).openapi("QueueSettingsBody");
+}).openapi("QueueSettingsBody", { dependentRequired: { burst: ["ratePerSecond"] } } as object);
+
+/** The tag of these routes in the OpenAPI document. */
+export const QUEUES_TAG = { name: "queues", description: "The queues: their numbers, and their settings (paused, maxLeased, a rate limit)." };
 
 /** The queue routes. */
 export function queueRoutes() {
@@ -46,6 +50,8 @@ export function queueRoutes() {
     pauseQueue: createRoute({
       method: "post",
       path: "/v1/queues/{queue}/pause",
+      tags: [QUEUES_TAG.name],
+      operationId: "pauseQueue",
       summary: "Pause a queue: claims hand out none of its jobs until it is resumed; leases already held go on (renew, complete, fail, release)",
       request: { params: QueueParam },
       responses: { 200: json(QueueSettingsSchema, "The queue's settings, paused"), ...refusals },
@@ -53,6 +59,8 @@ export function queueRoutes() {
     resumeQueue: createRoute({
       method: "post",
       path: "/v1/queues/{queue}/resume",
+      tags: [QUEUES_TAG.name],
+      operationId: "resumeQueue",
       summary: "Resume a paused queue: claims take its jobs again",
       request: { params: QueueParam },
       responses: { 200: json(QueueSettingsSchema, "The queue's settings, not paused"), ...refusals },
@@ -60,6 +68,8 @@ export function queueRoutes() {
     setQueue: createRoute({
       method: "put",
       path: "/v1/queues/{queue}",
+      tags: [QUEUES_TAG.name],
+      operationId: "setQueue",
       summary: "Set a queue's limits, all three at once (null or absent: none): maxLeased, and ratePerSecond with burst; keeps whether it is paused. Leases already held above a new limit go on; a new rate starts with a full bucket, a changed one keeps the tokens it holds (at most the new burst)",
       request: { params: QueueParam, ...requestBody(QueueSettingsBody) },
       responses: { 200: json(QueueSettingsSchema, "The queue's settings"), ...refusals },
@@ -67,6 +77,8 @@ export function queueRoutes() {
     getQueue: createRoute({
       method: "get",
       path: "/v1/queues/{queue}",
+      tags: [QUEUES_TAG.name],
+      operationId: "getQueue",
       summary: "A queue's settings; a queue never set is not paused and has no limits",
       request: { params: QueueParam },
       responses: { 200: json(QueueSettingsSchema, "The queue's settings"), ...refusals },
@@ -74,12 +86,16 @@ export function queueRoutes() {
     listQueues: createRoute({
       method: "get",
       path: "/v1/queues",
+      tags: [QUEUES_TAG.name],
+      operationId: "listQueues",
       summary: "The settings of every queue that has settings or jobs, by name",
       responses: { 200: json(z.object({ queues: z.array(QueueSettingsSchema) }), "The queues"), ...refusals },
     }),
     stats: createRoute({
       method: "get",
       path: "/v1/stats",
+      tags: [QUEUES_TAG.name],
+      operationId: "getStats",
       summary: "Per queue: jobs by status, the oldest due job's age, refused stale writes in the last hour and ever, and whether it is paused",
       responses: { 200: json(z.object({ queues: z.array(QueueStatsSchema) }), "The numbers"), ...refusals },
     }),

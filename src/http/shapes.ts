@@ -3,7 +3,7 @@ import type { Job, Lease } from "../store/job.ts";
 import type { LeaseOutcome } from "../store/refusal.ts";
 import { STATUSES } from "../store/sql/lease.ts";
 import { describeError } from "./errors.ts";
-import { hasUnprintable } from "./printable.ts";
+import { hasUnprintable, UNPRINTABLE_CLASS } from "./printable.ts";
 
 // The shapes every resource of the API shares: the limits, the rules of its
 // fields (ids, owners, queues, fences, lease lengths), the job, the lease and
@@ -26,18 +26,39 @@ const utf8 = new TextEncoder();
 
 // Messages name no field: the validation hook puts the field's path before each.
 
+/** The most bytes of UTF-8 an id, an owner or a queue name may take. */
+export const MAX_LABEL_BYTES = 255;
+
+/** The rules of label(), for the OpenAPI document: what a pattern and maxLength cannot say is in words. */
+export const LABEL_RULES =
+  `1 to ${MAX_LABEL_BYTES} bytes of UTF-8 (maxLength counts characters, and a character may take up to 4 bytes), ` +
+  'well-formed (no lone surrogate), with no control character (U+0000 to U+001F, U+007F to U+009F), line or paragraph separator, ' +
+  'or bidirectional mark or override; not "." or ".."';
+
+/** What a JSON Schema pattern can say of label(): none of the characters it refuses (nor these others), and not "." or "..". */
+export function labelPattern(alsoRefused = ""): string {
+  return `^(?!\\.\\.?$)[^${UNPRINTABLE_CLASS.slice(1, -1)}${alsoRefused}]+$`;
+}
+
 /** A non-empty string of at most 255 bytes of UTF-8: an id, an owner, a queue name. */
 export function label() {
   return z
     .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
     .min(1, { error: "must not be empty" })
-    .refine((value) => utf8.encode(value).byteLength <= 255, { error: "must be at most 255 bytes of UTF-8" })
+    .refine((value) => utf8.encode(value).byteLength <= MAX_LABEL_BYTES, { error: `must be at most ${MAX_LABEL_BYTES} bytes of UTF-8` })
     // A NUL would be cut off by SQLite, a lone surrogate would become U+FFFD, and
     // "." or ".." would be rewritten by every URL parser on the way to /v1/jobs/:id.
     .refine((value) => !value.includes("\u0000") && value.isWellFormed(), { error: "must be well-formed text without NUL characters" })
     // Control characters would reach logs and terminals; ids, owners and queues never need them.
     .refine((value) => !hasUnprintable(value), { error: "must not contain control characters (U+0000 to U+001F, U+007F to U+009F) or bidirectional overrides" })
-    .refine((value) => value !== "." && value !== "..", { error: 'must not be "." or ".."' });
+    .refine((value) => value !== "." && value !== "..", { error: 'must not be "." or ".."' })
+    .openapi({ maxLength: MAX_LABEL_BYTES, pattern: labelPattern(), description: LABEL_RULES });
+}
+
+/** Any JSON value, required: a field an answer always has (null at the least), or a request's that must be given. */
+export function anyJson() {
+  // Typed boolean: inferred as a type guard, it would narrow the value's type to `{} | null`.
+  return z.unknown().refine((value): boolean => value !== undefined, { error: "is required: any JSON value" });
 }
 
 export function integer() {
@@ -69,10 +90,10 @@ export function body<T extends Record<string, z.ZodType>>(shape: T) {
   });
 }
 
-export const JobId = label().openapi({ example: "invoice-42" });
-export const Owner = label().openapi({ example: "worker-a" });
-export const QueueName = label().openapi({ example: "default" });
-export const Fence = positive().openapi({ example: 1, description: "The fencing token of the lease" });
+export const JobId = label().openapi({ example: "invoice-42", description: `A job's id: ${LABEL_RULES}` });
+export const Owner = label().openapi({ example: "worker-a", description: `Who holds or asks for the lease: ${LABEL_RULES}` });
+export const QueueName = label().openapi({ example: "default", description: `A queue's name: ${LABEL_RULES}` });
+export const Fence = positive().openapi({ example: 1, description: "The fencing token of the lease, 1 to 2^53 - 1" });
 export const Ttl = (limits: Limits) =>
   positive(limits.maxTtlMs).openapi({ example: 30_000, description: "How long the lease lasts, in ms" });
 
@@ -81,19 +102,19 @@ export const JobSchema = z
   .object({
     id: z.string(),
     queue: z.string(),
-    payload: z.unknown(),
+    payload: anyJson().openapi({ description: "The JSON value it was enqueued with; null without one" }),
     priority: z.number().int(),
-    runAt: z.number().int(),
-    owner: z.string().nullable(),
-    until: z.number().int(),
-    fence: z.number().int(),
-    result: z.unknown(),
+    runAt: z.number().int().openapi({ description: "When it is due (again), in ms since the epoch" }),
+    owner: z.string().nullable().openapi({ description: "Who holds or last held its lease; null before the first claim and after an expiry" }),
+    until: z.number().int().openapi({ description: "When its lease ends or ended, in ms since the epoch; 0 before the first claim" }),
+    fence: z.number().int().openapi({ description: "The fence of its latest lease; 0 before the first claim. It only grows" }),
+    result: anyJson().openapi({ description: "The JSON value that completed it; null until then" }),
     done: z.boolean(),
     status: z.enum(STATUSES),
     attempts: z.number().int(),
     maxAttempts: z.number().int(),
     lastError: z.string().nullable(),
-    progress: z.unknown().openapi({ description: "The JSON value a current lease last reported with a renew, or null; kept when the lease ends" }),
+    progress: anyJson().openapi({ description: "The JSON value a current lease last reported with a renew, or null; kept when the lease ends" }),
     createdAt: z.number().int(),
     updatedAt: z.number().int(),
   })
@@ -137,7 +158,8 @@ export const MAX_WAIT_MS = 30_000;
 
 /** A number sent as a query parameter. */
 export const queryInt = (max: number) =>
-  z.string().regex(/^\d+$/, { error: "must be a whole number" }).transform(Number).pipe(z.number().min(1, { error: "must be at least 1" }).max(max, { error: `must be at most ${max}` }));
+  z.string().regex(/^\d+$/, { error: "must be a whole number" }).transform(Number).pipe(z.number().min(1, { error: "must be at least 1" }).max(max, { error: `must be at most ${max}` }))
+    .openapi({ type: "integer", minimum: 1, maximum: max });
 
 /** The query of a listing that refuses parameters it does not know. */
 export function query<T extends Record<string, z.ZodType>>(shape: T) {

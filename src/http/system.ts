@@ -10,12 +10,17 @@ import { serveFile, type StaticFile, staticFile } from "./static-file.ts";
 /** The package's version, as its package.json says (a test keeps the two equal): the OpenAPI document's and the index's. */
 export const VERSION = "0.1.0";
 
+/** The tag of these routes in the OpenAPI document. */
+export const SYSTEM_TAG = { name: "system", description: "The server itself: whether writes can succeed now, and its numbers for Prometheus." };
+
 /** The system routes. */
 export function systemRoutes() {
   return {
     metrics: createRoute({
       method: "get",
       path: "/metrics",
+      tags: [SYSTEM_TAG.name],
+      operationId: "getMetrics",
       summary: "The same numbers as /v1/stats, in Prometheus text format",
       responses: {
         200: { content: { "text/plain": { schema: z.string() } }, description: "Prometheus exposition format 0.0.4" },
@@ -25,7 +30,10 @@ export function systemRoutes() {
     health: createRoute({
       method: "get",
       path: "/healthz",
+      tags: [SYSTEM_TAG.name],
+      operationId: "getHealth",
       summary: "Whether writes can succeed now; needs no token",
+      security: [],
       responses: {
         200: json(z.object({ ok: z.literal(true) }), "Writes can succeed: the last one did, or a probe write that changes nothing did"),
         503: error("unavailable: writes are failing or stuck; details.reason says why (read_only, corrupt, full, io, busy, timeout, stuck...)"),
@@ -39,7 +47,7 @@ export function systemRoutes() {
  * mounted on it, and the index at GET /: a browser goes on to the dashboard
  * (when the app has `pages`), anyone else gets where the API is described.
  */
-export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { store, clock }: Served, { pages }: { pages: boolean }): void {
+export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { store, clock }: Served, { pages, tags }: { pages: boolean; tags: Tag[] }): void {
   app.openapi(route.metrics, async (c) => c.text(prometheusText(await store.stats(clock())), 200, { "Content-Type": "text/plain; version=0.0.4" }));
 
   app.openapi(route.health, async (c) => {
@@ -60,16 +68,22 @@ export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { 
   // Built on its first request, when every route is mounted, and then served from memory: generating it takes milliseconds.
   let document: Promise<StaticFile> | undefined;
   app.get("/openapi.json", async (c) => {
-    document ??= staticFile(new TextEncoder().encode(JSON.stringify(openApiDocument(app))), "application/json");
+    document ??= staticFile(new TextEncoder().encode(JSON.stringify(openApiDocument(app, [...tags, SYSTEM_TAG]))), "application/json");
     return serveFile(c.req.raw, await document, { "Cache-Control": "no-cache" });
   });
 }
 
-/** The OpenAPI 3.1 document of every route mounted on `app`. */
-function openApiDocument(app: Api) {
+/** A tag of the OpenAPI document: the resource its operations belong to. */
+export type Tag = { name: string; description: string };
+
+/** The OpenAPI 3.1 document of every route mounted on `app`, its operations grouped by these tags. */
+function openApiDocument(app: Api, tags: Tag[]) {
   return app.getOpenAPI31Document({
     openapi: "3.1.0",
     info: { title: "fencelease", version: VERSION, description: "Leases with fencing tokens: a stale worker never overwrites a newer result." },
+    // Relative: the server that serves this document, wherever it is reached.
+    servers: [{ url: "/", description: "This server" }],
+    tags,
     security: [{ bearer: [] }],
   });
 }
