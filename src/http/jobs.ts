@@ -28,17 +28,19 @@ const oneOfRunAtOrDelay = [
 /** oneOfRunAtOrDelay in the OpenAPI document's words. */
 const notBothRunAtAndDelay = { not: { required: ["runAt", "delayMs"] } };
 
+/** What POST /v1/jobs enqueues: one job, its queue included. */
 export const EnqueueBody = body({ ...newJob, queue: QueueName.optional().openapi({ description: `The job's queue; default "default". ${LABEL_RULES}` }) })
   .refine(...oneOfRunAtOrDelay)
   .openapi(notBothRunAtAndDelay);
 
+/** What POST /v1/queues/{queue}/jobs enqueues: 1 to MAX_MANY jobs of that queue. */
 export const EnqueueManyBody = body({
   jobs: many(body(newJob).refine(...oneOfRunAtOrDelay).openapi(notBothRunAtAndDelay), "jobs")
     .openapi({ description: `1 to ${MAX_MANY} jobs, each id once, enqueued in one transaction` }),
 });
 
 /** What a cancel answers: the job, and whether this cancel changed it (false: it was already cancelled). */
-export const CancelAnswer = z.object({ job: JobSchema, changed: z.boolean() }).openapi("CancelAnswer");
+const CancelAnswer = z.object({ job: JobSchema, changed: z.boolean() }).openapi("CancelAnswer");
 
 /** What a cancel says: who cancels (default "api") and why. */
 export const CancelBody = body({
@@ -50,6 +52,7 @@ export const CancelBody = body({
     .openapi({ maxLength: MAX_REASON_BYTES, description: `Why, recorded in the cancelled event (its error): at most ${MAX_REASON_BYTES} bytes of UTF-8 (maxLength counts characters)` }),
 });
 
+/** The query of GET /v1/jobs. */
 export const ListQuery = query({
   queue: QueueName.optional(),
   status: z.enum(STATUSES, { error: `must be one of ${STATUSES.join(", ")}` }).optional(),
@@ -57,16 +60,19 @@ export const ListQuery = query({
   cursor: z.string().optional().openapi({ description: "nextCursor of the page before" }),
 });
 
+/** The query of GET /v1/jobs/{id}/events. */
 export const EventsQuery = query({
   limit: queryInt(1000).optional().openapi({ type: "integer", description: "1 to 1000; default 100" }),
   cursor: z.string().regex(/^\d+$/, { error: "must be the nextCursor of the page before" }).optional(),
 });
 
-export const JobQuery = query({
+/** The query of GET /v1/jobs/{id}: how long to wait for the job's end. */
+const JobQuery = query({
   waitMs: z.string().regex(/^\d+$/, { error: "must be a whole number" }).transform(Number).pipe(z.number().max(MAX_WAIT_MS, { error: `must be at most ${MAX_WAIT_MS}` })).optional()
     .openapi({ type: "integer", minimum: 0, maximum: MAX_WAIT_MS, description: `Wait up to this many ms (0 to ${MAX_WAIT_MS}) for the job to be done, dead or cancelled, then answer it as it is; default 0` }),
 });
 
+/** One entry of a job's history: an accepted transition, or a refused write with a lease. */
 export const EventSchema = z
   .object({
     seq: z.number().int(),

@@ -12,6 +12,7 @@ import { afterAnswer } from "./wake.ts";
 // and the check a downstream system makes of a lease before a side effect.
 // Every write names its lease by owner and fence, and a stale one is refused.
 
+/** What POST /v1/jobs/{id}/claim asks for: who, and for how long. */
 export const ClaimBody = (limits: Limits) => body({ owner: Owner, ttlMs: Ttl(limits) });
 
 /** How long a request may wait, 0 (no wait, the default) to MAX_WAIT_MS. */
@@ -19,6 +20,7 @@ function waitMs() {
   return integer().min(0, { error: "must not be negative" }).max(MAX_WAIT_MS, { error: `must be at most ${MAX_WAIT_MS}` }).optional();
 }
 
+/** What POST /v1/queues/{queue}/claim asks for: who, for how long, how many, and how long to wait for one. */
 export const ClaimNextBody = (limits: Limits) =>
   body({
     owner: Owner,
@@ -27,6 +29,7 @@ export const ClaimNextBody = (limits: Limits) =>
     waitMs: waitMs().openapi({ description: `With no due job, wait up to this many ms (0 to ${MAX_WAIT_MS}) for one before answering; default 0, no wait` }),
   });
 
+/** What a claim-next answers: the leases taken, and why there are fewer when the server can say. */
 export const ClaimNextAnswer = z.object({
   leases: z.array(LeaseSchema),
   waitedMs: z.number().int().optional().openapi({
@@ -66,16 +69,20 @@ const progressField = z
   .optional()
   .openapi({ description: `Any JSON value of at most ${MAX_PROGRESS_BYTES} bytes as JSON: stored as the job's progress if, and only if, the renew is accepted; absent keeps what is stored` });
 
+/** What POST /v1/jobs/{id}/renew sends: the lease, its new length, and the progress to store. */
 export const RenewBody = (limits: Limits) => body({ owner: Owner, fence: Fence, ttlMs: Ttl(limits), progress: progressField });
 
 const resultField = anyJson().openapi({ description: "Any JSON value: the job's result" });
 
+/** What POST /v1/jobs/{id}/complete sends: the lease, the result, and what to take next. */
 export const CompleteBody = (limits: Limits) => body({ owner: Owner, fence: Fence, result: resultField, next: NextBody(limits).optional() });
 
+/** What POST /v1/jobs/{id}/release sends: the lease. */
 export const ReleaseBody = body({ owner: Owner, fence: Fence });
 
 const YEAR_MS = 365 * 24 * 60 * 60 * 1000;
 
+/** What POST /v1/jobs/{id}/fail sends: the lease, why, when to try again, and what to take next. */
 export const FailBody = (limits: Limits) =>
   body({
     owner: Owner,
@@ -87,6 +94,7 @@ export const FailBody = (limits: Limits) =>
     next: NextBody(limits).optional(),
   });
 
+/** What POST /v1/leases/renew sends: one owner's leases, each with the progress it reports. */
 export const RenewManyBody = (limits: Limits) =>
   body({
     owner: Owner,
@@ -94,6 +102,7 @@ export const RenewManyBody = (limits: Limits) =>
     leases: many(body({ id: JobId, fence: Fence, progress: progressField }), "leases").openapi({ description: `1 to ${MAX_MANY} leases, each renewed or refused alone, each with the progress it reports, if any` }),
   });
 
+/** What POST /v1/leases/complete sends: one owner's completions, and what to take next. */
 export const CompleteManyBody = (limits: Limits) =>
   body({
     owner: Owner,
@@ -102,6 +111,7 @@ export const CompleteManyBody = (limits: Limits) =>
       .openapi({ description: "Also lease up to `limit` due jobs of `queue` to the same owner, in the same transaction" }),
   });
 
+/** The query of GET /v1/jobs/{id}/lease: the lease to check. */
 export const LeaseQuery = query({
   owner: Owner,
   fence: z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") }).regex(/^\d+$/, { error: "must be a whole number" }).transform(Number)
@@ -109,10 +119,12 @@ export const LeaseQuery = query({
     .openapi({ type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "The fence of the lease to check" }),
 });
 
+/** What a many-lease renew answers: each lease's new end, or its refusal. */
 export const RenewManyAnswer = z
   .object({ leases: z.array(z.union([z.object({ id: z.string(), until: z.number().int() }), z.object({ id: z.string(), error: LeaseErrorSchema })])) })
   .openapi("RenewManyAnswer");
 
+/** What a many-lease complete answers: each completion, or its refusal; and the leases taken. */
 export const CompleteManyAnswer = z
   .object({
     completed: z.array(z.union([z.object({ id: z.string(), done: z.literal(true) }), z.object({ id: z.string(), error: LeaseErrorSchema })])),

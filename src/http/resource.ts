@@ -38,7 +38,9 @@ export const refusals = {
   503: error("unavailable: the database cannot be reached; retry after Retry-After seconds"),
 };
 
+/** The {id} of a job's path. */
 export const IdParam = z.object({ id: JobId.openapi({ param: { name: "id", in: "path" } }) });
+/** The {queue} of a queue's path. */
 export const QueueParam = z.object({ queue: QueueName.openapi({ param: { name: "queue", in: "path" } }) });
 
 /** A request body of JSON with this shape; optional when `required` is false. */

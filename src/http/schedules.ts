@@ -11,7 +11,7 @@ import { anyJson, body, integer, label, labelPattern, positive, QueueName } from
 // refusals say which field is wrong, so the rules live in one place.
 
 /** A schedule's name: a job id's rules, without "@", short enough that `{name}@{fire time}` is a job id. */
-export const ScheduleName = label()
+const ScheduleName = label()
   .refine((value) => !value.includes("@"), { error: `must not contain "@", which separates the name from the fire time in its jobs' ids` })
   .refine((value) => utf8Bytes(value) <= MAX_NAME_BYTES, { error: `must be at most ${MAX_NAME_BYTES} bytes of UTF-8, so that its jobs' ids ({name}@{fire time}) fit in 255` })
   .openapi({

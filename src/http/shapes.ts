@@ -27,7 +27,7 @@ const utf8 = new TextEncoder();
 // Messages name no field: the validation hook puts the field's path before each.
 
 /** The most bytes of UTF-8 an id, an owner or a queue name may take. */
-export const MAX_LABEL_BYTES = 255;
+const MAX_LABEL_BYTES = 255;
 
 /** The rules of label(), for the OpenAPI document: what a pattern and maxLength cannot say is in words. */
 export const LABEL_RULES =
@@ -61,6 +61,7 @@ export function anyJson() {
   return z.unknown().refine((value): boolean => value !== undefined, { error: "is required: any JSON value" });
 }
 
+/** A safe integer, negative included. */
 export function integer() {
   return z
     .number({ error: (issue) => (issue.input === undefined ? "is required" : "must be a number") })
@@ -69,10 +70,12 @@ export function integer() {
     .max(Number.MAX_SAFE_INTEGER, { error: "must be a safe integer" });
 }
 
+/** A safe integer of 1 to `max`. */
 export function positive(max = Number.MAX_SAFE_INTEGER) {
   return integer().min(1, { error: "must be at least 1" }).max(max, { error: `must be at most ${max}` });
 }
 
+/** A point in time: milliseconds since the epoch, not negative. */
 export function instant() {
   return integer().min(0, { error: "must be milliseconds since the epoch, not negative" });
 }
@@ -90,10 +93,15 @@ export function body<T extends Record<string, z.ZodType>>(shape: T) {
   });
 }
 
+/** A job's id. */
 export const JobId = label().openapi({ example: "invoice-42", description: `A job's id: ${LABEL_RULES}` });
+/** Who holds or asks for a lease. */
 export const Owner = label().openapi({ example: "worker-a", description: `Who holds or asks for the lease: ${LABEL_RULES}` });
+/** A queue's name. */
 export const QueueName = label().openapi({ example: "default", description: `A queue's name: ${LABEL_RULES}` });
+/** The fencing token a write names its lease by. */
 export const Fence = positive().openapi({ example: 1, description: "The fencing token of the lease, 1 to 2^53 - 1" });
+/** How long a lease lasts, up to the limits' maxTtlMs. */
 export const Ttl = (limits: Limits) =>
   positive(limits.maxTtlMs).openapi({ example: 30_000, description: "How long the lease lasts, in ms" });
 
@@ -120,10 +128,12 @@ export const JobSchema = z
   })
   .openapi("Job");
 
+/** A lease as the API shows it: its fence, its end and its job. */
 export const LeaseSchema = z
   .object({ fence: z.number().int(), until: z.number().int(), job: JobSchema })
   .openapi("Lease");
 
+/** The body of every error answer. */
 export const ErrorSchema = z
   .object({
     error: z.object({

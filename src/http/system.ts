@@ -8,10 +8,10 @@ import { serveFile, type StaticFile, staticFile } from "./static-file.ts";
 // (/openapi.json), and where to start (/).
 
 /** The package's version, as its package.json says (a test keeps the two equal): the OpenAPI document's and the index's. */
-export const VERSION = "0.1.0";
+const VERSION = "0.1.0";
 
 /** The tag of these routes in the OpenAPI document. */
-export const SYSTEM_TAG = { name: "system", description: "The server itself: whether writes can succeed now, and its numbers for Prometheus." };
+const SYSTEM_TAG = { name: "system", description: "The server itself: whether writes can succeed now, and its numbers for Prometheus." };
 
 /** The system routes. */
 export function systemRoutes() {
