@@ -95,6 +95,8 @@ export function createApp(options: AppOptions) {
   serveQueues(app, route, served);
   serveSchedules(app, route, served);
   serveSystem(app, route, served, { pages: options.ui !== undefined, tags: [JOBS_TAG, LEASES_TAG, QUEUES_TAG, SCHEDULES_TAG] });
-  if (options.ui) app.route("/", uiRoutes(options.ui));
+  // With auth off (local development: loopback callers only, so no anonymous loop from afar) the
+  // dashboard's files are read again on every request, so that an edit shows on the next reload.
+  if (options.ui) app.route("/", uiRoutes(options.ui, { reread: auth === "off" }));
   return app;
 }

@@ -40,10 +40,11 @@ const FILE_NAME = /^(?:[a-z0-9][a-z0-9-]*\/)*[a-z0-9][a-z0-9.-]*\.(?:html|js|css
  * data they show comes from the API, with the token the person gives. Each file
  * is read once, on its first request, and then served from memory with its
  * ETag, gzipped to a client that takes it (see static-file.ts): a change to a
- * file shows after a restart.
+ * file shows after a restart. With `reread` (local development), each request
+ * reads its file again, so that an edit shows on the next reload.
  */
-export function uiRoutes(files: UiFiles): Hono {
-  const held = heldFiles(files);
+export function uiRoutes(files: UiFiles, { reread = false }: { reread?: boolean } = {}): Hono {
+  const held = heldFiles(files, reread);
   const app = new Hono();
   app.get("/ui", (c) => page(held, "index.html", c.req.raw));
   app.get("/docs", (c) => page(held, "docs.html", c.req.raw));
@@ -64,21 +65,35 @@ const PAGE_HEADERS = {
   "Cache-Control": "no-cache",
 };
 
-/** The files, each read once: the first request of a name reads it, and every later one gets what that read. */
-function heldFiles(files: UiFiles): (name: string) => Promise<StaticFile | null> {
-  const held = new Map<string, Promise<StaticFile>>();
+/**
+ * The files as held in memory: the first request of a name reads it, and every
+ * later one gets what that read. With `reread`, each request reads its file
+ * again and gets the held copy while the bytes are the same: an edit shows on
+ * the next reload, at the cost of a read.
+ */
+function heldFiles(files: UiFiles, reread: boolean): (name: string) => Promise<StaticFile | null> {
+  const held = new Map<string, { bytes: Uint8Array; file: Promise<StaticFile> }>();
   return async function heldFile(name) {
-    let file = held.get(name);
-    if (!file) {
-      const read = await files(name);
-      // Only files that exist are kept, so requests for made-up names cannot fill the memory.
-      if (!read || !read.ok) return null;
-      file = held.get(name) ?? staticFile(new Uint8Array(await read.arrayBuffer()), read.headers.get("Content-Type") ?? "application/octet-stream");
-      held.set(name, file);
-      file.catch(() => held.delete(name));
+    const known = held.get(name);
+    if (known && !reread) return known.file;
+    const read = await files(name);
+    // Only files that exist are kept, so requests for made-up names cannot fill the memory.
+    if (!read || !read.ok) {
+      held.delete(name);
+      return null;
     }
+    const bytes = new Uint8Array(await read.arrayBuffer());
+    const again = held.get(name); // another request may have read it meanwhile
+    if (again && sameBytes(again.bytes, bytes)) return again.file;
+    const file = staticFile(bytes, read.headers.get("Content-Type") ?? "application/octet-stream");
+    held.set(name, { bytes, file });
+    file.catch(() => held.delete(name));
     return file;
   };
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && a.every((byte, i) => byte === b[i]);
 }
 
 async function page(held: (name: string) => Promise<StaticFile | null>, name: string, request: Request): Promise<Response> {
