@@ -1,7 +1,7 @@
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { createRoute, z } from "@hono/zod-openapi";
 import { DEFAULT_MAX_IN_FLIGHT, DEFAULT_PUSH_TIMEOUT_MS, MAX_IN_FLIGHT, MAX_PUSH_TIMEOUT_MS, MAX_URL_LENGTH } from "../store/push.ts";
-import type { LeaseStore } from "../store/store.ts";
-import { body, ErrorSchema, positive, QueueName } from "./schemas.ts";
+import { type Api, error, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
+import { body, positive } from "./shapes.ts";
 import { afterAnswer } from "./wake.ts";
 
 // A queue's push endpoint: where the service POSTs each of its due jobs
@@ -40,25 +40,24 @@ export const PushBody = body({
   maxInFlight: positive(MAX_IN_FLIGHT).optional().openapi({ description: `At most this many deliveries at once (202 leases count until they end); default ${DEFAULT_MAX_IN_FLIGHT}` }),
 }).openapi("PushBody");
 
-const json = <T extends z.ZodType>(shape: T, description: string) => ({ content: { "application/json": { schema: shape } }, description });
-const error = (description: string) => json(ErrorSchema, description);
-const refusals = {
-  400: error("invalid_request: the request breaks a rule; the message says which"),
-  401: error("unauthorized: a missing or wrong bearer token"),
-  413: error("payload_too_large: the body is over the limit"),
-  503: error("unavailable: the database cannot be reached; retry after Retry-After seconds"),
-};
-const QueueParam = z.object({ queue: QueueName.openapi({ param: { name: "queue", in: "path" } }) });
 const noPush = error("not_found: the queue has no push endpoint");
+
+/** The tag of these routes in the OpenAPI document. */
+export const PUSH_TAG = {
+  name: "push",
+  description: "A queue's push endpoint: the service claims the queue's due jobs itself and POSTs each one there, signed as Standard Webhooks sign, with its lease in headers; the answer completes or fails the lease.",
+};
 
 /** The push routes. */
 export function pushRoutes() {
   return {
     putPush: createRoute({
+      tags: [PUSH_TAG.name],
+      operationId: "setPush",
       method: "put",
       path: "/v1/queues/{queue}/push",
       summary: "Push the queue's due jobs to an endpoint: the service claims each one (as claim-next does, within maxInFlight) and POSTs it, signed (Standard Webhooks), with its lease in headers; a 2xx completes it with the answer's body as the result, a 202 leaves the lease to the endpoint, anything else fails it. The first put answers the secret; a later one changes the endpoint and keeps it",
-      request: { params: QueueParam, body: { content: { "application/json": { schema: PushBody } }, required: true } },
+      request: { params: QueueParam, ...requestBody(PushBody) },
       responses: {
         201: json(WithSecret, "The queue is pushed now; the secret is shown this once"),
         200: json(PushSettingsSchema, "The endpoint changed; the secret is kept, and not shown"),
@@ -66,6 +65,8 @@ export function pushRoutes() {
       },
     }),
     getPush: createRoute({
+      tags: [PUSH_TAG.name],
+      operationId: "getPush",
       method: "get",
       path: "/v1/queues/{queue}/push",
       summary: "A queue's push settings, without the secret",
@@ -73,6 +74,8 @@ export function pushRoutes() {
       responses: { 200: json(PushSettingsSchema, "The push settings"), 404: noPush, ...refusals },
     }),
     rotatePush: createRoute({
+      tags: [PUSH_TAG.name],
+      operationId: "rotatePushSecret",
       method: "post",
       path: "/v1/queues/{queue}/push/rotate",
       summary: "A new secret: deliveries are signed with it and the one it replaces until the next rotation, so that the endpoint can move to it without a refused delivery",
@@ -80,6 +83,8 @@ export function pushRoutes() {
       responses: { 200: json(WithSecret, "The new secret, shown this once"), 404: noPush, ...refusals },
     }),
     deletePush: createRoute({
+      tags: [PUSH_TAG.name],
+      operationId: "deletePush",
       method: "delete",
       path: "/v1/queues/{queue}/push",
       summary: "Stop pushing the queue's jobs: no more are claimed for the endpoint; deliveries on their way end as usual",
@@ -89,9 +94,8 @@ export function pushRoutes() {
   };
 }
 
-/** Serves the push routes on `app`, over `store.push`; each change is told to `push` (if given) once written. */
-export function servePush(app: OpenAPIHono, route: ReturnType<typeof pushRoutes>, options: { store: LeaseStore; clock: () => number; push?: PushChanges }): void {
-  const { store, clock, push } = options;
+/** Serves the push routes on `app`, over `store.push`; each change is told to `push` (the runtime's pusher, if any) once written. */
+export function servePush(app: Api, route: ReturnType<typeof pushRoutes>, { store, clock }: Served, push?: PushChanges): void {
   const told = (queue: string) => push?.changed(queue);
 
   app.openapi(route.putPush, async (c) => {
