@@ -13,6 +13,7 @@ export {
 } from "./errors.ts";
 export { type FencedDatabase, fencedStatement, type FencedValue, type FencedWrite, fencedWrite } from "./fenced-write.ts";
 export { LeaseClient } from "./lease-client.ts";
+export { type PushCalls } from "./push.ts";
 export { type QueueCalls } from "./queues.ts";
 export { type ScheduleCalls } from "./schedules.ts";
 export { type LeaseClientOptions } from "./transport.ts";
@@ -44,6 +45,9 @@ export type {
   ListRequest,
   NewJobRequest,
   NextRequest,
+  PushRequest,
+  PushSettings,
+  PushSettingsWithSecret,
   QueueSettings,
   QueueSettingsRequest,
   QueueStats,

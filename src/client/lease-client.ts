@@ -1,3 +1,4 @@
+import { PushCalls } from "./push.ts";
 import { queuePath, QueueCalls } from "./queues.ts";
 import { ScheduleCalls } from "./schedules.ts";
 import { type CallOptions, type LeaseClientOptions, queryString, Transport } from "./transport.ts";
@@ -38,7 +39,8 @@ export const MAX_WAIT_MS = 30_000;
 /**
  * LeaseClient calls the fencelease HTTP API, one method per route: jobs and
  * leases on the client itself, whole queues on `client.queues`, schedules on
- * `client.schedules` (one transport, one token, one retry policy for all).
+ * `client.schedules`, push endpoints on `client.push` (one transport, one
+ * token, one retry policy for all).
  * A refusal throws a typed error (LeaseLostError, NotClaimableError,
  * ConflictError, NotFoundError, UnauthorizedError, InvalidRequestError,
  * UnavailableError); which calls are sent again after a lost answer is
@@ -75,6 +77,8 @@ export class LeaseClient {
   readonly queues: QueueCalls;
   /** The calls about recurring schedules: put, get, list, delete. */
   readonly schedules: ScheduleCalls;
+  /** The calls about a queue's push endpoint: set, get, rotate, delete. */
+  readonly push: PushCalls;
   readonly #transport: Transport;
 
   /** Checks the options (RangeError for a bad timeoutMs); sends nothing until a call. */
@@ -82,6 +86,7 @@ export class LeaseClient {
     this.#transport = new Transport(options);
     this.queues = new QueueCalls(this.#transport);
     this.schedules = new ScheduleCalls(this.#transport);
+    this.push = new PushCalls(this.#transport);
   }
 
   /**
