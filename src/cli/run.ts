@@ -6,6 +6,7 @@ import { EXIT, exitFor, UsageError } from "./exit-codes.ts";
 import { bareWait, OPTIONS } from "./flags.ts";
 import { JOB_COMMANDS } from "./jobs.ts";
 import { LEASE_COMMANDS } from "./leases.ts";
+import { PUSH_COMMANDS } from "./push.ts";
 import { QUEUE_COMMANDS } from "./queues.ts";
 import { SCHEDULE_COMMANDS } from "./schedules.ts";
 import { migrateDatabase, serve } from "./server-commands.ts";
@@ -15,10 +16,10 @@ export type { Io } from "./command.ts";
 
 // The dispatcher: reads the command line, finds the command, and prints its
 // answer (or the one line of its error) with the exit code. Each group of
-// commands is a file of its own (jobs.ts, leases.ts, queues.ts, schedules.ts).
+// commands is a file of its own (jobs.ts, leases.ts, queues.ts, push.ts, schedules.ts).
 
 /** Every command that calls the server, by name. */
-const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...LEASE_COMMANDS, ...QUEUE_COMMANDS, ...SCHEDULE_COMMANDS };
+const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...LEASE_COMMANDS, ...QUEUE_COMMANDS, ...PUSH_COMMANDS, ...SCHEDULE_COMMANDS };
 
 /**
  * The command named on the line (one word, or two for a group such as
