@@ -47,7 +47,7 @@ export type ServerConfig = {
 export type RunningServer = { url: string; readonly waiting: number; stop: () => Promise<void> };
 
 /** Reads HOST, PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, DATABASE_TIMEOUT_MS, RETENTION_MS, SHUTDOWN_GRACE_MS, MAX_WAITING, WAIT_RECHECK_MS, FENCELEASE_TOKENS and FENCELEASE_AUTH. */
-export function serverConfigFromEnv(env: NodeJS.ProcessEnv): ServerConfig {
+export function serverConfigFromEnv(env: Record<string, string | undefined>): ServerConfig {
   const port = Number(env.PORT ?? 8787);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got ${env.PORT}`);
   return {
