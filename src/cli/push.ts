@@ -30,8 +30,15 @@ function request(flags: Flags, current: PushSettings | null): PushRequest {
   return { url, timeoutMs: integer(flags, "timeout-ms") ?? current?.timeoutMs, maxInFlight: integer(flags, "max-in-flight") ?? current?.maxInFlight };
 }
 
-/** push set, push get, push rotate and push rm. */
+/** push list, push set, push get, push rotate and push rm. */
 export const PUSH_COMMANDS: Record<string, Command> = {
+  "push list": {
+    argument: null,
+    async run({ client }) {
+      const endpoints = await client.push.list();
+      return { json: { endpoints }, text: endpoints.length === 0 ? "no pushed queues" : columns(endpoints.map(pushCells)) };
+    },
+  },
   "push set": {
     argument: "a queue",
     async run({ arg: queue, flags, client }) {

@@ -45,6 +45,7 @@ Queues:
   pause <queue>                  claims take none of the queue's jobs until resume; leases held go on
   resume <queue>                 claims take the queue's jobs again
 Push:
+  push list                      every pushed queue: its endpoint, timeout and maxInFlight
   push set <queue> [--endpoint URL] [--timeout-ms N] [--max-in-flight N]
                                  the server claims the queue's due jobs and POSTs each to URL, signed;
                                  the first set prints the secret, once (the options not given stay)

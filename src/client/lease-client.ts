@@ -77,7 +77,7 @@ export class LeaseClient {
   readonly queues: QueueCalls;
   /** The calls about recurring schedules: put, get, list, delete. */
   readonly schedules: ScheduleCalls;
-  /** The calls about a queue's push endpoint: set, get, rotate, delete. */
+  /** The calls about a queue's push endpoint: set, get, list, rotate, delete. */
   readonly push: PushCalls;
   readonly #transport: Transport;
 

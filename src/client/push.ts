@@ -4,7 +4,7 @@ import type { PushRequest, PushSettings, PushSettingsWithSecret } from "./types.
 
 /**
  * PushCalls are the calls about a queue's push endpoint, as `client.push`:
- * set, get, rotate and delete. While a queue has one, the server claims its
+ * set, get, list, rotate and delete. While a queue has one, the server claims its
  * due jobs itself and POSTs each there (see verifyPush for the endpoint's side).
  */
 export class PushCalls {
@@ -29,6 +29,11 @@ export class PushCalls {
   /** get answers the queue's push settings, without the secret; NotFoundError if it has no endpoint. */
   get(queue: string): Promise<PushSettings> {
     return this.#transport.call("GET", pushPath(queue), undefined, "always");
+  }
+
+  /** list answers the push settings of every pushed queue, by name, without the secrets (`GET /v1/push`, unwrapped from `{ endpoints }`). */
+  async list(): Promise<PushSettings[]> {
+    return (await this.#transport.call<{ endpoints: PushSettings[] }>("GET", "/v1/push", undefined, "always")).endpoints;
   }
 
   /**

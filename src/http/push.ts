@@ -73,6 +73,14 @@ export function pushRoutes() {
       request: { params: QueueParam },
       responses: { 200: json(PushSettingsSchema, "The push settings"), 404: noPush, ...refusals },
     }),
+    listPush: createRoute({
+      tags: [PUSH_TAG.name],
+      operationId: "listPush",
+      method: "get",
+      path: "/v1/push",
+      summary: "The push settings of every pushed queue, by queue name, without the secrets",
+      responses: { 200: json(z.object({ endpoints: z.array(PushSettingsSchema) }), "The pushed queues"), ...refusals },
+    }),
     rotatePush: createRoute({
       tags: [PUSH_TAG.name],
       operationId: "rotatePushSecret",
@@ -106,6 +114,8 @@ export function servePush(app: Api, route: ReturnType<typeof pushRoutes>, { stor
   });
 
   app.openapi(route.getPush, async (c) => c.json(await store.push.get(c.req.valid("param").queue), 200));
+
+  app.openapi(route.listPush, async (c) => c.json({ endpoints: await store.push.list() }, 200));
 
   app.openapi(route.rotatePush, async (c) => {
     const queue = c.req.valid("param").queue;

@@ -22,6 +22,7 @@ describe("the push commands", () => {
     expect(changed).toEqual({ code: 0, stdout: `mail  ${endpoint.url}  timeout 2500 ms  maxInFlight 3  signed with 1 secret\n`, stderr: "" });
     expect(await s.read("/v1/queues/mail/push")).toMatchObject({ url: endpoint.url, timeoutMs: 2_500, maxInFlight: 3 });
     expect(JSON.parse((await s.run("push", "get", "mail", "--json")).stdout)).toEqual(await s.read("/v1/queues/mail/push"));
+    expect((await s.run("push", "list")).stdout).toBe(`mail  ${endpoint.url}  timeout 2500 ms  maxInFlight 3  signed with 1 secret\n`);
 
     const rotated = await s.run("push", "rotate", "mail");
     expect(rotated.stdout).toMatch(/^secret whsec_\S+\nshown this once: keep it where the endpoint reads it \(verifyPush in fencelease\/client\)\nthe secret before it signs too, until the next rotation\n$/);
@@ -35,6 +36,7 @@ describe("the push commands", () => {
 
     expect(await s.run("push", "rm", "mail")).toEqual({ code: 0, stdout: "queue mail is no longer pushed; its jobs wait for workers, deliveries on their way end as usual\n", stderr: "" });
     expect(await s.run("push", "get", "mail")).toMatchObject({ code: 3, stderr: 'fencelease: not_found: queue "mail" has no push endpoint\n' });
+    expect(await s.run("push", "list")).toEqual({ code: 0, stdout: "no pushed queues\n", stderr: "" });
   });
 
   test.each([
@@ -42,7 +44,7 @@ describe("the push commands", () => {
     ["an endpoint the server refuses", 2, ["push", "set", "mail", "--endpoint", "ftp://mail.example/"], /^fencelease: invalid_request: url must be an http: or https: URL/],
     ["a --max-in-flight that is no number", 2, ["push", "set", "mail", "--endpoint", "https://mail.example/", "--max-in-flight", "many"], /--max-in-flight must be a whole number/],
     ["a rotation of a queue without push", 3, ["push", "rotate", "mail"], /not_found: queue "mail" has no push endpoint/],
-    ["push without what to do", 2, ["push"], /push needs one of set, get, rotate, rm/],
+    ["push without what to do", 2, ["push"], /push needs one of list, set, get, rotate, rm/],
   ])("%s: exit %i, one line, nothing changed", async (_, code, args, message) => {
     await using s = await serving();
     const ran = await s.run(...args);

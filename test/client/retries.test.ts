@@ -32,6 +32,7 @@ const CALLS: [name: string, repeat: "always" | "if-unsent", call: (client: Lease
   ["schedules.get", "always", (c) => c.schedules.get("nightly")],
   ["schedules.list", "always", (c) => c.schedules.list()],
   ["push.get", "always", (c) => c.push.get("q")],
+  ["push.list", "always", (c) => c.push.list()],
   ["claim", "if-unsent", (c) => c.claim("job-1", { owner: "A", ttlMs: 1_000 })],
   ["claimNext", "if-unsent", (c) => c.claimNext("q", { owner: "A", ttlMs: 1_000 })],
   ["claimNextAnswer", "if-unsent", (c) => c.claimNextAnswer("q", { owner: "A", ttlMs: 1_000 })],
@@ -50,7 +51,7 @@ const CALLS: [name: string, repeat: "always" | "if-unsent", call: (client: Lease
 /** A client whose first attempt fails as `failure` builds it, and whose next attempts are answered 200; and how many were sent. */
 function flaky(failure: () => Error) {
   let sent = 0;
-  const answer = { status: "done", job: { id: "job-1" }, changed: true, until: 1, jobs: [], leases: [], completed: [], queues: [], schedules: [], events: [], nextCursor: null };
+  const answer = { status: "done", job: { id: "job-1" }, changed: true, until: 1, jobs: [], leases: [], completed: [], queues: [], schedules: [], endpoints: [], events: [], nextCursor: null };
   const fetch: typeof globalThis.fetch = async () => {
     if (sent++ === 0) throw failure();
     return new Response(JSON.stringify(answer), { status: 200, headers: { "Content-Type": "application/json" } });

@@ -80,7 +80,7 @@ describe("the OpenAPI document", () => {
     expect(document.servers).toEqual([expect.objectContaining({ url: "/" })]);
     expect(document.security).toEqual([{ bearer: [] }]);
     const all = operations(document);
-    expect(all.length).toBe(33);
+    expect(all.length).toBe(34);
     for (const { method, path, operation } of all) {
       expect(operation.tags, `${method} ${path}`).toHaveLength(1);
       expect(document.tags!.map((tag) => tag.name), `${method} ${path}`).toContain(operation.tags![0]);
@@ -91,7 +91,7 @@ describe("the OpenAPI document", () => {
     const byTag = (tag: string) => all.filter(({ operation }) => operation.tags![0] === tag).map(({ operation }) => operation.operationId).sort();
     expect(byTag("jobs")).toEqual(["cancelJob", "deleteJob", "enqueueJob", "enqueueJobs", "getJob", "listJobEvents", "listJobs", "retryJob"]);
     expect(byTag("leases")).toEqual(["checkLease", "claimJob", "claimNext", "completeLease", "completeLeases", "failLease", "releaseLease", "renewLease", "renewLeases"]);
-    expect(byTag("push")).toEqual(["deletePush", "getPush", "rotatePushSecret", "setPush"]);
+    expect(byTag("push")).toEqual(["deletePush", "getPush", "listPush", "rotatePushSecret", "setPush"]);
     expect(byTag("system")).toEqual(["getHealth", "getMetrics"]);
   });
 
@@ -202,6 +202,7 @@ async function answers(): Promise<{ operationId: string; status: number; body: u
   await as("setPush", "PUT", "/v1/queues/q/push", { url: "https://push.example/q", maxInFlight: 2 });
   await as("setPush", "PUT", "/v1/queues/q/push", { url: "https://push.example/q", timeoutMs: 5_000 });
   await as("getPush", "GET", "/v1/queues/q/push");
+  await as("listPush", "GET", "/v1/push");
   await as("rotatePushSecret", "POST", "/v1/queues/q/push/rotate");
   await as("deletePush", "DELETE", "/v1/queues/q/push");
   await as("putSchedule", "PUT", "/v1/schedules/nightly", { queue: "q", cron: "0 3 * * *", timezone: "Europe/Paris", payload: { report: true } });
@@ -233,7 +234,7 @@ describe("a client generated from the document by openapi-typescript", () => {
     const document = await openApiDocument();
     const generated = astToString(await openapiTS(document as never));
     const real = await answers();
-    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(30); // all but the 204s of deleteSchedule and deletePush and the text of getMetrics
+    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(31); // all but the 204s of deleteSchedule and deletePush and the text of getMetrics
 
     const use = [
       'import type { components, operations } from "./api.ts";',

@@ -20,9 +20,12 @@ describe("the push routes", () => {
     expect(replaced.status).toBe(200);
     expect(replaced.body).toEqual({ queue: "mail", url: "http://127.0.0.1:9/b", timeoutMs: 1_500, maxInFlight: 4, rotating: false, rotatedAt: null, createdAt: T, updatedAt: T });
     expect((await call("GET", "/v1/queues/mail/push")).body).toEqual(replaced.body);
+    await call("PUT", "/v1/queues/zip/push", { url: URL_A });
+    expect((await call("GET", "/v1/push")).body).toEqual({ endpoints: [replaced.body, expect.objectContaining({ queue: "zip", url: URL_A })] });
+    expect((await call("GET", "/v1/push")).body.endpoints[1]).not.toHaveProperty("secret");
     await store.enqueue("job-1", { queue: "mail", now: T });
     expect((await store.push.claim("mail", { limit: 1, now: T })).target?.secrets).toEqual([created.body.secret]); // the secret kept
-    expect(changed).toEqual(["mail", "mail"]);
+    expect(changed).toEqual(["mail", "mail", "zip"]);
   });
 
   test("rotate answers a new secret and marks the settings rotating; unknown queues are 404 for GET, rotate and DELETE", async () => {
@@ -71,7 +74,7 @@ describe("the push routes", () => {
 
   test("every push route needs the token", async () => {
     const { app } = await freshApp();
-    for (const [method, path] of [["PUT", "/v1/queues/mail/push"], ["GET", "/v1/queues/mail/push"], ["POST", "/v1/queues/mail/push/rotate"], ["DELETE", "/v1/queues/mail/push"]] as const) {
+    for (const [method, path] of [["PUT", "/v1/queues/mail/push"], ["GET", "/v1/queues/mail/push"], ["GET", "/v1/push"], ["POST", "/v1/queues/mail/push/rotate"], ["DELETE", "/v1/queues/mail/push"]] as const) {
       expect((await app.request(path, { method })).status).toBe(401);
     }
   });
