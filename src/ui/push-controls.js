@@ -4,7 +4,7 @@
 // once, when the API answers it (the first save, a rotation), and never read
 // back: the server does not give it again.
 import { api, queuePath } from "./api.js";
-import { confirmAction, errorNote, h } from "./dom.js";
+import { confirmAction, errorNote, field, h, showModal } from "./dom.js";
 
 /**
  * @typedef {{ queue: string, url: string, timeoutMs: number, maxInFlight: number, rotating: boolean,
@@ -46,11 +46,6 @@ export function pushButton(queue, push, open) {
  */
 export function pushDialog(changed, signal) {
   return function open(queue, push) {
-    /** @param {string} id @param {string} label @param {string} hint @param {Record<string, unknown>} props */
-    const field = (id, label, hint, props) => {
-      const input = h("input", { id, name: id, "aria-describedby": `${id}-hint`, ...props });
-      return { input, row: h("div", { class: "field" }, h("label", { for: id }, label), input, h("p", { class: "hint", id: `${id}-hint` }, hint)) };
-    };
     const url = field("push-url", "Endpoint URL", "Each due job is POSTed here, signed (Standard Webhooks), its lease in the headers. A 2xx completes it with your answer's body as the result; 202 leaves the lease to you; anything else fails it.",
       { type: "url", required: true, spellcheck: "false", autocomplete: "off", placeholder: "https://", value: push?.url ?? "", autofocus: true });
     const timeout = field("push-timeout", "Timeout (ms)", "How long a delivery waits for the answer before it fails. Empty: 10000.",
@@ -74,14 +69,7 @@ export function pushDialog(changed, signal) {
           stop, rotate,
           h("button", { type: "button", class: "secondary", onclick: () => dialog.close() }, "Close"),
           h("button", { type: "submit" }, push ? "Save push" : "Start pushing"))));
-    const leave = () => dialog.close();
-    signal.addEventListener("abort", leave);
-    dialog.addEventListener("close", () => {
-      signal.removeEventListener("abort", leave);
-      dialog.remove();
-    });
-    document.body.append(dialog);
-    dialog.showModal();
+    showModal(dialog, signal);
 
     /** Shows a secret the API answered, once. @param {string} secret */
     function show(secret) {
