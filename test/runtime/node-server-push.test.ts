@@ -164,6 +164,33 @@ describe("push in the Node server", () => {
     }
   });
 
+  test("two servers on one database deliver each lease once, and hold maxInFlight between them", async () => {
+    const databaseUrl = freshUrl();
+    const [one, two] = [await running({ databaseUrl }), await running({ databaseUrl })];
+    try {
+      let open = 0;
+      let most = 0;
+      const endpoint = await startEndpoint(async (request, response) => {
+        most = Math.max(most, ++open);
+        await new Promise((resolve) => setTimeout(resolve, 40));
+        open--;
+        await answerWith(200, "ok")(request, response);
+      });
+      await call(one, "PUT", "/v1/queues/mail/push", { url: endpoint.url, maxInFlight: 3 });
+      await call(two, "PUT", "/v1/queues/mail/push", { url: endpoint.url, maxInFlight: 3 }); // the second server learns of it at once too
+      const jobs = Array.from({ length: 24 }, (_, i) => ({ id: `job-${i}` }));
+      await call(one, "POST", "/v1/queues/mail/jobs", { jobs: jobs.slice(0, 12) });
+      await call(two, "POST", "/v1/queues/mail/jobs", { jobs: jobs.slice(12) });
+      await until(async () => (await call(one, "GET", "/v1/stats")).body.queues[0].jobs.done === 24, 15_000);
+      const delivered = endpoint.received.map((request) => `${jobOf(request)}@${request.headers["fencelease-fence"]}`);
+      expect(delivered.sort()).toEqual(jobs.map(({ id }) => `${id}@1`).sort()); // each job once, with its first lease
+      expect(most).toBeLessThanOrEqual(3);
+      expect(most).toBeGreaterThan(1);
+    } finally {
+      await Promise.all([one.stop(), two.stop()]);
+    }
+  });
+
   test("a stop cuts a delivery without an answer after the grace and gives its lease back, its attempt with it", async () => {
     const databaseUrl = freshUrl();
     const server = await running({ shutdownGraceMs: 200, databaseUrl });
