@@ -1,3 +1,4 @@
+import { NotFound } from "../store/errors.ts";
 import type { Lease } from "../store/job.ts";
 import type { PushTarget } from "../store/push.ts";
 import type { LeaseStore } from "../store/store.ts";
@@ -82,8 +83,9 @@ export class PushDispatcher {
   async changed(queue: string): Promise<void> {
     try {
       this.#adopt(queue, (await this.#options.store.push.get(queue)).maxInFlight);
-    } catch {
-      this.#drop(queue); // no endpoint any more (NotFound), or it cannot be read: the next refresh tells
+    } catch (error) {
+      if (error instanceof NotFound) this.#drop(queue); // no endpoint any more
+      else this.#options.log?.(`fencelease: reading the push settings of ${JSON.stringify(queue)} failed, the next refresh looks again: ${(error as Error).message}`);
     }
   }
 

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "vitest";
 import { InvalidArgument, NotFound } from "../../src/store/errors.ts";
-import { PUSH_OWNER, PUSH_SETTLE_MS } from "../../src/store/sql/lease.ts";
+import { claimToPush, PUSH_OWNER, PUSH_SETTLE_MS } from "../../src/store/sql/lease.ts";
 import type { LeaseStore } from "../../src/store/store.ts";
-import type { FreshStore } from "./store.contract.ts";
+import type { FreshStorage } from "./storage.contract.ts";
 
 // The push settings of a queue (store.push, migrations/0031), and the push
 // claim, the claim-next statement with the queue's maxInFlight on top, run
@@ -25,7 +25,7 @@ async function pushed(store: LeaseStore, queue: string, limit: number, now = T):
 }
 
 /** Registers the push contract for one driver. */
-export function pushContract(freshStore: () => Promise<FreshStore>): void {
+export function pushContract(freshStore: () => Promise<FreshStorage>): void {
   describe("push settings", () => {
     test("the first put answers a new whsec_ secret with the defaults; a later one changes the endpoint, keeps the secret and shows it no more", async () => {
       const { store } = await freshStore();
@@ -148,6 +148,17 @@ export function pushContract(freshStore: () => Promise<FreshStore>): void {
       expect(held).toEqual({ leases: [], target: expect.objectContaining({ queue: "mail" }), retryAfterMs: 500 });
       expect(await pushed(store, "mail", 5, T + 500)).toEqual(["mail-3"]);
     });
+  });
+
+  test("the push claim finds the queue's endpoint by its primary key, and counts its pushed leases in the index of lease ends", async () => {
+    const { rows } = await freshStore();
+    const statement = claimToPush("q", T, 10);
+    const plan = (await rows(`EXPLAIN QUERY PLAN ${statement.sql}`, statement.args)).map((row) => String(row.detail));
+    const endpoint = plan.filter((detail) => detail.includes("push_endpoints") || / p USING/.test(detail));
+    expect(endpoint.length).toBeGreaterThan(0);
+    for (const line of endpoint) expect(line).toMatch(/^SEARCH p USING INDEX sqlite_autoindex_push_endpoints_1 \(queue=\?\)$/);
+    expect(plan.filter((detail) => /until>\?/.test(detail))).toEqual(expect.arrayContaining(["SEARCH jobs USING INDEX jobs_held_by_until (queue=? AND until>?)"]));
+    expect(plan.filter((detail) => /^SCAN jobs/.test(detail))).toEqual([]);
   });
 
   describe("deliveries", () => {
