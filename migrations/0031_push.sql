@@ -22,23 +22,15 @@ CREATE TABLE push_endpoints (
 );
 
 -- A delivery is an event of its job (kind 'pushed', action its outcome:
--- success, accepted, failure, timeout or unreachable), with the fence of the
--- lease it carried, the endpoint's status and how long it took.
-ALTER TABLE events ADD COLUMN http_status INTEGER;  -- pushed: the endpoint's status; NULL when no answer came
-ALTER TABLE events ADD COLUMN duration_ms INTEGER;  -- pushed: from the request sent to the answer read (or given up)
-
--- Deliveries ever, per queue and outcome, with their total time: counters
--- for /metrics that outlive the purge of old events, as refusal_counts do.
+-- success, accepted, failure, timeout or unreachable; the endpoint's status
+-- and the time it took as JSON in its progress, which only a renew uses
+-- otherwise), so that the history of the other jobs keeps its size. Its
+-- statement counts it here too: counters for /metrics that outlive the purge
+-- of old events, as refusal_counts do.
 CREATE TABLE push_counts (
   queue       TEXT    NOT NULL,
   outcome     TEXT    NOT NULL,
   deliveries  INTEGER NOT NULL,
   duration_ms INTEGER NOT NULL,
   PRIMARY KEY (queue, outcome)
-);
-
-CREATE TRIGGER events_count_push AFTER INSERT ON events WHEN new.kind = 'pushed'
-BEGIN
-  INSERT INTO push_counts (queue, outcome, deliveries, duration_ms) VALUES (new.queue, new.action, 1, new.duration_ms)
-  ON CONFLICT (queue, outcome) DO UPDATE SET deliveries = deliveries + 1, duration_ms = duration_ms + excluded.duration_ms;
-END;
+) WITHOUT ROWID;

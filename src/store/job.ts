@@ -107,8 +107,9 @@ export type JobEvent = {
   lastAt: number;
 };
 
-/** Reads an `events` row. */
+/** Reads an `events` row; a push delivery keeps its status and time as JSON in `progress` (migrations/0031). */
 export function eventFromRow(row: Row): JobEvent {
+  const delivery = row.kind === "pushed" ? (parsed(row.progress) as { httpStatus: number | null; durationMs: number } | null) : null;
   return {
     seq: row.seq as number,
     jobId: row.job_id as string,
@@ -121,9 +122,9 @@ export function eventFromRow(row: Row): JobEvent {
     currentOwner: row.current_owner as string | null,
     currentFence: row.current_fence as number | null,
     error: row.error as string | null,
-    progress: parsed(row.progress),
-    httpStatus: (row.http_status as number | null | undefined) ?? null,
-    durationMs: (row.duration_ms as number | null | undefined) ?? null,
+    progress: row.kind === "pushed" ? null : parsed(row.progress),
+    httpStatus: delivery?.httpStatus ?? null,
+    durationMs: delivery?.durationMs ?? null,
     count: row.count as number,
     lastAt: (row.last_at ?? row.at) as number,
   };

@@ -196,7 +196,7 @@ export class PushEndpoints {
   async record(delivery: Delivery): Promise<void> {
     const { lease, outcome, status, durationMs, error, at } = delivery;
     const row = { id: lease.job.id, queue: lease.job.queue, owner: lease.job.owner ?? PUSH_OWNER, fence: lease.fence, at, outcome, status, durationMs, error };
-    await this.#driver.batch([sql.recordDelivery(row)]);
+    await this.#driver.batch(sql.recordDelivery(row));
   }
 
   /** stats answers, per queue that has an endpoint or had deliveries, its deliveries by outcome ever and its pushed leases current at `now`. */

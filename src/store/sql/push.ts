@@ -72,14 +72,24 @@ export type DeliveryRow = {
   error: string | null;
 };
 
-/** Records a delivery as an event of its job (kind 'pushed'); migrations/0031's trigger counts it. */
-export function recordDelivery(delivery: DeliveryRow): Statement {
+/**
+ * Records a delivery as an event of its job (kind 'pushed', its status and
+ * time as JSON in `progress`, see migrations/0031), and counts it.
+ */
+export function recordDelivery(delivery: DeliveryRow): Statement[] {
   const { id, queue, owner, fence, at, outcome, status, durationMs, error } = delivery;
-  return {
-    sql: `INSERT INTO events (job_id, queue, at, kind, action, owner, fence, error, http_status, duration_ms)
-          VALUES (?1, ?2, ?3, 'pushed', ?4, ?5, ?6, ?7, ?8, ?9)`,
-    args: [id, queue, at, outcome, owner, fence, error, status, durationMs],
-  };
+  return [
+    {
+      sql: `INSERT INTO events (job_id, queue, at, kind, action, owner, fence, error, progress)
+            VALUES (?1, ?2, ?3, 'pushed', ?4, ?5, ?6, ?7, ?8)`,
+      args: [id, queue, at, outcome, owner, fence, error, JSON.stringify({ httpStatus: status, durationMs })],
+    },
+    {
+      sql: `INSERT INTO push_counts (queue, outcome, deliveries, duration_ms) VALUES (?1, ?2, 1, ?3)
+            ON CONFLICT (queue, outcome) DO UPDATE SET deliveries = deliveries + 1, duration_ms = duration_ms + excluded.duration_ms`,
+      args: [queue, outcome, durationMs],
+    },
+  ];
 }
 
 /**
