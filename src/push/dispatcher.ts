@@ -182,6 +182,7 @@ export class PushDispatcher {
     const { store, clock, waits, log, delivered } = this.#options;
     const delivery = deliver(lease, target, { store, clock, waits, log, signal: this.#stopping.signal })
       .then((report) => delivered?.(report))
+      .catch((error: unknown) => log?.(`fencelease: pushing job ${JSON.stringify(lease.job.id)} failed, its lease will run out: ${(error as Error).message}`))
       .finally(() => {
         line.inFlight--;
         this.#deliveries.delete(delivery);
