@@ -136,7 +136,7 @@ export class Schedules {
       const due = await this.#driver.run(sql.dueSchedules(now, size, skipped.map((schedule) => schedule.name)));
       if (due.length === 0) return false;
       const fires = due.flatMap((row) => fireOrSkip(row, now, skipped));
-      const [enqueued = []] = fires.length === 0 ? [] : await this.#driver.batch(sql.fireDue(fires, now));
+      const [, enqueued = []] = fires.length === 0 ? [] : await this.#driver.batch(sql.fireDue(fires, now));
       for (const row of enqueued) jobs.push({ id: row.id as string, queue: row.queue as string });
       return due.length === size;
     });
