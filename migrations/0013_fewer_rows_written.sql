@@ -171,8 +171,12 @@ DROP TABLE jobs;
 ALTER TABLE jobs_rebuilt RENAME TO jobs;
 
 -- The indexes of the jobs (migrations/0004, 0006, 0007), less jobs_waiting_by_run_at.
+-- jobs_held_by_until holds the owner too, so that the count of a queue's held
+-- leases (the stats) and of its current ones (a limited queue's claims) reads
+-- the index alone, not each job's row: no entry more is written, since a claim
+-- or a takeover that changes the owner changes the lease's end as well.
 CREATE INDEX jobs_claim_waiting ON jobs (queue, priority DESC, run_at, created_at, id) WHERE done = 0 AND owner IS NULL;
-CREATE INDEX jobs_held_by_until ON jobs (queue, until) WHERE done = 0 AND owner IS NOT NULL;
+CREATE INDEX jobs_held_by_until ON jobs (queue, until, owner) WHERE done = 0 AND owner IS NOT NULL;
 CREATE INDEX jobs_finished ON jobs (updated_at) WHERE done = 1;
 
 -- A deleted job's history is purged by when it was deleted (migrations/0007).
