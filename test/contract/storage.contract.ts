@@ -159,6 +159,18 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       expect((await store.listQueues()).map(({ queue }) => queue)).toEqual(["a", "b"]);
     });
 
+    test("count the job of each schedule's fire once, in its queue, and none for a fire whose job is already there", async () => {
+      const { store, rows, reopen } = await freshStore();
+      const at = Date.UTC(2026, 10, 30, 3, 0);
+      await store.schedules.put("tick", { queue: "s", cron: "* * * * *" }, at - 30_000);
+      await store.schedules.put("tock", { queue: "t", cron: "* * * * *" }, at - 30_000);
+      await store.enqueue("tick@2026-11-30T03:00:00.000Z", { queue: "s", now: at - 1 }); // the fire's id, enqueued by hand
+      const other = await reopen(); // two runners fire at once
+      const fired = await Promise.all([store.schedules.fireDue(at), other.schedules.fireDue(at)]);
+      expect(fired.flatMap((answer) => answer.jobs.map((job) => job.id))).toEqual(["tock@2026-11-30T03:00:00.000Z"]);
+      expect(await rows("SELECT queue, open FROM queue_counts ORDER BY queue")).toEqual([{ queue: "s", open: 1 }, { queue: "t", open: 1 }]);
+    });
+
     test("a queue whose jobs are all gone is still listed while it has refusals to count", async () => {
       const { store } = await freshStore();
       await store.enqueue("job-1", { queue: "gone", now: T });
