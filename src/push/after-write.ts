@@ -19,20 +19,19 @@ export const PUSHED_QUEUES_TTL_MS = 5_000;
  * The pushed queues of a store, read at most once every `ttlMs` (a Worker's
  * isolate keeps them between requests), so that a write to a queue that is
  * not pushed costs no claim. `forget` reads them again at the next write.
+ * The list is kept, not the read's promise: a request of a Worker must not
+ * wait on another request's I/O.
  */
 export function pushedQueues(store: LeaseStore, ttlMs = PUSHED_QUEUES_TTL_MS): { maxInFlight(queue: string): Promise<number | null>; forget(): void } {
-  let known: { at: number; queues: Promise<Map<string, number>> } | undefined;
-  const read = () => store.push.list().then((list) => new Map(list.map((settings) => [settings.queue, settings.maxInFlight])));
+  let known: { at: number; queues: Map<string, number> } | undefined;
   return {
     async maxInFlight(queue) {
       if (!known || performance.now() - known.at >= ttlMs) {
-        const reading = { at: performance.now(), queues: read() };
-        reading.queues.catch(() => {
-          if (known === reading) known = undefined; // a failed read is tried again at the next write
-        });
-        known = reading;
+        const at = performance.now();
+        const list = await store.push.list();
+        known = { at, queues: new Map(list.map((settings) => [settings.queue, settings.maxInFlight])) };
       }
-      return (await known.queues).get(queue) ?? null;
+      return known.queues.get(queue) ?? null;
     },
     forget() {
       known = undefined;

@@ -1,4 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
+import { NEXT_SEQ } from "./lease.ts";
 
 // The push settings of a queue (migrations/0031) and the record of each
 // delivery. These statements store and read; the push claim, which decides
@@ -73,16 +74,17 @@ export type DeliveryRow = {
 };
 
 /**
- * Records a delivery as an event of its job (kind 'pushed', its status and
- * time as JSON in `progress`, see migrations/0031), and counts it.
+ * Records a delivery as an event of its job, stored in its history at the
+ * job's next place (kind 'pushed', its status and time as JSON in `progress`,
+ * see migrations/0031), and counts it.
  */
 export function recordDelivery(delivery: DeliveryRow): Statement[] {
   const { id, queue, owner, fence, at, outcome, status, durationMs, error } = delivery;
   return [
     {
-      sql: `INSERT INTO events (job_id, queue, at, kind, action, owner, fence, error, progress)
-            VALUES (?1, ?2, ?3, 'pushed', ?4, ?5, ?6, ?7, ?8)`,
-      args: [id, queue, at, outcome, owner, fence, error, JSON.stringify({ httpStatus: status, durationMs })],
+      sql: `INSERT INTO history (job_id, seq, queue, at, kind, action, owner, fence, error, progress)
+            SELECT id, ${NEXT_SEQ}, queue, ?2, 'pushed', ?3, ?4, ?5, ?6, ?7 FROM jobs WHERE id = ?1`,
+      args: [id, at, outcome, owner, fence, error, JSON.stringify({ httpStatus: status, durationMs })],
     },
     {
       sql: `INSERT INTO push_counts (queue, outcome, deliveries, duration_ms) VALUES (?1, ?2, 1, ?3)
