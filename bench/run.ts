@@ -11,6 +11,7 @@ import { availableParallelism, cpus } from "node:os";
 import { parseArgs } from "node:util";
 import type { Client, InStatement } from "@libsql/client";
 import { openStore } from "../src/runtime/node/open.ts";
+import * as claimSql from "../src/store/sql/claim-next.ts";
 import * as sql from "../src/store/sql/lease.ts";
 import { cachedStatements, freshDatabase, rawClient, T } from "./db.ts";
 import { jsonClient, startServerProcess } from "./http-load.ts";
@@ -63,7 +64,7 @@ async function rawStoreScenarios(): Promise<void> {
       // raw: the claim and complete statements of src/store/sql/lease.ts, built before the clock starts.
       let from = next;
       next += n;
-      const claims = Array.from({ length: n }, (_, i) => statements(sql.claim(`job-${from + i}`, "w", T, TTL)));
+      const claims = Array.from({ length: n }, (_, i) => statements(claimSql.claim(`job-${from + i}`, "w", T, TTL)));
       const completes = Array.from({ length: n }, (_, i) => statements(sql.complete(`job-${from + i}`, "w", 1, T, '"r"')));
       trials.raw!.push(await timed(n, async (i) => {
         await send(client, claims[i]!);
@@ -74,7 +75,7 @@ async function rawStoreScenarios(): Promise<void> {
       // raw+read: the same, each with the read of the job in the same batch, as LeaseStore sends them today.
       from = next;
       next += n;
-      const readClaims = Array.from({ length: n }, (_, i) => [...statements(sql.claim(`job-${from + i}`, "w", T, TTL)), sql.state(`job-${from + i}`, T)]);
+      const readClaims = Array.from({ length: n }, (_, i) => [...statements(claimSql.claim(`job-${from + i}`, "w", T, TTL)), sql.state(`job-${from + i}`, T)]);
       const readCompletes = Array.from({ length: n }, (_, i) => [...statements(sql.complete(`job-${from + i}`, "w", 1, T, '"r"')), sql.state(`job-${from + i}`, T)]);
       trials["raw+read"]!.push(await timed(n, async (i) => {
         await client.batch(readClaims[i]!, "write");
@@ -94,7 +95,7 @@ async function rawStoreScenarios(): Promise<void> {
       // raw, cached statements: raw's statements, each prepared once, on libsql's Database.
       from = next;
       next += n;
-      const cachedClaims = Array.from({ length: n }, (_, i) => statements(sql.claim(`job-${from + i}`, "w", T, TTL)) as { sql: string; args: unknown[] }[]);
+      const cachedClaims = Array.from({ length: n }, (_, i) => statements(claimSql.claim(`job-${from + i}`, "w", T, TTL)) as { sql: string; args: unknown[] }[]);
       const cachedCompletes = Array.from({ length: n }, (_, i) => statements(sql.complete(`job-${from + i}`, "w", 1, T, '"r"')) as { sql: string; args: unknown[] }[]);
       trials["raw, cached statements"]!.push(await timed(n, async (i) => {
         cached.batch(cachedClaims[i]!);

@@ -9,7 +9,7 @@
 // | 2 | INSERT OR REPLACE INTO jobs                        | statements.enqueue: INSERT OR REPLACE, no ON CONFLICT DO NOTHING,   |
 // |   |                                                    |   so re-enqueueing wipes a lease in progress (and its fence)        |
 // | 3 | if row else {}                                     | store.state: answers {} instead of null for an unknown id           |
-// | 4 | row[0] >= now (claim refuses at now == until)      | statements expire, claim, claimNext: `until <= now` made `< now`    |
+// | 4 | row[0] >= now (claim refuses at now == until)      | sql expire, claim, claim-next: `until <= now` made `< now`          |
 // | 5 | AND until>=? (renew revives an expired lease)      | statements.currentLease: `until > now` made `until >= now`          |
 // | 6 | AND done>=0 (complete ignores done)                | statements.currentLease: `done = 0` made `done >= 0`                |
 // | 7 | SET owner=NULL,until=0,fence=0 (release resets)    | statements.release: also sets `fence = 0`                           |
@@ -63,8 +63,8 @@ const MUTANTS: Mutant[] = [
     // of an ended lease (takeNext; the jobs it takes unheld have until 0).
     edits: [
       { file: "src/store/sql/lease.ts", scope: "export function expire(", search: "until <= ?1", replace: "until < ?1" },
-      { file: "src/store/sql/lease.ts", scope: "export function claim(", search: "until <= ?3", replace: "until < ?3" },
-      { file: "src/store/sql/lease.ts", scope: "function takeNext(", search: "owner IS NOT NULL AND until <= ?3", replace: "owner IS NOT NULL AND until < ?3" },
+      { file: "src/store/sql/claim-next.ts", scope: "export function claim(", search: "until <= ?3", replace: "until < ?3" },
+      { file: "src/store/sql/claim-next.ts", scope: "function takeNext(", search: "owner IS NOT NULL AND until <= ?3", replace: "owner IS NOT NULL AND until < ?3" },
     ],
     tests: ["test/store/store.test.ts"],
   },

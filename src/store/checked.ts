@@ -1,4 +1,5 @@
 import type { EnqueueOptions, NewJob } from "./shapes.ts";
+import * as claims from "./sql/claim-next.ts";
 import * as sql from "./sql/lease.ts";
 import * as sqlCancel from "./sql/cancel.ts";
 import * as sqlMany from "./sql/many.ts";
@@ -32,9 +33,9 @@ export const checked = {
     return sqlMany.enqueueMany(check.name("queue", queue), rows, now);
   },
   claimNext: (queue: string, owner: string, now: number, ttlMs: number, limit: number) =>
-    sql.claimNext(check.name("queue", queue), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), check.positiveInt("limit", limit)),
+    claims.claimNext(check.name("queue", queue), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), check.positiveInt("limit", limit)),
   claim: (id: string, owner: string, now: number, ttlMs: number) =>
-    sql.claim(check.name("id", id), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs)),
+    claims.claim(check.name("id", id), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs)),
   renew: (id: string, owner: string, fence: number, now: number, ttlMs: number, progress?: unknown) =>
     sql.renew(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), check.progress("progress", progress)),
   complete: (id: string, owner: string, fence: number, now: number, result: string) =>

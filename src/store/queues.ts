@@ -1,7 +1,7 @@
 import type { Driver, Row, Statement } from "../drivers/driver.ts";
 import { InvalidArgument, type NotClaimableReason } from "./errors.ts";
 import { type JobStatus, leasesOf } from "./job.ts";
-import * as reads from "./sql/reads.ts";
+import * as claims from "./sql/claim-next.ts";
 import * as sqlQueues from "./sql/queues.ts";
 import { type ClaimedLeases, MAX_BURST, MAX_RATE_PER_SECOND, type QueueLimits, type QueueSettings } from "./shapes.ts";
 import * as check from "./validate.ts";
@@ -10,7 +10,7 @@ import * as check from "./validate.ts";
 // listQueues), and what its claims ask of a queue's settings: in how many ms
 // the rate limit lets a claim-next take more, and why a claim by id was
 // refused. The settings are decided by in the claim statements themselves
-// (`room` in src/store/sql/lease.ts); nothing here decides a claim.
+// (`room` in src/store/sql/claim-next.ts); nothing here decides a claim.
 
 /** A row of src/store/sql/queues.ts as a queue's settings. */
 function queueFromRow(row: Row): QueueSettings {
@@ -113,12 +113,12 @@ export class QueueVerbs {
    */
   async claimNext(claim: Statement[], queue: string, now: number, limit: number): Promise<ClaimedLeases> {
     if (this.#driver.remote) {
-      const [rows = [], [hint] = []] = await this.#driver.batch([...claim, reads.retryAfter(queue, now, limit)]);
+      const [rows = [], [hint] = []] = await this.#driver.batch([...claim, claims.retryAfter(queue, now, limit)]);
       return withRetryAfter(leasesOf(rows), hint);
     }
     const [rows = []] = await this.#driver.batch(claim);
     const leases = leasesOf(rows);
-    return leases.length < limit ? withRetryAfter(leases, (await this.#driver.run(reads.retryAfter(queue, now)))[0]) : leases;
+    return leases.length < limit ? withRetryAfter(leases, (await this.#driver.run(claims.retryAfter(queue, now)))[0]) : leases;
   }
 
   async #write(statement: Statement): Promise<QueueSettings> {

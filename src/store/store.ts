@@ -5,6 +5,7 @@ import { type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
 import { Schedules } from "./schedules.ts";
 import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./sql/lease.ts";
+import * as claims from "./sql/claim-next.ts";
 import * as housekeeping from "./sql/housekeeping.ts";
 import * as reads from "./sql/reads.ts";
 import * as sqlMany from "./sql/many.ts";
@@ -70,7 +71,7 @@ export class LeaseStore {
 
   /** nextClaimableAt answers when a job of `queue` next becomes claimable by claimNext (maybe already), or null if none will. */
   async nextClaimableAt(queue: string, now = Date.now()): Promise<number | null> {
-    const [row] = await this.#driver.run(reads.nextClaimable(check.name("queue", queue), check.instant("now", now)));
+    const [row] = await this.#driver.run(claims.nextClaimable(check.name("queue", queue), check.instant("now", now)));
     return (row?.at as number | null | undefined) ?? null;
   }
 
@@ -132,7 +133,7 @@ export class LeaseStore {
 
   /** claimJob is claim that answers the lease, or throws NotFound or NotClaimable. */
   async claimJob(id: string, owner: string, now: number, ttlMs: number): Promise<Lease> {
-    const [, [written] = [], [read] = []] = await this.#driver.batch([...checked.claim(id, owner, now, ttlMs), reads.claimState(id, now)]);
+    const [, [written] = [], [read] = []] = await this.#driver.batch([...checked.claim(id, owner, now, ttlMs), claims.claimState(id, now)]);
     if (read === undefined) throw new NotFound(id);
     const current = jobFromRow(read);
     if (written === undefined) throw new NotClaimable(id, whyNotClaimable(current.status, read.queue_refusal));
@@ -378,7 +379,7 @@ export class LeaseStore {
 
   /** Runs the batch of a verb that ends a lease, then the claim of `next` if asked, then the read of the job: all in one transaction. */
   async #settle(statements: Statement[], id: string, owner: string, now: number, next: NextClaim | undefined) {
-    const take = next === undefined ? [] : [sql.claimNextAfter(id, owner, now, { limit: check.positiveInt("limit", next.limit), ttlMs: check.positiveInt("ttlMs", next.ttlMs) })];
+    const take = next === undefined ? [] : [claims.claimNextAfter(id, owner, now, { limit: check.positiveInt("limit", next.limit), ttlMs: check.positiveInt("ttlMs", next.ttlMs) })];
     const results = await this.#driver.batch([...statements, ...take, sql.state(id, now)]);
     const read = results.at(-1)!;
     return { written: results[0]![0], current: read[0] ? jobFromRow(read[0]) : null, leases: next === undefined ? [] : leasesOf(results.at(-2)!) };

@@ -1,74 +1,10 @@
 import type { Statement } from "../../drivers/driver.ts";
-import { currentLease, currentLeases, EXHAUSTED, status } from "./lease.ts";
-import { refilled, TOKEN, tokenDueAt } from "./bucket.ts";
+import { currentLease, status } from "./lease.ts";
 
 // The reads that decide nothing: a job's lease for a system outside, pages of
-// jobs and events, the numbers per queue, and when a waiting claim should look
-// again. The rules themselves, and every write, are in src/store/sql/lease.ts.
-
-/**
- * When a job of `queue` next becomes claimable by `takeNext`: the earliest
- * run_at of a job nobody holds, or the earliest end of a lease that is not
- * its job's last attempt (one row; `at` null when there is none). What a
- * waiting claim sleeps until; two index ranges of the queue (migrations/0004).
- * Never while the queue is paused (null: a resume rings); while it has its
- * maxLeased current leases, not before the first of them ends (migrations/0008);
- * and not before its bucket holds a whole token (migrations/0009).
- */
-export function nextClaimable(queue: string, now: number): Statement {
-  const held = "queue = ?1 AND done = 0 AND owner IS NOT NULL";
-  return {
-    sql: `SELECT CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
-                      ELSE max(n.at,
-                               CASE WHEN s.max_leased <= ${currentLeases("?1", "?2")}
-                                    THEN (SELECT min(until) FROM jobs WHERE ${held} AND until > ?2) ELSE n.at END,
-                               coalesce(${tokenDueAt("s.", "?2")}, n.at)) END AS at
-          FROM (SELECT min(at) AS at FROM (
-            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL ORDER BY run_at LIMIT 1)
-            UNION ALL
-            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1))) n
-          LEFT JOIN queues s ON s.queue = ?1`,
-    args: [queue, now],
-  };
-}
-
-/** The queue's row `s` (at ?2) has its maxLeased current leases: no token would let a claim through. */
-const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >= s.max_leased)`;
-
-/**
- * In how many ms `queue`'s bucket next holds a whole token, when its rate
- * limit is what holds back a claim-next at `now`: it has a rate, is not
- * paused, not full (its maxLeased current leases), holds no whole token, and
- * a job is due. One row, or none; a queue
- * without settings is one primary-key lookup. With `limit`, it is sent in the
- * claim's batch, just after it: it reads nothing when the claim took `limit`.
- */
-export function retryAfter(queue: string, now: number, limit?: number): Statement {
-  const due = `EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL AND run_at <= ?2 AND until <= ?2)
-               OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
-  return {
-    sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms FROM queues s
-          WHERE ${limit === undefined ? "" : "changes() < ?3 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
-            AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
-    args: limit === undefined ? [queue, now] : [queue, now, limit],
-  };
-}
-
-/**
- * A job as `state` reads it, and what of its queue refuses a claim now
- * (`queue_refusal`: paused, else null when it has its maxLeased current leases
- * (full), else rate_limited when its bucket holds no whole token, else null):
- * why a claim by id was refused.
- */
-export function claimState(id: string, now: number): Statement {
-  return {
-    sql: `SELECT *, ${status("?2")} AS status,
-                 (SELECT CASE WHEN s.paused = 1 THEN 'paused' WHEN ${FULL} THEN NULL WHEN ${refilled("s.", "?2")} < ${TOKEN} THEN 'rate_limited' END
-                  FROM queues s WHERE s.queue = jobs.queue) AS queue_refusal
-          FROM jobs WHERE id = ?1`,
-    args: [id, now],
-  };
-}
+// jobs and events, and the numbers per queue. The rules themselves, and every
+// write, are in src/store/sql/lease.ts; when a waiting claim should look again,
+// and why a claim was refused, with the claims in src/store/sql/claim-next.ts.
 
 /** Whether (owner, fence) holds the current lease of a job, for systems outside to check a token. */
 export function leaseCheck(id: string, owner: string, fence: number, now: number): Statement {
