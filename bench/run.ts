@@ -72,7 +72,7 @@ async function rawStoreScenarios(): Promise<void> {
       }));
       await expectDone(client, from, n, "raw");
 
-      // raw+read: the same, each with the read of the job in the same batch, as LeaseStore sends them today.
+      // raw+read: the same, each with a read of the job in the same batch: what reading the job after every write would cost (LeaseStore reads it only after a write that changed nothing).
       from = next;
       next += n;
       const readClaims = Array.from({ length: n }, (_, i) => [...statements(claimSql.claim(`job-${from + i}`, "w", T, TTL)), sql.state(`job-${from + i}`, T)]);
@@ -87,8 +87,8 @@ async function rawStoreScenarios(): Promise<void> {
       from = next;
       next += n;
       trials.store!.push(await timed(n, async (i) => {
-        const fence = await store.claim(`job-${from + i}`, "w", T, TTL);
-        await store.complete(`job-${from + i}`, "w", fence!, T, '"r"');
+        const { fence } = await store.claim(`job-${from + i}`, { owner: "w", ttlMs: TTL, now: T });
+        await store.complete(`job-${from + i}`, { owner: "w", fence, result: '"r"', now: T });
       }));
       await expectDone(client, from, n, "store");
 
@@ -110,7 +110,7 @@ async function rawStoreScenarios(): Promise<void> {
   }
   const raw = median(trials.raw!);
   results.push({ name: "raw", unit: "cycles/s", ...raw, note: "claim + complete statements of src/store/sql/lease.ts, bare @libsql/client" });
-  results.push({ name: "raw+read", unit: "cycles/s", ...median(trials["raw+read"]!), note: "the same, each in one batch with the read of the job, as LeaseStore sends them" });
+  results.push({ name: "raw+read", unit: "cycles/s", ...median(trials["raw+read"]!), note: "the same, each in one batch with a read of the job, which LeaseStore sends only after a refusal" });
   results.push({ name: "store", unit: "cycles/s", ...median(trials.store!), target: { of: "raw, cached statements", min: 0.8 }, note: "claim → complete through LeaseStore" });
   results.push({ name: "raw, cached statements", unit: "cycles/s", ...median(trials["raw, cached statements"]!), note: "raw's statements prepared once, on the libsql Database under @libsql/client: the floor of the store's file driver" });
   BASELINES["raw+read"] = ["raw"];
@@ -184,8 +184,8 @@ async function claimNextScenario(): Promise<void> {
         for (let i = 0; i < size.claimNextCycles; i++) {
           if (i % 100 === 99) await turn();
           const t = performance.now();
-          const [lease] = await entry.store.claimNext("bench", "w", T, TTL);
-          await entry.store.complete(lease!.job.id, "w", lease!.fence, T, '"r"');
+          const [lease] = await entry.store.claimNext("bench", { owner: "w", ttlMs: TTL, now: T });
+          await entry.store.complete(lease!.job.id, { owner: "w", fence: lease!.fence, result: '"r"', now: T });
           latencies.push(performance.now() - t);
           const tail = entry.queued + entry.added++;
           await entry.store.enqueue(`job-${tail}`, { queue: "bench", runAt: T, now: T + tail });

@@ -120,7 +120,7 @@ export function createApp(options: AppOptions) {
   app.openapi(route.enqueue, async (c) => {
     const { id, delayMs, runAt, ...rest } = c.req.valid("json");
     const now = clock();
-    const { created, job } = await store.enqueueJob(id, { ...rest, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
+    const { created, job } = await store.enqueue(id, { ...rest, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
     if (created) afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
     return created ? c.json({ created: true as const, job: jobView(job) }, 201) : c.json({ created: false as const, job: jobView(job) }, 200);
   });
@@ -129,7 +129,7 @@ export function createApp(options: AppOptions) {
     const now = clock();
     const jobs = c.req.valid("json").jobs.map(({ delayMs, runAt, ...job }) => ({ ...job, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs) }));
     const queue = c.req.valid("param").queue;
-    const enqueued = await store.enqueueMany(queue, jobs, now);
+    const enqueued = await store.enqueueMany(queue, { jobs, now });
     afterAnswer(c, wake.enqueued(queue, jobs.filter((_, i) => enqueued[i]!.created).map((job) => job.runAt ?? now), now));
     return c.json({ jobs: enqueued }, 200);
   });
@@ -137,29 +137,29 @@ export function createApp(options: AppOptions) {
   app.openapi(route.get, async (c) => {
     const { id } = c.req.valid("param");
     const waitMs = c.req.valid("query").waitMs ?? 0;
-    return c.json(jobView(waitMs > 0 ? await waits.job(id, waitMs, c.req.raw.signal) : await store.getJob(id, clock())), 200);
+    return c.json(jobView(waitMs > 0 ? await waits.job(id, waitMs, c.req.raw.signal) : await store.get(id, { now: clock() })), 200);
   });
 
   app.openapi(route.claim, async (c) => {
     const { owner, ttlMs } = c.req.valid("json");
-    return c.json(leaseView(await store.claimJob(c.req.valid("param").id, owner, clock(), ttlMs)), 200);
+    return c.json(leaseView(await store.claim(c.req.valid("param").id, { owner, ttlMs, now: clock() })), 200);
   });
 
   app.openapi(route.claimNext, async (c) => {
     const { owner, ttlMs, limit = 1, waitMs = 0 } = c.req.valid("json");
     const queue = c.req.valid("param").queue;
-    if (waitMs === 0) return c.json(claimedView(answered(await store.claimNext(queue, owner, clock(), ttlMs, limit), 0), false), 200);
+    if (waitMs === 0) return c.json(claimedView(answered(await store.claimNext(queue, { owner, ttlMs, limit, now: clock() }), 0), false), 200);
     return c.json(claimedView(await waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, c.req.raw.signal), true), 200);
   });
 
   app.openapi(route.renew, async (c) => {
     const { owner, fence, ttlMs, progress } = c.req.valid("json");
-    return c.json({ until: await store.renewLease(c.req.valid("param").id, owner, fence, clock(), ttlMs, { progress }) }, 200);
+    return c.json(await store.renew(c.req.valid("param").id, { owner, fence, ttlMs, progress, now: clock() }), 200);
   });
 
   app.openapi(route.complete, async (c) => {
     const { owner, fence, result, next } = c.req.valid("json");
-    const settled = await store.completeJob(c.req.valid("param").id, owner, fence, clock(), check.json("result", result)!, { next });
+    const settled = await store.complete(c.req.valid("param").id, { owner, fence, result: check.json("result", result)!, next, now: clock() });
     wake.finished([settled.job.id]);
     wake.ended([settled.job.queue]);
     return c.json(settledView(settled, next), 200);
@@ -168,7 +168,7 @@ export function createApp(options: AppOptions) {
   app.openapi(route.release, async (c) => {
     const { owner, fence } = c.req.valid("json");
     const now = clock();
-    const job = await store.releaseLease(c.req.valid("param").id, owner, fence, now);
+    const job = await store.release(c.req.valid("param").id, { owner, fence, now });
     afterAnswer(c, wake.settled(job, now));
     return c.json({ job: jobView(job) }, 200);
   });
@@ -176,20 +176,20 @@ export function createApp(options: AppOptions) {
   app.openapi(route.fail, async (c) => {
     const { owner, fence, error, retryInMs, next } = c.req.valid("json");
     const now = clock();
-    const settled = await store.failJob(c.req.valid("param").id, owner, fence, now, error, { retryInMs, next });
+    const settled = await store.fail(c.req.valid("param").id, { owner, fence, error, retryInMs, next, now });
     afterAnswer(c, wake.settled(settled.job, now));
     return c.json(settledView(settled, next), 200);
   });
 
   app.openapi(route.renewMany, async (c) => {
     const { owner, ttlMs, leases } = c.req.valid("json");
-    return c.json({ leases: (await store.renewMany(owner, leases, clock(), ttlMs)).map(outcomeView) }, 200);
+    return c.json({ leases: (await store.renewMany({ owner, ttlMs, leases, now: clock() })).map(outcomeView) }, 200);
   });
 
   app.openapi(route.completeMany, async (c) => {
     const { owner, leases, next } = c.req.valid("json");
     const completions = leases.map(({ id, fence, result }) => ({ id, fence, result: check.json("result", result)! }));
-    const { completed, leases: taken, ended } = await store.completeMany(owner, completions, clock(), next);
+    const { completed, leases: taken, ended } = await store.completeMany({ owner, leases: completions, next, now: clock() });
     wake.finished(completed.flatMap((outcome) => ("done" in outcome ? [outcome.id] : [])));
     wake.ended(ended);
     return c.json({ completed: completed.map(outcomeView), leases: taken.map(leaseView) }, 200);
@@ -197,7 +197,7 @@ export function createApp(options: AppOptions) {
 
   app.openapi(route.retry, async (c) => {
     const now = clock();
-    const job = await store.retryJob(c.req.valid("param").id, now);
+    const job = await store.retry(c.req.valid("param").id, { now });
     afterAnswer(c, wake.settled(job, now));
     return c.json({ job: jobView(job) }, 200);
   });
@@ -205,19 +205,19 @@ export function createApp(options: AppOptions) {
   app.openapi(route.cancel, async (c) => {
     const { by = "api", reason } = c.req.valid("json");
     const now = clock();
-    const { changed, job } = await store.cancelJob(c.req.valid("param").id, { by, reason }, now);
+    const { changed, job } = await store.cancel(c.req.valid("param").id, { by, reason, now });
     if (changed) afterAnswer(c, wake.cancelled(job, now));
     return c.json({ job: jobView(job), changed }, 200);
   });
 
   app.openapi(route.delete, async (c) => {
-    await store.deleteJob(c.req.valid("param").id, clock());
+    await store.delete(c.req.valid("param").id, { now: clock() });
     wake.finished([c.req.valid("param").id]);
     return c.json({ deleted: true as const }, 200);
   });
 
   app.openapi(route.list, async (c) => {
-    const page = await store.list(c.req.valid("query"), clock());
+    const page = await store.list({ ...c.req.valid("query"), now: clock() });
     return c.json({ jobs: page.items.map(jobView), nextCursor: page.next }, 200);
   });
 
@@ -228,32 +228,32 @@ export function createApp(options: AppOptions) {
 
   app.openapi(route.lease, async (c) => {
     const { owner, fence } = c.req.valid("query");
-    return c.json(await store.leaseCheck(c.req.valid("param").id, owner, fence, clock()), 200);
+    return c.json(await store.leaseCheck(c.req.valid("param").id, { owner, fence, now: clock() }), 200);
   });
 
-  app.openapi(route.pauseQueue, async (c) => c.json(await store.pauseQueue(c.req.valid("param").queue, clock()), 200));
+  app.openapi(route.pauseQueue, async (c) => c.json(await store.queues.pause(c.req.valid("param").queue, { now: clock() }), 200));
 
   app.openapi(route.resumeQueue, async (c) => {
-    const settings = await store.resumeQueue(c.req.valid("param").queue, clock());
+    const settings = await store.queues.resume(c.req.valid("param").queue, { now: clock() });
     afterAnswer(c, wake.queueOpened(settings.queue));
     return c.json(settings, 200);
   });
 
   app.openapi(route.setQueue, async (c) => {
-    const settings = await store.setQueue(c.req.valid("param").queue, c.req.valid("json"), clock());
+    const settings = await store.queues.set(c.req.valid("param").queue, { ...c.req.valid("json"), now: clock() });
     afterAnswer(c, wake.queueOpened(settings.queue));
     return c.json(settings, 200);
   });
 
-  app.openapi(route.getQueue, async (c) => c.json(await store.getQueue(c.req.valid("param").queue), 200));
+  app.openapi(route.getQueue, async (c) => c.json(await store.queues.get(c.req.valid("param").queue), 200));
 
-  app.openapi(route.listQueues, async (c) => c.json({ queues: await store.listQueues() }, 200));
+  app.openapi(route.listQueues, async (c) => c.json({ queues: await store.queues.list() }, 200));
 
   scheduleRoutes(app, route, store, clock);
 
-  app.openapi(route.stats, async (c) => c.json({ queues: await store.stats(clock()) }, 200));
+  app.openapi(route.stats, async (c) => c.json({ queues: await store.stats({ now: clock() }) }, 200));
 
-  app.openapi(route.metrics, async (c) => c.text(prometheusText(await store.stats(clock())), 200, { "Content-Type": "text/plain; version=0.0.4" }));
+  app.openapi(route.metrics, async (c) => c.text(prometheusText(await store.stats({ now: clock() })), 200, { "Content-Type": "text/plain; version=0.0.4" }));
 
   app.openapi(route.health, async (c) => {
     const health = await store.health();

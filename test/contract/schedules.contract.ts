@@ -19,32 +19,32 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
   describe("schedules: firing", () => {
     test("a cron fires at its exact minute: nothing 1 ms before, then one job with the id {name}@{ISO time}, and not again", async () => {
       const { store, snapshot } = await freshStore();
-      const { created, schedule } = await store.schedules.put("nightly", nightly, T);
+      const { created, schedule } = await store.schedules.put("nightly", { ...nightly, now: T });
       expect(created).toBe(true);
       expect(schedule).toEqual({
         name: "nightly", queue: "reports", cron: "0 3 * * *", everyMs: null, timezone: "UTC", payload: { kind: "nightly" },
         priority: 2, maxAttempts: 3, nextFireAt: AT_3, lastFireAt: null, createdAt: T, updatedAt: T,
       });
 
-      expect(await store.schedules.fireDue(AT_3 - 1)).toEqual({ jobs: [], skipped: [], nextFireAt: AT_3 });
+      expect(await store.schedules.fireDue({ now: AT_3 - 1 })).toEqual({ jobs: [], skipped: [], nextFireAt: AT_3 });
       expect(await snapshot()).toEqual({});
 
-      const fired = await store.schedules.fireDue(AT_3);
+      const fired = await store.schedules.fireDue({ now: AT_3 });
       expect(fired).toEqual({ jobs: [{ id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports" }], skipped: [], nextFireAt: AT_3 + 24 * HOUR });
-      expect(await store.getJob("nightly@2026-11-30T03:00:00.000Z", AT_3)).toMatchObject({
+      expect(await store.get("nightly@2026-11-30T03:00:00.000Z", { now: AT_3 })).toMatchObject({
         queue: "reports", payload: { kind: "nightly" }, priority: 2, maxAttempts: 3, runAt: AT_3, status: "queued", fence: 0, createdAt: AT_3,
       });
       expect(await store.schedules.get("nightly")).toMatchObject({ lastFireAt: AT_3, nextFireAt: AT_3 + 24 * HOUR, updatedAt: T });
 
-      expect(await store.schedules.fireDue(AT_3 + MINUTE)).toEqual({ jobs: [], skipped: [], nextFireAt: AT_3 + 24 * HOUR });
+      expect(await store.schedules.fireDue({ now: AT_3 + MINUTE })).toEqual({ jobs: [], skipped: [], nextFireAt: AT_3 + 24 * HOUR });
       expect(Object.keys(await snapshot())).toEqual(["nightly@2026-11-30T03:00:00.000Z"]);
     });
 
     test("after an hour down, a per-minute cron enqueues one job, for the latest minute at or before now, not 60", async () => {
       const { store, snapshot } = await freshStore();
-      await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *", now: T });
       const back = AT_3 + HOUR + 30_000; // 04:00:30
-      const fired = await store.schedules.fireDue(back);
+      const fired = await store.schedules.fireDue({ now: back });
       expect(fired).toEqual({ jobs: [{ id: "tick@2026-11-30T04:00:00.000Z", queue: "q" }], skipped: [], nextFireAt: AT_3 + HOUR + MINUTE });
       expect(Object.keys(await snapshot())).toEqual(["tick@2026-11-30T04:00:00.000Z"]);
       expect(await store.schedules.get("tick")).toMatchObject({ lastFireAt: AT_3 + HOUR, nextFireAt: AT_3 + HOUR + MINUTE });
@@ -53,9 +53,9 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
     test("two runners firing at the same instant enqueue the fire once", async () => {
       const { store, snapshot, reopen } = await freshStore();
       const other = await reopen();
-      await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
-      await store.schedules.put("nightly", nightly, T);
-      const answers = await Promise.all([store.schedules.fireDue(AT_3), other.schedules.fireDue(AT_3)]);
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *", now: T });
+      await store.schedules.put("nightly", { ...nightly, now: T });
+      const answers = await Promise.all([store.schedules.fireDue({ now: AT_3 }), other.schedules.fireDue({ now: AT_3 })]);
       const ids = answers.flatMap((answer) => answer.jobs.map((job) => job.id)).sort();
       expect(ids).toEqual(["nightly@2026-11-30T03:00:00.000Z", "tick@2026-11-30T03:00:00.000Z"]);
       expect(Object.keys(await snapshot())).toEqual(ids);
@@ -65,52 +65,52 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
     test("a cron in Europe/Paris fires at its local time: 09:00 is 08:00Z in winter and 07:00Z after the change to summer time", async () => {
       const { store } = await freshStore();
       const before = Date.UTC(2026, 2, 28, 0, 0); // 2026-03-28, the day before Paris moves to summer time
-      const { schedule } = await store.schedules.put("paris", { queue: "q", cron: "0 9 * * *", timezone: "Europe/Paris" }, before);
+      const { schedule } = await store.schedules.put("paris", { queue: "q", cron: "0 9 * * *", timezone: "Europe/Paris", now: before });
       expect(schedule).toMatchObject({ timezone: "Europe/Paris", nextFireAt: Date.UTC(2026, 2, 28, 8, 0) });
-      expect((await store.schedules.fireDue(Date.UTC(2026, 2, 28, 8, 0) - 1)).jobs).toEqual([]);
-      expect(await store.schedules.fireDue(Date.UTC(2026, 2, 28, 8, 0))).toEqual({
+      expect((await store.schedules.fireDue({ now: Date.UTC(2026, 2, 28, 8, 0) - 1 })).jobs).toEqual([]);
+      expect(await store.schedules.fireDue({ now: Date.UTC(2026, 2, 28, 8, 0) })).toEqual({
         jobs: [{ id: "paris@2026-03-28T08:00:00.000Z", queue: "q" }], skipped: [], nextFireAt: Date.UTC(2026, 2, 29, 7, 0),
       });
-      expect((await store.schedules.fireDue(Date.UTC(2026, 2, 29, 7, 0))).jobs).toEqual([{ id: "paris@2026-03-29T07:00:00.000Z", queue: "q" }]);
+      expect((await store.schedules.fireDue({ now: Date.UTC(2026, 2, 29, 7, 0) })).jobs).toEqual([{ id: "paris@2026-03-29T07:00:00.000Z", queue: "q" }]);
     });
 
     test("everyMs fires at createdAt + k × everyMs, and after downtime only at the latest k", async () => {
       const { store, snapshot } = await freshStore();
-      const { schedule } = await store.schedules.put("beat", { queue: "q", everyMs: 90_000, payload: [1] }, T);
+      const { schedule } = await store.schedules.put("beat", { queue: "q", everyMs: 90_000, payload: [1], now: T });
       expect(schedule).toMatchObject({ cron: null, everyMs: 90_000, timezone: null, nextFireAt: T + 90_000 });
-      expect((await store.schedules.fireDue(T + 89_999)).jobs).toEqual([]);
-      expect(await store.schedules.fireDue(T + 90_000)).toEqual({ jobs: [{ id: `beat@${new Date(T + 90_000).toISOString()}`, queue: "q" }], skipped: [], nextFireAt: T + 180_000 });
+      expect((await store.schedules.fireDue({ now: T + 89_999 })).jobs).toEqual([]);
+      expect(await store.schedules.fireDue({ now: T + 90_000 })).toEqual({ jobs: [{ id: `beat@${new Date(T + 90_000).toISOString()}`, queue: "q" }], skipped: [], nextFireAt: T + 180_000 });
       // Down from T + 90 s to T + 905 s: the fires at 180 s … 900 s were missed; only 900 s is enqueued.
-      expect(await store.schedules.fireDue(T + 905_000)).toEqual({ jobs: [{ id: `beat@${new Date(T + 900_000).toISOString()}`, queue: "q" }], skipped: [], nextFireAt: T + 990_000 });
+      expect(await store.schedules.fireDue({ now: T + 905_000 })).toEqual({ jobs: [{ id: `beat@${new Date(T + 900_000).toISOString()}`, queue: "q" }], skipped: [], nextFireAt: T + 990_000 });
       expect(Object.keys(await snapshot())).toHaveLength(2);
-      expect(await store.getJob(`beat@${new Date(T + 900_000).toISOString()}`, T + 905_000)).toMatchObject({ runAt: T + 900_000, payload: [1] });
+      expect(await store.get(`beat@${new Date(T + 900_000).toISOString()}`, { now: T + 905_000 })).toMatchObject({ runAt: T + 900_000, payload: [1] });
     });
 
     test("a fire whose job id exists (enqueued by hand) moves the schedule on and enqueues nothing: at most once per fire", async () => {
       const { store, snapshot } = await freshStore();
-      await store.schedules.put("nightly", nightly, T);
+      await store.schedules.put("nightly", { ...nightly, now: T });
       await store.enqueue("nightly@2026-11-30T03:00:00.000Z", { queue: "elsewhere", now: T });
       const before = await snapshot();
-      expect(await store.schedules.fireDue(AT_3)).toEqual({ jobs: [], skipped: [], nextFireAt: AT_3 + 24 * HOUR });
+      expect(await store.schedules.fireDue({ now: AT_3 })).toEqual({ jobs: [], skipped: [], nextFireAt: AT_3 + 24 * HOUR });
       expect(await snapshot()).toEqual(before);
       expect(await store.schedules.get("nightly")).toMatchObject({ lastFireAt: AT_3 });
     });
 
     test("a run works through the due schedules in chunks, earliest first, and the next run takes the rest", async () => {
       const { store } = await freshStore();
-      for (const [name, cron] of [["a", "0 3 * * *"], ["b", "59 2 * * *"], ["c", "0 3 * * *"]]) await store.schedules.put(name!, { queue: "q", cron: cron! }, T - MINUTE);
-      const first = await store.schedules.fireDue(AT_3, { chunkSize: 2, maxChunks: 1 });
+      for (const [name, cron] of [["a", "0 3 * * *"], ["b", "59 2 * * *"], ["c", "0 3 * * *"]]) await store.schedules.put(name!, { queue: "q", cron: cron!, now: T - MINUTE });
+      const first = await store.schedules.fireDue({ now: AT_3, chunkSize: 2, maxChunks: 1 });
       expect(first.jobs.map((job) => job.id)).toEqual(["b@2026-11-30T02:59:00.000Z", "a@2026-11-30T03:00:00.000Z"]);
       expect(first.nextFireAt).toBe(AT_3); // c is still due
-      expect((await store.schedules.fireDue(AT_3, { chunkSize: 2 })).jobs.map((job) => job.id)).toEqual(["c@2026-11-30T03:00:00.000Z"]);
+      expect((await store.schedules.fireDue({ now: AT_3, chunkSize: 2 })).jobs.map((job) => job.id)).toEqual(["c@2026-11-30T03:00:00.000Z"]);
     });
 
     test("a schedule whose stored time zone this runtime cannot read is skipped and named, left as it is, and the others fire", async () => {
       const { store, exec } = await freshStore();
-      for (const name of ["a", "b", "c"]) await store.schedules.put(name, { queue: "q", cron: "0 3 * * *" }, T);
+      for (const name of ["a", "b", "c"]) await store.schedules.put(name, { queue: "q", cron: "0 3 * * *", now: T });
       await exec("UPDATE schedules SET timezone = 'Mars/Olympus_Mons' WHERE name = 'a'"); // stored by another runtime
       const before = await store.schedules.get("a");
-      const fired = await store.schedules.fireDue(AT_3, { chunkSize: 1 });
+      const fired = await store.schedules.fireDue({ now: AT_3, chunkSize: 1 });
       expect(fired.jobs.map((job) => job.id)).toEqual(["b@2026-11-30T03:00:00.000Z", "c@2026-11-30T03:00:00.000Z"]);
       expect(fired.skipped).toEqual([{ name: "a", error: expect.stringContaining("Mars/Olympus_Mons") }]);
       expect(fired.nextFireAt).toBe(AT_3 + 24 * HOUR); // b's and c's next, not a's, which is still due
@@ -121,9 +121,9 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
   describe("schedules: put, replace, get, list, delete", () => {
     test("a put of an existing name replaces it: created false, createdAt and lastFireAt kept, the next fire recomputed, the next job as replaced", async () => {
       const { store } = await freshStore();
-      await store.schedules.put("nightly", nightly, T);
-      await store.schedules.fireDue(AT_3);
-      const replaced = await store.schedules.put("nightly", { queue: "other", cron: "30 * * * *", payload: "new" }, AT_3 + MINUTE);
+      await store.schedules.put("nightly", { ...nightly, now: T });
+      await store.schedules.fireDue({ now: AT_3 });
+      const replaced = await store.schedules.put("nightly", { queue: "other", cron: "30 * * * *", payload: "new", now: AT_3 + MINUTE });
       expect(replaced).toEqual({
         created: false,
         schedule: {
@@ -131,38 +131,38 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
           nextFireAt: AT_3 + 30 * MINUTE, lastFireAt: AT_3, createdAt: T, updatedAt: AT_3 + MINUTE,
         },
       });
-      expect((await store.schedules.fireDue(AT_3 + 30 * MINUTE)).jobs).toEqual([{ id: "nightly@2026-11-30T03:30:00.000Z", queue: "other" }]);
-      expect(await store.getJob("nightly@2026-11-30T03:30:00.000Z", AT_3 + 30 * MINUTE)).toMatchObject({ payload: "new", priority: 0, maxAttempts: 25 });
+      expect((await store.schedules.fireDue({ now: AT_3 + 30 * MINUTE })).jobs).toEqual([{ id: "nightly@2026-11-30T03:30:00.000Z", queue: "other" }]);
+      expect(await store.get("nightly@2026-11-30T03:30:00.000Z", { now: AT_3 + 30 * MINUTE })).toMatchObject({ payload: "new", priority: 0, maxAttempts: 25 });
     });
 
     test("a replace with everyMs keeps its anchor: the next fire is createdAt + k × everyMs, the first after now", async () => {
       const { store } = await freshStore();
-      await store.schedules.put("beat", { queue: "q", everyMs: 90_000 }, T);
-      const { schedule } = await store.schedules.put("beat", { queue: "q", everyMs: 60_000 }, T + 950_000);
+      await store.schedules.put("beat", { queue: "q", everyMs: 90_000, now: T });
+      const { schedule } = await store.schedules.put("beat", { queue: "q", everyMs: 60_000, now: T + 950_000 });
       expect(schedule).toMatchObject({ everyMs: 60_000, createdAt: T, nextFireAt: T + 960_000 });
     });
 
     test("a replace that keeps the timing keeps a due fire: a deploy that puts its schedules again after downtime loses no fire", async () => {
       const { store } = await freshStore();
-      await store.schedules.put("nightly", nightly, T);
-      await store.schedules.put("beat", { queue: "q", everyMs: HOUR }, T);
+      await store.schedules.put("nightly", { ...nightly, now: T });
+      await store.schedules.put("beat", { queue: "q", everyMs: HOUR, now: T });
       const later = AT_3 + 5 * MINUTE; // both due (03:00 and T + 1 h), neither fired yet
-      const again = await store.schedules.put("nightly", { ...nightly, payload: { kind: "changed" } }, later);
+      const again = await store.schedules.put("nightly", { ...nightly, payload: { kind: "changed" }, now: later });
       expect(again.schedule).toMatchObject({ nextFireAt: AT_3, lastFireAt: null, payload: { kind: "changed" } });
-      await store.schedules.put("beat", { queue: "q", everyMs: HOUR }, T + HOUR + MINUTE);
-      const fired = await store.schedules.fireDue(T + HOUR + MINUTE);
+      await store.schedules.put("beat", { queue: "q", everyMs: HOUR, now: T + HOUR + MINUTE });
+      const fired = await store.schedules.fireDue({ now: T + HOUR + MINUTE });
       expect(fired.jobs).toEqual([{ id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports" }, { id: "beat@2026-11-30T03:59:30.000Z", queue: "q" }]);
-      expect(await store.getJob("nightly@2026-11-30T03:00:00.000Z", later)).toMatchObject({ payload: { kind: "changed" } }); // the fire takes the spec as replaced
+      expect(await store.get("nightly@2026-11-30T03:00:00.000Z", { now: later })).toMatchObject({ payload: { kind: "changed" } }); // the fire takes the spec as replaced
     });
 
     test("a deleted schedule never fires; its jobs stay; a second delete, a get and a delete of another name are NotFound", async () => {
       const { store, snapshot } = await freshStore();
-      await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T - MINUTE);
-      await store.schedules.put("nightly", nightly, T);
-      await store.schedules.fireDue(AT_3 - MINUTE);
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *", now: T - MINUTE });
+      await store.schedules.put("nightly", { ...nightly, now: T });
+      await store.schedules.fireDue({ now: AT_3 - MINUTE });
       await store.schedules.delete("tick");
       expect((await store.schedules.list()).map((s) => s.name)).toEqual(["nightly"]);
-      expect((await store.schedules.fireDue(AT_3 + HOUR)).jobs).toEqual([{ id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports" }]);
+      expect((await store.schedules.fireDue({ now: AT_3 + HOUR })).jobs).toEqual([{ id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports" }]);
       expect(Object.keys(await snapshot())).toEqual(["nightly@2026-11-30T03:00:00.000Z", "tick@2026-11-30T02:59:00.000Z"]);
       for (const call of [() => store.schedules.delete("tick"), () => store.schedules.get("tick"), () => store.schedules.delete("never")]) {
         await expect(call()).rejects.toBeInstanceOf(NotFound);
@@ -173,14 +173,14 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
     test("listSchedules answers every schedule by name", async () => {
       const { store } = await freshStore();
       expect(await store.schedules.list()).toEqual([]);
-      for (const name of ["b", "a", "c-1", "B"]) await store.schedules.put(name, { queue: "q", everyMs: 1_000 }, T);
+      for (const name of ["b", "a", "c-1", "B"]) await store.schedules.put(name, { queue: "q", everyMs: 1_000, now: T });
       expect((await store.schedules.list()).map((s) => s.name)).toEqual(["B", "a", "b", "c-1"]);
       expect(await store.schedules.get("a")).toEqual((await store.schedules.list())[1]);
     });
 
     test("a bad spec or name is InvalidArgument naming the field, and changes nothing", async () => {
       const { store } = await freshStore();
-      await store.schedules.put("nightly", nightly, T);
+      await store.schedules.put("nightly", { ...nightly, now: T });
       const before = await store.schedules.list();
       const refused: [string, ScheduleSpec, RegExp][] = [
         ["nightly", { queue: "q", cron: "61 * * * *" }, /^cron "61 \* \* \* \*" is not a cron expression/],
@@ -199,12 +199,12 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
         ["", { queue: "q", cron: "* * * * *" }, /^name must be a non-empty string/],
       ];
       for (const [name, spec, message] of refused) {
-        const put = store.schedules.put(name, spec, T + 1);
+        const put = store.schedules.put(name, { ...spec, now: T + 1 });
         await expect(put, `${name} ${JSON.stringify(spec)}`).rejects.toBeInstanceOf(InvalidArgument);
         await expect(put).rejects.toThrow(message);
       }
       expect(await store.schedules.list()).toEqual(before);
-      expect((await store.schedules.put("x".repeat(230), { queue: "q", everyMs: 1_000 }, T)).created).toBe(true); // the longest name
+      expect((await store.schedules.put("x".repeat(230), { queue: "q", everyMs: 1_000, now: T })).created).toBe(true); // the longest name
     });
   });
 }

@@ -3,6 +3,7 @@ import { describe, expect, test } from "vitest";
 import { migrate } from "../../src/index.ts";
 import { BUSY_TIMEOUT_MS, connect, openStore, readMigrations, reconnect } from "../../src/node.ts";
 import { freshDir, freshStore, freshUrl } from "../fresh-db.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 
 const T = 1_000_000;
 const TTL = 30_000;
@@ -41,7 +42,7 @@ describe("migrate", () => {
   test("applies nothing the second time and leaves the data alone", async () => {
     const { store, url, snapshot } = await freshStore();
     await store.enqueue("job-1", { now: T });
-    await store.claim("job-1", "A", T, TTL);
+    await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
     const before = await snapshot();
     const client = createClient({ url });
     try {
@@ -69,14 +70,14 @@ describe("migrate", () => {
     const url = freshUrl();
     const first = await openStore({ url });
     await first.enqueue("job-1", { now: T });
-    expect(await first.claim("job-1", "A", T, TTL)).toBe(1);
+    expect(await noteVerbs(first).claim("job-1", "A", T, TTL)).toBe(1);
     first.close();
 
     const second = await openStore({ url });
     try {
-      expect(await second.state("job-1")).toMatchObject({ owner: "A", fence: 1 });
-      expect(await second.claim("job-1", "B", T + TTL, TTL)).toBe(2);
-      expect(await second.complete("job-1", "A", 1, T + TTL + 1, "stale")).toBe(false);
+      expect(await second.get("job-1")).toMatchObject({ owner: "A", fence: 1 });
+      expect(await noteVerbs(second).claim("job-1", "B", T + TTL, TTL)).toBe(2);
+      expect(await noteVerbs(second).complete("job-1", "A", 1, T + TTL + 1, "stale")).toBe(false);
     } finally {
       second.close();
     }
@@ -88,11 +89,11 @@ describe("migrate", () => {
     const old = await openStore({ url, migrations: before12 });
     await old.enqueue("job-1", { queue: "q", now: T });
     await old.enqueue("job-2", { queue: "q", now: T });
-    expect(await old.claim("job-1", "A", T, TTL)).toBe(1);
-    expect(await old.renew("job-1", "A", 1, T + 1, TTL)).toBe(true);
-    expect(await old.renew("job-1", "A", 1, T + 2, TTL)).toBe(true);
-    expect(await old.complete("job-1", "B", 1, T + 3, "stale")).toBe(false);
-    expect(await old.complete("job-1", "A", 1, T + 4, "done")).toBe(true);
+    expect(await noteVerbs(old).claim("job-1", "A", T, TTL)).toBe(1);
+    expect(await noteVerbs(old).renew("job-1", "A", 1, T + 1, TTL)).toBe(true);
+    expect(await noteVerbs(old).renew("job-1", "A", 1, T + 2, TTL)).toBe(true);
+    expect(await noteVerbs(old).complete("job-1", "B", 1, T + 3, "stale")).toBe(false);
+    expect(await noteVerbs(old).complete("job-1", "A", 1, T + 4, "done")).toBe(true);
     old.close();
 
     const client = createClient({ url });
@@ -108,12 +109,12 @@ describe("migrate", () => {
 
       const store = await openStore({ url });
       try {
-        expect(await store.claim("job-2", "A", T + 5, TTL)).toBe(1);
-        expect(await store.renew("job-2", "A", 1, T + 6, TTL)).toBe(true);
-        expect(await store.renew("job-2", "A", 1, T + 7, TTL)).toBe(true);
-        expect(await store.complete("job-2", "B", 1, T + 8, "stale")).toBe(false);
-        expect(await store.complete("job-2", "B", 1, T + 9, "stale")).toBe(false);
-        expect(await store.complete("job-2", "A", 1, T + 10, "done")).toBe(true);
+        expect(await noteVerbs(store).claim("job-2", "A", T + 5, TTL)).toBe(1);
+        expect(await noteVerbs(store).renew("job-2", "A", 1, T + 6, TTL)).toBe(true);
+        expect(await noteVerbs(store).renew("job-2", "A", 1, T + 7, TTL)).toBe(true);
+        expect(await noteVerbs(store).complete("job-2", "B", 1, T + 8, "stale")).toBe(false);
+        expect(await noteVerbs(store).complete("job-2", "B", 1, T + 9, "stale")).toBe(false);
+        expect(await noteVerbs(store).complete("job-2", "A", 1, T + 10, "done")).toBe(true);
         await store.enqueue("job-3", { queue: "q", now: T + 11 });
       } finally {
         store.close();
@@ -200,7 +201,7 @@ describe("connection settings of a file database, on a client of connect", () =>
     const url = `file:${freshDir()}/deeper/still/fencelease.db`;
     const store = await openStore({ url });
     try {
-      expect(await store.enqueue("job-1", { now: T })).toBe(true);
+      expect(await noteVerbs(store).enqueue("job-1", { now: T })).toBe(true);
     } finally {
       store.close();
     }

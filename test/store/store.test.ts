@@ -10,6 +10,7 @@ import { schedulesContract } from "../contract/schedules.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
 import { freshStore, freshUrl } from "../fresh-db.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 
 // The store contract on libSQL over a real file, on the native file driver that
 // openStore gives a `file:` URL (src/drivers/libsql-file.ts); the same suite
@@ -28,10 +29,10 @@ describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {
     const { store, snapshot } = await freshStore();
     await store.enqueue("job-1", { now: 1 });
-    await store.claim("job-1", "A", 1, 1_000);
+    await store.claim("job-1", { owner: "A", ttlMs: 1_000, now: 1 });
     const before = await snapshot();
     store.close();
-    await expect(store.state("job-1")).rejects.toThrow();
+    await expect(store.get("job-1")).rejects.toThrow();
     await expect(store.ping()).rejects.toThrow(); // so /healthz answers 503
     expect(await snapshot()).toEqual(before);
   });
@@ -46,13 +47,13 @@ describe("a busy database", () => {
       await store.enqueue("job-1", { now: 1 });
       const lock = await holder.transaction("write"); // another writer holds the lock past our timeout
       const started = performance.now();
-      await expect(store.claimJob("job-1", "A", 1, 1_000)).rejects.toBeInstanceOf(StorageUnavailable);
-      await expect(store.claim("job-1", "A", 1, 1_000)).rejects.toBeInstanceOf(StorageUnavailable);
+      await expect(store.claim("job-1", { owner: "A", ttlMs: 1_000, now: 1 })).rejects.toBeInstanceOf(StorageUnavailable);
+      await expect(store.claim("job-1", { owner: "A", ttlMs: 1_000, now: 1 })).rejects.toBeInstanceOf(StorageUnavailable);
       expect(performance.now() - started).toBeLessThan(2_000); // the 20 ms asked for, not the default 5 s
       lock.close();
       // libSQL would leave the failed statements "in progress" and refuse every later commit on that connection.
-      expect(await store.claimJob("job-1", "A", 2, 1_000)).toMatchObject({ fence: 1 });
-      expect(await store.complete("job-1", "A", 1, 3, "done")).toBe(true);
+      expect(await store.claim("job-1", { owner: "A", ttlMs: 1_000, now: 2 })).toMatchObject({ fence: 1 });
+      expect(await noteVerbs(store).complete("job-1", "A", 1, 3, "done")).toBe(true);
     } finally {
       holder.close();
       store.close();
@@ -67,7 +68,7 @@ describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("a long tight lo
       const before = process.memoryUsage().rss;
       for (let i = 0; i < 4_000; i++) {
         await store.enqueue(`job-${i}`, { now: 1 });
-        await store.complete(`job-${i}`, "A", (await store.claim(`job-${i}`, "A", 1, 1_000))!, 2, "r");
+        await store.complete(`job-${i}`, { owner: "A", fence: (await store.claim(`job-${i}`, { owner: "A", ttlMs: 1_000, now: 1 })).fence, result: "r", now: 2 });
       }
       // On @libsql/client, without its driver's yield, this loop grew by about
       // 700 MB; the file driver prepares each statement once, and without its

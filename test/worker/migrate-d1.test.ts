@@ -2,6 +2,7 @@ import { applyD1Migrations, env } from "cloudflare:test";
 import { describe, expect, test } from "vitest";
 import { d1Driver } from "../../src/drivers/d1.ts";
 import { LeaseStore } from "../../src/store/store.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 
 const T = 1_000_000;
 const TTL = 30_000;
@@ -14,11 +15,11 @@ describe("migrations on D1", () => {
     const old = new LeaseStore(d1Driver(db));
     await old.enqueue("job-1", { queue: "q", now: T });
     await old.enqueue("job-2", { queue: "q", now: T });
-    expect(await old.claim("job-1", "A", T, TTL)).toBe(1);
-    expect(await old.renew("job-1", "A", 1, T + 1, TTL)).toBe(true);
-    expect(await old.renew("job-1", "A", 1, T + 2, TTL)).toBe(true);
-    expect(await old.complete("job-1", "B", 1, T + 3, "stale")).toBe(false);
-    expect(await old.complete("job-1", "A", 1, T + 4, "done")).toBe(true);
+    expect(await noteVerbs(old).claim("job-1", "A", T, TTL)).toBe(1);
+    expect(await noteVerbs(old).renew("job-1", "A", 1, T + 1, TTL)).toBe(true);
+    expect(await noteVerbs(old).renew("job-1", "A", 1, T + 2, TTL)).toBe(true);
+    expect(await noteVerbs(old).complete("job-1", "B", 1, T + 3, "stale")).toBe(false);
+    expect(await noteVerbs(old).complete("job-1", "A", 1, T + 4, "done")).toBe(true);
     const history = await rows("SELECT * FROM events ORDER BY seq");
     const refusals = await rows("SELECT * FROM refusal_counts");
     expect(history.map((event) => event.kind)).toEqual(["enqueued", "enqueued", "claimed", "renewed", "refused", "completed"]);
@@ -30,12 +31,12 @@ describe("migrations on D1", () => {
     expect((await rows("SELECT sql FROM sqlite_master WHERE name = 'events'"))[0]!.sql).not.toMatch(/AUTOINCREMENT/i);
 
     const store = new LeaseStore(d1Driver(db));
-    expect(await store.claim("job-2", "A", T + 5, TTL)).toBe(1);
-    expect(await store.renew("job-2", "A", 1, T + 6, TTL)).toBe(true);
-    expect(await store.renew("job-2", "A", 1, T + 7, TTL)).toBe(true);
-    expect(await store.complete("job-2", "B", 1, T + 8, "stale")).toBe(false);
-    expect(await store.complete("job-2", "B", 1, T + 9, "stale")).toBe(false);
-    expect(await store.complete("job-2", "A", 1, T + 10, "done")).toBe(true);
+    expect(await noteVerbs(store).claim("job-2", "A", T + 5, TTL)).toBe(1);
+    expect(await noteVerbs(store).renew("job-2", "A", 1, T + 6, TTL)).toBe(true);
+    expect(await noteVerbs(store).renew("job-2", "A", 1, T + 7, TTL)).toBe(true);
+    expect(await noteVerbs(store).complete("job-2", "B", 1, T + 8, "stale")).toBe(false);
+    expect(await noteVerbs(store).complete("job-2", "B", 1, T + 9, "stale")).toBe(false);
+    expect(await noteVerbs(store).complete("job-2", "A", 1, T + 10, "done")).toBe(true);
     await store.enqueue("job-3", { queue: "q", now: T + 11 });
     const newer = await rows(`SELECT job_id, kind, count FROM events WHERE seq > ${Number(history.at(-1)!.seq)} ORDER BY seq`);
     expect(newer).toEqual([
