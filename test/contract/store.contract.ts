@@ -269,6 +269,14 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       expect(await snapshot()).toEqual(before);
     });
 
+    test("answers false for the same completion sent again: it writes nothing", async () => {
+      const { store, snapshot } = await leasedByA();
+      expect(await noteVerbs(store).complete("job-1", "A", 1, T + 1, "r")).toBe(true);
+      const before = await snapshot();
+      expect(await noteVerbs(store).complete("job-1", "A", 1, T + 2, "r")).toBe(false);
+      expect(await snapshot()).toEqual(before);
+    });
+
     test("refuses a second completion and keeps the first result", async () => {
       const { store, snapshot } = await leasedByA();
       expect(await noteVerbs(store).complete("job-1", "A", 1, T + 1, "first")).toBe(true);
@@ -488,6 +496,20 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         const again = await store.enqueue("job-1", { priority: 9, now: T + 2 });
         expect(again).toEqual({ created: false, job: expect.objectContaining({ id: "job-1", owner: "A", fence: 1, priority: 0 }) });
         expect(await snapshot()).toEqual({ ...before, "job-2": expect.objectContaining({ fence: 0 }) });
+      });
+
+      test("enqueue takes delayMs: due that many ms after now; with runAt too, or below 0, it is InvalidArgument and writes nothing", async () => {
+        const { store, snapshot, before } = await leasedByA();
+        expect((await store.enqueue("job-2", { delayMs: 500, now: T + 1 })).job).toMatchObject({ runAt: T + 501, status: "scheduled" });
+        expect(await store.enqueueMany("q", { jobs: [{ id: "job-3", delayMs: 0 }, { id: "job-4", delayMs: 70 }], now: T + 2 })).toEqual([{ id: "job-3", created: true }, { id: "job-4", created: true }]);
+        expect((await store.get("job-3")).runAt).toBe(T + 2);
+        expect((await store.get("job-4")).runAt).toBe(T + 72);
+        const written = await snapshot();
+        await expect(store.enqueue("job-5", { runAt: T, delayMs: 1, now: T })).rejects.toMatchObject({ name: "InvalidArgument", message: "give runAt or delayMs, not both" });
+        await expect(store.enqueue("job-5", { delayMs: -1, now: T })).rejects.toMatchObject({ name: "InvalidArgument", message: "delayMs must be a whole number of milliseconds, 0 or more, got -1" });
+        await expect(store.enqueueMany("q", { jobs: [{ id: "job-5" }, { id: "job-6", delayMs: 1.5 }], now: T })).rejects.toMatchObject({ name: "InvalidArgument" });
+        expect(await snapshot()).toEqual(written);
+        expect(Object.keys(written)).toEqual([...Object.keys(before), "job-2", "job-3", "job-4"].sort());
       });
 
       test("get answers the job, and throws NotFound for an unknown id", async () => {

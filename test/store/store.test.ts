@@ -1,6 +1,9 @@
 import { createClient } from "@libsql/client";
 import { describe, expect, test } from "vitest";
-import { StorageUnavailable } from "../../src/index.ts";
+import { fileURLToPath } from "node:url";
+import type { Driver } from "../../src/drivers/driver.ts";
+import { libsqlFileDriver } from "../../src/drivers/libsql-file.ts";
+import { LeaseStore, StorageUnavailable } from "../../src/index.ts";
 import { openStore } from "../../src/node.ts";
 import { cancelContract } from "../contract/cancel.contract.ts";
 import { manyContract } from "../contract/many.contract.ts";
@@ -35,6 +38,73 @@ describe("close", () => {
     await expect(store.get("job-1")).rejects.toThrow();
     await expect(store.ping()).rejects.toThrow(); // so /healthz answers 503
     expect(await snapshot()).toEqual(before);
+  });
+});
+
+describe("what each verb sends", () => {
+  /** A store over a driver that notes each call: "batch N" (N statements) or "read". */
+  async function counted() {
+    const url = freshUrl();
+    (await openStore({ url })).close(); // the migrations
+    const driver = libsqlFileDriver(fileURLToPath(url));
+    const calls: string[] = [];
+    const counting: Driver = {
+      run: (statement) => (calls.push("read"), driver.run(statement)),
+      batch: (statements) => (calls.push(`batch ${statements.length}`), driver.batch(statements)),
+      close: () => driver.close(),
+    };
+    const store = new LeaseStore(counting);
+    /** The calls `verb` made. */
+    const sent = async (verb: () => Promise<unknown>) => {
+      calls.length = 0;
+      await verb().catch(() => {});
+      return [...calls];
+    };
+    return { store, sent };
+  }
+
+  test("an accepted write is its batch alone: the answer comes from what its statement returned", async () => {
+    const { store, sent } = await counted();
+    try {
+      const lease = { owner: "A", fence: 1, now: 2 };
+      expect(await sent(() => store.enqueue("a", { now: 1 }))).toEqual(["batch 1"]);
+      expect(await sent(() => store.claim("a", { owner: "A", ttlMs: 1_000, now: 2 }))).toEqual(["batch 2"]);
+      expect(await sent(() => store.renew("a", { ...lease, ttlMs: 1_000 }))).toEqual(["batch 2"]);
+      expect(await sent(() => store.complete("a", { ...lease, result: "r" }))).toEqual(["batch 2"]);
+      await store.enqueue("b", { maxAttempts: 1, now: 1 });
+      await store.claim("b", { owner: "A", ttlMs: 1_000, now: 2 });
+      expect(await sent(() => store.fail("b", { ...lease, error: "x" }))).toEqual(["batch 2"]);
+      expect(await sent(() => store.retry("b", { now: 3 }))).toEqual(["batch 1"]);
+      await store.claim("b", { owner: "A", ttlMs: 1_000, now: 3 });
+      expect(await sent(() => store.release("b", { owner: "A", fence: 2, now: 4 }))).toEqual(["batch 2"]);
+      expect(await sent(() => store.cancel("b", { now: 5 }))).toEqual(["batch 2"]);
+      expect(await sent(() => store.delete("b", { now: 6 }))).toEqual(["batch 2"]);
+    } finally {
+      store.close();
+    }
+  });
+
+  test("a write that changed nothing reads the job once, after it, to say why (or to answer the same completion again)", async () => {
+    const { store, sent } = await counted();
+    try {
+      await store.enqueue("a", { now: 1 });
+      await store.claim("a", { owner: "A", ttlMs: 1_000, now: 2 });
+      expect(await sent(() => store.enqueue("a", { now: 3 }))).toEqual(["batch 1", "read"]);
+      expect(await sent(() => store.claim("a", { owner: "B", ttlMs: 1_000, now: 3 }))).toEqual(["batch 2", "read"]);
+      expect(await sent(() => store.renew("a", { owner: "B", fence: 1, ttlMs: 1_000, now: 3 }))).toEqual(["batch 2", "read"]);
+      expect(await sent(() => store.fail("a", { owner: "B", fence: 1, error: "x", now: 3 }))).toEqual(["batch 2", "read"]);
+      expect(await sent(() => store.release("a", { owner: "B", fence: 1, now: 3 }))).toEqual(["batch 2", "read"]);
+      await store.complete("a", { owner: "A", fence: 1, result: "r", now: 3 });
+      expect(await sent(() => store.complete("a", { owner: "A", fence: 1, result: "r", now: 4 }))).toEqual(["batch 2", "read"]);
+      expect(await sent(() => store.complete("a", { owner: "B", fence: 1, result: "r", now: 4 }))).toEqual(["batch 2", "read"]);
+      expect(await sent(() => store.retry("a", { now: 4 }))).toEqual(["batch 1", "read"]);
+      expect(await sent(() => store.cancel("a", { now: 4 }))).toEqual(["batch 2", "read"]);
+      await store.enqueue("held", { now: 1 });
+      await store.claim("held", { owner: "A", ttlMs: 1_000, now: 2 });
+      expect(await sent(() => store.delete("held", { now: 3 }))).toEqual(["batch 2", "read"]);
+    } finally {
+      store.close();
+    }
   });
 });
 
