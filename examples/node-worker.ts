@@ -5,7 +5,13 @@
 // SIGTERM: it takes no new job, finishes the ones in hand, stores their
 // results, and exits.
 //
-//   FENCELEASE_URL=http://127.0.0.1:8787 QUEUE=thumbnails CONCURRENCY=16 node examples/node-worker.ts
+// From this repository, after `npm install` and beside `npm start`:
+//
+//   FENCELEASE_URL=http://127.0.0.1:8787 QUEUE=thumbnails CONCURRENCY=16 npx node examples/node-worker.ts
+//
+// `npx node` is the Node 24 that the devDependency `node` puts in node_modules/.bin:
+// a .ts file runs only on a Node that strips types (22.18 and later), not on Node 20.
+// Copied into a project of your own, run it with such a Node, or compile it with tsc.
 import { type HeldLease, LeaseClient, runWorker } from "fencelease/client";
 
 const client = new LeaseClient({ baseUrl: process.env.FENCELEASE_URL ?? "http://127.0.0.1:8787", token: process.env.FENCELEASE_TOKEN });
@@ -14,9 +20,12 @@ const owner = `node-worker-${process.pid}`;
 const concurrency = Number(process.env.CONCURRENCY ?? 8); // jobs in hand at most
 const waitMs = Number(process.env.WAIT_MS ?? 30_000); // how long one claim waits on the server while the queue is empty (a long poll)
 
+/** What this queue's jobs carry (the handler's type says it once; runWorker infers it from there). */
+type Doc = { text?: string } | null;
+
 /** The work itself. The fence goes with every write to another system, so a stale write can be refused there too. */
-async function handle({ job, fence, signal }: HeldLease): Promise<unknown> {
-  const words = String((job.payload as { text?: string } | null)?.text ?? "").split(/\s+/).filter(Boolean);
+async function handle({ job, fence, signal }: HeldLease<Doc>): Promise<{ words: number }> {
+  const words = String(job.payload?.text ?? "").split(/\s+/).filter(Boolean);
   if (signal.aborted) throw signal.reason; // the lease is gone: stop before writing anything (the result would be dropped anyway)
   console.log(`processed ${job.id} with fence ${fence}`);
   return { words: words.length };

@@ -97,15 +97,27 @@ function parameterCount(sql: string): number {
   return highest + others;
 }
 
+/**
+ * How long a call that found the write lock taken waits before it tries again,
+ * in ms, attempt after attempt (the last one repeats): the delays of SQLite's
+ * own busy handler, which this driver replaces so that the wait is a timer,
+ * not a block of the event loop.
+ */
+const BUSY_DELAYS_MS = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+
 /** A SQLITE_BUSY error, plain or extended (SQLITE_BUSY_SNAPSHOT, ...). */
 function isBusy(error: unknown): boolean {
   const { code, rawCode } = (error ?? {}) as { code?: unknown; rawCode?: unknown };
   return (typeof rawCode === "number" && (rawCode & 0xff) === 5) || (typeof code === "string" && code.startsWith("SQLITE_BUSY"));
 }
 
-/** Opens the file with every setting the store relies on. */
-function openDatabase(path: string, busyTimeoutMs: number): Database.Database {
-  const db = new Database(path, { timeout: busyTimeoutMs });
+/**
+ * Opens the file with every setting the store relies on. Its own busy timeout
+ * is zero: a call that finds the lock taken fails at once, and the driver
+ * waits on a timer and tries again (see `patiently`).
+ */
+function openDatabase(path: string): Database.Database {
+  const db = new Database(path, { timeout: 0 });
   try {
     // WAL lets readers run beside the writer and is kept in the file itself.
     db.exec("PRAGMA journal_mode = WAL");
@@ -133,12 +145,24 @@ function openDatabase(path: string, busyTimeoutMs: number): Database.Database {
  * name (of two columns with one name, the last wins); an integer reads as a
  * number, so one beyond 2^53 would lose precision where @libsql/client throws.
  *
+ * Waiting for the lock: a call that finds the write lock taken by another
+ * connection (SQLITE_BUSY: nothing of it was applied) waits on a timer and
+ * tries again, with the delays of SQLite's own busy handler, until
+ * `busyTimeoutMs` has passed since it began. SQLite's handler would sleep
+ * inside the call, so a write waiting for another process's lock would stop
+ * the whole event loop (every request, read and timer of the server) for up
+ * to the busy timeout; on a timer, only that call waits.
+ *
  * Failures: a statement that fails (a trigger refusing, a constraint, a bad
  * argument) rolls back its whole batch and is passed on as it is; the
- * connection stays usable. An error that a retry may cure (busy, I/O, disk
- * full, a file that cannot be opened) becomes StorageUnavailable with outcome
- * `not_applied`, since a local batch that failed was rolled back. After
- * SQLITE_BUSY (a write that waited out the busy timeout) the driver drops its
+ * connection stays usable. An error that a retry may cure (busy past the busy
+ * timeout, I/O, disk full, a file that cannot be opened) becomes
+ * StorageUnavailable with outcome `not_applied`, since a local batch that
+ * failed was rolled back. A call that met SQLITE_BUSY tries again on the same
+ * connection, running the same statement first, which resets it: so a
+ * transaction the caller opened with `run("BEGIN")` holds across the wait, and
+ * SQLite's `data_version` (which the wait room reads, per connection) keeps
+ * counting. Once a call gives up (past the busy timeout), the driver drops its
  * statements and its connection, and the next call opens a new one with the
  * same settings: libSQL leaves the failed statement "in progress", and every
  * later commit on that connection would fail. If that reopening fails, that
@@ -150,7 +174,7 @@ function openDatabase(path: string, busyTimeoutMs: number): Database.Database {
  */
 export function libsqlFileDriver(path: string, options: LibsqlFileDriverOptions = {}): Driver {
   const busyTimeoutMs = options.busyTimeoutMs ?? BUSY_TIMEOUT_MS;
-  let db: Database.Database | undefined = openDatabase(path, busyTimeoutMs);
+  let db: Database.Database | undefined = openDatabase(path);
   let cache = new Map<string, Prepared>();
   let closed = false;
   let calls = 0;
@@ -158,7 +182,7 @@ export function libsqlFileDriver(path: string, options: LibsqlFileDriverOptions 
   /** The open connection: the one there is, or a new one after SQLITE_BUSY dropped the last. */
   function connection(): Database.Database {
     if (closed) throw Object.assign(new Error("The driver is closed"), { code: "CLIENT_CLOSED" });
-    return (db ??= openDatabase(path, busyTimeoutMs));
+    return (db ??= openDatabase(path));
   }
 
   function prepared(connection: Database.Database, sql: string): Prepared {
@@ -210,37 +234,53 @@ export function libsqlFileDriver(path: string, options: LibsqlFileDriverOptions 
     return storageError(error, "local");
   }
 
-  async function run(statement: Statement): Promise<Row[]> {
+  /**
+   * Runs `call` (all of one driver call, synchronous), again on a timer while
+   * the lock is taken, until the busy timeout. A busy call applied nothing: a
+   * BEGIN IMMEDIATE that did not get the lock began nothing, a statement alone
+   * wrote nothing, and a batch whose COMMIT was refused was rolled back.
+   */
+  async function patiently<T>(call: () => T): Promise<T> {
     if (++calls % YIELD_EVERY === 0) await yieldTurn();
+    const started = performance.now();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return call();
+      } catch (error) {
+        const left = busyTimeoutMs - (performance.now() - started);
+        if (!isBusy(error) || left <= 0) throw failure(error);
+        const delay = Math.min(BUSY_DELAYS_MS[Math.min(attempt, BUSY_DELAYS_MS.length - 1)]!, left);
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  }
+
+  function runOne(statement: Statement): Row[] {
+    return execute(connection(), statement);
+  }
+
+  /** One transaction: BEGIN IMMEDIATE takes the write lock (or fails with SQLITE_BUSY, nothing begun). */
+  function runAll(statements: Statement[]): Row[][] {
+    const current = connection();
+    prepared(current, "BEGIN IMMEDIATE").statement.run(NO_ARGS);
     try {
-      return execute(connection(), statement);
+      const results: Row[][] = [];
+      for (const statement of statements) results.push(execute(current, statement));
+      prepared(current, "COMMIT").statement.run(NO_ARGS);
+      return results;
     } catch (error) {
-      throw failure(error);
+      rollBack(current);
+      throw error;
     }
   }
 
   return {
-    run,
+    run: (statement) => patiently(() => runOne(statement)),
     async batch(statements) {
+      if (statements.length === 0) return patiently(() => (connection(), [])); // a closed driver says so, even for nothing
       // One statement is atomic on its own: no transaction to open and commit around it.
-      if (statements.length === 1) return [await run(statements[0]!)];
-      if (++calls % YIELD_EVERY === 0) await yieldTurn();
-      try {
-        const current = connection();
-        if (statements.length === 0) return [];
-        prepared(current, "BEGIN IMMEDIATE").statement.run(NO_ARGS);
-        try {
-          const results: Row[][] = [];
-          for (const statement of statements) results.push(execute(current, statement));
-          prepared(current, "COMMIT").statement.run(NO_ARGS);
-          return results;
-        } catch (error) {
-          rollBack(current);
-          throw error;
-        }
-      } catch (error) {
-        throw failure(error);
-      }
+      if (statements.length === 1) return [await patiently(() => runOne(statements[0]!))];
+      return patiently(() => runAll(statements));
     },
     close() {
       if (closed) return;

@@ -22,7 +22,7 @@ export const checked = {
   enqueue: (id: string, request: EnqueueRequest, at: number) => {
     const now = check.instant("now", at);
     return sql.enqueue({
-      id: check.name("id", id),
+      id: check.jobId("id", id),
       queue: check.name("queue", request.queue ?? "default"),
       payload: check.json("payload", request.payload),
       priority: check.integer("priority", request.priority ?? 0),
@@ -33,8 +33,8 @@ export const checked = {
   },
   enqueueMany: (queue: string, jobs: NewJob[], at: number) => {
     const now = check.instant("now", at);
-    const rows = jobs.map((job): sqlMany.NewJob => [
-      check.name("id", job.id),
+    const rows = jobs.map((job, i): sqlMany.NewJob => [
+      check.jobId(`jobs[${i}].id`, job.id),
       check.json("payload", job.payload),
       check.integer("priority", job.priority ?? 0),
       dueAt(job, now),

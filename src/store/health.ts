@@ -25,6 +25,9 @@ export const STUCK_AFTER_MS = 5000;
 /** The default of `holdMs`. */
 export const HEALTH_HOLD_MS = 5000;
 
+/** How long `check` waits for its probe before it answers that writes are waiting for the database (a lock held elsewhere). */
+export const PROBE_WAIT_MS = 100;
+
 // The probe: a write that changes nothing, yet needs what every write needs:
 // a write transaction (so the write lock) on a database that accepts one, and
 // an answer from a remote one. It cannot see a full disk (it adds no page) nor
@@ -61,6 +64,8 @@ export class WriteHealth {
   #writes = 0;
   /** The reason last logged, or undefined while healthy. */
   #reported: HealthReason | undefined;
+  /** The probe on its way, and when it was sent: a check sends no second one while the first waits. */
+  #probe: { answer: Promise<Health>; sent: number } | undefined;
 
   constructor(options: HealthOptions = {}) {
     this.#stuckAfterMs = positive("stuckAfterMs", options.stuckAfterMs ?? STUCK_AFTER_MS);
@@ -93,16 +98,35 @@ export class WriteHealth {
     };
   }
 
-  /** Whether writes can succeed now; runs the probe on `driver` (a watched one) when nothing else decides. */
+  /**
+   * Whether writes can succeed now; runs the probe on `driver` (a watched one)
+   * when nothing else decides. On a local file it answers within
+   * PROBE_WAIT_MS: a probe that has not answered by then is waiting for a
+   * write lock that another connection holds, which is said as `busy`.
+   */
   async check(driver: Driver): Promise<Health> {
     const decided = this.#decided();
     if (decided) return decided;
+    const probe = (this.#probe ??= { answer: this.#probed(driver), sent: this.#clock() });
+    // A remote database's probe is bounded by its statement timeout, and its failure says what is wrong.
+    if (driver.remote) return probe.answer;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), PROBE_WAIT_MS)));
+    const answer = await Promise.race([probe.answer, late]).finally(() => clearTimeout(timer));
+    if (answer) return answer;
+    const waited = Math.round(this.#clock() - probe.sent);
+    return { ok: false, reason: "busy", message: `a write has waited ${waited} ms for the database (another connection may hold its write lock); writes wait up to their timeout, then fail with nothing written` };
+  }
+
+  async #probed(driver: Driver): Promise<Health> {
     try {
       await driver.run(PROBE);
       return { ok: true };
     } catch (error) {
       if (error instanceof StorageUnavailable) return unhealthy(error);
       throw error;
+    } finally {
+      this.#probe = undefined;
     }
   }
 

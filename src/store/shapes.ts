@@ -1,3 +1,4 @@
+import type { LeaseLostReason } from "./errors.ts";
 import type { Job, Lease } from "./job.ts";
 
 // What the store's verbs take and answer, beside the Job itself (src/store/job.ts).
@@ -68,8 +69,8 @@ export type EventsRequest = { cursor?: string; limit?: number };
 /** A lease ended by complete or fail, the leases of the next jobs taken with it (empty unless `next` was asked), and whether this call wrote it (false: the same completion sent again). */
 export type Settled = { job: Job; leases: Lease[]; changed: boolean };
 
-/** Whether (owner, fence) is the job's current lease, with the job's fence and until. */
-export type LeaseCheck = { current: boolean; fence: number; until: number };
+/** Whether (owner, fence) is the job's current lease, with the job's fence and until, and when it is not, why (the reason a write with it would be refused for). */
+export type LeaseCheck = { current: boolean; fence: number; until: number; reason?: LeaseLostReason };
 
 /** How many rows one housekeeping transaction (a chunk of purge or expire) takes at most, by default. */
 export const HOUSEKEEPING_CHUNK = 500;

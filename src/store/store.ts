@@ -1,11 +1,12 @@
 import type { Driver, Row, Statement } from "../drivers/driver.ts";
-import { NotFound, WrongStatus } from "./errors.ts";
-import { eventFromRow, type Job, type JobEvent, jobFromRow, type Lease, leasesOf } from "./job.ts";
-import { claimRefusal, type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
+import { NotClaimable, NotFound, WrongStatus } from "./errors.ts";
+import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf } from "./job.ts";
+import { claimRefusal, leaseLostReason, type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
 import { Schedules } from "./schedules.ts";
 import { Queues } from "./queues.ts";
 import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./sql/lease.ts";
+import { followClock } from "./sql/bucket.ts";
 import * as claims from "./sql/claim-next.ts";
 import * as housekeeping from "./sql/housekeeping.ts";
 import * as reads from "./sql/reads.ts";
@@ -112,8 +113,7 @@ export class LeaseStore {
    */
   async enqueueMany(queue: string, request: EnqueueManyRequest): Promise<{ id: string; created: boolean }[]> {
     const { jobs } = request;
-    const statement = checked.enqueueMany(queue, jobs, timeOf(request));
-    const inserted = new Set((await this.#driver.batch([statement]))[0]!.map((row) => row.id as string));
+    const inserted = new Set((await this.#driver.batch(checked.enqueueMany(queue, jobs, timeOf(request))))[0]!.map((row) => row.id as string));
     return jobs.map(({ id }) => {
       const created = inserted.delete(id); // a repeated id was created by its first entry only
       return { id, created };
@@ -138,7 +138,9 @@ export class LeaseStore {
     const [, [row] = []] = await this.#driver.batch(checked.claim(id, request, now));
     if (row !== undefined) return leaseOf(row);
     const [read] = await this.#driver.run(claims.claimState(id, now));
-    throw claimRefusal(id, read);
+    const refused = claimRefusal(id, read);
+    if (refused instanceof NotClaimable && refused.reason === "rate_limited") await this.#followClock(read!.queue as string, now);
+    throw refused;
   }
 
   /**
@@ -158,17 +160,42 @@ export class LeaseStore {
     const take = takeNext(queue, request.owner, now, request.ttlMs, limit);
     if (this.#driver.remote) {
       const [rows = [], [hint] = []] = await this.#driver.batch([...take, claims.retryAfter(queue, now, limit)]);
-      return withRetryAfter(leasesOf(rows), hint);
+      return withRetryAfter(leasesOf(rows), await this.#followed(queue, now, hint));
     }
     const [rows = []] = await this.#driver.batch(take);
     const leases = leasesOf(rows);
-    return leases.length < limit ? withRetryAfter(leases, (await this.#driver.run(claims.retryAfter(queue, now)))[0]) : leases;
+    return leases.length < limit ? withRetryAfter(leases, await this.#followed(queue, now, (await this.#driver.run(claims.retryAfter(queue, now)))[0])) : leases;
   }
 
   /** nextClaimableAt answers when a job of `queue` next becomes claimable by claimNext (maybe already), or null if none will. */
   async nextClaimableAt(queue: string, request: { now?: number } = {}): Promise<number | null> {
-    const [row] = await this.#driver.run(claims.nextClaimable(check.name("queue", queue), check.instant("now", timeOf(request))));
+    const [row] = await this.#driver.run(claims.nextClaimable([check.name("queue", queue)], check.instant("now", timeOf(request))));
     return (row?.at as number | null | undefined) ?? null;
+  }
+
+  /** nextClaimableAtEach is nextClaimableAt of many queues in one read (the wait rooms' re-check): those that have a time, with it. */
+  async nextClaimableAtEach(queues: string[], request: { now?: number } = {}): Promise<{ queue: string; at: number }[]> {
+    const rows = await this.#driver.run(claims.nextClaimable(queues.map((queue) => check.name("queue", queue)), check.instant("now", timeOf(request))));
+    return rows.filter((row) => row.at !== null).map((row) => ({ queue: row.queue as string, at: row.at as number }));
+  }
+
+  /** finishedOf answers which of the jobs `ids` are done, dead, cancelled or gone, in one read (the wait rooms' re-check). */
+  async finishedOf(ids: string[]): Promise<string[]> {
+    return (await this.#driver.run(reads.finished(ids.map((id) => check.name("id", id))))).map((row) => row.id as string);
+  }
+
+  /**
+   * dataVersion answers a number that changes when another connection (another
+   * process, plain SQL) commits to the database, and only then: SQLite's
+   * data_version, read on the store's connection, which its own writes leave
+   * as it is. Null where it cannot tell: a remote database, where each call
+   * may be served by another connection. The wait rooms skip their re-check
+   * while it stays the same.
+   */
+  async dataVersion(): Promise<number | null> {
+    if (this.#driver.remote) return null;
+    const [row] = await this.#driver.run({ sql: "SELECT data_version AS version FROM pragma_data_version()", args: [] });
+    return row!.version as number;
   }
 
   /**
@@ -252,7 +279,7 @@ export class LeaseStore {
     check.distinctIds("leases", completions);
     const statements = sqlMany.completeMany(check.name("owner", owner), presented, check.instant("now", now));
     const take = next === undefined ? [] : takeNext(next.queue, owner, now, next.ttlMs, next.limit);
-    const [done, refused, , taken = []] = await this.#driver.batch([...statements, ...take]);
+    const [, done, refused, , taken = []] = await this.#driver.batch([...statements, ...take]);
     const ended = [...new Set(done!.map((row) => row.queue as string))];
     return { completed: outcomes(completions, owner, refused!, () => ({ done: true as const })), leases: leasesOf(taken), ended };
   }
@@ -296,12 +323,19 @@ export class LeaseStore {
     throw new WrongStatus(id, "leased", `job ${JSON.stringify(id)} is leased; it can be deleted once its lease ends`);
   }
 
-  /** leaseCheck tells a system outside whether (owner, fence) is the current lease of a job; NotFound for an unknown id. */
+  /**
+   * leaseCheck tells a system outside whether (owner, fence) is the current
+   * lease of a job and, when it is not, why: the reason a write with it would
+   * be refused for. NotFound for an unknown id.
+   */
   async leaseCheck(id: string, request: HeldLease): Promise<LeaseCheck> {
-    const statement = reads.leaseCheck(check.name("id", id), check.name("owner", request.owner), check.positiveInt("fence", request.fence), check.instant("now", timeOf(request)));
+    const { owner, fence } = request;
+    const statement = reads.leaseCheck(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", timeOf(request)));
     const [row] = await this.#driver.run(statement);
     if (row === undefined) throw new NotFound(id);
-    return { current: row.current === 1, fence: row.fence as number, until: row.until as number };
+    const answer = { current: row.current === 1, fence: row.fence as number, until: row.until as number };
+    if (answer.current) return answer;
+    return { ...answer, reason: leaseLostReason({ owner: row.owner as string | null, fence: answer.fence, status: row.status as JobStatus }, owner, fence) };
   }
 
   /** list pages through jobs in id order, optionally of one queue and one status at `now`; stable while jobs change. */
@@ -363,7 +397,7 @@ export class LeaseStore {
     const cutoff = check.instant("now", timeOf(request)) - check.positiveInt("retentionMs", request.retentionMs);
     let purged = 0;
     await inChunks(request, async (size) => {
-      const [, jobs, events] = await this.#driver.batch(housekeeping.purge(cutoff, size));
+      const [, , jobs, events] = await this.#driver.batch(housekeeping.purge(cutoff, size));
       purged += jobs!.length;
       return jobs!.length === size || events!.filter((event) => event.kind === "deleted").length === size;
     });
@@ -393,6 +427,22 @@ export class LeaseStore {
   /** The backoff's jitter: a factor in [0.5, 1), so that failed jobs do not all come back at once. */
   #jitter(): number {
     return 0.5 + this.#random() / 2;
+  }
+
+  /**
+   * After a claim of `queue` that its bucket refused at `now`: a bucket whose
+   * count is ahead of a clock that stepped back counts on from `now` (see
+   * `followClock`, which decides). Without this, with no whole token left,
+   * nothing would move its count until the clock came back to it.
+   */
+  async #followClock(queue: string, now: number): Promise<void> {
+    await this.#driver.batch([followClock(queue, now)]);
+  }
+
+  /** The hint of a claim-next stopped short, after following a clock that stepped back if the hint says it did. */
+  async #followed(queue: string, now: number, hint: Row | undefined): Promise<Row | undefined> {
+    if (hint?.stepped_back === 1) await this.#followClock(queue, now);
+    return hint;
   }
 
   /** The job as it is now, with its status at `now`, or null: what explains a write that changed nothing. */

@@ -25,7 +25,16 @@ function route() {
   const [path = "", query = ""] = location.hash.replace(/^#/, "").split("?");
   const params = new URLSearchParams(query);
   if (path.startsWith("/job/")) {
-    params.set("id", decodeURIComponent(path.slice("/job/".length)));
+    const escaped = path.slice("/job/".length);
+    // A link typed or cut short ("%E0%A4%A") is not an id, and decoding it throws.
+    let id;
+    try {
+      id = decodeURIComponent(escaped);
+    } catch {
+      params.set("link", escaped);
+      return { view: badJobLink, params };
+    }
+    params.set("id", id);
     return { view: jobView, params };
   }
   if (path === "/jobs") return { view: jobsView, params };
@@ -33,12 +42,22 @@ function route() {
   return { view: queuesView, params };
 }
 
+/** @type {View} */
+function badJobLink(container, params) {
+  const link = JSON.stringify(params.get("link") ?? "");
+  container.append(
+    h("h1", {}, "Not a valid job link"),
+    errorNote(`${link} is not a job id: one of its % escapes is cut short or malformed (each % starts one such as %20 or %C3%A9). Was the link cut when it was copied?`),
+    h("p", {}, "Find the job in ", h("a", { href: "#/jobs" }, "the list of jobs"), ", or open it by its id there."));
+}
+
 async function show() {
   leave.abort();
   leave = new AbortController();
-  const { view, params } = route();
   main.replaceChildren();
+  // Whatever a view or its route throws ends here, on the page: never a page left as it was.
   try {
+    const { view, params } = route();
     await view(main, params, leave.signal);
   } catch (error) {
     if (!leave.signal.aborted) main.append(errorNote(error));

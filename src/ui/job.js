@@ -38,13 +38,22 @@ export async function jobView(container, params, signal) {
     h("div", { class: "heading" },
       h("h1", {}, h("span", { class: "muted" }, "Job "), job.id, " ", h("span", { class: `status status-${job.status}` }, job.status)),
       actions(job, reload)),
-    fields(job),
+    fields(job, history.events),
     timeline(history.events, job),
     h("div", { class: "values" },
       h("section", {}, h("h2", {}, "Payload"), h("pre", { class: "json" }, prettyJson(job.payload))),
-      h("section", {}, h("h2", {}, "Result"), h("pre", { class: "json" }, job.result === null ? "none yet" : prettyJson(job.result))),
+      h("section", {}, h("h2", {}, "Result"), h("pre", { class: "json" }, resultText(job))),
       h("section", {}, h("h2", {}, "Progress"), h("pre", { class: "json", id: "progress" }, job.progress === null ? "none reported" : prettyJson(job.progress)))));
   if (history.more) container.append(h("p", { class: "muted" }, `Only the first ${EVENTS_MAX} events are shown.`));
+}
+
+/**
+ * The Result panel: a done job's result whatever it is (null too); "none yet" only while one may come.
+ * @param {Job} job
+ */
+function resultText(job) {
+  if (job.status === "done" || job.result !== null) return prettyJson(job.result);
+  return job.status === "dead" || job.status === "cancelled" ? `none: the job is ${job.status}` : "none yet";
 }
 
 /**
@@ -66,23 +75,64 @@ async function allEvents(id) {
   return { events, more: cursor !== null };
 }
 
-/** @param {Job} job */
-function fields(job) {
-  /** @type {[string, unknown][]} */
-  const rows = [
+/** How much of a result the header shows; the Result panel shows all of it. */
+const RESULT_PREVIEW = 80;
+
+/**
+ * The job's fields as they are true in its status. A finished job (done, dead,
+ * cancelled) keeps the owner, fence and until of its last lease in the row, but
+ * holds no lease: it says when and how it ended, and by whom. Its last error is
+ * shown as the cause only where it is one (dead); elsewhere it is labelled as
+ * an earlier attempt's, since the attempt since has not failed (yet).
+ * @param {Job} job
+ * @param {JobEvent[]} events
+ */
+function fields(job, events) {
+  // A finished job's row is not written again, so its updatedAt is when it finished.
+  const ended = job.updatedAt;
+  /** @type {[string, Node | string | number][]} */
+  let rows;
+  if (job.status === "done") {
+    rows = [["completed", at(ended)], ["completed by", lease(job.owner, job.fence)], ["result", preview(job.result)]];
+  } else if (job.status === "dead") {
+    const claim = events.findLast((event) => event.kind === "claimed" && event.fence === job.fence);
+    rows = [["died", at(ended)], ["last lease", lease(claim?.owner ?? null, job.fence)], ["final error", job.lastError ?? "none given"]];
+  } else if (job.status === "cancelled") {
+    const cancel = events.findLast((event) => event.kind === "cancelled");
+    const held = job.owner !== null && job.until > ended;
+    rows = [["cancelled", at(ended)], ["cancelled by", cancel?.owner ?? "unknown"]];
+    if (cancel?.error) rows.push(["reason", cancel.error]);
+    rows.push(["lease then", held ? `${lease(job.owner, job.fence)}: its writes are refused` : "none"]);
+  } else if (job.status === "leased") {
+    rows = [["owner", job.owner ?? "?"], ["fence", job.fence], ["lease until", at(job.until)], ["due", at(job.runAt)], ["updated", at(job.updatedAt)]];
+  } else {
+    rows = [["due", at(job.runAt)], ["last fence", job.fence === 0 ? "none yet" : job.fence]];
+    // A lease that ran out and that nothing has ended yet: still in the row, held by nobody.
+    if (job.owner !== null) rows.push(["lease", h("span", {}, `${lease(job.owner, job.fence)}, ran out `, at(job.until))]);
+    rows.push(["updated", at(job.updatedAt)]);
+  }
+  rows = [
     ["queue", h("a", { href: `#/jobs?${new URLSearchParams({ queue: job.queue })}` }, job.queue)],
-    ["owner", job.owner ?? "nobody"],
-    ["fence", job.fence],
-    ["lease until", job.until > 0 ? moment(job.until) : "–"],
+    ...rows,
     ["attempts", `${job.attempts} of ${job.maxAttempts}`],
     ["priority", job.priority],
-    ["due", moment(job.runAt)],
-    ["created", moment(job.createdAt)],
-    ["updated", moment(job.updatedAt)],
-    ["last error", job.lastError ?? "–"],
+    ["created", at(job.createdAt)],
   ];
+  if (job.lastError !== null && job.status !== "dead") rows.push(["error of an earlier attempt", job.lastError]);
   return h("dl", { class: "fields" }, rows.map(([name, value]) =>
     h("div", {}, h("dt", {}, name), h("dd", { "data-field": name }, value instanceof Node ? value : String(value)))));
+}
+
+/** @param {string | null} owner @param {number} fence */
+const lease = (owner, fence) => `${owner ?? "?"}, fence ${fence}`;
+
+/** A moment in the reader's time zone, its exact instant in `datetime`. @param {number} ms */
+const at = (ms) => h("time", { datetime: new Date(ms).toISOString() }, moment(ms));
+
+/** The start of a result, on one line. @param {unknown} result */
+function preview(result) {
+  const text = JSON.stringify(result) ?? "undefined";
+  return h("code", {}, text.length <= RESULT_PREVIEW ? text : `${text.slice(0, RESULT_PREVIEW)}… (all of it below)`);
 }
 
 /**

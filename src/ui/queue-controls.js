@@ -1,9 +1,9 @@
 // @ts-check
 // The queue controls beside the numbers: pause and resume a queue, and set its
-// limit of current leases, each sent through the public API. The claims decide
-// by them on the server; the page only asks, and shows what the API answers.
+// limits in a dialog, each sent through the public API. The claims decide by
+// them on the server; the page only asks, and shows what the API answers.
 import { api, queuePath } from "./api.js";
-import { h } from "./dom.js";
+import { errorNote, h } from "./dom.js";
 
 /** @typedef {{ queue: string, paused: boolean, maxLeased: number | null, ratePerSecond: number | null, burst: number | null }} QueueSettings */
 
@@ -26,7 +26,7 @@ export function limits(settings) {
 
 /**
  * The Pause or Resume button of one queue's row, and its Settings button, which
- * fills the settings form with the queue's settings.
+ * opens the settings dialog filled with the queue's settings.
  * @param {QueueSettings} settings
  * @param {Act} act
  * @param {(settings: QueueSettings) => void} edit
@@ -43,41 +43,65 @@ export function queueButtons(settings, act, edit) {
 }
 
 /**
- * The form that sets a queue's settings with PUT /v1/queues/{queue}: any queue,
- * one listed or not yet. `edit` fills it with a queue's settings.
- * @param {Act} act
+ * The dialog that sets a queue's settings with PUT /v1/queues/{queue}, which
+ * replaces all three. Opened from a queue's row, it is that queue's, filled
+ * with what is set now; opened by New queue (`null`), it asks for a name too,
+ * which sets a queue before its first job. A refusal of the API is shown in the
+ * dialog, which stays open to be put right; a success closes it.
+ * @param {(settings: QueueSettings) => Promise<void>} saved what the page does with the settings saved
+ * @param {AbortSignal} signal closes an open dialog when the view is left
+ * @returns {(settings: QueueSettings | null) => void}
  */
-export function settingsForm(act) {
-  const queue = h("input", { id: "settings-queue", name: "queue", required: true, spellcheck: "false", autocomplete: "off" });
-  const maxLeased = h("input", { id: "settings-max-leased", name: "maxLeased", type: "number", min: 1, step: 1, inputmode: "numeric", placeholder: "no limit" });
-  const rate = h("input", { id: "settings-rate", name: "ratePerSecond", type: "number", min: 0, step: "any", inputmode: "decimal", placeholder: "no limit" });
-  const burst = h("input", { id: "settings-burst", name: "burst", type: "number", min: 1, step: 1, inputmode: "numeric", placeholder: "default" });
-  const form = h("form", { class: "settings", "aria-labelledby": "settings-title", onsubmit: submit },
-    h("h2", { id: "settings-title" }, "Queue settings"),
-    h("p", { class: "muted" }, "Claims decide by these in the database, in the claim itself. Empty: no limit; a burst needs a rate (default: the rate, rounded up)."),
-    h("div", { class: "fields-row" },
-      h("span", {}, h("label", { for: "settings-queue" }, "Queue"), queue),
-      h("span", {}, h("label", { for: "settings-max-leased" }, "Max leased"), maxLeased),
-      h("span", {}, h("label", { for: "settings-rate" }, "Claims per second"), rate),
-      h("span", {}, h("label", { for: "settings-burst" }, "Burst"), burst),
-      h("button", { type: "submit" }, "Save settings")));
+export function settingsDialog(saved, signal) {
+  return function open(settings) {
+    /** @param {string} id @param {string} label @param {string} hint @param {Record<string, unknown>} props */
+    const field = (id, label, hint, props) => {
+      const input = h("input", { id, name: id, "aria-describedby": `${id}-hint`, ...props });
+      return { input, row: h("div", { class: "field" }, h("label", { for: id }, label), input, h("p", { class: "hint", id: `${id}-hint` }, hint)) };
+    };
+    const value = (/** @type {number | null | undefined} */ n) => (n === null || n === undefined ? "" : String(n));
+    const name = settings ? null : field("settings-queue", "Queue name", "A queue with no jobs yet is listed once saved; a queue that exists gets these limits in place of its own.",
+      { required: true, spellcheck: "false", autocomplete: "off", autofocus: true });
+    const maxLeased = field("settings-max-leased", "Max leased", "The most of its jobs workers may hold at once. Empty: no limit.",
+      { type: "number", min: 1, step: 1, inputmode: "numeric", placeholder: "no limit", value: value(settings?.maxLeased), autofocus: settings !== null });
+    const rate = field("settings-rate", "Claims per second", "How many of its jobs workers may take per second, all of them together. Empty: no limit.",
+      { type: "number", min: 0, step: "any", inputmode: "decimal", placeholder: "no limit", value: value(settings?.ratePerSecond) });
+    const burst = field("settings-burst", "Burst", "How many may be taken at once after a quiet spell; needs claims per second. Empty: the rate, rounded up.",
+      { type: "number", min: 1, step: 1, inputmode: "numeric", placeholder: "the rate", value: value(settings?.burst) });
+    const note = h("div", { class: "action-note" });
+    const dialog = h("dialog", { class: "settings-dialog", "aria-labelledby": "settings-title" },
+      h("form", { onsubmit: submit },
+        h("h2", { id: "settings-title" }, settings ? `Settings of queue ${settings.queue}` : "Settings of a new queue"),
+        h("p", { class: "muted" }, "The server keeps every worker's claims within these limits. Jobs already taken are not taken back."),
+        name?.row, maxLeased.row, rate.row, burst.row,
+        note,
+        h("div", { class: "buttons" },
+          h("button", { type: "button", class: "secondary", onclick: () => dialog.close() }, "Cancel"),
+          h("button", { type: "submit" }, "Save settings"))));
+    const leave = () => dialog.close();
+    signal.addEventListener("abort", leave);
+    dialog.addEventListener("close", () => {
+      signal.removeEventListener("abort", leave);
+      dialog.remove();
+    });
+    document.body.append(dialog);
+    dialog.showModal();
 
-  /** @param {SubmitEvent} event */
-  function submit(event) {
-    event.preventDefault();
-    const name = queue.value;
-    const number = (/** @type {HTMLInputElement} */ input) => (input.value === "" ? null : Number(input.value));
-    const body = { maxLeased: number(maxLeased), ratePerSecond: number(rate), burst: number(burst) };
-    void act(() => api(queuePath(name), { method: "PUT", body }), (answer) => `Saved ${answer.queue}: ${limits(answer)}.`);
-  }
-
-  /** @param {QueueSettings} settings */
-  function edit(settings) {
-    queue.value = settings.queue;
-    maxLeased.value = settings.maxLeased === null ? "" : String(settings.maxLeased);
-    rate.value = settings.ratePerSecond === null ? "" : String(settings.ratePerSecond);
-    burst.value = settings.burst === null ? "" : String(settings.burst);
-    maxLeased.focus();
-  }
-  return { form, edit };
+    /** @param {SubmitEvent} event */
+    async function submit(event) {
+      event.preventDefault();
+      const queue = settings ? settings.queue : (name?.input.value ?? "");
+      const number = (/** @type {HTMLInputElement} */ input) => (input.value === "" ? null : Number(input.value));
+      const body = { maxLeased: number(maxLeased.input), ratePerSecond: number(rate.input), burst: number(burst.input) };
+      let answer;
+      try {
+        answer = await api(queuePath(queue), { method: "PUT", body });
+      } catch (error) {
+        note.replaceChildren(errorNote(error));
+        return;
+      }
+      dialog.close();
+      await saved(answer);
+    }
+  };
 }

@@ -6,7 +6,7 @@
 import { api } from "./api.js";
 import { errorNote, h } from "./dom.js";
 import { duration, moment } from "./format.js";
-import { limits, queueButtons, settingsForm, unset } from "./queue-controls.js";
+import { limits, queueButtons, settingsDialog, unset } from "./queue-controls.js";
 
 /** How often the numbers are read again. */
 export const REFRESH_MS = 3_000;
@@ -40,13 +40,16 @@ export function queuesView(container, _params, signal) {
     }
     await refresh();
   };
-  const settings = settingsForm(act);
+  const edit = settingsDialog(async (answer) => {
+    note.replaceChildren(h("p", { class: "ok", role: "status" }, `Saved ${answer.queue}: ${limits(answer)}.`));
+    await refresh();
+  }, signal);
+  const create = h("button", { type: "button", onclick: () => edit(null) }, "New queue");
   container.append(
-    h("div", { class: "heading" }, h("h1", {}, "Queues"), h("div", { class: "controls" }, status, toggle)),
+    h("div", { class: "heading" }, h("h1", {}, "Queues"), h("div", { class: "controls" }, status, toggle, create)),
     problem,
     note,
-    body,
-    settings.form);
+    body);
   signal.addEventListener("abort", () => clearTimeout(timer));
   return refresh();
 
@@ -57,7 +60,7 @@ export function queuesView(container, _params, signal) {
       if (signal.aborted) return;
       /** @type {Map<string, QueueSettings>} */
       const byName = new Map(settingsList.map((/** @type {QueueSettings} */ s) => [s.queue, s]));
-      const row = (/** @type {QueueStats} */ stats) => queueRow(stats, byName.get(stats.queue) ?? unset(stats.queue), act, settings.edit);
+      const row = (/** @type {QueueStats} */ stats) => queueRow(stats, byName.get(stats.queue) ?? unset(stats.queue), act, edit);
       body.replaceChildren(queues.length ? table(queues.map(row)) : empty());
       problem.replaceChildren();
       status.textContent = `Updated ${moment(Date.now()).slice(11, 19)}${stopped ? ", paused" : `, every ${REFRESH_MS / 1000} s`}`;
@@ -122,5 +125,5 @@ function queueRow(stats, settings, act, edit) {
 }
 
 function empty() {
-  return h("p", { class: "muted" }, "No queues yet: a queue appears with its first job (POST /v1/jobs), or once it is paused or set below.");
+  return h("p", { class: "muted" }, "No queues yet: a queue appears with its first job (POST /v1/jobs), or once its limits are set with New queue.");
 }

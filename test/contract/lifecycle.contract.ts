@@ -352,13 +352,15 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
   });
 
   describe("leaseCheck", () => {
-    test("answers whether (owner, fence) is the current lease, with the job's fence", async () => {
+    test("answers whether (owner, fence) is the current lease, with the job's fence, and why not as a stale write is told", async () => {
       const { store } = await leasedByA();
       expect(await store.leaseCheck("job-1", { owner: "A", fence: 1, now: T + TTL - 1 })).toEqual({ current: true, fence: 1, until: T + TTL });
-      expect(await store.leaseCheck("job-1", { owner: "A", fence: 1, now: T + TTL })).toMatchObject({ current: false }); // expired
-      expect(await store.leaseCheck("job-1", { owner: "B", fence: 1, now: T + 1 })).toMatchObject({ current: false });
+      expect(await store.leaseCheck("job-1", { owner: "A", fence: 1, now: T + TTL })).toEqual({ current: false, fence: 1, until: T + TTL, reason: "expired" });
+      expect(await store.leaseCheck("job-1", { owner: "B", fence: 1, now: T + 1 })).toEqual({ current: false, fence: 1, until: T + TTL, reason: "not_owner" });
       await store.claim("job-1", { owner: "B", ttlMs: TTL, now: T + TTL });
-      expect(await store.leaseCheck("job-1", { owner: "A", fence: 1, now: T + TTL + 1 })).toEqual({ current: false, fence: 2, until: T + 2 * TTL });
+      expect(await store.leaseCheck("job-1", { owner: "A", fence: 1, now: T + TTL + 1 })).toEqual({ current: false, fence: 2, until: T + 2 * TTL, reason: "superseded" });
+      await store.complete("job-1", { owner: "B", fence: 2, result: "r", now: T + TTL + 2 });
+      expect(await store.leaseCheck("job-1", { owner: "B", fence: 2, now: T + TTL + 3 })).toMatchObject({ current: false, fence: 2, reason: "done" });
       await expect(store.leaseCheck("nope", { owner: "A", fence: 1, now: T })).rejects.toBeInstanceOf(NotFound);
     });
   });

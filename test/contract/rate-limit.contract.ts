@@ -255,4 +255,80 @@ export function rateLimitContract(freshStore: () => Promise<FreshStorage>): void
       expect((await other.claimNext("q", { owner: "B", ttlMs: TTL, limit: 5, now: T })).retryAfterMs).toBe(1_000);
     });
   });
+
+  describe("the token bucket when the clock steps", () => {
+    const HOUR = 60 * 60 * 1000;
+    const BACK = T + 10 * DAY - HOUR; // the clock after a step back of an hour from T + 10 days
+    /** `count` jobs of `queue`, due long before either clock. */
+    const dueJobs = async (store: LeaseStore, queue: string, count: number) => {
+      for (let i = 1; i <= count; i++) await store.enqueue(`${queue}-${i}`, { queue, now: T });
+    };
+
+    test("after a step back of an hour, an empty bucket refills at its rate from the corrected clock, and never holds more than burst", async () => {
+      const fresh = await freshStore();
+      const { store } = fresh;
+      const NOW = T + 10 * DAY;
+      await dueJobs(store, "q", 60);
+      await store.queues.set("q", { ratePerSecond: 10, burst: 10, now: NOW });
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 20, now: NOW })).toHaveLength(10);
+      expect(await store.nextClaimableAt("q", { now: NOW })).toBe(NOW + 100);
+      // The clock steps back an hour: the next token comes 100 ms later by the corrected clock, not in an hour.
+      const stepped = await store.claimNext("q", { owner: "A", ttlMs: TTL, now: BACK });
+      expect([...stepped]).toEqual([]);
+      expect(stepped.retryAfterMs).toBe(100);
+      expect(await store.nextClaimableAt("q", { now: BACK })).toBe(BACK + 100);
+      expect((await store.claimNext("q", { owner: "A", ttlMs: TTL, now: BACK + 99 })).retryAfterMs).toBe(1);
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 5, now: BACK + 100 })).toHaveLength(1);
+      expect((await store.claimNext("q", { owner: "A", ttlMs: TTL, now: BACK + 100 })).retryAfterMs).toBe(100);
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 5, now: BACK + 250 })).toHaveLength(1); // one and a half tokens: one lease
+      // An idle spell refills it to its burst, no more.
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 30, now: BACK + 60_000 })).toHaveLength(10);
+      expect(await bucketOf(fresh, "q")).toEqual({ micro_tokens: 0, tokens_at: BACK + 60_000 });
+    });
+
+    test("after a step back, a bucket that held tokens hands out those, then one a refill", async () => {
+      const { store } = await freshStore();
+      const NOW = T + 10 * DAY;
+      await dueJobs(store, "q", 30);
+      await store.queues.set("q", { ratePerSecond: 10, burst: 10, now: NOW });
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 3, now: NOW })).toHaveLength(3);
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 20, now: BACK })).toHaveLength(7);
+      expect((await store.claimNext("q", { owner: "A", ttlMs: TTL, now: BACK + 99 })).retryAfterMs).toBe(1);
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 20, now: BACK + 100 })).toHaveLength(1);
+    });
+
+    test("after a step back, a claim by id is rate_limited until the refill from the corrected clock, then takes the job", async () => {
+      const { store } = await freshStore();
+      const NOW = T + 10 * DAY;
+      await dueJobs(store, "q", 3);
+      await store.queues.set("q", { ratePerSecond: 10, burst: 1, now: NOW });
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, now: NOW })).toHaveLength(1);
+      await expect(store.claim("q-2", { owner: "B", ttlMs: TTL, now: BACK })).rejects.toMatchObject({ reason: "rate_limited" });
+      await expect(store.claim("q-2", { owner: "B", ttlMs: TTL, now: BACK + 99 })).rejects.toMatchObject({ reason: "rate_limited" });
+      expect((await store.claim("q-2", { owner: "B", ttlMs: TTL, now: BACK + 100 })).fence).toBe(1);
+    });
+
+    test("a clock up to a second behind the bucket's last count (another server's) waits for it: no token twice", async () => {
+      const fresh = await freshStore();
+      const { store } = fresh;
+      await dueJobs(store, "q", 10);
+      await store.queues.set("q", { ratePerSecond: 10, burst: 1, now: T });
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, now: T + 1_000 })).toHaveLength(1);
+      const behind = await store.claimNext("q", { owner: "B", ttlMs: TTL, now: T + 300 }); // 700 ms behind
+      expect([...behind]).toEqual([]);
+      expect(behind.retryAfterMs).toBe(800); // when the token is due by the bucket's count: T + 1100
+      expect(await store.claimNext("q", { owner: "B", ttlMs: TTL, now: T + 1_099 })).toHaveLength(0);
+      expect(await bucketOf(fresh, "q")).toEqual({ micro_tokens: 0, tokens_at: T + 1_000 }); // not moved back
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, now: T + 1_100 })).toHaveLength(1);
+      expect(await store.claimNext("q", { owner: "B", ttlMs: TTL, now: T + 1_150 })).toHaveLength(0); // 50 ms behind the last spend
+    });
+
+    test("a step forward fills the bucket to its burst, no more", async () => {
+      const { store } = await freshStore();
+      await dueJobs(store, "q", 30);
+      await store.queues.set("q", { ratePerSecond: 10, burst: 5, now: T });
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 10, now: T })).toHaveLength(5);
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 20, now: T + 365 * DAY })).toHaveLength(5);
+    });
+  });
 }

@@ -154,17 +154,32 @@ describe("batches", () => {
 });
 
 describe("the connection", () => {
-  test("every call runs with WAL, synchronous NORMAL and the busy timeout, WAL kept in the file", async () => {
+  test("every call runs with WAL and synchronous NORMAL, WAL kept in the file, and no busy wait inside SQLite (the driver waits on a timer)", async () => {
     const { driver, url } = fresh({ busyTimeoutMs: 1234 });
     const answers = await Promise.all(
       Array.from({ length: 20 }, async () => [await pragma(driver, "journal_mode"), await pragma(driver, "synchronous"), await pragma(driver, "busy_timeout")]),
     );
-    expect(answers).toEqual(Array.from({ length: 20 }, () => ["wal", 1, 1234]));
+    expect(answers).toEqual(Array.from({ length: 20 }, () => ["wal", 1, 0]));
     expect(Object.values((await outside(url).execute("PRAGMA journal_mode")).rows[0] ?? {})[0]).toBe("wal");
   });
 
-  test("the busy timeout defaults to BUSY_TIMEOUT_MS", async () => {
-    expect(await pragma(fresh().driver, "busy_timeout")).toBe(BUSY_TIMEOUT_MS);
+  test("a write waits for a lock held elsewhere on a timer (the event loop goes on), up to BUSY_TIMEOUT_MS by default, and lands once the lock is free", async () => {
+    const { driver, url } = fresh();
+    const holder = outside(url);
+    await driver.run({ sql: "CREATE TABLE t (n INTEGER)", args: [] });
+    const lock = await holder.transaction("write");
+    const started = performance.now();
+    const write = driver.batch([{ sql: "INSERT INTO t VALUES (1)", args: [] }, { sql: "INSERT INTO t VALUES (2)", args: [] }]);
+    const ticks: number[] = [];
+    const ticking = setInterval(() => ticks.push(performance.now() - started), 50);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    lock.close(); // rolls the holder's transaction back and frees the lock, 1 s in: far inside BUSY_TIMEOUT_MS
+    expect(await write).toEqual([[], []]);
+    clearInterval(ticking);
+    expect(BUSY_TIMEOUT_MS).toBeGreaterThan(1000);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(990);
+    expect(ticks.length).toBeGreaterThanOrEqual(10); // the timer kept firing while the write waited: nothing blocked the event loop
+    expect((await holder.execute("SELECT n FROM t ORDER BY n")).rows.map((row) => row.n)).toEqual([1, 2]);
   });
 
   test("there is one connection: every call sees what an earlier call did in its open transaction", async () => {
@@ -199,7 +214,7 @@ describe("a busy database", () => {
     expect(await driver.batch([insert(4), insert(5)])).toEqual([[], []]);
     expect(await driver.run(insert(6))).toEqual([]);
     expect((await holder.execute("SELECT n FROM t ORDER BY n")).rows.map((row) => row.n)).toEqual([4, 5, 6]);
-    expect([await pragma(driver, "journal_mode"), await pragma(driver, "synchronous"), await pragma(driver, "busy_timeout")]).toEqual(["wal", 1, 20]);
+    expect([await pragma(driver, "journal_mode"), await pragma(driver, "synchronous"), await pragma(driver, "busy_timeout")]).toEqual(["wal", 1, 0]);
   });
 });
 

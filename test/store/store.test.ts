@@ -67,14 +67,14 @@ describe("what each verb sends", () => {
     const { store, sent } = await counted();
     try {
       const lease = { owner: "A", fence: 1, now: 2 };
-      expect(await sent(() => store.enqueue("a", { now: 1 }))).toEqual(["batch 1"]);
+      expect(await sent(() => store.enqueue("a", { now: 1 }))).toEqual(["batch 2"]);
       expect(await sent(() => store.claim("a", { owner: "A", ttlMs: 1_000, now: 2 }))).toEqual(["batch 2"]);
       expect(await sent(() => store.renew("a", { ...lease, ttlMs: 1_000 }))).toEqual(["batch 2"]);
-      expect(await sent(() => store.complete("a", { ...lease, result: "r" }))).toEqual(["batch 2"]);
+      expect(await sent(() => store.complete("a", { ...lease, result: "r" }))).toEqual(["batch 3"]);
       await store.enqueue("b", { maxAttempts: 1, now: 1 });
       await store.claim("b", { owner: "A", ttlMs: 1_000, now: 2 });
       expect(await sent(() => store.fail("b", { ...lease, error: "x" }))).toEqual(["batch 2"]);
-      expect(await sent(() => store.retry("b", { now: 3 }))).toEqual(["batch 1"]);
+      expect(await sent(() => store.retry("b", { now: 3 }))).toEqual(["batch 2"]);
       await store.claim("b", { owner: "A", ttlMs: 1_000, now: 3 });
       expect(await sent(() => store.release("b", { owner: "A", fence: 2, now: 4 }))).toEqual(["batch 2"]);
       expect(await sent(() => store.cancel("b", { now: 5 }))).toEqual(["batch 2"]);
@@ -89,15 +89,15 @@ describe("what each verb sends", () => {
     try {
       await store.enqueue("a", { now: 1 });
       await store.claim("a", { owner: "A", ttlMs: 1_000, now: 2 });
-      expect(await sent(() => store.enqueue("a", { now: 3 }))).toEqual(["batch 1", "read"]);
+      expect(await sent(() => store.enqueue("a", { now: 3 }))).toEqual(["batch 2", "read"]);
       expect(await sent(() => store.claim("a", { owner: "B", ttlMs: 1_000, now: 3 }))).toEqual(["batch 2", "read"]);
       expect(await sent(() => store.renew("a", { owner: "B", fence: 1, ttlMs: 1_000, now: 3 }))).toEqual(["batch 2", "read"]);
       expect(await sent(() => store.fail("a", { owner: "B", fence: 1, error: "x", now: 3 }))).toEqual(["batch 2", "read"]);
       expect(await sent(() => store.release("a", { owner: "B", fence: 1, now: 3 }))).toEqual(["batch 2", "read"]);
       await store.complete("a", { owner: "A", fence: 1, result: "r", now: 3 });
-      expect(await sent(() => store.complete("a", { owner: "A", fence: 1, result: "r", now: 4 }))).toEqual(["batch 2", "read"]);
-      expect(await sent(() => store.complete("a", { owner: "B", fence: 1, result: "r", now: 4 }))).toEqual(["batch 2", "read"]);
-      expect(await sent(() => store.retry("a", { now: 4 }))).toEqual(["batch 1", "read"]);
+      expect(await sent(() => store.complete("a", { owner: "A", fence: 1, result: "r", now: 4 }))).toEqual(["batch 3", "read"]);
+      expect(await sent(() => store.complete("a", { owner: "B", fence: 1, result: "r", now: 4 }))).toEqual(["batch 3", "read"]);
+      expect(await sent(() => store.retry("a", { now: 4 }))).toEqual(["batch 2", "read"]);
       expect(await sent(() => store.cancel("a", { now: 4 }))).toEqual(["batch 2", "read"]);
       await store.enqueue("held", { now: 1 });
       await store.claim("held", { owner: "A", ttlMs: 1_000, now: 2 });

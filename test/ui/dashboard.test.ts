@@ -146,6 +146,43 @@ describe("jobs", () => {
   });
 });
 
+describe("a malformed link", () => {
+  const bad = "#/job/%E0%A4%A"; // a % escape cut short: decodeURIComponent throws on it
+
+  test("opened directly, the page says it is not a valid job link instead of staying at Loading…", async () => {
+    const visited = await visit(browser);
+    const { page } = visited;
+    await signIn(page, server.url);
+    await page.goto("about:blank"); // then a fresh load of the link, signed in (the token is this tab's)
+    await page.goto(`${server.url}/ui${bad}`);
+    await page.getByRole("heading", { name: "Not a valid job link" }).waitFor(WAIT);
+    expect(await page.getByRole("alert").textContent()).toBe('"%E0%A4%A" is not a job id: one of its % escapes is cut short or malformed (each % starts one such as %20 or %C3%A9). Was the link cut when it was copied?');
+    expect(await page.getByText("Loading…").count()).toBe(0);
+    await leave(visited, server.url); // and no script threw
+  });
+
+  test("reached from the queues, it replaces them; back on the queues, they refresh again", async () => {
+    await server.call("POST", "/v1/jobs", { id: "linked-1", queue: "linked" });
+    const visited = await visit(browser);
+    const { page } = visited;
+    await page.clock.install(); // the page's timers run when the test says
+    await signIn(page, server.url);
+    const queued = page.locator("tr[data-queue=linked] td[data-stat=queued]");
+    await expect.poll(() => queued.textContent(), WAIT).toBe("1");
+
+    await page.evaluate(`location.hash = ${JSON.stringify(bad)}`);
+    await page.getByRole("heading", { name: "Not a valid job link" }).waitFor(WAIT);
+    expect(await page.getByRole("heading", { name: "Queues" }).count()).toBe(0);
+
+    await page.getByRole("link", { name: "Queues" }).click();
+    await expect.poll(() => queued.textContent(), WAIT).toBe("1");
+    await server.call("POST", "/v1/jobs", { id: "linked-2", queue: "linked" });
+    await page.clock.runFor(3_000);
+    await expect.poll(() => queued.textContent(), WAIT).toBe("2");
+    await leave(visited, server.url);
+  });
+});
+
 function mapValues<T, U>(record: Record<string, T>, fn: (value: T) => U): Record<string, U> {
   return Object.fromEntries(Object.entries(record).map(([key, value]) => [key, fn(value)]));
 }

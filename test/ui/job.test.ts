@@ -1,9 +1,10 @@
-import type { Browser } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { fitsWidth, launchBrowser, leave, signIn, uiServer, type UiServer, visit, WAIT } from "./browser.ts";
 
-// A job's page in Chromium: the note's A/B race told as lease generations, and
-// the actions. UI_SCREENSHOT=docs/job-timeline.png also saves the README's picture.
+// A job's page in Chromium: the note's A/B race told as lease generations, its
+// header in each status, and the actions. UI_SCREENSHOT=docs/job-timeline.png
+// also saves the README's picture, of the README's own story on a fresh server.
 
 let browser: Browser;
 let server: UiServer;
@@ -43,7 +44,7 @@ async function dead(id: string) {
 
 describe("a job's history", () => {
   test.each([1280, 390])("at %i px, the refused stale write is shown beside the lease that beat it, presented against current", async (width) => {
-    const id = width === 1280 ? "invoice-42" : "invoice-43"; // the README's picture shows the first
+    const id = `invoice-race-${width}`;
     await race(id);
     const visited = await visit(browser, width);
     const { page } = visited;
@@ -79,8 +80,171 @@ describe("a job's history", () => {
     if (width === 1280) expect(aside!.x).toBeGreaterThan(lease!.x + lease!.width);
     else expect(aside!.y).toBeGreaterThan(lease!.y + lease!.height);
     expect(await fitsWidth(page)).toBe(true);
+    await leave(visited, server.url);
+  });
+});
 
-    if (width === 1280 && process.env.UI_SCREENSHOT) await page.screenshot({ path: process.env.UI_SCREENSHOT, fullPage: true });
+describe("the README's picture", () => {
+  test("the README's curl story on a fresh server: both leases, A's refused complete, the Progress panel, and every view in the nav", async () => {
+    const fresh = await uiServer();
+    try {
+      // As the README's quick start sends it, a few ms between the commands and `sleep 2` where A stalls.
+      const { call, clock } = fresh;
+      await call("POST", "/v1/jobs", { id: "invoice-42", payload: { amount: 120 } });
+      clock.now += 15;
+      expect(await call("POST", "/v1/jobs/invoice-42/claim", { owner: "A", ttlMs: 2_000 })).toMatchObject({ fence: 1 });
+      clock.now += 2_015;
+      expect(await call("POST", "/v1/jobs/invoice-42/claim", { owner: "B", ttlMs: 30_000 })).toMatchObject({ fence: 2 });
+      clock.now += 15;
+      expect((await call("POST", "/v1/jobs/invoice-42/complete", { owner: "B", fence: 2, result: { paidBy: "B" } })).job).toMatchObject({ done: true });
+      clock.now += 15;
+      const late = await call("POST", "/v1/jobs/invoice-42/complete", { owner: "A", fence: 1, result: { paidBy: "A" } });
+      expect(late.error).toMatchObject({ code: "stale_lease", details: { reason: "superseded", currentFence: 2 } });
+
+      const visited = await visit(browser, 1200);
+      const { page } = visited;
+      await signIn(page, fresh.url);
+      await page.goto(`${fresh.url}/ui#/job/invoice-42`);
+      await page.locator(".timeline").waitFor(WAIT);
+      expect(await page.getByRole("navigation", { name: "Sections" }).getByRole("link").allTextContents()).toEqual(["Queues", "Jobs", "Schedules", "API"]);
+      expect(await header(page)).toMatchObject({ queue: "default", "completed by": "B, fence 2", result: '{"paidBy":"B"}', "error of an earlier attempt": "the lease of A expired" });
+      expect(await page.locator(".summary").textContent()).toBe("2 leases, fence 1 to 2. The stored result is from B with fence 2. 1 stale write was refused.");
+      expect(await page.locator("li.generation[data-fence='1'] .lease-head").textContent()).toBe("fence 1Aexpired, then fence 2");
+      expect(await page.locator("li.generation[data-fence='2'] .lease-head").textContent()).toBe("fence 2Bcompleted: its result is stored");
+      expect(await page.locator("li.generation[data-fence='2'] .refusal .what").textContent()).toBe("✕ complete by A +2.06 s");
+      expect(await page.locator(".values h2").allTextContents()).toEqual(["Payload", "Result", "Progress"]);
+      expect(await page.locator("pre.json").allTextContents()).toEqual(['{\n  "amount": 120\n}', '{\n  "paidBy": "B"\n}', "none reported"]);
+      expect(await fitsWidth(page)).toBe(true);
+      if (process.env.UI_SCREENSHOT) await page.screenshot({ path: process.env.UI_SCREENSHOT, fullPage: true });
+      await leave(visited, fresh.url);
+    } finally {
+      await fresh.stop();
+    }
+  });
+});
+
+/** The header's fields as the page shows them, name to text, in order. */
+async function header(page: Page): Promise<Record<string, string>> {
+  const pairs = await page.$$eval("dl.fields > div", (rows) => rows.map((row) => [row.querySelector("dt")?.textContent, row.querySelector("dd")?.textContent]));
+  return Object.fromEntries(pairs);
+}
+
+/** The instant a field's <time> stands for. */
+const instant = (page: Page, field: string) => page.locator(`dd[data-field="${field}"] time`).getAttribute("datetime");
+
+/** Opens the page of job `id`, signed in, once its status badge says `status`. */
+async function openJob(id: string, status: string) {
+  const visited = await visit(browser);
+  await signIn(visited.page, server.url);
+  await visited.page.goto(`${server.url}/ui#/job/${id}`);
+  await visited.page.locator(`h1 .status-${status}`).waitFor(WAIT);
+  return visited;
+}
+
+describe("the header says what is true of the job in its status", () => {
+  test("done: when it completed, by whom with which fence, and its result; no lease until, and A's expiry only as an earlier attempt's error", async () => {
+    await race("invoice-header");
+    const job = await server.call("GET", "/v1/jobs/invoice-header");
+    expect(job).toMatchObject({ status: "done", owner: "B", fence: 2, lastError: "the lease of A expired" });
+    expect(job.until).toBeGreaterThan(server.clock.now); // what the page used to show as "lease until"
+    const visited = await openJob("invoice-header", "done");
+    const { page } = visited;
+    expect(await header(page)).toEqual({
+      queue: "invoices",
+      completed: expect.any(String),
+      "completed by": "B, fence 2",
+      result: '{"paidBy":"B"}',
+      attempts: "2 of 25",
+      priority: "0",
+      created: expect.any(String),
+      "error of an earlier attempt": "the lease of A expired",
+    });
+    expect(await instant(page, "completed")).toBe(new Date(job.updatedAt).toISOString());
+    expect(await instant(page, "created")).toBe(new Date(job.createdAt).toISOString());
+    await leave(visited, server.url);
+  });
+
+  test("done with a long result: the header shows its start, the Result panel all of it", async () => {
+    const long = { lines: Array.from({ length: 40 }, (_, i) => `line ${i}`) };
+    await server.call("POST", "/v1/jobs", { id: "long-result", queue: "reports" });
+    await server.call("POST", "/v1/jobs/long-result/claim", { owner: "W", ttlMs: 10_000 });
+    await server.call("POST", "/v1/jobs/long-result/complete", { owner: "W", fence: 1, result: long });
+    const visited = await openJob("long-result", "done");
+    const shown = await header(visited.page);
+    expect(shown.result).toBe(`${JSON.stringify(long).slice(0, 80)}… (all of it below)`);
+    expect(shown).not.toHaveProperty("error of an earlier attempt"); // none: it completed on its first attempt
+    expect(await visited.page.locator("pre.json").nth(1).textContent()).toBe(JSON.stringify(long, null, 2));
+    await leave(visited, server.url);
+  });
+
+  test("dead: when it died, the last lease, and the error that ended it", async () => {
+    await dead("report-died");
+    const job = await server.call("GET", "/v1/jobs/report-died");
+    const visited = await openJob("report-died", "dead");
+    const { page } = visited;
+    expect(await header(page)).toEqual({
+      queue: "reports",
+      died: expect.any(String),
+      "last lease": "W, fence 1",
+      "final error": "disk full",
+      attempts: "1 of 1",
+      priority: "0",
+      created: expect.any(String),
+    });
+    expect(await instant(page, "died")).toBe(new Date(job.updatedAt).toISOString());
+    await leave(visited, server.url);
+  });
+
+  test.each([
+    ["while A held it", true, "A, fence 1: its writes are refused"],
+    ["while it waited", false, "none"],
+  ])("cancelled %s: when, by whom and why, and the lease it had then", async (_, held, lease) => {
+    const id = held ? "cancel-held" : "cancel-queued";
+    await server.call("POST", "/v1/jobs", { id, queue: "exports" });
+    if (held) await server.call("POST", `/v1/jobs/${id}/claim`, { owner: "A", ttlMs: 60_000 });
+    server.clock.now += 1_000;
+    await server.call("POST", `/v1/jobs/${id}/cancel`, { by: "ops", reason: "sent by hand" });
+    const job = await server.call("GET", `/v1/jobs/${id}`);
+    const visited = await openJob(id, "cancelled");
+    const { page } = visited;
+    expect(await header(page)).toEqual({
+      queue: "exports",
+      cancelled: expect.any(String),
+      "cancelled by": "ops",
+      reason: "sent by hand",
+      "lease then": lease,
+      attempts: `${held ? 1 : 0} of 25`,
+      priority: "0",
+      created: expect.any(String),
+    });
+    expect(await instant(page, "cancelled")).toBe(new Date(job.updatedAt).toISOString());
+    await leave(visited, server.url);
+  });
+
+  test("leased: its lease and until when; an error of the attempt before is labelled as such", async () => {
+    const { call, clock } = server;
+    await call("POST", "/v1/jobs", { id: "taken-over", queue: "invoices" });
+    await call("POST", "/v1/jobs/taken-over/claim", { owner: "A", ttlMs: 1_000 });
+    clock.now += 1_500;
+    const { until } = await call("POST", "/v1/jobs/taken-over/claim", { owner: "B", ttlMs: 30_000 });
+    const visited = await openJob("taken-over", "leased");
+    const { page } = visited;
+    const shown = await header(page);
+    expect(Object.keys(shown)).toEqual(["queue", "owner", "fence", "lease until", "due", "updated", "attempts", "priority", "created", "error of an earlier attempt"]);
+    expect(shown).toMatchObject({ owner: "B", fence: "2", "error of an earlier attempt": "the lease of A expired" });
+    expect(await instant(page, "lease until")).toBe(new Date(until).toISOString());
+    await leave(visited, server.url);
+  });
+
+  test("queued after a failed attempt: when it is due, the fence so far, and the failure as an earlier attempt's", async () => {
+    const { call } = server;
+    await call("POST", "/v1/jobs", { id: "failed-once", queue: "reports" });
+    await call("POST", "/v1/jobs/failed-once/claim", { owner: "W", ttlMs: 10_000 });
+    await call("POST", "/v1/jobs/failed-once/fail", { owner: "W", fence: 1, error: "timeout", retryInMs: 0 });
+    const visited = await openJob("failed-once", "queued");
+    const shown = await header(visited.page);
+    expect(Object.keys(shown)).toEqual(["queue", "due", "last fence", "updated", "attempts", "priority", "created", "error of an earlier attempt"]);
+    expect(shown).toMatchObject({ "last fence": "1", "error of an earlier attempt": "timeout", attempts: "1 of 25" });
     await leave(visited, server.url);
   });
 });

@@ -1,3 +1,4 @@
+import type { Locator } from "playwright-core";
 import { describe, expect, test } from "vitest";
 import { browserAndServer, fitsWidth, leave, signIn, visit, WAIT } from "./browser.ts";
 
@@ -10,6 +11,13 @@ const shared = browserAndServer();
 async function queueWithJobs(queue: string, count: number): Promise<string> {
   await shared.server.call("POST", `/v1/queues/${queue}/jobs`, { jobs: Array.from({ length: count }, (_, i) => ({ id: `${queue}-${i}` })) });
   return queue;
+}
+
+/** The hint of each field of the settings dialog, by the field's id. */
+async function hints(dialog: Locator): Promise<Record<string, string>> {
+  const pairs = await dialog.locator("input[aria-describedby]").evaluateAll((inputs) =>
+    inputs.map((input) => [input.id, input.ownerDocument.getElementById(input.getAttribute("aria-describedby") ?? "")?.textContent]));
+  return Object.fromEntries(pairs);
 }
 
 describe("queue controls", () => {
@@ -49,69 +57,104 @@ describe("queue controls", () => {
     await leave(visited, shared.server.url);
   });
 
-  test("at 390 px the settings form sets a queue's maxLeased, sets a queue with no jobs yet, and an empty field takes the limit away", async () => {
+  test("at 390 px the page has no settings form; a queue's Settings opens its own, filled in, with hints; Save replaces them, Cancel changes nothing", async () => {
     const reports = await queueWithJobs("reports", 1);
+    await shared.server.call("PUT", `/v1/queues/${reports}`, { maxLeased: 2, ratePerSecond: 2.5, burst: 10 });
     const visited = await visit(shared.browser, 390);
     const { page } = visited;
     await signIn(page, shared.server.url);
-    const limits = (queue: string) => page.locator(`tr[data-queue=${queue}] td[data-setting=limits]`);
-    await expect.poll(() => limits(reports).textContent(), WAIT).toBe("no limit");
+    const limits = page.locator(`tr[data-queue=${reports}] td[data-setting=limits]`);
+    await expect.poll(() => limits.textContent(), WAIT).toBe("max leased 2, 2.5/s burst 10");
+    expect(await page.locator("form, input").count()).toBe(0); // nothing to fill in until a queue is chosen
 
-    await page.getByRole("button", { name: "Settings of queue reports" }).click();
-    expect(await page.getByLabel("Queue", { exact: true }).inputValue()).toBe(reports);
-    await page.getByLabel("Max leased").fill("2");
-    await page.getByRole("button", { name: "Save settings" }).click();
-    await expect.poll(() => limits(reports).textContent(), WAIT).toBe("max leased 2");
-    expect(await page.locator("#queue-note").textContent()).toBe("Saved reports: max leased 2.");
-    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: 2, ratePerSecond: null, burst: null });
-
-    await page.getByLabel("Queue", { exact: true }).fill("exports");
-    await page.getByLabel("Max leased").fill("3");
-    await page.getByRole("button", { name: "Save settings" }).click();
-    await expect.poll(() => limits("exports").textContent(), WAIT).toBe("max leased 3"); // listed with zero counts
-    expect(await page.locator("tr[data-queue=exports] td[data-stat=queued]").textContent()).toBe("0");
-    expect(await shared.server.call("GET", "/v1/queues/exports")).toEqual({ queue: "exports", paused: false, maxLeased: 3, ratePerSecond: null, burst: null });
-
-    await page.getByRole("button", { name: "Settings of queue reports" }).click();
-    expect(await page.getByLabel("Max leased").inputValue()).toBe("2");
-    await page.getByLabel("Max leased").fill("");
-    await page.getByRole("button", { name: "Save settings" }).click();
-    await expect.poll(() => limits(reports).textContent(), WAIT).toBe("no limit");
-    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: null, ratePerSecond: null, burst: null });
+    await page.getByRole("button", { name: `Settings of queue ${reports}` }).click();
+    const dialog = page.getByRole("dialog", { name: `Settings of queue ${reports}` });
+    await dialog.waitFor(WAIT);
+    expect(await dialog.getByLabel("Max leased").inputValue()).toBe("2");
+    expect(await dialog.getByLabel("Claims per second").inputValue()).toBe("2.5");
+    expect(await dialog.getByLabel("Burst").inputValue()).toBe("10");
+    expect(await dialog.getByLabel("Queue name").count()).toBe(0); // the queue is the one whose row it is
+    // Each field says what it does, in words (its aria-describedby).
+    expect(await hints(dialog)).toEqual({
+      "settings-max-leased": "The most of its jobs workers may hold at once. Empty: no limit.",
+      "settings-rate": "How many of its jobs workers may take per second, all of them together. Empty: no limit.",
+      "settings-burst": "How many may be taken at once after a quiet spell; needs claims per second. Empty: the rate, rounded up.",
+    });
     expect(await fitsWidth(page)).toBe(true);
+
+    await dialog.getByLabel("Max leased").fill("");
+    await dialog.getByRole("button", { name: "Save settings" }).click();
+    await dialog.waitFor({ state: "detached", ...WAIT });
+    await expect.poll(() => limits.textContent(), WAIT).toBe("2.5/s burst 10");
+    expect(await page.locator("#queue-note").textContent()).toBe(`Saved ${reports}: 2.5/s burst 10.`);
+    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: null, ratePerSecond: 2.5, burst: 10 });
+
+    await page.getByRole("button", { name: `Settings of queue ${reports}` }).click();
+    expect(await dialog.getByLabel("Max leased").inputValue()).toBe(""); // filled with what it is now
+    await dialog.getByLabel("Claims per second").fill("7");
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.waitFor({ state: "detached", ...WAIT });
+    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: null, ratePerSecond: 2.5, burst: 10 });
     await leave(visited, shared.server.url);
   });
 
-  test("the form sets a rate limit with its burst beside maxLeased, and a burst without a rate is refused by the API", async () => {
+  test("New queue sets the limits of a queue that has no jobs yet; it is listed with zero counts", async () => {
+    const visited = await visit(shared.browser);
+    const { page } = visited;
+    await signIn(page, shared.server.url);
+    await page.getByRole("button", { name: "New queue" }).click();
+    const dialog = page.getByRole("dialog", { name: "Settings of a new queue" });
+    await dialog.waitFor(WAIT);
+    expect(await page.evaluate("document.activeElement.id")).toBe("settings-queue"); // the name comes first
+    expect(await dialog.getByLabel("Max leased").inputValue()).toBe("");
+    expect(await hints(dialog)).toMatchObject({ "settings-queue": "A queue with no jobs yet is listed once saved; a queue that exists gets these limits in place of its own." });
+    await dialog.getByLabel("Queue name").fill("exports");
+    await dialog.getByLabel("Max leased").fill("3");
+    await dialog.getByRole("button", { name: "Save settings" }).click();
+    await dialog.waitFor({ state: "detached", ...WAIT });
+    await expect.poll(() => page.locator("tr[data-queue=exports] td[data-setting=limits]").textContent(), WAIT).toBe("max leased 3");
+    expect(await page.locator("tr[data-queue=exports] td[data-stat=queued]").textContent()).toBe("0");
+    expect(await shared.server.call("GET", "/v1/queues/exports")).toEqual({ queue: "exports", paused: false, maxLeased: 3, ratePerSecond: null, burst: null });
+    await leave(visited, shared.server.url);
+  });
+
+  test("the dialog sets a rate limit with its burst beside maxLeased; a burst without a rate is refused by the API, shown in the dialog, which stays open", async () => {
     const bulk = await queueWithJobs("bulk", 1);
     const visited = await visit(shared.browser);
     const { page } = visited;
     await signIn(page, shared.server.url);
     await page.getByRole("button", { name: `Settings of queue ${bulk}` }).click();
-    await page.getByLabel("Max leased").fill("4");
-    await page.getByLabel("Claims per second").fill("2.5");
-    await page.getByLabel("Burst").fill("10");
-    await page.getByRole("button", { name: "Save settings" }).click();
+    const dialog = page.getByRole("dialog", { name: `Settings of queue ${bulk}` });
+    await dialog.getByLabel("Max leased").fill("4");
+    await dialog.getByLabel("Claims per second").fill("2.5");
+    await dialog.getByLabel("Burst").fill("10");
+    await dialog.getByRole("button", { name: "Save settings" }).click();
     const limits = page.locator(`tr[data-queue=${bulk}] td[data-setting=limits]`);
     await expect.poll(() => limits.textContent(), WAIT).toBe("max leased 4, 2.5/s burst 10");
     expect(await shared.server.call("GET", `/v1/queues/${bulk}`)).toEqual({ queue: bulk, paused: false, maxLeased: 4, ratePerSecond: 2.5, burst: 10 });
 
-    await page.getByLabel("Claims per second").fill("");
-    await page.getByRole("button", { name: "Save settings" }).click();
-    await expect.poll(() => page.getByRole("alert").textContent(), WAIT).toMatch(/burst.*\(400 invalid_request\)$/);
+    await page.getByRole("button", { name: `Settings of queue ${bulk}` }).click();
+    await dialog.getByLabel("Claims per second").fill("");
+    await dialog.getByRole("button", { name: "Save settings" }).click();
+    await expect.poll(() => dialog.getByRole("alert").textContent(), WAIT).toMatch(/burst.*\(400 invalid_request\)$/);
+    expect(await dialog.isVisible()).toBe(true); // to be put right, or cancelled
     expect(await shared.server.call("GET", `/v1/queues/${bulk}`)).toMatchObject({ ratePerSecond: 2.5, burst: 10 }); // unchanged
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.waitFor({ state: "detached", ...WAIT });
     await leave(visited, shared.server.url);
   });
 
-  test("a refusal of the API is shown with its message and code, and changes nothing", async () => {
+  test("a new queue's name the API refuses is shown with its message and code in the dialog, and changes nothing", async () => {
     const visited = await visit(shared.browser);
     const { page } = visited;
     await signIn(page, shared.server.url);
     const before = await shared.server.call("GET", "/v1/queues");
-    await page.getByLabel("Queue", { exact: true }).fill("q".repeat(256));
-    await page.getByLabel("Max leased").fill("4");
-    await page.getByRole("button", { name: "Save settings" }).click();
-    await expect.poll(() => page.getByRole("alert").textContent(), WAIT).toMatch(/^queue .*255.* \(400 invalid_request\)$/);
+    await page.getByRole("button", { name: "New queue" }).click();
+    const dialog = page.getByRole("dialog", { name: "Settings of a new queue" });
+    await dialog.getByLabel("Queue name").fill("q".repeat(256));
+    await dialog.getByLabel("Max leased").fill("4");
+    await dialog.getByRole("button", { name: "Save settings" }).click();
+    await expect.poll(() => dialog.getByRole("alert").textContent(), WAIT).toMatch(/^queue .*255.* \(400 invalid_request\)$/);
     expect(await shared.server.call("GET", "/v1/queues")).toEqual(before);
     await leave(visited, shared.server.url);
   });

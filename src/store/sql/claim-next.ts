@@ -1,7 +1,7 @@
 import type { InValue } from "@libsql/client";
 import type { Statement } from "../../drivers/driver.ts";
-import { refilled, TOKEN, tokenDueAt, wholeTokens } from "./bucket.ts";
-import { EXHAUSTED, expire, returningJob, status } from "./lease.ts";
+import { refilled, steppedBack, TOKEN, tokenDueAt, wholeTokens } from "./bucket.ts";
+import { CLAIM, EXHAUSTED, expire, returningJob, status } from "./lease.ts";
 
 // The claims, and everything that decides one. A claim is one UPDATE that
 // picks its jobs and takes their leases in the same statement, so two
@@ -19,7 +19,9 @@ import { EXHAUSTED, expire, returningJob, status } from "./lease.ts";
 // - the queue (`room`, migrations/0008 and 0009): none while it is paused, no
 //   more than its maxLeased less its current leases, and no more than the
 //   whole tokens its bucket holds (src/store/sql/bucket.ts; a trigger spends
-//   them in the same statement).
+//   them in the same statement). A claim refused for want of a token after
+//   the clock stepped back is followed by `followClock` (bucket.ts), which
+//   the store sends after it.
 // The reads at the end decide nothing: when a waiting claim should look again
 // (`nextClaimable`, `retryAfter`), and why a claim by id was refused (`claimState`).
 
@@ -57,8 +59,7 @@ export function claim(id: string, owner: string, now: number, ttlMs: number): St
     expire(now, id),
     {
       sql: `UPDATE jobs
-            SET owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
-                last_event = 'claimed', updated_at = ?3
+            SET ${CLAIM}
             WHERE id = ?1 AND done = 0 AND until <= ?3 AND ${room("jobs.queue", "?3", "1")} > 0
             ${returningJob("?3")}`,
       args: [id, owner, now, ttlMs],
@@ -99,16 +100,15 @@ export function claimNextAfter(id: string, owner: string, now: number, take: { l
  * the first in claim order, as many as the queue has room for (`room`: none
  * while it is paused, up to its maxLeased and its whole tokens), at most
  * `limit`. Its `updated_at = now` is when migrations/0009's trigger spends
- * the tokens of the leases it hands out.
+ * the tokens of the leases it hands out. A claim changes no count: held jobs
+ * are counted from jobs_held_by_until.
  */
 function takeNext(queue: string, guard: string, args: InValue[]): Statement {
   const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
   const due = "run_at <= ?3 AND until <= ?3";
   return {
     sql: `UPDATE jobs
-          SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END,
-              owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
-              last_event = 'claimed', updated_at = ?3
+          SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END, ${CLAIM}
           WHERE id IN (
             WITH RECURSIVE level(priority, before) AS (
               SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1), 0
@@ -133,28 +133,55 @@ function takeNext(queue: string, guard: string, args: InValue[]): Statement {
 }
 
 /**
- * When a job of `queue` next becomes claimable by `takeNext`: the earliest
- * run_at of a job nobody holds, or the earliest end of a lease that is not
- * its job's last attempt (one row; `at` null when there is none). What a
- * waiting claim sleeps until; two index ranges of the queue (migrations/0004).
- * Never while the queue is paused (null: a resume rings); while it has its
- * maxLeased current leases, not before the first of them ends (migrations/0008);
- * and not before its bucket holds a whole token (migrations/0009).
+ * `aggregate` over the priorities of `queue`'s waiting jobs (`waiting_priority`
+ * in it: one row each, highest first), as a scalar: the priorities are found
+ * one seek each in jobs_claim_waiting (queue, priority, run_at), the only
+ * index of the waiting jobs (migrations/0015), so that what the aggregate
+ * asks by run_at is a range of each priority, never a walk over a backlog.
  */
-export function nextClaimable(queue: string, now: number): Statement {
-  const held = "queue = ?1 AND done = 0 AND owner IS NOT NULL";
+export function overWaitingPriorities(queue: string, aggregate: string): string {
+  const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
+  return `(WITH RECURSIVE waiting_priority(priority) AS (
+             SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1)
+             UNION ALL
+             SELECT (SELECT priority FROM jobs WHERE ${waiting} AND priority < waiting_priority.priority ORDER BY priority DESC LIMIT 1)
+             FROM waiting_priority WHERE waiting_priority.priority IS NOT NULL)
+           SELECT ${aggregate} FROM waiting_priority WHERE waiting_priority.priority IS NOT NULL)`;
+}
+
+/** The waiting jobs of `queue` at one of the priorities of `overWaitingPriorities`, and `more`: a range of jobs_claim_waiting. */
+export function waitingAt(queue: string, more: string): string {
+  return `queue = ${queue} AND done = 0 AND owner IS NULL AND priority = waiting_priority.priority ${more}`;
+}
+
+/**
+ * When a job of each of `queues` next becomes claimable by `takeNext`: the
+ * earliest run_at of a job nobody holds, or the earliest end of a lease that
+ * is not its job's last attempt (one row per queue; `at` null when there is
+ * none). What a waiting claim sleeps until, and what the wait rooms' re-check
+ * reads for every queue with waiters at once; for each queue, a seek a
+ * priority and a range of the lease ends. Never while the queue is paused (null: a resume rings);
+ * while it has its maxLeased current leases, not before the first of them ends
+ * (migrations/0008); and not before its bucket holds a whole token (migrations/0009).
+ */
+export function nextClaimable(queues: string[], now: number): Statement {
+  const held = "queue = w.queue AND done = 0 AND owner IS NOT NULL";
   return {
-    sql: `SELECT CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
+    sql: `WITH w(queue) AS (SELECT DISTINCT value FROM json_each(?1)),
+          n(queue, at) AS MATERIALIZED (
+            SELECT queue, coalesce(min(free, ended), free, ended) FROM (
+              SELECT w.queue,
+                     ${overWaitingPriorities("w.queue", `min((SELECT max(run_at, until) FROM jobs WHERE ${waitingAt("w.queue", "")} ORDER BY run_at LIMIT 1))`)} AS free,
+                     (SELECT max(run_at, until) FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1) AS ended
+              FROM w))
+          SELECT n.queue,
+                 CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
                       ELSE max(n.at,
-                               CASE WHEN s.max_leased <= ${currentLeases("?1", "?2")}
-                                    THEN (SELECT min(until) FROM jobs WHERE ${held} AND until > ?2) ELSE n.at END,
+                               CASE WHEN s.max_leased <= ${currentLeases("n.queue", "?2")}
+                                    THEN (SELECT min(until) FROM jobs WHERE queue = n.queue AND done = 0 AND owner IS NOT NULL AND until > ?2) ELSE n.at END,
                                coalesce(${tokenDueAt("s.", "?2")}, n.at)) END AS at
-          FROM (SELECT min(at) AS at FROM (
-            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL ORDER BY run_at LIMIT 1)
-            UNION ALL
-            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1))) n
-          LEFT JOIN queues s ON s.queue = ?1`,
-    args: [queue, now],
+          FROM n LEFT JOIN queues s ON s.queue = n.queue`,
+    args: [JSON.stringify(queues), now],
   };
 }
 
@@ -165,15 +192,16 @@ const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >=
  * In how many ms `queue`'s bucket next holds a whole token, when its rate
  * limit is what holds back a claim-next at `now`: it has a rate, is not
  * paused, not full (its maxLeased current leases), holds no whole token, and
- * a job is due. One row, or none; a queue
+ * a job is due; and whether its count is ahead of a clock that stepped back
+ * (`stepped_back`: see `followClock`). One row, or none; a queue
  * without settings is one primary-key lookup. With `limit`, it is sent in the
  * claim's batch, just after it: it reads nothing when the claim took `limit`.
  */
 export function retryAfter(queue: string, now: number, limit?: number): Statement {
-  const due = `EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL AND run_at <= ?2 AND until <= ?2)
+  const due = `${overWaitingPriorities("?1", `max(EXISTS (SELECT 1 FROM jobs WHERE ${waitingAt("?1", "AND run_at <= ?2 AND until <= ?2")}))`)} = 1
                OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
   return {
-    sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms FROM queues s
+    sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms, ${steppedBack("s.", "?2")} AS stepped_back FROM queues s
           WHERE ${limit === undefined ? "" : "changes() < ?3 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
             AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
     args: limit === undefined ? [queue, now] : [queue, now, limit],

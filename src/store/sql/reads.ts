@@ -1,15 +1,28 @@
 import type { Statement } from "../../drivers/driver.ts";
 import { currentLease, status } from "./lease.ts";
+import { overWaitingPriorities, waitingAt } from "./claim-next.ts";
 
 // The reads that decide nothing: a job's lease for a system outside, pages of
-// jobs and events, and the numbers per queue. The rules themselves, and every
-// write, are in src/store/sql/lease.ts; when a waiting claim should look again,
-// and why a claim was refused, with the claims in src/store/sql/claim-next.ts.
+// jobs and events, the numbers per queue, and which waited-on jobs are
+// finished. The rules themselves, and every write, are in src/store/sql/lease.ts;
+// when a waiting claim should look again, and why a claim was refused, with
+// the claims in src/store/sql/claim-next.ts.
 
-/** Whether (owner, fence) holds the current lease of a job, for systems outside to check a token. */
+/**
+ * Which of the jobs `ids` are finished (done, dead or cancelled) or gone: what
+ * the wait rooms' re-check reads for every job with waiting reads at once.
+ */
+export function finished(ids: string[]): Statement {
+  return {
+    sql: `SELECT value AS id FROM json_each(?1) WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = value AND done = 0)`,
+    args: [JSON.stringify(ids)],
+  };
+}
+
+/** Whether (owner, fence) holds the current lease of a job, for systems outside to check a token; with the job's holder and status, which say why not. */
 export function leaseCheck(id: string, owner: string, fence: number, now: number): Statement {
   return {
-    sql: `SELECT fence, until, (${currentLease("?2", "?3", "?4")}) AS current FROM jobs WHERE id = ?1`,
+    sql: `SELECT fence, until, owner, ${status("?4")} AS status, (${currentLease("?2", "?3", "?4")}) AS current FROM jobs WHERE id = ?1`,
     args: [id, owner, fence, now],
   };
 }
@@ -35,30 +48,35 @@ function firstMinuteOfHour(now: number): number {
   return Math.floor(now / 60_000) - 59;
 }
 
+/** The queues that have a job (their counts are not all 0): the queues the counts list. */
+export const QUEUES_WITH_JOBS = "SELECT queue FROM queue_counts WHERE open <> 0 OR done <> 0 OR dead <> 0 OR cancelled <> 0";
+
 /**
- * Per queue: the jobs by stored state (migrations/0004's `queue_counts`,
- * cancelled since migrations/0010, kept by every transition), what of them
- * depends on `now` (index ranges of that queue: waiting jobs due later, leases
- * expired and not yet ended, and the earliest run_at of each), its refusals
- * in the last hour and ever, and whether it is paused (migrations/0008).
- * A queue is listed while it has a job, has ever had a refusal, or has
- * settings (paused or limited before its first job: zero counts). Reads a few
- * rows per queue: its cost grows with the queues, the jobs scheduled for later
- * and the leases expired since the last cron, never with the history.
+ * Per queue: the jobs by stored state (migrations/0015's `queue_counts`: open,
+ * done, dead, cancelled; of the open ones, those held are a range of
+ * jobs_held_by_until), what of them depends on `now` (index ranges of that
+ * queue: waiting jobs due later, priority by priority, leases expired and not
+ * yet ended, and the earliest run_at of each), its refusals in the last hour
+ * and ever, and whether it is paused (migrations/0008). A queue is listed
+ * while it has a job, has ever had a refusal, or has settings (paused or
+ * limited before its first job: zero counts). Reads a few rows per queue and
+ * priority, and the leases it holds: its cost grows with the queues, their
+ * priorities, the leases held and the jobs scheduled for later, never with
+ * the backlog or the history.
  */
 export function stats(now: number): Statement {
-  const waiting = "jobs.queue = q.queue AND done = 0 AND owner IS NULL";
   const expired = "jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL AND until <= ?1";
   return {
-    sql: `SELECT q.queue, coalesce(c.waiting, 0) AS waiting, coalesce(c.held, 0) AS held, coalesce(c.done, 0) AS done, coalesce(c.dead, 0) AS dead, coalesce(c.cancelled, 0) AS cancelled,
-                 (SELECT count(*) FROM jobs WHERE ${waiting} AND run_at > ?1) AS waiting_later,
-                 (SELECT min(run_at) FROM jobs WHERE ${waiting}) AS waiting_first_run_at,
+    sql: `SELECT q.queue, coalesce(c.open, 0) AS open,
+                 (SELECT count(*) FROM jobs WHERE jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL) AS held, coalesce(c.done, 0) AS done, coalesce(c.dead, 0) AS dead, coalesce(c.cancelled, 0) AS cancelled,
+                 coalesce(${overWaitingPriorities("q.queue", `sum((SELECT count(*) FROM jobs WHERE ${waitingAt("q.queue", "AND run_at > ?1")}))`)}, 0) AS waiting_later,
+                 ${overWaitingPriorities("q.queue", `min((SELECT run_at FROM jobs WHERE ${waitingAt("q.queue", "")} ORDER BY run_at LIMIT 1))`)} AS waiting_first_run_at,
                  (SELECT count(*) FROM jobs WHERE ${expired}) AS expired,
                  (SELECT count(*) FROM jobs WHERE ${expired} AND run_at > ?1) AS expired_later,
                  (SELECT min(run_at) FROM jobs WHERE ${expired}) AS expired_first_run_at,
                  (SELECT coalesce(sum(refusals), 0) FROM refusal_minutes m WHERE m.queue = q.queue AND minute >= ?2) AS refused_recent,
                  coalesce(r.total, 0) AS refused_total, coalesce(s.paused, 0) AS paused
-          FROM (SELECT queue FROM queue_counts UNION SELECT queue FROM refusal_counts UNION SELECT queue FROM queues) q
+          FROM (${QUEUES_WITH_JOBS} UNION SELECT queue FROM refusal_counts UNION SELECT queue FROM queues) q
           LEFT JOIN queue_counts c ON c.queue = q.queue
           LEFT JOIN refusal_counts r ON r.queue = q.queue
           LEFT JOIN queues s ON s.queue = q.queue
