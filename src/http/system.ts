@@ -49,7 +49,7 @@ export function systemRoutes() {
  */
 export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { store, clock }: Served, { pages, tags }: { pages: boolean; tags: Tag[] }): void {
   app.openapi(route.metrics, async (c) => {
-    const [queues, push] = await Promise.all([store.stats(clock()), store.push.stats({ now: clock() })]);
+    const [queues, push] = await Promise.all([store.stats({ now: clock() }), store.push.stats({ now: clock() })]);
     return c.text(prometheusText(queues, push), 200, { "Content-Type": "text/plain; version=0.0.4" });
   });
 

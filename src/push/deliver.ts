@@ -214,19 +214,19 @@ export async function deliver(lease: Lease, target: PushTarget, options: Deliver
   try {
     if (answer.stopped) {
       // No answer is known: the lease is given back, its attempt with it, for whoever delivers next.
-      const released = await store.releaseLease(job.id, owner, fence, now);
+      const released = await store.release(job.id, { owner, fence, now });
       await wake?.settled(released, now);
       return report("released");
     }
     await store.push.record({ lease, outcome: answer.outcome, status: answer.status, durationMs, error: answer.error, at: now });
     if (answer.outcome === "accepted") return report("left");
     if (answer.outcome === "success") {
-      await store.completeJob(job.id, owner, fence, now, answer.result!);
+      await store.complete(job.id, { owner, fence, result: answer.result!, now });
       wake?.finished([job.id]);
       wake?.ended([job.queue]);
       return report("completed");
     }
-    const settled = await store.failJob(job.id, owner, fence, now, answer.error!, { retryInMs: answer.retryInMs });
+    const settled = await store.fail(job.id, { owner, fence, error: answer.error!, retryInMs: answer.retryInMs, now });
     await wake?.settled(settled.job, now);
     return report(settled.job.status === "dead" ? "dead" : "failed");
   } catch (error) {

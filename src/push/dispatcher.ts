@@ -163,7 +163,7 @@ export class PushDispatcher {
             for (const lease of leases) this.#deliver(line, lease, target);
             if (leases.length === free) continue; // full: it sleeps once a delivery is on its way back
             if (leases.length > 0) room.wakeAt(line.queue, Math.min(...leases.map((lease) => lease.until)));
-            else if (!room.hasTimer(line.queue)) room.wakeAt(line.queue, await store.nextClaimableAt(line.queue, clock()));
+            else if (!room.hasTimer(line.queue)) room.wakeAt(line.queue, await store.nextClaimableAt(line.queue, { now: clock() }));
           } catch (error) {
             log?.(`fencelease: claiming jobs of ${JSON.stringify(line.queue)} to push failed: ${(error as Error).message}`);
           }

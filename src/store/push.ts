@@ -2,9 +2,8 @@ import type { Driver, Row } from "../drivers/driver.ts";
 import { newSecret } from "../push/signature.ts";
 import { InvalidArgument, NotFound } from "./errors.ts";
 import { type Lease, leasesOf } from "./job.ts";
-import { claimToPush, PUSH_OWNER } from "./sql/lease.ts";
+import { claimToPush, PUSH_OWNER, retryAfter } from "./sql/claim-next.ts";
 import * as sql from "./sql/push.ts";
-import * as reads from "./sql/reads.ts";
 import * as check from "./validate.ts";
 
 /** A queue's push settings as the API shows them: never its secret. */
@@ -184,7 +183,7 @@ export class PushEndpoints {
     const now = check.instant("now", options.now ?? Date.now());
     const name = check.name("queue", queue);
     const limit = check.positiveInt("limit", options.limit);
-    const [taken = [], [hint] = [], [target] = []] = await this.#driver.batch([claimToPush(name, now, limit), reads.retryAfter(name, now, limit), sql.pushTarget(name)]);
+    const [taken = [], [hint] = [], [target] = []] = await this.#driver.batch([claimToPush(name, now, limit), retryAfter(name, now, limit), sql.pushTarget(name)]);
     return {
       leases: leasesOf(taken),
       target: target === undefined ? null : targetFromRow(target),

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { InvalidArgument, NotFound } from "../../src/store/errors.ts";
-import { claimToPush, PUSH_OWNER, PUSH_SETTLE_MS } from "../../src/store/sql/lease.ts";
+import { claimToPush, PUSH_OWNER, PUSH_SETTLE_MS } from "../../src/store/sql/claim-next.ts";
 import type { LeaseStore } from "../../src/store/store.ts";
 import type { FreshStorage } from "./storage.contract.ts";
 
@@ -93,7 +93,7 @@ export function pushContract(freshStore: () => Promise<FreshStorage>): void {
       await store.push.delete("mail");
       expect(await store.push.list()).toEqual([]);
       expect(await store.push.claim("mail", { limit: 5, now: T })).toEqual({ leases: [], target: null });
-      expect((await store.state("mail-2", T))?.status).toBe("queued");
+      expect((await store.get("mail-2", { now: T }))?.status).toBe("queued");
     });
   });
 
@@ -110,39 +110,39 @@ export function pushContract(freshStore: () => Promise<FreshStorage>): void {
       ]);
       expect(target).toMatchObject({ queue: "mail", url: URL_A, timeoutMs: 4_000, maxInFlight: 10 });
       expect(await pushed(store, "other", 5)).toEqual([]); // a queue without push: nothing
-      expect((await store.state("other-1", T + 10))?.status).toBe("queued");
+      expect((await store.get("other-1", { now: T + 10 }))?.status).toBe("queued");
     });
 
     test("takes at most maxInFlight pushed leases at once; one that ends frees its slot, and leases of other owners do not count", async () => {
       const { store } = await freshStore();
       await enqueueJobs(store, "mail", 6);
       await store.push.put("mail", { url: URL_A, timeoutMs: 1_000, maxInFlight: 2, now: T });
-      expect(await store.claim("mail-6", "worker", T, 60_000)).toBe(1); // not pushed: not counted
+      expect((await store.claim("mail-6", { owner: "worker", ttlMs: 60_000, now: T })).fence).toBe(1); // not pushed: not counted
       expect(await pushed(store, "mail", 5)).toEqual(["mail-1", "mail-2"]);
       expect(await pushed(store, "mail", 5)).toEqual([]);
-      expect(await store.complete("mail-1", PUSH_OWNER, 1, T + 1, "1")).toBe(true);
+      expect((await store.complete("mail-1", { owner: PUSH_OWNER, fence: 1, result: "1", now: T + 1 })).changed).toBe(true);
       expect(await pushed(store, "mail", 5, T + 2)).toEqual(["mail-3"]);
       // mail-2's lease runs out at T + 1000 + PUSH_SETTLE_MS: its slot is free, and it is claimed again (mail-3 holds the other).
       const later = T + 1_000 + PUSH_SETTLE_MS;
       expect(await pushed(store, "mail", 5, later)).toEqual(["mail-2"]);
-      expect((await store.state("mail-2", later))?.fence).toBe(2);
+      expect((await store.get("mail-2", { now: later }))?.fence).toBe(2);
       // A lower maxInFlight holds back new claims; the leases held go on.
       await store.push.put("mail", { url: URL_A, timeoutMs: 1_000, maxInFlight: 1, now: later });
       expect(await pushed(store, "mail", 5, later)).toEqual([]);
-      expect((await store.state("mail-3", later))?.status).toBe("leased");
+      expect((await store.get("mail-3", { now: later }))?.status).toBe("leased");
     });
 
     test("decides by the queue's pause, maxLeased and rate limit as any claim does, and says when the next token is due", async () => {
       const { store } = await freshStore();
       await enqueueJobs(store, "mail", 6);
       await store.push.put("mail", { url: URL_A, now: T });
-      await store.pauseQueue("mail", T);
+      await store.queues.pause("mail", { now: T });
       expect(await pushed(store, "mail", 5)).toEqual([]);
-      await store.resumeQueue("mail", T);
-      await store.setQueue("mail", { maxLeased: 1 }, T);
+      await store.queues.resume("mail", { now: T });
+      await store.queues.set("mail", { maxLeased: 1, now: T });
       expect(await pushed(store, "mail", 5)).toEqual(["mail-1"]);
       expect(await pushed(store, "mail", 5)).toEqual([]);
-      await store.setQueue("mail", { ratePerSecond: 2, burst: 1 }, T);
+      await store.queues.set("mail", { ratePerSecond: 2, burst: 1, now: T });
       expect(await pushed(store, "mail", 5)).toEqual(["mail-2"]);
       const held = await store.push.claim("mail", { limit: 5, now: T });
       expect(held).toEqual({ leases: [], target: expect.objectContaining({ queue: "mail" }), retryAfterMs: 500 });

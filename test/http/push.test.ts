@@ -82,7 +82,7 @@ describe("the push routes", () => {
   test("/metrics counts deliveries by outcome with their time, and the pushed leases in flight, per pushed queue", async () => {
     const { call, store, app } = await freshApp();
     await call("PUT", "/v1/queues/mail/push", { url: URL_A });
-    await store.enqueueMany("mail", [{ id: "job-1" }, { id: "job-2" }], T);
+    await store.enqueueMany("mail", { jobs: [{ id: "job-1" }, { id: "job-2" }], now: T });
     const [lease] = (await store.push.claim("mail", { limit: 1, now: T })).leases;
     await store.push.record({ lease: lease!, outcome: "failure", status: 500, durationMs: 1_500, error: "the endpoint answered 500", at: T });
     const text = await (await app.request("/metrics", { headers: { Authorization: "Bearer test-token" } })).text();

@@ -3,7 +3,7 @@ import { verifyPush } from "../../src/client/verify-push.ts";
 import { deliver, retryAfterMs } from "../../src/push/deliver.ts";
 import type { Lease } from "../../src/store/job.ts";
 import type { PushTarget } from "../../src/store/push.ts";
-import { PUSH_OWNER, PUSH_SETTLE_MS } from "../../src/store/sql/lease.ts";
+import { PUSH_OWNER, PUSH_SETTLE_MS } from "../../src/store/sql/claim-next.ts";
 import type { LeaseStore } from "../../src/store/store.ts";
 import { freshStore } from "../fresh-db.ts";
 import { type Answer, answerWith, neverAnswer, startEndpoint } from "./endpoint.ts";
@@ -56,14 +56,14 @@ describe("a delivery", () => {
     const { run, store, clock } = await pushedJob(answerWith(200, { sent: true, id: 7 }));
     const report = await run();
     expect(report).toMatchObject({ id: "job-1", fence: 1, outcome: "success", status: 200, error: null, written: "completed" });
-    expect(await store.state("job-1", clock.now)).toMatchObject({ status: "done", result: '{"sent":true,"id":7}', owner: PUSH_OWNER, fence: 1 });
+    expect(await store.get("job-1", { now: clock.now })).toMatchObject({ status: "done", result: '{"sent":true,"id":7}', owner: PUSH_OWNER, fence: 1 });
     expect(await history(store)).toEqual([
       { kind: "enqueued", action: null, owner: null, fence: null, httpStatus: null, error: null },
       { kind: "claimed", action: null, owner: PUSH_OWNER, fence: 1, httpStatus: null, error: null },
       { kind: "pushed", action: "success", owner: PUSH_OWNER, fence: 1, httpStatus: 200, error: null },
       { kind: "completed", action: null, owner: PUSH_OWNER, fence: 1, httpStatus: null, error: null },
     ]);
-    expect((await store.state("bystander", clock.now))?.status).toBe("queued");
+    expect((await store.get("bystander", { now: clock.now }))?.status).toBe("queued");
   });
 
   test("answered slowly, within the timeout: done, and the time it took is recorded", async () => {
@@ -71,7 +71,7 @@ describe("a delivery", () => {
     const report = await run();
     expect(report).toMatchObject({ outcome: "success", status: 201, written: "completed" });
     expect(report.durationMs).toBeGreaterThanOrEqual(290);
-    expect(await store.state("job-1", clock.now)).toMatchObject({ status: "done", result: "null" }); // an empty body: null
+    expect(await store.get("job-1", { now: clock.now })).toMatchObject({ status: "done", result: "null" }); // an empty body: null
     const [pushed] = (await store.events("job-1")).items.filter((event) => event.kind === "pushed");
     expect(pushed!.durationMs).toBe(report.durationMs);
   });
@@ -79,14 +79,14 @@ describe("a delivery", () => {
   test("a body that is not JSON is kept as a JSON string", async () => {
     const { run, store, clock } = await pushedJob(answerWith(200, "sent to ada"));
     await run();
-    expect((await store.state("job-1", clock.now))?.result).toBe('"sent to ada"');
+    expect((await store.get("job-1", { now: clock.now }))?.result).toBe('"sent to ada"');
   });
 
   test("answered 500: the lease fails with the answer quoted, due again after the backoff", async () => {
     const { run, store, clock } = await pushedJob(answerWith(500, "database down"));
     const report = await run();
     expect(report).toMatchObject({ outcome: "failure", status: 500, error: "the endpoint answered 500: database down", written: "failed" });
-    const job = await store.state("job-1", clock.now);
+    const job = await store.get("job-1", { now: clock.now });
     expect(job).toMatchObject({ status: "scheduled", owner: null, fence: 1, attempts: 1, lastError: "the endpoint answered 500: database down" });
     expect(job!.runAt - clock.now).toBeGreaterThanOrEqual(500); // the first backoff: 1 s times a jitter in [0.5, 1)
     expect(job!.runAt - clock.now).toBeLessThanOrEqual(1_000);
@@ -99,12 +99,12 @@ describe("a delivery", () => {
   test("answered with Retry-After: due again exactly then, in seconds or as an HTTP date", async () => {
     const seconds = await pushedJob(answerWith(503, "", { "retry-after": "7" }));
     expect(await seconds.run()).toMatchObject({ outcome: "failure", status: 503, error: "the endpoint answered 503", written: "failed" });
-    expect((await seconds.store.state("job-1", seconds.clock.now))?.runAt).toBe(seconds.clock.now + 7_000);
+    expect((await seconds.store.get("job-1", { now: seconds.clock.now }))?.runAt).toBe(seconds.clock.now + 7_000);
 
     const T = Date.UTC(2026, 0, 1, 12);
     const dated = await pushedJob(answerWith(429, "", { "retry-after": new Date(T + 90_000).toUTCString() }), { now: T });
     expect(await dated.run()).toMatchObject({ outcome: "failure", status: 429, written: "failed" });
-    expect((await dated.store.state("job-1", T))?.runAt).toBe(T + 90_000);
+    expect((await dated.store.get("job-1", { now: T }))?.runAt).toBe(T + 90_000);
   });
 
   test("never answered: a timeout fails the lease once the timeout has passed", async () => {
@@ -113,7 +113,7 @@ describe("a delivery", () => {
     const report = await run();
     expect(performance.now() - started).toBeGreaterThanOrEqual(290);
     expect(report).toMatchObject({ outcome: "timeout", status: null, error: "the endpoint did not answer within 300 ms", written: "failed" });
-    expect(await store.state("job-1", clock.now)).toMatchObject({ status: "scheduled", lastError: "the endpoint did not answer within 300 ms" });
+    expect(await store.get("job-1", { now: clock.now })).toMatchObject({ status: "scheduled", lastError: "the endpoint did not answer within 300 ms" });
   });
 
   test("unreachable (nothing listens) and redirected: each fails the lease, saying why", async () => {
@@ -123,7 +123,7 @@ describe("a delivery", () => {
 
     const moved = await pushedJob(answerWith(302, "", { location: "https://elsewhere.example/" }));
     expect(await moved.run()).toMatchObject({ outcome: "failure", status: 302, written: "failed" });
-    expect((await moved.store.state("job-1", moved.clock.now))?.status).toBe("scheduled");
+    expect((await moved.store.get("job-1", { now: moved.clock.now }))?.status).toBe("scheduled");
   });
 
   test("a failure on the last attempt makes the job dead", async () => {
@@ -136,18 +136,18 @@ describe("a delivery", () => {
       expect((await deliver(lease!, target, { store, clock: () => clock.now })).written).toBe(written);
     }
     expect(endpoint.received).toHaveLength(3);
-    expect(await store.state("job-1", clock.now)).toMatchObject({ status: "dead", attempts: 3 });
+    expect(await store.get("job-1", { now: clock.now })).toMatchObject({ status: "dead", attempts: 3 });
   });
 
   test("answered 202: the lease is left to the endpoint, which completes it later with the fence it was given", async () => {
     const { run, store, clock, endpoint } = await pushedJob(answerWith(202));
     expect(await run()).toMatchObject({ outcome: "accepted", status: 202, error: null, written: "left" });
-    expect(await store.state("job-1", clock.now)).toMatchObject({ status: "leased", owner: PUSH_OWNER, fence: 1 });
+    expect(await store.get("job-1", { now: clock.now })).toMatchObject({ status: "leased", owner: PUSH_OWNER, fence: 1 });
     const headers = endpoint.received[0]!.headers;
     const owner = decodeURIComponent(headers["fencelease-owner"] as string);
     const fence = Number(headers["fencelease-fence"]);
-    expect(await store.renew("job-1", owner, fence, clock.now + 1, 60_000)).toBe(true);
-    expect(await store.complete("job-1", owner, fence, clock.now + 2, '"later"')).toBe(true);
+    expect(await store.renew("job-1", { owner, fence, ttlMs: 60_000, now: clock.now + 1 })).toEqual({ until: clock.now + 1 + 60_000 });
+    expect((await store.complete("job-1", { owner, fence, result: '"later"', now: clock.now + 2 })).changed).toBe(true);
     expect((await history(store)).slice(2).map((event) => [event.kind, event.action, event.httpStatus])).toEqual([
       ["pushed", "accepted", 202],
       ["renewed", null, null],
@@ -163,11 +163,11 @@ describe("a delivery", () => {
     }, { now: Date.UTC(2026, 0, 1, 12) });
     retake = async () => {
       clock.now += 5_000 + PUSH_SETTLE_MS; // the push lease has run out
-      expect(await store.claim("job-1", "worker-b", clock.now, 60_000)).toBe(2);
+      expect((await store.claim("job-1", { owner: "worker-b", ttlMs: 60_000, now: clock.now })).fence).toBe(2);
     };
     const report = await run();
     expect(report).toMatchObject({ outcome: "success", status: 200, written: "refused" });
-    expect(await store.state("job-1", clock.now)).toMatchObject({ status: "leased", owner: "worker-b", fence: 2, result: null });
+    expect(await store.get("job-1", { now: clock.now })).toMatchObject({ status: "leased", owner: "worker-b", fence: 2, result: null });
     const events = (await store.events("job-1")).items;
     expect(events.map((event) => [event.kind, event.action, event.owner, event.fence])).toEqual([
       ["enqueued", null, null, null],
@@ -178,7 +178,7 @@ describe("a delivery", () => {
       ["refused", "complete", PUSH_OWNER, 1],
     ]);
     expect(events.at(-1)).toMatchObject({ currentOwner: "worker-b", currentFence: 2 });
-    expect((await store.stats(clock.now)).find((stats) => stats.queue === "mail")?.refused.total).toBe(1);
+    expect((await store.stats({ now: clock.now })).find((stats) => stats.queue === "mail")?.refused.total).toBe(1);
   });
 
   test("an endpoint that checks the signature takes the real delivery, and refuses a tampered body and an old timestamp", async () => {
@@ -191,7 +191,7 @@ describe("a delivery", () => {
       }
     });
     expect(await run()).toMatchObject({ outcome: "success", written: "completed" });
-    expect((await store.state("job-1", clock.now))?.result).toBe('{"verified":true}');
+    expect((await store.get("job-1", { now: clock.now }))?.result).toBe('{"verified":true}');
 
     // The same delivery sent again with a byte changed, then as it was but signed long ago: both refused.
     const { headers, body } = endpoint.received[0]!;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { verifyPush } from "../../src/client/index.ts";
 import { openStore, type RunningServer, startServer } from "../../src/node.ts";
-import { PUSH_OWNER } from "../../src/store/sql/lease.ts";
+import { PUSH_OWNER } from "../../src/store/sql/claim-next.ts";
 import { freshUrl } from "../fresh-db.ts";
 import { answerWith, neverAnswer, type Received, startEndpoint } from "../push/endpoint.ts";
 
@@ -203,7 +203,7 @@ describe("push in the Node server", () => {
     expect(performance.now() - stopping).toBeLessThan(5_000);
     const store = await openStore({ url: databaseUrl });
     try {
-      expect(await store.state("job-1")).toMatchObject({ status: "queued", owner: null, fence: 1, attempts: 0 });
+      expect(await store.get("job-1")).toMatchObject({ status: "queued", owner: null, fence: 1, attempts: 0 });
       expect((await store.events("job-1")).items.map((event) => event.kind)).toEqual(["enqueued", "claimed", "released"]);
     } finally {
       store.close();
