@@ -31,10 +31,10 @@ export const checked = {
     ]);
     return sqlMany.enqueueMany(check.name("queue", queue), rows, now);
   },
-  claimNext: (queue: string, owner: string, now: number, ttlMs: number, limit: number) =>
-    sql.claimNext(check.name("queue", queue), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), check.positiveInt("limit", limit)),
-  claim: (id: string, owner: string, now: number, ttlMs: number) =>
-    sql.claim(check.name("id", id), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs)),
+  claimNext: (queue: string, owner: string, now: number, ttlMs: number, limit: number, clock: string) =>
+    sql.claimNext(check.name("queue", queue), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), check.positiveInt("limit", limit), clock),
+  claim: (id: string, owner: string, now: number, ttlMs: number, clock: string) =>
+    sql.claim(check.name("id", id), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), clock),
   renew: (id: string, owner: string, fence: number, now: number, ttlMs: number, progress?: unknown) =>
     sql.renew(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), check.progress("progress", progress)),
   complete: (id: string, owner: string, fence: number, now: number, result: string) =>

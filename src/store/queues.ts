@@ -78,9 +78,12 @@ function withRetryAfter(leases: ClaimedLeases, hint: Row | undefined): ClaimedLe
 /** The queue verbs over a driver; LeaseStore delegates to them. */
 export class QueueVerbs {
   readonly #driver: Driver;
+  readonly #clock: string;
 
-  constructor(driver: Driver) {
+  /** `clock`: the store's clock id (src/store/step-back.ts), which its bucket writes carry. */
+  constructor(driver: Driver, clock: string) {
     this.#driver = driver;
+    this.#clock = clock;
   }
 
   /** Pauses (true) or resumes (false) a queue, keeping its other settings; answers them. */
@@ -90,7 +93,7 @@ export class QueueVerbs {
 
   /** Sets all of a queue's limits at once (see QueueLimits), keeping whether it is paused; answers its settings. */
   async set(queue: string, settings: QueueLimits, now: number): Promise<QueueSettings> {
-    return this.#write(sqlQueues.setQueue(check.name("queue", queue), limitsOf(settings), check.instant("now", now)));
+    return this.#write(sqlQueues.setQueue(check.name("queue", queue), limitsOf(settings), check.instant("now", now), this.#clock));
   }
 
   /** A queue's settings; a queue never set has none. */
@@ -114,22 +117,22 @@ export class QueueVerbs {
    */
   async claimNext(claim: Statement[], queue: string, now: number, limit: number): Promise<ClaimedLeases> {
     if (this.#driver.remote) {
-      const [rows = [], [hint] = []] = await this.#driver.batch([...claim, reads.retryAfter(queue, now, limit)]);
+      const [rows = [], [hint] = []] = await this.#driver.batch([...claim, reads.retryAfter(queue, now, this.#clock, limit)]);
       return withRetryAfter(leasesOf(rows), await this.#followed(queue, now, hint));
     }
     const [rows = []] = await this.#driver.batch(claim);
     const leases = leasesOf(rows);
-    return leases.length < limit ? withRetryAfter(leases, await this.#followed(queue, now, (await this.#driver.run(reads.retryAfter(queue, now)))[0])) : leases;
+    return leases.length < limit ? withRetryAfter(leases, await this.#followed(queue, now, (await this.#driver.run(reads.retryAfter(queue, now, this.#clock)))[0])) : leases;
   }
 
   /**
    * After a claim of `queue` that its bucket refused at `now`: a bucket whose
-   * count is ahead of a clock that stepped back counts on from `now` (see
+   * count is followed back to this store's clock counts on from `now` (see
    * `followClock`, which decides). Without this, with no whole token left,
    * nothing would move its count until the clock came back to it.
    */
   async followClock(queue: string, now: number): Promise<void> {
-    await this.#driver.batch([followClock(queue, now)]);
+    await this.#driver.batch([followClock(queue, now, this.#clock)]);
   }
 
   /** The hint of a claim-next stopped short, after following a clock that stepped back if the hint says it did. */

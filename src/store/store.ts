@@ -12,6 +12,7 @@ import { QueueVerbs, whyNotClaimable } from "./queues.ts";
 import { checked } from "./checked.ts";
 import { inChunks } from "./in-chunks.ts";
 import { type Health, type HealthOptions, WriteHealth } from "./health.ts";
+import { clockId } from "./step-back.ts";
 import * as check from "./validate.ts";
 import { type ClaimedLeases, type EnqueueOptions, type HousekeepingOptions, type NewJob, type NextClaim, type Page, type QueueLimits, type QueueSettings, type Settled } from "./shapes.ts";
 
@@ -32,14 +33,16 @@ export class LeaseStore {
   /** The recurring schedules (src/store/schedules.ts): put, get, list, delete, fireDue. */
   readonly schedules: Schedules;
   readonly #queues: QueueVerbs;
+  /** This store's clock id: which clock wrote a stored time (src/store/step-back.ts). */
+  readonly #clock = clockId();
 
   /** `random` draws the backoff jitter; tests fix it. `health`: how `health()` decides (see WriteHealth), and where it logs. */
   constructor(driver: Driver, options: { random?: () => number; health?: HealthOptions } = {}) {
     this.#health = new WriteHealth(options.health);
     this.#driver = this.#health.watch(driver);
     this.#random = options.random ?? Math.random;
-    this.schedules = new Schedules(this.#driver);
-    this.#queues = new QueueVerbs(this.#driver);
+    this.schedules = new Schedules(this.#driver, this.#clock);
+    this.#queues = new QueueVerbs(this.#driver, this.#clock);
   }
 
   /** enqueue adds a job and answers true, or answers false and changes nothing if the id exists. */
@@ -55,7 +58,7 @@ export class LeaseStore {
 
   /** claim takes the lease of a job that nobody holds and answers its new fence, else null. */
   async claim(id: string, owner: string, now: number, ttlMs: number): Promise<number | null> {
-    const written = await this.#write(checked.claim(id, owner, now, ttlMs), 1);
+    const written = await this.#write(checked.claim(id, owner, now, ttlMs, this.#clock), 1);
     return written ? (written.fence as number) : null;
   }
 
@@ -65,18 +68,18 @@ export class LeaseStore {
    * says in how many ms the next token is due (`retryAfterMs`).
    */
   async claimNext(queue: string, owner: string, now: number, ttlMs: number, limit = 1): Promise<ClaimedLeases> {
-    return this.#queues.claimNext(checked.claimNext(queue, owner, now, ttlMs, limit), queue, now, limit);
+    return this.#queues.claimNext(checked.claimNext(queue, owner, now, ttlMs, limit, this.#clock), queue, now, limit);
   }
 
   /** nextClaimableAt answers when a job of `queue` next becomes claimable by claimNext (maybe already), or null if none will. */
   async nextClaimableAt(queue: string, now = Date.now()): Promise<number | null> {
-    const [row] = await this.#driver.run(reads.nextClaimable([check.name("queue", queue)], check.instant("now", now)));
+    const [row] = await this.#driver.run(reads.nextClaimable([check.name("queue", queue)], check.instant("now", now), this.#clock));
     return (row?.at as number | null | undefined) ?? null;
   }
 
   /** nextClaimableAtEach is nextClaimableAt of many queues in one read (the wait rooms' re-check): those that have a time, with it. */
   async nextClaimableAtEach(queues: string[], now = Date.now()): Promise<{ queue: string; at: number }[]> {
-    const rows = await this.#driver.run(reads.nextClaimable(queues.map((queue) => check.name("queue", queue)), check.instant("now", now)));
+    const rows = await this.#driver.run(reads.nextClaimable(queues.map((queue) => check.name("queue", queue)), check.instant("now", now), this.#clock));
     return rows.filter((row) => row.at !== null).map((row) => ({ queue: row.queue as string, at: row.at as number }));
   }
 
@@ -157,7 +160,7 @@ export class LeaseStore {
 
   /** claimJob is claim that answers the lease, or throws NotFound or NotClaimable. */
   async claimJob(id: string, owner: string, now: number, ttlMs: number): Promise<Lease> {
-    const [, [written] = [], [read] = []] = await this.#driver.batch([...checked.claim(id, owner, now, ttlMs), reads.claimState(id, now)]);
+    const [, [written] = [], [read] = []] = await this.#driver.batch([...checked.claim(id, owner, now, ttlMs, this.#clock), reads.claimState(id, now)]);
     if (read === undefined) throw new NotFound(id);
     const current = jobFromRow(read);
     if (written === undefined) {
@@ -233,7 +236,7 @@ export class LeaseStore {
     const presented = completions.map(({ id, fence, result }): sqlMany.Completion => [check.name("id", id), check.positiveInt("fence", fence), check.text("result", result)]);
     check.distinctIds("leases", completions);
     const statements = sqlMany.completeMany(check.name("owner", owner), presented, check.instant("now", now));
-    const take = next === undefined ? [] : checked.claimNext(next.queue, owner, now, next.ttlMs, next.limit);
+    const take = next === undefined ? [] : checked.claimNext(next.queue, owner, now, next.ttlMs, next.limit, this.#clock);
     const [done, refused, , taken = []] = await this.#driver.batch([...statements, ...take]);
     const ended = [...new Set(done!.map((row) => row.queue as string))];
     return { completed: outcomes(completions, owner, refused!, () => ({ done: true as const })), leases: leasesOf(taken), ended };
@@ -413,7 +416,7 @@ export class LeaseStore {
 
   /** Runs the batch of a verb that ends a lease, then the claim of `next` if asked, then the read of the job: all in one transaction. */
   async #settle(statements: Statement[], id: string, owner: string, now: number, next: NextClaim | undefined) {
-    const take = next === undefined ? [] : [sql.claimNextAfter(id, owner, now, { limit: check.positiveInt("limit", next.limit), ttlMs: check.positiveInt("ttlMs", next.ttlMs) })];
+    const take = next === undefined ? [] : [sql.claimNextAfter(id, owner, now, { limit: check.positiveInt("limit", next.limit), ttlMs: check.positiveInt("ttlMs", next.ttlMs), clock: this.#clock })];
     const results = await this.#driver.batch([...statements, ...take, sql.state(id, now)]);
     const read = results.at(-1)!;
     return { written: results[0]![0], current: read[0] ? jobFromRow(read[0]) : null, leases: next === undefined ? [] : leasesOf(results.at(-2)!) };

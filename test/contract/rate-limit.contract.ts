@@ -307,19 +307,67 @@ export function rateLimitContract(freshStore: () => Promise<FreshStorage>): void
       expect((await store.claimJob("q-2", "B", BACK + 100, TTL)).fence).toBe(1);
     });
 
-    test("a clock up to a second behind the bucket's last count (another server's) waits for it: no token twice", async () => {
+    test("after a step back of half a second of the clock that counted, the bucket refills from the corrected clock", async () => {
       const fresh = await freshStore();
       const { store } = fresh;
       await dueJobs(store, "q", 10);
       await store.setQueue("q", { ratePerSecond: 10, burst: 1 }, T);
       expect(await store.claimNext("q", "A", T + 1_000, TTL)).toHaveLength(1);
-      const behind = await store.claimNext("q", "B", T + 300, TTL); // 700 ms behind
-      expect([...behind]).toEqual([]);
-      expect(behind.retryAfterMs).toBe(800); // when the token is due by the bucket's count: T + 1100
-      expect(await store.claimNext("q", "B", T + 1_099, TTL)).toHaveLength(0);
-      expect(await bucketOf(fresh, "q")).toEqual({ micro_tokens: 0, tokens_at: T + 1_000 }); // not moved back
-      expect(await store.claimNext("q", "A", T + 1_100, TTL)).toHaveLength(1);
-      expect(await store.claimNext("q", "B", T + 1_150, TTL)).toHaveLength(0); // 50 ms behind the last spend
+      const stepped = await store.claimNext("q", "A", T + 500, TTL); // the same store's clock, 500 ms back
+      expect([...stepped]).toEqual([]);
+      expect(stepped.retryAfterMs).toBe(100);
+      expect(await bucketOf(fresh, "q")).toEqual({ micro_tokens: 0, tokens_at: T + 500 });
+      expect(await store.claimNext("q", "A", T + 600, TTL, 5)).toHaveLength(1);
+      expect(await store.claimNext("q", "A", T + 650, TTL, 5)).toHaveLength(0);
+    });
+
+    test("a server whose clock is behind another's count, by up to ten minutes, waits for it: no token twice", async () => {
+      for (const behindMs of [700, 5 * 60_000]) {
+        const fresh = await freshStore();
+        const { store } = fresh;
+        const other = await fresh.reopen();
+        await dueJobs(store, "q", 10);
+        await store.setQueue("q", { ratePerSecond: 10, burst: 1 }, T);
+        const AHEAD = T + 10 * 60_000;
+        expect(await store.claimNext("q", "A", AHEAD, TTL)).toHaveLength(1);
+        const behind = await other.claimNext("q", "B", AHEAD - behindMs, TTL);
+        expect([...behind]).toEqual([]);
+        expect(behind.retryAfterMs).toBe(behindMs + 100); // when the token is due by the bucket's count: AHEAD + 100
+        expect(await other.claimJob("q-5", "B", AHEAD - behindMs + 200, TTL).catch((error) => error.reason)).toBe("rate_limited");
+        expect(await bucketOf(fresh, "q")).toEqual({ micro_tokens: 0, tokens_at: AHEAD }); // not moved back
+        expect(await store.claimNext("q", "A", AHEAD + 100, TTL)).toHaveLength(1);
+        expect(await other.claimNext("q", "B", AHEAD + 150, TTL)).toHaveLength(0); // 50 ms after the last spend
+      }
+    });
+
+    test("two servers whose clocks differ by 2 s or 9 minutes, claiming in turn for a second, hand out no more than burst + rate x 1 s", async () => {
+      for (const skewMs of [2_000, 9 * 60_000]) {
+        const fresh = await freshStore();
+        const { store } = fresh;
+        const other = await fresh.reopen();
+        await store.setQueue("q", { ratePerSecond: 1, burst: 1 }, T);
+        await dueJobs(store, "q", 200);
+        let handedOut = 0;
+        for (let ms = 0; ms <= 1_000; ms += 10) {
+          handedOut += (await store.claimNext("q", "A", T + ms, TTL)).length;
+          handedOut += (await other.claimNext("q", "B", T + ms - skewMs, TTL)).length;
+        }
+        expect(handedOut).toBe(1 + 1);
+      }
+    });
+
+    test("a clock more than ten minutes behind another clock's count takes that clock for broken, and the bucket counts on from it", async () => {
+      const fresh = await freshStore();
+      const { store } = fresh;
+      const other = await fresh.reopen();
+      await dueJobs(store, "q", 10);
+      await store.setQueue("q", { ratePerSecond: 10, burst: 1 }, T);
+      const AHEAD = T + DAY;
+      expect(await store.claimNext("q", "A", AHEAD, TTL)).toHaveLength(1);
+      const behind = await other.claimNext("q", "B", AHEAD - 10 * 60_000 - 1, TTL);
+      expect(behind.retryAfterMs).toBe(100);
+      expect(await bucketOf(fresh, "q")).toEqual({ micro_tokens: 0, tokens_at: AHEAD - 10 * 60_000 - 1 });
+      expect(await other.claimNext("q", "B", AHEAD - 10 * 60_000 + 99, TTL)).toHaveLength(1);
     });
 
     test("a step forward fills the bucket to its burst, no more", async () => {

@@ -37,7 +37,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         id: "job-1", queue: "default", payload: null, priority: 0, run_at: T,
         owner: null, until: 0, fence: 0, result: null, done: 0,
         attempts: 0, max_attempts: 25, created_at: T, updated_at: T,
-        dead: 0, last_error: null, last_event: null, cancelled: 0, progress: null,
+        dead: 0, last_error: null, last_event: null, cancelled: 0, progress: null, claim_clock: null,
       });
     });
 

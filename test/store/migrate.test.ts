@@ -7,6 +7,10 @@ import { freshDir, freshStore, freshUrl } from "../fresh-db.ts";
 const T = 1_000_000;
 const TTL = 30_000;
 
+/** A claim of job ?1 by ?2 at ?3 for ?4 ms, as the store wrote it before migrations/0013. */
+const OLD_CLAIM = `UPDATE jobs SET owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1, last_event = 'claimed', updated_at = ?3
+                   WHERE id = ?1 AND done = 0 AND until <= ?3`;
+
 describe("migrate", () => {
   test("applies every migration once, in name order, and records each", async () => {
     const client = createClient({ url: freshUrl() });
@@ -88,7 +92,10 @@ describe("migrate", () => {
     const old = await openStore({ url, migrations: before12 });
     await old.enqueue("job-1", { queue: "q", now: T });
     await old.enqueue("job-2", { queue: "q", now: T });
-    expect(await old.claim("job-1", "A", T, TTL)).toBe(1);
+    // The claim as it was before 0013: today's claims also write jobs.claim_clock, which this schema has not yet.
+    const before = createClient({ url });
+    await before.execute({ sql: OLD_CLAIM, args: ["job-1", "A", T, TTL] });
+    before.close();
     expect(await old.renew("job-1", "A", 1, T + 1, TTL)).toBe(true);
     expect(await old.renew("job-1", "A", 1, T + 2, TTL)).toBe(true);
     expect(await old.complete("job-1", "B", 1, T + 3, "stale")).toBe(false);

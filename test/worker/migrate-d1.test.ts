@@ -6,6 +6,10 @@ import { LeaseStore } from "../../src/store/store.ts";
 const T = 1_000_000;
 const TTL = 30_000;
 
+/** A claim of job ?1 by ?2 at ?3 for ?4 ms, as the store wrote it before migrations/0013. */
+const OLD_CLAIM = `UPDATE jobs SET owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1, last_event = 'claimed', updated_at = ?3
+                   WHERE id = ?1 AND done = 0 AND until <= ?3`;
+
 describe("migrations on D1", () => {
   test("0012 rebuilds the events without AUTOINCREMENT: the history kept, seq for seq, and new events above it, recorded as before", async () => {
     const db = env.DB_UNMIGRATED;
@@ -14,7 +18,8 @@ describe("migrations on D1", () => {
     const old = new LeaseStore(d1Driver(db));
     await old.enqueue("job-1", { queue: "q", now: T });
     await old.enqueue("job-2", { queue: "q", now: T });
-    expect(await old.claim("job-1", "A", T, TTL)).toBe(1);
+    // The claim as it was before 0013: today's claims also write jobs.claim_clock, which this schema has not yet.
+    await db.prepare(OLD_CLAIM).bind("job-1", "A", T, TTL).run();
     expect(await old.renew("job-1", "A", 1, T + 1, TTL)).toBe(true);
     expect(await old.renew("job-1", "A", 1, T + 2, TTL)).toBe(true);
     expect(await old.complete("job-1", "B", 1, T + 3, "stale")).toBe(false);
@@ -29,6 +34,7 @@ describe("migrations on D1", () => {
     expect(await rows("SELECT * FROM refusal_counts")).toEqual(refusals);
     expect((await rows("SELECT sql FROM sqlite_master WHERE name = 'events'"))[0]!.sql).not.toMatch(/AUTOINCREMENT/i);
 
+    await applyD1Migrations(db, env.TEST_MIGRATIONS); // today's store, which needs the later ones too
     const store = new LeaseStore(d1Driver(db));
     expect(await store.claim("job-2", "A", T + 5, TTL)).toBe(1);
     expect(await store.renew("job-2", "A", 1, T + 6, TTL)).toBe(true);

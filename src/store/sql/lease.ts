@@ -109,18 +109,19 @@ function room(queue: string, now: string, limit: string): string {
 /**
  * Takes the lease of one job if nobody holds it: a new owner and the next
  * fence; not while its queue is paused, has its maxLeased current leases, or
- * has no whole token in its bucket.
+ * has no whole token in its bucket. `clock` is the store's clock id, which
+ * migrations/0013's trigger reads from `claim_clock` (src/store/step-back.ts).
  */
-export function claim(id: string, owner: string, now: number, ttlMs: number): Statement[] {
+export function claim(id: string, owner: string, now: number, ttlMs: number, clock: string): Statement[] {
   return [
     expire(now, id),
     {
       sql: `UPDATE jobs
             SET owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
-                last_event = 'claimed', updated_at = ?3
+                last_event = 'claimed', updated_at = ?3, claim_clock = ?5
             WHERE id = ?1 AND done = 0 AND until <= ?3 AND ${room("jobs.queue", "?3", "1")} > 0
             RETURNING fence, until`,
-      args: [id, owner, now, ttlMs],
+      args: [id, owner, now, ttlMs, clock],
     },
   ];
 }
@@ -130,8 +131,8 @@ export function claim(id: string, owner: string, now: number, ttlMs: number): St
  * statement. An expired lease is taken over (its expiry recorded), unless it
  * was the job's last attempt: that job is left for `expire` to make dead.
  */
-export function claimNext(queue: string, owner: string, now: number, ttlMs: number, limit: number): Statement[] {
-  return [takeNext("?1", "", [queue, owner, now, ttlMs, limit])];
+export function claimNext(queue: string, owner: string, now: number, ttlMs: number, limit: number, clock: string): Statement[] {
+  return [takeNext("?1", "", [queue, owner, now, ttlMs, limit, clock])];
 }
 
 /**
@@ -141,13 +142,13 @@ export function claimNext(queue: string, owner: string, now: number, ttlMs: numb
  * no row (`changes() = 0`) exactly when the write was accepted, or when the job
  * does not exist, which the second condition rules out.
  */
-export function claimNextAfter(id: string, owner: string, now: number, take: { limit: number; ttlMs: number }): Statement {
-  return takeNext("(SELECT queue FROM jobs WHERE id = ?1)", "AND changes() = 0 AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1)", [id, owner, now, take.ttlMs, take.limit]);
+export function claimNextAfter(id: string, owner: string, now: number, take: { limit: number; ttlMs: number; clock: string }): Statement {
+  return takeNext("(SELECT queue FROM jobs WHERE id = ?1)", "AND changes() = 0 AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1)", [id, owner, now, take.ttlMs, take.limit, take.clock]);
 }
 
 /**
  * The one claim-next statement: `queue` an SQL expression over ?1, `guard` a
- * further condition; ?2 owner, ?3 now, ?4 ttl, ?5 limit.
+ * further condition; ?2 owner, ?3 now, ?4 ttl, ?5 limit, ?6 the store's clock id.
  *
  * Its candidates are read so that their cost does not grow with the jobs it
  * must pass over (migrations/0006): the jobs nobody holds, priority by
@@ -158,7 +159,8 @@ export function claimNextAfter(id: string, owner: string, now: number, take: { l
  * the first in claim order, as many as the queue has room for (`room`: none
  * while it is paused, up to its maxLeased and its whole tokens), at most
  * `limit`. Its `updated_at = now` is when migrations/0009's trigger spends
- * the tokens of the leases it hands out.
+ * the tokens of the leases it hands out, and `claim_clock` the clock that
+ * read it (migrations/0013).
  */
 function takeNext(queue: string, guard: string, args: InValue[]): Statement {
   const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
@@ -167,7 +169,7 @@ function takeNext(queue: string, guard: string, args: InValue[]): Statement {
     sql: `UPDATE jobs
           SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END,
               owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
-              last_event = 'claimed', updated_at = ?3
+              last_event = 'claimed', updated_at = ?3, claim_clock = ?6
           WHERE id IN (
             WITH RECURSIVE level(priority, before) AS (
               SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1), 0

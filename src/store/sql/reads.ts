@@ -14,9 +14,10 @@ import { refilled, steppedBack, TOKEN, tokenDueAt } from "./bucket.ts";
  * reads for every queue with waiters at once; two index ranges of each queue
  * (migrations/0004). Never while the queue is paused (null: a resume rings);
  * while it has its maxLeased current leases, not before the first of them ends
- * (migrations/0008); and not before its bucket holds a whole token (migrations/0009).
+ * (migrations/0008); and not before its bucket holds a whole token (migrations/0009),
+ * by the clock `clock` that read `now`.
  */
-export function nextClaimable(queues: string[], now: number): Statement {
+export function nextClaimable(queues: string[], now: number, clock: string): Statement {
   const held = "queue = w.queue AND done = 0 AND owner IS NOT NULL";
   return {
     sql: `WITH w(queue) AS (SELECT DISTINCT value FROM json_each(?1)),
@@ -31,9 +32,9 @@ export function nextClaimable(queues: string[], now: number): Statement {
                       ELSE max(n.at,
                                CASE WHEN s.max_leased <= ${currentLeases("n.queue", "?2")}
                                     THEN (SELECT min(until) FROM jobs WHERE queue = n.queue AND done = 0 AND owner IS NOT NULL AND until > ?2) ELSE n.at END,
-                               coalesce(${tokenDueAt("s.", "?2")}, n.at)) END AS at
+                               coalesce(${tokenDueAt("s.", "?2", "?3")}, n.at)) END AS at
           FROM n LEFT JOIN queues s ON s.queue = n.queue`,
-    args: [JSON.stringify(queues), now],
+    args: [JSON.stringify(queues), now, clock],
   };
 }
 
@@ -55,19 +56,19 @@ const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >=
  * In how many ms `queue`'s bucket next holds a whole token, when its rate
  * limit is what holds back a claim-next at `now`: it has a rate, is not
  * paused, not full (its maxLeased current leases), holds no whole token, and
- * a job is due; and whether its count is ahead of a clock that stepped back
- * (`stepped_back`: see `followClock`). One row, or none; a queue
+ * a job is due; and whether its count is followed back to `now` read from
+ * `clock` (`stepped_back`: see `followClock`). One row, or none; a queue
  * without settings is one primary-key lookup. With `limit`, it is sent in the
  * claim's batch, just after it: it reads nothing when the claim took `limit`.
  */
-export function retryAfter(queue: string, now: number, limit?: number): Statement {
+export function retryAfter(queue: string, now: number, clock: string, limit?: number): Statement {
   const due = `EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL AND run_at <= ?2 AND until <= ?2)
                OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
   return {
-    sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms, ${steppedBack("s.", "?2")} AS stepped_back FROM queues s
-          WHERE ${limit === undefined ? "" : "changes() < ?3 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
+    sql: `SELECT ${tokenDueAt("s.", "?2", "?3")} - ?2 AS ms, ${steppedBack("s.", "?2", "?3")} AS stepped_back FROM queues s
+          WHERE ${limit === undefined ? "" : "changes() < ?4 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
             AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
-    args: limit === undefined ? [queue, now] : [queue, now, limit],
+    args: limit === undefined ? [queue, now, clock] : [queue, now, clock, limit],
   };
 }
 
