@@ -41,7 +41,7 @@ function columns(row: string) {
  * Whether the bucket's last count is followed back to `now` read from
  * `clock` (SQL expressions, 1 or 0; NULL without a rate): see `followsBack`.
  */
-export function steppedBack(row: string, now: string, clock: string): string {
+export function followedBack(row: string, now: string, clock: string): string {
   const { at, by } = columns(row);
   return followsBack(at, by, ms(now), clock);
 }
@@ -49,12 +49,12 @@ export function steppedBack(row: string, now: string, clock: string): string {
 /**
  * When the bucket's count runs from, seen at `now` read from `clock` (SQL
  * expressions): its last count, or `now` if later; `now` itself when the
- * count is followed back (`steppedBack`). What a spend stores as its new
+ * count is followed back (`followedBack`). What a spend stores as its new
  * `tokens_at`, and what the next token is counted from.
  */
 export function countedFrom(row: string, now: string, clock: string): string {
   const { at } = columns(row);
-  return `CASE WHEN ${steppedBack(row, now, clock)} THEN ${ms(now)} ELSE max(${at}, ${ms(now)}) END`;
+  return `CASE WHEN ${followedBack(row, now, clock)} THEN ${ms(now)} ELSE max(${at}, ${ms(now)}) END`;
 }
 
 /**
@@ -64,7 +64,7 @@ export function countedFrom(row: string, now: string, clock: string): string {
  */
 export function countedBy(row: string, now: string, clock: string): string {
   const { at, by } = columns(row);
-  return `CASE WHEN ${at} > ${ms(now)} AND NOT ${steppedBack(row, now, clock)} THEN ${by} ELSE ${clock} END`;
+  return `CASE WHEN ${at} > ${ms(now)} AND NOT ${followedBack(row, now, clock)} THEN ${by} ELSE ${clock} END`;
 }
 
 /**
@@ -98,7 +98,7 @@ export function tokenDueAt(row: string, now: string, clock: string): string {
 
 /**
  * After a claim of `queue` refused for want of a token, at `now` read from
- * `clock`: a bucket whose count is followed back to `now` (`steppedBack`)
+ * `clock`: a bucket whose count is followed back to `now` (`followedBack`)
  * keeps its tokens and counts on from `now`, as `clock`'s; any other row is
  * left as it is. Without it, a bucket with no whole token would wait for the
  * clock to come back to its last count, however far ahead that is: nothing
@@ -106,7 +106,7 @@ export function tokenDueAt(row: string, now: string, clock: string): string {
  */
 export function followClock(queue: string, now: number, clock: string): Statement {
   return {
-    sql: `UPDATE queues SET tokens_at = ${ms("?2")}, tokens_clock = ?3 WHERE queue = ?1 AND refill_per_ms IS NOT NULL AND ${steppedBack("", "?2", "?3")}`,
+    sql: `UPDATE queues SET tokens_at = ${ms("?2")}, tokens_clock = ?3 WHERE queue = ?1 AND refill_per_ms IS NOT NULL AND ${followedBack("", "?2", "?3")}`,
     args: [queue, now, clock],
   };
 }

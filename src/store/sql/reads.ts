@@ -1,6 +1,6 @@
 import type { Statement } from "../../drivers/driver.ts";
 import { currentLease, currentLeases, EXHAUSTED, status } from "./lease.ts";
-import { refilled, steppedBack, TOKEN, tokenDueAt } from "./bucket.ts";
+import { refilled, followedBack, TOKEN, tokenDueAt } from "./bucket.ts";
 
 // The reads that decide nothing: a job's lease for a system outside, pages of
 // jobs and events, the numbers per queue, and when a waiting claim should look
@@ -65,7 +65,7 @@ export function retryAfter(queue: string, now: number, clock: string, limit?: nu
   const due = `EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL AND run_at <= ?2 AND until <= ?2)
                OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
   return {
-    sql: `SELECT ${tokenDueAt("s.", "?2", "?3")} - ?2 AS ms, ${steppedBack("s.", "?2", "?3")} AS stepped_back FROM queues s
+    sql: `SELECT ${tokenDueAt("s.", "?2", "?3")} - ?2 AS ms, ${followedBack("s.", "?2", "?3")} AS stepped_back FROM queues s
           WHERE ${limit === undefined ? "" : "changes() < ?4 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
             AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
     args: limit === undefined ? [queue, now, clock] : [queue, now, clock, limit],

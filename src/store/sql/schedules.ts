@@ -104,9 +104,9 @@ export function nextFire(skipped: string[]): Statement {
  * One fire of a due schedule, as read by `dueSchedules`: its name, what the
  * fire was computed from (the next_fire_at read, and its cron, every_ms,
  * timezone and created_at), the fire to enqueue (the latest due at `now`)
- * with its job's id, and the fire after it. A schedule planned by a clock that
- * has since stepped back, and not due by the corrected one, has no fire to
- * enqueue (fireAt and jobId null): only its next fire is planned again.
+ * with its job's id, and the fire after it. A schedule whose plan is followed
+ * back to the clock (see DUE) and not due by it has no fire to enqueue
+ * (fireAt and jobId null): only its next fire is planned again.
  */
 export type Fire = [
   name: string,
