@@ -202,14 +202,14 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       }
     });
 
-    test("two servers whose clocks differ by 2 s or 9 minutes, each firing every second, enqueue each fire once, in order, and report no fire as taken", async () => {
+    test("two servers whose clocks differ by 2 s or 9 minutes, each firing every 5 s, enqueue each fire once, in order, and report no fire as taken", async () => {
       for (const skewMs of [2_000, 9 * MINUTE]) {
         const { store, reopen } = await freshStore();
         const other = await reopen();
         await store.schedules.put("tick", { queue: "q", everyMs: MINUTE }, T);
         const fired: string[] = [];
         const taken: string[] = [];
-        for (let s = 0; s <= 180; s++) {
+        for (let s = 0; s <= 180; s += 5) {
           for (const fire of [await store.schedules.fireDue(T + s * 1_000), await other.schedules.fireDue(T + s * 1_000 - skewMs)]) {
             fired.push(...fire.jobs.map((job) => `${s}:${job.id}`));
             taken.push(...fire.taken.map((job) => job.id));
