@@ -1,15 +1,25 @@
 import type { InValue } from "@libsql/client";
 import type { Statement } from "../../drivers/driver.ts";
-import { wholeTokens } from "./bucket.ts";
 
-// The lease rules, all of them. Each write is one conditional statement that
-// decides and writes together, so no other writer can slip in between a check
-// and its write; a refused write matches no row and so changes nothing. Each
-// verb is one batch (one transaction): its write, then what it records.
+// The lease rules. Each write is one conditional statement that decides and
+// writes together, so no other writer can slip in between a check and its
+// write; a refused write matches no row and so changes nothing. Each verb is
+// one batch (one transaction): its write, then what it records. An accepted
+// write answers the job as it left it (RETURNING), so the store reads nothing
+// more; a refused one answers no row. The claims, and what decides one (a
+// queue's settings, due, priority), are in src/store/sql/claim-next.ts.
 //
-// Every accepted transition sets `last_event`, and a trigger (migrations/0002)
-// writes it to `events` within the same statement. A refused write with a lease
-// is recorded by the statement after it, which sees `changes() = 0`.
+// A job's history is kept where its row cannot tell it (migrations/0015): the
+// row tells its enqueue and its current lease (the claim, the renews, the
+// completion), each write setting its place in the job's history (`*_seq`,
+// from NEXT_SEQ) in the row it writes anyway. A write that ends a lease
+// otherwise (release, fail, expiry, a claim taking an expired lease over)
+// names the end in `last_event` and reserves its place, and a trigger stores
+// that lease as one history row. A refused write with a lease is recorded by
+// the statement after it, which sees `changes() = 0`.
+//
+// The counts per queue change once per statement (migrations/0015): an
+// enqueue and a completion count what they wrote in the statement after them.
 
 /** The statuses a job can have; named once, here and in `status` below. */
 export const STATUSES = ["queued", "scheduled", "leased", "done", "dead", "cancelled"] as const;
@@ -39,7 +49,35 @@ export const EXHAUSTED = "attempts >= max_attempts";
  */
 export const FENCE_FLOOR = "(SELECT fence FROM fence_floor)";
 
-/** Inserts a job unless its id exists, at the fence floor. */
+/**
+ * The next place in a job's history, for a statement over a jobs row: above
+ * the places its row tells (`seq`) and those of its stored history.
+ */
+export const NEXT_SEQ = "(max(jobs.seq, coalesce((SELECT max(h.seq) FROM history h WHERE h.job_id = jobs.id), 0)) + 1)";
+
+/** The place of a new job's enqueue (`id` an SQL expression): after the history of a job once enqueued under that id. */
+export function firstSeq(id: string): string {
+  return `(coalesce((SELECT max(h.seq) FROM history h WHERE h.job_id = ${id}), 0) + 1)`;
+}
+
+/**
+ * Adds `count` (an SQL expression, 0 adds nothing) jobs to the open jobs of
+ * `queue`: what an enqueue writes after its INSERT, once for all its jobs.
+ */
+export function countEnqueued(queue: string, count: string, args: InValue[]): Statement {
+  return {
+    sql: `INSERT INTO queue_counts (queue, open) SELECT ${queue}, ${count} WHERE ${count} > 0
+          ON CONFLICT (queue) DO UPDATE SET open = open + excluded.open`,
+    args,
+  };
+}
+
+/** What an accepted write answers: the job as it left it, with its status at `now` (the parameter that holds it). */
+export function returningJob(now: string): string {
+  return `RETURNING *, ${status(now)} AS status`;
+}
+
+/** Inserts a job unless its id exists, at the fence floor, and counts it. */
 export function enqueue(job: {
   id: string;
   queue: string;
@@ -51,12 +89,13 @@ export function enqueue(job: {
 }): Statement[] {
   return [
     {
-      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ${FENCE_FLOOR}, ?7, ?7)
+      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at, enqueued_seq, seq)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")})
             ON CONFLICT (id) DO NOTHING
-            RETURNING id`,
+            ${returningJob("?7")}`,
       args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now],
     },
+    countEnqueued("?1", "changes()", [job.queue]),
   ];
 }
 
@@ -65,10 +104,25 @@ export function state(id: string, now: number): Statement {
   return { sql: `SELECT *, ${status("?2")} AS status FROM jobs WHERE id = ?1`, args: [id, now] };
 }
 
-/** What ending an expired lease writes: nobody holds it, the fence stays, and it counts as a failed attempt (the last one makes the job dead). */
+/**
+ * What ending an expired lease writes: nobody holds it, the fence stays, and
+ * it counts as a failed attempt (the last one makes the job dead); the lease
+ * is stored at its end's place.
+ */
 export const END_LEASE = `owner = NULL, until = 0, last_error = 'the lease of ' || owner || ' expired',
               dead = (${EXHAUSTED}), done = (${EXHAUSTED}),
-              last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END, updated_at = ?1`;
+              last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END, updated_at = ?1, seq = ${NEXT_SEQ}`;
+
+/**
+ * What a claim writes (?2 owner, ?3 now, ?4 ttl): a new owner and the next
+ * fence, an attempt, and the lease's claim told by the row, with no renew
+ * yet. A claim that takes an expired lease over leaves the place before its
+ * own to that lease's end (jobs_record_ended_lease stores it). The claims
+ * (src/store/sql/claim-next.ts) add `claim_clock`, the clock that read `now`.
+ */
+export const CLAIM = `owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1, last_event = NULL, updated_at = ?3,
+              claimed_seq = ${NEXT_SEQ} + (owner IS NOT NULL), claimed_at = ?3, seq = ${NEXT_SEQ} + (owner IS NOT NULL),
+              renewed_seq = NULL, renewed_at = NULL, renewed_last_at = NULL, renews = 0`;
 
 /**
  * Ends the expired lease of job `id`, if it has one: nobody holds it any more,
@@ -83,133 +137,43 @@ export function expire(now: number, id: string): Statement {
 }
 
 /**
- * The current leases of `queue` (an SQL expression) at `now`: a range of
- * jobs_held_by_until (migrations/0004), so a lease is counted until `now == until`.
+ * The place of a refusal of the jobs row `jobs` (`action`, `owner` and
+ * `fence` SQL expressions): that of the same stale lease refused before for
+ * the same action, against the same current fence, whose event it then
+ * counts on (migrations/0005), so a zombie that loops adds nothing; else the
+ * next place. FOLD_REFUSAL ends the INSERT that uses it.
  */
-export function currentLeases(queue: string, now: string): string {
-  return `(SELECT count(*) FROM jobs WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until > ${now})`;
+export function refusalSeq(action: string, owner: string, fence: string): string {
+  return `coalesce((SELECT h.seq FROM history h
+                    WHERE h.job_id = jobs.id AND h.kind = 'refused' AND h.action = ${action} AND h.owner = ${owner}
+                      AND h.fence = ${fence} AND h.current_fence = jobs.fence), ${NEXT_SEQ})`;
 }
 
-/**
- * How many leases a claim may hand out in `queue` (an SQL expression) at
- * `now`, at most `limit`: none while the queue is paused, no more than its
- * maxLeased less its current leases (migrations/0008), and no more than the
- * whole tokens its bucket holds at `now` (migrations/0009, whose trigger
- * spends them in the same statement). A queue without settings is one
- * primary-key lookup; its leases are not counted, nor its tokens.
- */
-function room(queue: string, now: string, limit: string): string {
-  return `coalesce((SELECT CASE WHEN s.paused = 1 THEN 0
-                                ELSE max(0, min(${limit},
-                                  CASE WHEN s.max_leased IS NULL THEN ${limit} ELSE s.max_leased - ${currentLeases("s.queue", now)} END,
-                                  CASE WHEN s.refill_per_ms IS NULL THEN ${limit} ELSE ${wholeTokens("s.", now)} END)) END
-                    FROM queues s WHERE s.queue = ${queue}), ${limit})`;
-}
-
-/**
- * Takes the lease of one job if nobody holds it: a new owner and the next
- * fence; not while its queue is paused, has its maxLeased current leases, or
- * has no whole token in its bucket. `clock` is the store's clock id, which
- * migrations/0013's trigger reads from `claim_clock` (src/store/step-back.ts).
- */
-export function claim(id: string, owner: string, now: number, ttlMs: number, clock: string): Statement[] {
-  return [
-    expire(now, id),
-    {
-      sql: `UPDATE jobs
-            SET owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
-                last_event = 'claimed', updated_at = ?3, claim_clock = ?5
-            WHERE id = ?1 AND done = 0 AND until <= ?3 AND ${room("jobs.queue", "?3", "1")} > 0
-            RETURNING fence, until`,
-      args: [id, owner, now, ttlMs, clock],
-    },
-  ];
-}
-
-/**
- * Takes the leases of the next due jobs of a queue, in claim order, as one
- * statement. An expired lease is taken over (its expiry recorded), unless it
- * was the job's last attempt: that job is left for `expire` to make dead.
- */
-export function claimNext(queue: string, owner: string, now: number, ttlMs: number, limit: number, clock: string): Statement[] {
-  return [takeNext("?1", "", [queue, owner, now, ttlMs, limit, clock])];
-}
-
-/**
- * The claim-next that follows a complete or fail of job `id` (the next jobs of
- * its queue, for the same owner, in the same batch): it takes nothing unless
- * the write before it was accepted. The refusal record just before it wrote
- * no row (`changes() = 0`) exactly when the write was accepted, or when the job
- * does not exist, which the second condition rules out.
- */
-export function claimNextAfter(id: string, owner: string, now: number, take: { limit: number; ttlMs: number; clock: string }): Statement {
-  return takeNext("(SELECT queue FROM jobs WHERE id = ?1)", "AND changes() = 0 AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1)", [id, owner, now, take.ttlMs, take.limit, take.clock]);
-}
-
-/**
- * The one claim-next statement: `queue` an SQL expression over ?1, `guard` a
- * further condition; ?2 owner, ?3 now, ?4 ttl, ?5 limit, ?6 the store's clock id.
- *
- * Its candidates are read so that their cost does not grow with the jobs it
- * must pass over (migrations/0006): the jobs nobody holds, priority by
- * priority from the highest (`level`: each step seeks the next priority down,
- * and counts, up to the limit, the due jobs of the one before, so it stops
- * once it has enough), seeking at each priority straight to the due ones; and
- * the held jobs whose lease has ended, from the index of lease ends. Of those,
- * the first in claim order, as many as the queue has room for (`room`: none
- * while it is paused, up to its maxLeased and its whole tokens), at most
- * `limit`. Its `updated_at = now` is when migrations/0009's trigger spends
- * the tokens of the leases it hands out, and `claim_clock` the clock that
- * read it (migrations/0013).
- */
-function takeNext(queue: string, guard: string, args: InValue[]): Statement {
-  const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
-  const due = "run_at <= ?3 AND until <= ?3";
-  return {
-    sql: `UPDATE jobs
-          SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END,
-              owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
-              last_event = 'claimed', updated_at = ?3, claim_clock = ?6
-          WHERE id IN (
-            WITH RECURSIVE level(priority, before) AS (
-              SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1), 0
-              UNION ALL
-              SELECT (SELECT priority FROM jobs WHERE ${waiting} AND priority < level.priority ORDER BY priority DESC LIMIT 1),
-                     before + (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE ${waiting} AND priority = level.priority AND ${due} LIMIT ?5))
-              FROM level WHERE level.priority IS NOT NULL AND before < ?5)
-            SELECT id FROM (
-              SELECT * FROM (
-                SELECT id, priority, run_at, created_at FROM jobs
-                WHERE ${waiting} AND priority IN (SELECT priority FROM level WHERE before < ?5) AND ${due}
-                ORDER BY priority DESC, run_at, created_at, id LIMIT ?5)
-              UNION ALL
-              SELECT id, priority, run_at, created_at FROM jobs
-              WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until <= ?3 AND run_at <= ?3 AND NOT (${EXHAUSTED}))
-            WHERE true ${guard}
-            ORDER BY priority DESC, run_at, created_at, id
-            LIMIT ${room(queue, "?3", "?5")})
-          RETURNING *, ${status("?3")} AS status`,
-    args,
-  };
-}
-
-/**
- * The end of an INSERT of refusals: the same stale lease refused again for the
- * same action, against the same current fence, counts on its event (migrations/0005)
- * instead of adding one, so a zombie that loops adds nothing.
- */
-export const FOLD_REFUSAL = `ON CONFLICT (job_id, fence, owner, action, current_fence) WHERE kind = 'refused'
+/** The end of an INSERT of refusals at `refusalSeq`: one refused before counts once more instead of adding an event. */
+export const FOLD_REFUSAL = `ON CONFLICT (job_id, seq)
   DO UPDATE SET count = count + 1, at = min(at, excluded.at), last_at = max(coalesce(last_at, at), excluded.at)`;
 
-/** Records a refused write with a lease, if the write just before it changed nothing. */
+/** Records a refused write with a lease, if the statement just before it changed nothing. */
 function refused(action: string, id: string, owner: string, fence: number, now: number, unless = "", more: InValue[] = []): Statement {
   return {
-    sql: `INSERT INTO events (job_id, queue, at, kind, action, owner, fence, current_owner, current_fence)
-          SELECT id, queue, ?4, 'refused', ?5, ?2, ?3, owner, fence FROM jobs
+    sql: `INSERT INTO history (job_id, seq, queue, at, kind, action, owner, fence, current_owner, current_fence)
+          SELECT id, ${refusalSeq("?5", "?2", "?3")}, queue, ?4, 'refused', ?5, ?2, ?3, owner, fence FROM jobs
           WHERE id = ?1 AND changes() = 0 ${unless}
           ${FOLD_REFUSAL}`,
     args: [id, owner, fence, now, action, ...more],
   };
+}
+
+/**
+ * What a renew writes (`now`, `ttl` and `progress` SQL expressions): the
+ * lease's new end and the progress reported (null keeps what is stored), and
+ * its renews told by the row: how many, the first (its place taken then) and
+ * the last.
+ */
+export function renewed(now: string, ttl: string, progress: string): string {
+  return `until = ${now} + ${ttl}, progress = coalesce(${progress}, progress), updated_at = ${now}, renews = renews + 1,
+          renewed_at = min(coalesce(renewed_at, ${now}), ${now}), renewed_last_at = max(coalesce(renewed_last_at, ${now}), ${now}),
+          renewed_seq = coalesce(renewed_seq, ${NEXT_SEQ}), seq = iif(renewed_seq IS NULL, ${NEXT_SEQ}, seq)`;
 }
 
 /**
@@ -220,7 +184,7 @@ export function renew(id: string, owner: string, fence: number, now: number, ttl
   return [
     {
       sql: `UPDATE jobs
-            SET until = ?4 + ?5, progress = coalesce(?6, progress), last_event = 'renewed', updated_at = ?4
+            SET ${renewed("?4", "?5", "?6")}
             WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
             RETURNING until`,
       args: [id, owner, fence, now, ttlMs, progress],
@@ -232,16 +196,32 @@ export function renew(id: string, owner: string, fence: number, now: number, ttl
 /** A job completed, neither dead nor cancelled (both are done too): a condition over a jobs row. */
 export const COMPLETED = "done = 1 AND dead = 0 AND cancelled = 0";
 
-/** Stores the result of the current lease and marks the job done. The same completion sent again is not a refusal. */
+/** What a completion writes (`result` and `now` SQL expressions): the result, done, and the completion's place. */
+export function completion(result: string, now: string): string {
+  return `result = ${result}, done = 1, updated_at = ${now}, seq = ${NEXT_SEQ}`;
+}
+
+/**
+ * Stores the result of the current lease and marks the job done; the
+ * statement after it moves the job from open to done in its queue's counts
+ * (always a write when the completion was, so the refusal record after it
+ * still sees `changes() = 0` exactly when the completion wrote nothing). The
+ * same completion sent again is not a refusal.
+ */
 export function complete(id: string, owner: string, fence: number, now: number, result: string): Statement[] {
   const sameAgain = `AND NOT (${COMPLETED} AND owner = ?2 AND fence = ?3 AND result = ?6)`;
   return [
     {
       sql: `UPDATE jobs
-            SET result = ?5, done = 1, last_event = 'completed', updated_at = ?4
+            SET ${completion("?5", "?4")}
             WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
-            RETURNING fence`,
+            ${returningJob("?4")}`,
       args: [id, owner, fence, now, result],
+    },
+    {
+      sql: `INSERT INTO queue_counts (queue, open, done) SELECT queue, -1, 1 FROM jobs WHERE id = ?1 AND changes() = 1
+            ON CONFLICT (queue) DO UPDATE SET open = open - 1, done = done + 1`,
+      args: [id],
     },
     refused("complete", id, owner, fence, now, sameAgain, [result]),
   ];
@@ -262,9 +242,9 @@ export function release(id: string, owner: string, fence: number, now: number): 
                 last_error = CASE WHEN ${late} THEN 'the lease of ' || owner || ' expired' ELSE last_error END,
                 dead = (${late} AND ${EXHAUSTED}), done = (${late} AND ${EXHAUSTED}),
                 last_event = CASE WHEN NOT ${late} THEN 'released' WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END,
-                updated_at = ?4
+                updated_at = ?4, seq = ${NEXT_SEQ}
             WHERE id = ?1 AND owner = ?2 AND fence = ?3 AND done = 0
-            RETURNING fence`,
+            ${returningJob("?4")}`,
       args: [id, owner, fence, now],
     },
     refused("release", id, owner, fence, now),
@@ -293,9 +273,9 @@ export function fail(failure: {
                 dead = (${EXHAUSTED}), done = (${EXHAUSTED}),
                 run_at = CASE WHEN ${EXHAUSTED} THEN run_at
                               ELSE ?4 + coalesce(?6, CAST(min(3600000, 1000 * (1 << min(attempts - 1, 12))) * ?7 AS INTEGER)) END,
-                last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'failed' END, updated_at = ?4
+                last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'failed' END, updated_at = ?4, seq = ${NEXT_SEQ}
             WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
-            RETURNING fence`,
+            ${returningJob("?4")}`,
       args: [id, owner, fence, now, error, retryInMs, jitter],
     },
     refused("fail", id, owner, fence, now),

@@ -1,42 +1,12 @@
 import type { Statement } from "../../drivers/driver.ts";
-import { currentLease, currentLeases, EXHAUSTED, status } from "./lease.ts";
-import { refilled, followedBack, TOKEN, tokenDueAt } from "./bucket.ts";
+import { currentLease, status } from "./lease.ts";
+import { overWaitingPriorities, waitingAt } from "./claim-next.ts";
 
 // The reads that decide nothing: a job's lease for a system outside, pages of
-// jobs and events, the numbers per queue, and when a waiting claim should look
-// again. The rules themselves, and every write, are in src/store/sql/lease.ts.
-
-/**
- * When a job of each of `queues` next becomes claimable by `takeNext`: the
- * earliest run_at of a job nobody holds, or the earliest end of a lease that
- * is not its job's last attempt (one row per queue; `at` null when there is
- * none). What a waiting claim sleeps until, and what the wait rooms' re-check
- * reads for every queue with waiters at once; two index ranges of each queue
- * (migrations/0004). Never while the queue is paused (null: a resume rings);
- * while it has its maxLeased current leases, not before the first of them ends
- * (migrations/0008); and not before its bucket holds a whole token (migrations/0009),
- * by the clock `clock` that read `now`.
- */
-export function nextClaimable(queues: string[], now: number, clock: string): Statement {
-  const held = "queue = w.queue AND done = 0 AND owner IS NOT NULL";
-  return {
-    sql: `WITH w(queue) AS (SELECT DISTINCT value FROM json_each(?1)),
-          n(queue, at) AS MATERIALIZED (
-            SELECT queue, coalesce(min(free, ended), free, ended) FROM (
-              SELECT w.queue,
-                     (SELECT max(run_at, until) FROM jobs WHERE queue = w.queue AND done = 0 AND owner IS NULL ORDER BY run_at LIMIT 1) AS free,
-                     (SELECT max(run_at, until) FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1) AS ended
-              FROM w))
-          SELECT n.queue,
-                 CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
-                      ELSE max(n.at,
-                               CASE WHEN s.max_leased <= ${currentLeases("n.queue", "?2")}
-                                    THEN (SELECT min(until) FROM jobs WHERE queue = n.queue AND done = 0 AND owner IS NOT NULL AND until > ?2) ELSE n.at END,
-                               coalesce(${tokenDueAt("s.", "?2", "?3")}, n.at)) END AS at
-          FROM n LEFT JOIN queues s ON s.queue = n.queue`,
-    args: [JSON.stringify(queues), now, clock],
-  };
-}
+// jobs and events, the numbers per queue, and which waited-on jobs are
+// finished. The rules themselves, and every write, are in src/store/sql/lease.ts;
+// when a waiting claim should look again, and why a claim was refused, with
+// the claims in src/store/sql/claim-next.ts.
 
 /**
  * Which of the jobs `ids` are finished (done, dead or cancelled) or gone: what
@@ -46,45 +16,6 @@ export function finished(ids: string[]): Statement {
   return {
     sql: `SELECT value AS id FROM json_each(?1) WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = value AND done = 0)`,
     args: [JSON.stringify(ids)],
-  };
-}
-
-/** The queue's row `s` (at ?2) has its maxLeased current leases: no token would let a claim through. */
-const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >= s.max_leased)`;
-
-/**
- * In how many ms `queue`'s bucket next holds a whole token, when its rate
- * limit is what holds back a claim-next at `now`: it has a rate, is not
- * paused, not full (its maxLeased current leases), holds no whole token, and
- * a job is due; and whether its count is followed back to `now` read from
- * `clock` (`stepped_back`: see `followClock`). One row, or none; a queue
- * without settings is one primary-key lookup. With `limit`, it is sent in the
- * claim's batch, just after it: it reads nothing when the claim took `limit`.
- */
-export function retryAfter(queue: string, now: number, clock: string, limit?: number): Statement {
-  const due = `EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL AND run_at <= ?2 AND until <= ?2)
-               OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
-  return {
-    sql: `SELECT ${tokenDueAt("s.", "?2", "?3")} - ?2 AS ms, ${followedBack("s.", "?2", "?3")} AS stepped_back FROM queues s
-          WHERE ${limit === undefined ? "" : "changes() < ?4 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
-            AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
-    args: limit === undefined ? [queue, now, clock] : [queue, now, clock, limit],
-  };
-}
-
-/**
- * A job as `state` reads it, and what of its queue refuses a claim now
- * (`queue_refusal`: paused, else null when it has its maxLeased current leases
- * (full), else rate_limited when its bucket holds no whole token, else null):
- * why a claim by id was refused.
- */
-export function claimState(id: string, now: number): Statement {
-  return {
-    sql: `SELECT *, ${status("?2")} AS status,
-                 (SELECT CASE WHEN s.paused = 1 THEN 'paused' WHEN ${FULL} THEN NULL WHEN ${refilled("s.", "?2")} < ${TOKEN} THEN 'rate_limited' END
-                  FROM queues s WHERE s.queue = jobs.queue) AS queue_refusal
-          FROM jobs WHERE id = ?1`,
-    args: [id, now],
   };
 }
 
@@ -117,30 +48,35 @@ function firstMinuteOfHour(now: number): number {
   return Math.floor(now / 60_000) - 59;
 }
 
+/** The queues that have a job (their counts are not all 0): the queues the counts list. */
+export const QUEUES_WITH_JOBS = "SELECT queue FROM queue_counts WHERE open <> 0 OR done <> 0 OR dead <> 0 OR cancelled <> 0";
+
 /**
- * Per queue: the jobs by stored state (migrations/0004's `queue_counts`,
- * cancelled since migrations/0010, kept by every transition), what of them
- * depends on `now` (index ranges of that queue: waiting jobs due later, leases
- * expired and not yet ended, and the earliest run_at of each), its refusals
- * in the last hour and ever, and whether it is paused (migrations/0008).
- * A queue is listed while it has a job, has ever had a refusal, or has
- * settings (paused or limited before its first job: zero counts). Reads a few
- * rows per queue: its cost grows with the queues, the jobs scheduled for later
- * and the leases expired since the last cron, never with the history.
+ * Per queue: the jobs by stored state (migrations/0015's `queue_counts`: open,
+ * done, dead, cancelled; of the open ones, those held are a range of
+ * jobs_held_by_until), what of them depends on `now` (index ranges of that
+ * queue: waiting jobs due later, priority by priority, leases expired and not
+ * yet ended, and the earliest run_at of each), its refusals in the last hour
+ * and ever, and whether it is paused (migrations/0008). A queue is listed
+ * while it has a job, has ever had a refusal, or has settings (paused or
+ * limited before its first job: zero counts). Reads a few rows per queue and
+ * priority, and the leases it holds: its cost grows with the queues, their
+ * priorities, the leases held and the jobs scheduled for later, never with
+ * the backlog or the history.
  */
 export function stats(now: number): Statement {
-  const waiting = "jobs.queue = q.queue AND done = 0 AND owner IS NULL";
   const expired = "jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL AND until <= ?1";
   return {
-    sql: `SELECT q.queue, coalesce(c.waiting, 0) AS waiting, coalesce(c.held, 0) AS held, coalesce(c.done, 0) AS done, coalesce(c.dead, 0) AS dead, coalesce(c.cancelled, 0) AS cancelled,
-                 (SELECT count(*) FROM jobs WHERE ${waiting} AND run_at > ?1) AS waiting_later,
-                 (SELECT min(run_at) FROM jobs WHERE ${waiting}) AS waiting_first_run_at,
+    sql: `SELECT q.queue, coalesce(c.open, 0) AS open,
+                 (SELECT count(*) FROM jobs WHERE jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL) AS held, coalesce(c.done, 0) AS done, coalesce(c.dead, 0) AS dead, coalesce(c.cancelled, 0) AS cancelled,
+                 coalesce(${overWaitingPriorities("q.queue", `sum((SELECT count(*) FROM jobs WHERE ${waitingAt("q.queue", "AND run_at > ?1")}))`)}, 0) AS waiting_later,
+                 ${overWaitingPriorities("q.queue", `min((SELECT run_at FROM jobs WHERE ${waitingAt("q.queue", "")} ORDER BY run_at LIMIT 1))`)} AS waiting_first_run_at,
                  (SELECT count(*) FROM jobs WHERE ${expired}) AS expired,
                  (SELECT count(*) FROM jobs WHERE ${expired} AND run_at > ?1) AS expired_later,
                  (SELECT min(run_at) FROM jobs WHERE ${expired}) AS expired_first_run_at,
                  (SELECT coalesce(sum(refusals), 0) FROM refusal_minutes m WHERE m.queue = q.queue AND minute >= ?2) AS refused_recent,
                  coalesce(r.total, 0) AS refused_total, coalesce(s.paused, 0) AS paused
-          FROM (SELECT queue FROM queue_counts UNION SELECT queue FROM refusal_counts UNION SELECT queue FROM queues) q
+          FROM (${QUEUES_WITH_JOBS} UNION SELECT queue FROM refusal_counts UNION SELECT queue FROM queues) q
           LEFT JOIN queue_counts c ON c.queue = q.queue
           LEFT JOIN refusal_counts r ON r.queue = q.queue
           LEFT JOIN queues s ON s.queue = q.queue
