@@ -2,6 +2,7 @@ import type { Driver, Row } from "../drivers/driver.ts";
 import { newSecret } from "../push/signature.ts";
 import { InvalidArgument, NotFound } from "./errors.ts";
 import { type Lease, leasesOf } from "./job.ts";
+import { followClock } from "./sql/bucket.ts";
 import { claimToPush, PUSH_OWNER, retryAfter } from "./sql/claim-next.ts";
 import * as sql from "./sql/push.ts";
 import * as check from "./validate.ts";
@@ -114,9 +115,12 @@ const notFound = (queue: string) => new NotFound(queue, `queue ${JSON.stringify(
  */
 export class PushEndpoints {
   readonly #driver: Driver;
+  readonly #clock: string;
 
-  constructor(driver: Driver) {
+  /** `clock`: the store's clock id (src/store/step-back.ts), which its claims carry. */
+  constructor(driver: Driver, clock: string) {
     this.#driver = driver;
+    this.#clock = clock;
   }
 
   /**
@@ -177,13 +181,15 @@ export class PushEndpoints {
    * statement, so that pause, maxLeased and the rate limit decide as for any
    * claim, and besides at most the queue's maxInFlight pushed leases (see
    * claimToPush). Each lease is PUSH_OWNER's, for the timeout plus
-   * PUSH_SETTLE_MS. A queue without an endpoint gives none.
+   * PUSH_SETTLE_MS. A queue without an endpoint gives none. Stopped short by
+   * a bucket whose clock stepped back, it follows the clock as claimNext does.
    */
   async claim(queue: string, options: { limit: number; now?: number }): Promise<PushClaim> {
     const now = check.instant("now", options.now ?? Date.now());
     const name = check.name("queue", queue);
     const limit = check.positiveInt("limit", options.limit);
-    const [taken = [], [hint] = [], [target] = []] = await this.#driver.batch([claimToPush(name, now, limit), retryAfter(name, now, limit), sql.pushTarget(name)]);
+    const [taken = [], [hint] = [], [target] = []] = await this.#driver.batch([claimToPush(name, now, limit, this.#clock), retryAfter(name, now, this.#clock, limit), sql.pushTarget(name)]);
+    if (hint?.stepped_back === 1) await this.#driver.batch([followClock(name, now, this.#clock)]);
     return {
       leases: leasesOf(taken),
       target: target === undefined ? null : targetFromRow(target),

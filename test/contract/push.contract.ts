@@ -152,7 +152,7 @@ export function pushContract(freshStore: () => Promise<FreshStorage>): void {
 
   test("the push claim finds the queue's endpoint by its primary key, and counts its pushed leases in the index of lease ends", async () => {
     const { rows } = await freshStore();
-    const statement = claimToPush("q", T, 10);
+    const statement = claimToPush("q", T, 10, "test-clock");
     const plan = (await rows(`EXPLAIN QUERY PLAN ${statement.sql}`, statement.args)).map((row) => String(row.detail));
     const endpoint = plan.filter((detail) => detail.includes("push_endpoints") || / p USING/.test(detail));
     expect(endpoint.length).toBeGreaterThan(0);
