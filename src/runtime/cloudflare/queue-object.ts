@@ -3,7 +3,6 @@ import type { DurableObjectState, Request as WorkerRequest, Response as WorkerRe
 import { metered, objectDriver } from "../../drivers/durable-object-sql.ts";
 import type { Row } from "../../drivers/driver.ts";
 import { createApp } from "../../http/app.ts";
-import { authFromEnv } from "../../http/middleware/auth.ts";
 import { EnqueueBody, EnqueueManyBody } from "../../http/schemas.ts";
 import { CRON_MAX_CHUNKS, maintain, maintainedLine, RETENTION_MS, wakeAfter } from "../../store/maintenance.ts";
 import { LeaseStore } from "../../store/store.ts";
@@ -45,8 +44,9 @@ export type Meter = { rowsRead: number; rowsWritten: number; alarmsSet: number }
  * of the API with the same app, store and statements as the Node server and
  * the D1 Worker, the migrations/ applied once before it serves.
  *
- * Requests (fetch) come from the Worker's router only, with QUEUE_HEADER;
- * they are the API's own requests, checked again here by the same app.
+ * Requests (fetch) come from the Worker's router only, with QUEUE_HEADER:
+ * the API's own requests, whose caller the router has checked, addressed to
+ * localhost for the app, which runs with auth off here.
  *
  * Waiting and deciding in one place: a claim with waitMs waits in this
  * object's WaitRoom, and every write here rings it as part of the write (the
@@ -68,6 +68,7 @@ export type Meter = { rowsRead: number; rowsWritten: number; alarmsSet: number }
 export class QueueObject extends DurableObject<WorkerEnv> {
   readonly #storage: DurableObjectState["storage"];
   readonly #store: LeaseStore;
+  readonly #room: WaitRoom;
   readonly #waits: Waits;
   readonly #app: ReturnType<typeof createApp>;
   readonly #bindings: Bindings;
@@ -83,10 +84,12 @@ export class QueueObject extends DurableObject<WorkerEnv> {
     this.#storage = storage;
     this.#retentionMs = number(env.RETENTION_MS) ?? RETENTION_MS;
     this.#store = new LeaseStore(objectDriver(storage));
-    this.#waits = localWaits(this.#store, new WaitRoom({ maxWaiting: number(env.MAX_WAITING), recheckMs: 0 }), Date.now);
+    // No re-check: every write to this queue passes through this object and rings the room itself.
+    this.#room = new WaitRoom({ maxWaiting: number(env.MAX_WAITING), recheckMs: 0 });
+    this.#waits = localWaits(this.#store, this.#room, Date.now);
     this.#app = createApp({
       store: this.#store,
-      auth: authFromEnv(env),
+      auth: "off", // only the Worker reaches an object, and its router has checked the caller (objects.ts)
       limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
       waits: this.#waits,
     });
@@ -105,6 +108,11 @@ export class QueueObject extends DurableObject<WorkerEnv> {
   get queue(): string {
     if (this.#queue === null) throw new Error("this queue's object has not been told its queue yet");
     return this.#queue;
+  }
+
+  /** How many claims wait here now. */
+  get waiting(): number {
+    return this.#room.waiting;
   }
 
   /** Serves the queue's part of the API, for the Worker's router. */
