@@ -93,7 +93,7 @@ export class QueueObject extends DurableObject<WorkerEnv> {
       limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
       waits: this.#waits,
     });
-    this.#bindings = new Bindings(storage, env.DIRECTORY!, () => this.queue, (queue, ids) => queueStub(env, queue).release(ids));
+    this.#bindings = new Bindings(storage, env.DIRECTORY!, () => this.queue, (queue, ids) => queueStub(env, queue).release(ids, queue));
     void ctx.blockConcurrencyWhile(async () => {
       migrateObject(storage);
       storage.sql.exec(OBJECT_SCHEMA).toArray();
@@ -140,8 +140,9 @@ export class QueueObject extends DurableObject<WorkerEnv> {
     await this.#arm();
   }
 
-  /** release (RPC, from another queue's object) lets go of each of `ids` that has no row here; answers those. */
-  async release(ids: string[]): Promise<string[]> {
+  /** release (RPC, from another queue's object) lets go of each of `ids` that has no row here; answers those. `queue` is this object's, which it may not have been told yet. */
+  async release(ids: string[], queue: string): Promise<string[]> {
+    this.#adopt(encodeURIComponent(queue));
     return this.#bindings.release(ids);
   }
 
