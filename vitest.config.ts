@@ -23,15 +23,17 @@ const sqlAsText = {
 const testMigrations = await readD1Migrations("migrations");
 
 // The Worker in the Workers runtime, as a wrangler config builds it.
-const inWorkers = (configPath: string) =>
+const inWorkers = (configPath: string, d1Databases: string[] = []) =>
   cloudflareTest({
     wrangler: { configPath },
     miniflare: {
       // A second database that no setup migrates: test/worker/migrate-d1.test.ts builds it step by step.
-      d1Databases: ["DB_UNMIGRATED"],
+      d1Databases: ["DB_UNMIGRATED", ...d1Databases],
       bindings: {
         TEST_MIGRATIONS: testMigrations,
         FENCELEASE_TOKENS: "worker-test-token",
+        // test/worker/objects/bench.test.ts runs only when asked: FENCELEASE_BENCH=1 (or quick).
+        BENCH: process.env.FENCELEASE_BENCH ?? "",
       },
     },
   });
@@ -70,7 +72,8 @@ export default defineConfig({
         },
       },
       {
-        plugins: [inWorkers("./wrangler.objects.toml"), sqlAsText],
+        // DB: a D1 database beside the objects, for the bench of both modes in one run.
+        plugins: [inWorkers("./wrangler.objects.toml", ["DB"]), sqlAsText],
         resolve: { alias },
         test: {
           name: "workers-objects",

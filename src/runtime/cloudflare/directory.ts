@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS schedules (name TEXT PRIMARY KEY, queue TEXT NOT NULL
  */
 export class Directory extends DurableObject<WorkerEnv> {
   readonly #driver: Driver;
-  readonly #meter: RowMeter = { rowsRead: 0, rowsWritten: 0 };
+  readonly #meter: RowMeter & { instance: string } = { instance: crypto.randomUUID(), rowsRead: 0, rowsWritten: 0 };
 
   constructor(ctx: DurableObjectState, env: WorkerEnv) {
     super(ctx as never, env);
@@ -53,8 +53,8 @@ export class Directory extends DurableObject<WorkerEnv> {
     this.#driver = objectDriver(storage);
   }
 
-  /** meter (for the cost tests and the bench) answers the rows this object read and wrote since it started. */
-  async meter(): Promise<RowMeter> {
+  /** meter (for the cost tests and the bench) answers the rows this object read and wrote since it started (`instance`: which start). */
+  async meter(): Promise<RowMeter & { instance: string }> {
     return { ...this.#meter };
   }
 

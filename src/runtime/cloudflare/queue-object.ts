@@ -34,8 +34,8 @@ ${BINDINGS_SCHEMA}`;
 
 const ENQUEUE_MANY = /^\/v1\/queues\/([^/]+)\/jobs$/;
 
-/** What this object has written since it started, for the cost tests and the bench. */
-export type Meter = { rowsRead: number; rowsWritten: number; alarmsSet: number };
+/** What this object has read and written since it started (`instance`: which start), for the cost tests and the bench. */
+export type Meter = { instance: string; rowsRead: number; rowsWritten: number; alarmsSet: number };
 
 /**
  * QueueObject is one queue in objects mode (docs/scale.md): a Durable Object,
@@ -73,7 +73,7 @@ export class QueueObject extends DurableObject<WorkerEnv> {
   readonly #app: ReturnType<typeof createApp>;
   readonly #bindings: Bindings;
   readonly #retentionMs: number;
-  readonly #meter: Meter = { rowsRead: 0, rowsWritten: 0, alarmsSet: 0 };
+  readonly #meter: Meter = { instance: crypto.randomUUID(), rowsRead: 0, rowsWritten: 0, alarmsSet: 0 };
   #alarm!: QueueAlarm;
   #queue: string | null = null;
   #listed = false;

@@ -1,0 +1,212 @@
+import { applyD1Migrations, createExecutionContext, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { afterAll, expect, test, vi } from "vitest";
+import { LeaseClient, runWorker } from "../../../src/client/index.ts";
+import { DIRECTORY_SHARDS, REGISTRY } from "../../../src/runtime/cloudflare/directory.ts";
+import type { WorkerEnv } from "../../../src/runtime/cloudflare/env.ts";
+import worker, { type Directory, type QueueObject } from "../../../src/worker.ts";
+import { queueObject } from "../storage-mode.ts";
+
+// The bench of the two storage modes, in workerd, in one run (docs/scale.md):
+// jobs a second through one queue and through 8 queues at once, by single
+// calls (claim-next one job, complete it) and by the client's worker runner
+// (claims of many, completions by the hundred), in D1 mode and in objects
+// mode; and the rows each mode writes per job, objects mode's alarm and
+// directory included. The Worker is called in this isolate, as the runtime
+// calls it, with no network between (workerd's local D1 is a SQLite file, as
+// each object's storage is). Timings are printed, never asserted: run it with
+//   FENCELEASE_BENCH=1 npx vitest run --project workers-objects test/worker/objects/bench.test.ts
+// (FENCELEASE_BENCH=quick for a short run). Without it, it is skipped.
+
+const TOKEN = "worker-test-token"; // FENCELEASE_TOKENS in vitest.config.ts
+const TTL = 60_000;
+const RETENTION = 7 * 24 * 3_600_000;
+const quick = env.BENCH === "quick";
+const JOBS = quick ? 200 : 1_000; // per queue
+const TRIALS = quick ? 1 : 3; // of each scenario, the modes taking turns; the median counts
+const LOOPS = 8; // single calls: claimers per queue, each claim-next then complete
+const CONCURRENCY = 100; // the worker runner's jobs in hand per queue
+
+type Mode = "d1" | "objects";
+type Trial = { jobsPerSecond: number; rowsPerJob: number };
+type Row = { mode: Mode; how: string; queues: number; jobs: number; trials: Trial[] };
+const table: Row[] = [];
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** Rows written by D1 as its answers count them (meta.rows_written), through the binding the Worker is given. */
+function countingD1(db: D1Database, meter: { rowsWritten: number }): D1Database {
+  const counted = <T extends D1Result>(result: T) => {
+    meter.rowsWritten += result.meta.rows_written ?? 0;
+    return result;
+  };
+  const statement = (prepared: D1PreparedStatement): D1PreparedStatement =>
+    new Proxy(prepared, {
+      get(target, key) {
+        if (key === "bind") return (...args: unknown[]) => statement(target.bind(...args));
+        if (key === "all" || key === "run") return async () => counted(await target[key]());
+        const value = Reflect.get(target, key, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  return new Proxy(db, {
+    get(target, key) {
+      if (key === "prepare") return (sql: string) => statement(target.prepare(sql));
+      if (key === "batch") return async (statements: D1PreparedStatement[]) => (await target.batch(statements)).map(counted);
+      const value = Reflect.get(target, key, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+const d1Meter = { rowsWritten: 0 };
+const envs: Record<Mode, WorkerEnv> = {
+  // D1 mode with no DOORBELL: no claim here waits, and the rings of its writes would be requests the objects mode does not make.
+  d1: { ...env, STORAGE: "d1", DB: countingD1(env.DB, d1Meter) as never, DOORBELL: undefined },
+  objects: { ...env, STORAGE: "objects" },
+};
+
+function clientOf(mode: Mode): LeaseClient {
+  const fetcher = (input: RequestInfo | URL, init?: RequestInit) => worker.fetch(new Request(input, init) as never, envs[mode], createExecutionContext()) as unknown as Promise<Response>;
+  return new LeaseClient({ baseUrl: "https://bench.test", token: TOKEN, fetch: fetcher as typeof fetch });
+}
+
+/** Each object's start (its meter is in memory: an object evicted while idle starts again from 0) and rows written since. */
+type Snapshot = Map<string, { instance: string; rows: number }>;
+
+/** The meters of every object of objects mode the bench touched: the queues', the directory shards', the registry's; an alarm set counts as a row written, as it is billed. */
+async function objectsMeters(queues: string[]): Promise<Snapshot> {
+  const snapshot: Snapshot = new Map();
+  for (const queue of queues) {
+    const meter = await runInDurableObject(queueObject(queue), (object: QueueObject) => object.meter());
+    snapshot.set(`queue ${queue}`, { instance: meter.instance, rows: meter.rowsWritten + meter.alarmsSet });
+  }
+  for (const name of [...Array.from({ length: DIRECTORY_SHARDS }, (_, shard) => `ids/${shard}`), REGISTRY]) {
+    const stub = env.DIRECTORY!.get(env.DIRECTORY!.idFromName(name));
+    const meter = await runInDurableObject(stub as never, (directory: Directory) => directory.meter());
+    snapshot.set(`directory ${name}`, { instance: meter.instance, rows: meter.rowsWritten });
+  }
+  return snapshot;
+}
+
+/** Rows written between two snapshots; an object that started again in between counts from its new start (it wrote nothing while idle). */
+function writtenBetween(before: Snapshot, after: Snapshot): number {
+  let rows = 0;
+  for (const [name, now] of after) {
+    const then = before.get(name);
+    rows += then && then.instance === now.instance ? now.rows - then.rows : now.rows;
+  }
+  return rows;
+}
+
+/** A point to count rows written from, in either mode. */
+async function mark(mode: Mode, queues: string[]): Promise<() => Promise<number>> {
+  if (mode === "d1") {
+    const from = d1Meter.rowsWritten;
+    return async () => d1Meter.rowsWritten - from;
+  }
+  const from = await objectsMeters(queues);
+  return async () => writtenBetween(from, await objectsMeters(queues));
+}
+
+async function enqueue(client: LeaseClient, queue: string): Promise<void> {
+  for (let from = 0; from < JOBS; from += 1_000) {
+    const jobs = Array.from({ length: Math.min(1_000, JOBS - from) }, (_, k) => ({ id: `${queue}-${from + k}`, payload: { n: from + k } }));
+    const answer = await client.enqueueMany(queue, jobs);
+    expect(answer.every((job) => job.created)).toBe(true);
+  }
+}
+
+/** Single calls: LOOPS claimers per queue, each claim-next one job then complete it, until the queue is empty. */
+async function singleCalls(client: LeaseClient, queue: string): Promise<number> {
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: LOOPS }, async (_, loop) => {
+      for (;;) {
+        const [lease] = await client.claimNext(queue, { owner: `w${loop}`, ttlMs: TTL });
+        if (!lease) return;
+        await client.complete(lease.job.id, { owner: `w${loop}`, fence: lease.fence, result: lease.job.id });
+        done++;
+      }
+    }),
+  );
+  return done;
+}
+
+/** The worker runner, CONCURRENCY jobs in hand, drained: the batches the client makes of claims and completions. */
+async function runner(client: LeaseClient, queue: string): Promise<number> {
+  let done = 0;
+  await runWorker(client, { queue, owner: `runner-${queue}`, concurrency: CONCURRENCY, ttlMs: TTL, waitMs: 0 }, async () => {
+    done++;
+    return 1;
+  }).stop({ drain: true });
+  return done;
+}
+
+async function measure(mode: Mode, how: string, queueCount: number, trial: number, run: (client: LeaseClient, queue: string) => Promise<number>): Promise<void> {
+  const client = clientOf(mode);
+  const queues = Array.from({ length: queueCount }, (_, i) => `bench-${mode}-${how.replace(/\W+/g, "-")}-${queueCount}-${trial}-${i}`);
+  for (const queue of queues) await enqueue(client, queue);
+  const rowsSince = await mark(mode, queues);
+  const started = performance.now();
+  const done = (await Promise.all(queues.map((queue) => run(client, queue)))).reduce((a, b) => a + b, 0);
+  const seconds = (performance.now() - started) / 1000;
+  expect(done).toBe(JOBS * queueCount);
+  let row = table.find((entry) => entry.mode === mode && entry.how === how && entry.queues === queueCount);
+  if (!row) table.push((row = { mode, how, queues: queueCount, jobs: done, trials: [] }));
+  row.trials.push({ jobsPerSecond: done / seconds, rowsPerJob: (await rowsSince()) / done });
+}
+
+/**
+ * A job's whole life in rows written, objects mode: enqueued (one call of
+ * JOBS), claimed and completed by single calls, and purged by the queue's
+ * alarm a retention later (its unbinds in the directory included), every
+ * object and alarm counted.
+ */
+async function lifeInObjects(): Promise<{ enqueue: number; work: number; purge: number; alarms: number }> {
+  const client = clientOf("objects");
+  const queue = "bench-life";
+  const start = await objectsMeters([queue]);
+  await enqueue(client, queue);
+  const enqueued = await objectsMeters([queue]);
+  await singleCalls(client, queue);
+  const worked = await objectsMeters([queue]);
+  vi.useFakeTimers({ toFake: ["Date"] });
+  vi.setSystemTime(Date.now() + RETENTION + 120_000);
+  try {
+    expect(await runDurableObjectAlarm(queueObject(queue))).toBe(true);
+  } finally {
+    vi.useRealTimers();
+  }
+  expect(await runInDurableObject(queueObject(queue), (_object, state) => state.storage.sql.exec("SELECT count(*) AS n FROM jobs").one().n)).toBe(0);
+  const purged = await objectsMeters([queue]);
+  const alarms = await runInDurableObject(queueObject(queue), async (object: QueueObject) => (await object.meter()).alarmsSet);
+  const per = (from: Snapshot, to: Snapshot) => writtenBetween(from, to) / JOBS;
+  return { enqueue: per(start, enqueued), work: per(enqueued, worked), purge: per(worked, purged), alarms };
+}
+
+test.skipIf(!env.BENCH)("jobs a second and rows written per job, D1 mode against objects mode", { timeout: 30 * 60_000 }, async () => {
+  await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+  for (const queues of [1, 8]) {
+    for (const [how, run] of [["single calls", singleCalls], ["worker runner", runner]] as const) {
+      for (let trial = 0; trial < TRIALS; trial++) for (const mode of ["d1", "objects"] as const) await measure(mode, how, queues, trial, run);
+    }
+  }
+  const life = await lifeInObjects();
+  console.log(
+    [
+      `${JOBS} jobs a queue; single calls: ${LOOPS} claimers a queue; worker runner: concurrency ${CONCURRENCY}; median of ${TRIALS} trials, the modes taking turns`,
+      "| how | queues | jobs | D1 jobs/s | objects jobs/s | D1 rows written/job | objects rows written/job |",
+      "|---|---:|---:|---:|---:|---:|---:|",
+      ...table
+        .filter((row) => row.mode === "d1")
+        .map((d1) => {
+          const objects = table.find((row) => row.mode === "objects" && row.how === d1.how && row.queues === d1.queues)!;
+          const rate = (row: Row) => Math.round(median(row.trials.map((trial) => trial.jobsPerSecond)));
+          const rows = (row: Row) => median(row.trials.map((trial) => trial.rowsPerJob)).toFixed(2);
+          return `| ${d1.how} | ${d1.queues} | ${d1.jobs} | ${rate(d1)} | ${rate(objects)} | ${rows(d1)} | ${rows(objects)} |`;
+        }),
+      `objects mode, a job's life in rows written: enqueue (in calls of 1,000) ${life.enqueue.toFixed(2)}, claim-next + complete ${life.work.toFixed(2)}, purge by the alarm ${life.purge.toFixed(2)}; alarms set: ${life.alarms}`,
+    ].join("\n"),
+  );
+});
+
+afterAll(() => vi.useRealTimers());
