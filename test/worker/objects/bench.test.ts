@@ -66,7 +66,8 @@ const envs: Record<Mode, WorkerEnv> = {
 
 function clientOf(mode: Mode): LeaseClient {
   const fetcher = (input: RequestInfo | URL, init?: RequestInit) => worker.fetch(new Request(input, init) as never, envs[mode], createExecutionContext()) as unknown as Promise<Response>;
-  return new LeaseClient({ baseUrl: "https://bench.test", token: TOKEN, fetch: fetcher as typeof fetch });
+  // timeoutMs: each call's AbortSignal.timeout stays an active timeout of this isolate until it ends, and workerd allows 10,000 at once.
+  return new LeaseClient({ baseUrl: "https://bench.test", token: TOKEN, fetch: fetcher as typeof fetch, timeoutMs: 5_000 });
 }
 
 /** Each object's start (its meter is in memory: an object evicted while idle starts again from 0) and rows written since. */
