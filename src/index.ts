@@ -7,7 +7,7 @@ export { groupCommit, type GroupCommitOptions } from "./drivers/group-commit.ts"
 export { libsqlDriver, type LibsqlDriverOptions } from "./drivers/libsql-client.ts";
 export { type AppOptions, createApp } from "./http/app.ts";
 export { type Auth, authFromEnv } from "./http/middleware/auth.ts";
-export { DEFAULT_LIMITS, type Limits } from "./http/schemas.ts";
+export { DEFAULT_LIMITS, type Limits } from "./http/shapes.ts";
 export type { UiFiles } from "./http/ui.ts";
 export { claimMany } from "./store/claim-many.ts";
 export {
@@ -27,7 +27,7 @@ export type { Job, JobEvent, JobStatus, Lease } from "./store/job.ts";
 export { maintain, type Maintained, RETENTION_MS } from "./store/maintenance.ts";
 export { type Migration, migrate } from "./store/migrate.ts";
 export type { LeaseOutcome } from "./store/refusal.ts";
-export type { Fired, FiredJob, Schedule, Schedules, ScheduleSpec } from "./store/schedules.ts";
+export type { Fired, FiredJob, Schedule, Schedules, ScheduleSpec, TakenFire } from "./store/schedules.ts";
 export { STATUSES } from "./store/sql/lease.ts";
 export type { QueueStats } from "./store/stats.ts";
 export { type ClaimedLeases, type EnqueueOptions, type HousekeepingOptions, LeaseStore, type NewJob, type NextClaim, type Page, type QueueLimits, type QueueSettings, type Settled } from "./store/store.ts";
