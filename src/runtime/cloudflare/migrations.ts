@@ -17,6 +17,8 @@ import m0009 from "../../../migrations/0009_rate_limit.sql";
 import m0010 from "../../../migrations/0010_cancel_progress.sql";
 import m0011 from "../../../migrations/0011_schedules.sql";
 import m0012 from "../../../migrations/0012_events_without_autoincrement.sql";
+import m0013 from "../../../migrations/0013_bucket_follows_clock.sql";
+import m0014 from "../../../migrations/0014_schedule_fires.sql";
 
 /** Every file of migrations/, by name, in the order they apply. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -32,6 +34,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: "0010_cancel_progress.sql", sql: m0010 },
   { name: "0011_schedules.sql", sql: m0011 },
   { name: "0012_events_without_autoincrement.sql", sql: m0012 },
+  { name: "0013_bucket_follows_clock.sql", sql: m0013 },
+  { name: "0014_schedule_fires.sql", sql: m0014 },
 ];
 
 /**

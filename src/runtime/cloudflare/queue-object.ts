@@ -3,7 +3,7 @@ import type { DurableObjectState, Request as WorkerRequest, Response as WorkerRe
 import { metered, objectDriver } from "../../drivers/durable-object-sql.ts";
 import type { Row } from "../../drivers/driver.ts";
 import { createApp } from "../../http/app.ts";
-import { EnqueueBody, EnqueueManyBody } from "../../http/schemas.ts";
+import { EnqueueBody, EnqueueManyBody } from "../../http/jobs.ts";
 import { CRON_MAX_CHUNKS, maintain, maintainedLine, RETENTION_MS, wakeAfter } from "../../store/maintenance.ts";
 import { LeaseStore } from "../../store/store.ts";
 import { localWaits, type Waits } from "../../wait/long-poll.ts";

@@ -5,7 +5,7 @@ import { errorResponse } from "../../http/errors.ts";
 import { type Auth, bearerAuth, localCallersOnly, requireConfiguredAuth } from "../../http/middleware/auth.ts";
 import { limitBody } from "../../http/middleware/body-limit.ts";
 import { requestLog } from "../../http/middleware/request-log.ts";
-import { DEFAULT_LIMITS, type Limits } from "../../http/schemas.ts";
+import { DEFAULT_LIMITS, type Limits } from "../../http/shapes.ts";
 import type { UiFiles } from "../../http/ui.ts";
 import { LeaseStore } from "../../store/store.ts";
 import type { WorkerEnv } from "./env.ts";
