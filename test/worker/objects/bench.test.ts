@@ -1,4 +1,4 @@
-import { applyD1Migrations, createExecutionContext, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { applyD1Migrations, createExecutionContext, createScheduledController, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterAll, expect, test, vi } from "vitest";
 import { LeaseClient, runWorker } from "../../../src/client/index.ts";
 import { DIRECTORY_SHARDS, REGISTRY } from "../../../src/runtime/cloudflare/directory.ts";
@@ -177,42 +177,52 @@ async function measure(mode: Mode, how: string, queueCount: number, trial: numbe
   console.info(`bench: ${mode}, ${how}, ${queueCount} queue(s), trial ${trial + 1}: ${Math.round(done / seconds)} jobs/s`);
 }
 
+/** What a job's whole life writes, per job: enqueued, claimed and completed, purged; and the alarms set meanwhile (objects mode). */
+type Life = { enqueue: number; work: number; purge: number; alarms: number | null };
+
 /**
- * A job's whole life in rows written, objects mode: enqueued (one call of
- * JOBS), claimed and completed by single calls, and purged by the queue's
- * alarm a retention later (its unbinds in the directory included), every
- * object and alarm counted.
+ * A job's whole life in rows written: enqueued (calls of 1,000), claimed and
+ * completed by single calls, purged a retention later, by the cron in D1
+ * mode, by the queue's alarm in objects mode (its unbinds in the directory
+ * included); every object and alarm counted.
  */
-async function lifeInObjects(): Promise<{ enqueue: number; work: number; purge: number; alarms: number }> {
-  const client = clientOf("objects");
-  const queue = "bench-life";
-  const start = await objectsMeters([queue]);
-  await enqueue(client, queue);
-  const enqueued = await objectsMeters([queue]);
-  await singleCalls("objects", queue, CLAIMERS);
-  const worked = await objectsMeters([queue]);
+async function life(mode: Mode): Promise<Life> {
+  const queue = `bench-life-${mode}`;
+  let rowsSince = await mark(mode, [queue]);
+  const step = async () => {
+    const rows = (await rowsSince()) / JOBS;
+    rowsSince = await mark(mode, [queue]);
+    return rows;
+  };
+  await enqueue(clientOf(mode), queue);
+  const enqueued = await step();
+  await singleCalls(mode, queue, CLAIMERS);
+  const worked = await step();
+  const later = Date.now() + RETENTION + 120_000;
   vi.useFakeTimers({ toFake: ["Date"] });
-  vi.setSystemTime(Date.now() + RETENTION + 120_000);
+  vi.setSystemTime(later);
   try {
-    expect(await runDurableObjectAlarm(queueObject(queue))).toBe(true);
+    if (mode === "d1") await worker.scheduled(createScheduledController({ scheduledTime: later }) as never, envs.d1);
+    else expect(await runDurableObjectAlarm(queueObject(queue))).toBe(true);
   } finally {
     vi.useRealTimers();
   }
-  expect(await runInDurableObject(queueObject(queue), (_object, state) => state.storage.sql.exec("SELECT count(*) AS n FROM jobs").one().n)).toBe(0);
-  const purged = await objectsMeters([queue]);
-  const alarms = await runInDurableObject(queueObject(queue), async (object: QueueObject) => (await object.meter()).alarmsSet);
-  const per = (from: Snapshot, to: Snapshot) => writtenBetween(from, to) / JOBS;
-  return { enqueue: per(start, enqueued), work: per(enqueued, worked), purge: per(worked, purged), alarms };
+  const purged = await step();
+  const left = mode === "d1" ? await env.DB.prepare("SELECT count(*) AS n FROM jobs WHERE queue = ?").bind(queue).first("n") : await runInDurableObject(queueObject(queue), (_object, state) => state.storage.sql.exec("SELECT count(*) AS n FROM jobs").one().n);
+  expect(left).toBe(0);
+  const alarms = mode === "d1" ? null : await runInDurableObject(queueObject(queue), async (object: QueueObject) => (await object.meter()).alarmsSet);
+  return { enqueue: enqueued, work: worked, purge: purged, alarms };
 }
 
 test.skipIf(!env.BENCH)("jobs a second and rows written per job, D1 mode against objects mode", { timeout: 30 * 60_000 }, async () => {
   await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+  // First, while D1 holds no other job: the cron purges every queue's.
+  const lives = { d1: await life("d1"), objects: await life("objects") };
   for (const queues of [1, 8]) {
     for (const [how, run] of [["single calls", singleCalls], ["worker runner", runner]] as const) {
       for (let trial = 0; trial < TRIALS; trial++) for (const mode of ["d1", "objects"] as const) await measure(mode, how, queues, trial, run);
     }
   }
-  const life = await lifeInObjects();
   console.log(
     [
       `${JOBS} jobs a queue; single calls: ${CLAIMERS} claimers in all, shared out over the queues; worker runner: one a queue, concurrency ${CONCURRENCY}; median of ${TRIALS} trials, the modes taking turns`,
@@ -226,7 +236,12 @@ test.skipIf(!env.BENCH)("jobs a second and rows written per job, D1 mode against
           const rows = (row: Row) => median(row.trials.map((trial) => trial.rowsPerJob)).toFixed(2);
           return `| ${d1.how} | ${d1.queues} | ${d1.jobs} | ${rate(d1)} | ${rate(objects)} | ${rows(d1)} | ${rows(objects)} |`;
         }),
-      `objects mode, a job's life in rows written: enqueue (in calls of 1,000) ${life.enqueue.toFixed(2)}, claim-next + complete ${life.work.toFixed(2)}, purge by the alarm ${life.purge.toFixed(2)}; alarms set: ${life.alarms}`,
+      "",
+      `A job's life in rows written (${JOBS} jobs, single calls): D1 | objects`,
+      `enqueue (calls of 1,000): ${lives.d1.enqueue.toFixed(2)} | ${lives.objects.enqueue.toFixed(2)}`,
+      `claim-next + complete: ${lives.d1.work.toFixed(2)} | ${lives.objects.work.toFixed(2)}`,
+      `purge (the cron; the alarm): ${lives.d1.purge.toFixed(2)} | ${lives.objects.purge.toFixed(2)}`,
+      `in all: ${(lives.d1.enqueue + lives.d1.work + lives.d1.purge).toFixed(2)} | ${(lives.objects.enqueue + lives.objects.work + lives.objects.purge).toFixed(2)} (objects: ${lives.objects.alarms} alarm set, counted)`,
     ].join("\n"),
   );
 });
