@@ -66,9 +66,10 @@ export class QueueAlarm {
     return this.#armed;
   }
 
-  /** arm sets the alarm at the earliest thing due for `queue`, unless one is armed no later; `unbinding`: unbinds are pending. */
-  async arm(queue: string, now: number, unbinding: boolean): Promise<void> {
-    const at = this.next(queue, now, unbinding);
+  /** arm sets the alarm at the earliest thing due for `queue` (not before `notBefore`, if given), unless one is armed no later; `unbinding`: unbinds are pending. */
+  async arm(queue: string, now: number, unbinding: boolean, notBefore?: number): Promise<void> {
+    const due = this.next(queue, now, unbinding);
+    const at = due === null || notBefore === undefined ? due : Math.max(due, notBefore);
     if (at === null || (this.#armed !== null && this.#armed <= at)) return;
     await this.#storage.setAlarm(at);
     this.#armed = at;

@@ -32,6 +32,9 @@ const OBJECT_SCHEMA = `
 CREATE TABLE IF NOT EXISTS queue_object (one INTEGER PRIMARY KEY CHECK (one = 1), queue TEXT NOT NULL, listed INTEGER NOT NULL DEFAULT 0);
 ${BINDINGS_SCHEMA}`;
 
+/** How long after a failed alarm it rings again. */
+export const ALARM_RETRY_MS = 10_000;
+
 const ENQUEUE_MANY = /^\/v1\/queues\/([^/]+)\/jobs$/;
 
 /** What this object has read and written since it started (`instance`: which start), for the cost tests and the bench. */
@@ -128,16 +131,28 @@ export class QueueObject extends DurableObject<WorkerEnv> {
     return response;
   }
 
-  /** Ends expired leases, fires due schedules and purges, wakes the waiters, and arms the next alarm. */
+  /**
+   * Ends expired leases, fires due schedules and purges, wakes the waiters,
+   * and arms the next alarm. It does not throw: the runtime retries a failed
+   * alarm only six times, then drops it, so a failure is logged and the alarm
+   * armed again, no sooner than ALARM_RETRY_MS later (what failed is still due).
+   */
   override async alarm(): Promise<void> {
     this.#alarm.rang();
-    const done = await maintain(this.#store, Date.now(), this.#retentionMs, { maxChunks: CRON_MAX_CHUNKS });
-    if (done.expired + done.purged + done.fired.length + done.skipped.length > 0) console.log(`fencelease: queue ${JSON.stringify(this.queue)}: ${maintainedLine(done)}`);
-    await wakeAfter(done, this.#waits);
-    const elsewhere = await this.#bindings.bindInDirectory(done.fired.map((job) => job.id));
-    if (elsewhere.size > 0) console.error(`fencelease: queue ${JSON.stringify(this.queue)}: fired jobs whose id another queue holds: ${JSON.stringify([...elsewhere])}`);
+    let failed = false;
+    try {
+      const done = await maintain(this.#store, Date.now(), this.#retentionMs, { maxChunks: CRON_MAX_CHUNKS });
+      if (done.expired + done.purged + done.fired.length + done.skipped.length > 0) console.log(`fencelease: queue ${JSON.stringify(this.queue)}: ${maintainedLine(done)}`);
+      await wakeAfter(done, this.#waits);
+      // A fire's job is bound after it is created (the store creates it), so that a by-id call finds it.
+      const elsewhere = await this.#bindings.bindInDirectory(done.fired.map((job) => job.id));
+      if (elsewhere.size > 0) console.error(`fencelease: queue ${JSON.stringify(this.queue)}: fired jobs whose id another queue holds: ${JSON.stringify([...elsewhere])}`);
+    } catch (error) {
+      failed = true;
+      console.error(`fencelease: queue ${JSON.stringify(this.queue)}: the alarm failed; it comes back in ${ALARM_RETRY_MS} ms`, error);
+    }
     await this.#flush();
-    await this.#arm();
+    await this.#alarm.arm(this.queue, Date.now(), this.#bindings.pending(), failed ? Date.now() + ALARM_RETRY_MS : undefined);
   }
 
   /** release (RPC, from another queue's object) lets go of each of `ids` that has no row here; answers those. `queue` is this object's, which it may not have been told yet. */

@@ -154,3 +154,21 @@ describe("a queue's alarm, on a clock set ahead", () => {
     expect(again!.fence).toBe(2);
   });
 });
+
+describe("a queue's alarm that fails", () => {
+  test("is logged and armed again ten seconds on, not thrown (the runtime would drop it after six retries); once it can, it does its work", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T);
+    await call("POST", "/v1/jobs", { id: "al-fail-1", queue: "al-fail" });
+    await call("POST", "/v1/queues/al-fail/claim", { owner: "A", ttlMs: SECOND });
+    await runInDurableObject(queueObject("al-fail"), (_object, state) => state.storage.sql.exec("ALTER TABLE queue_counts RENAME TO queue_counts_away").toArray());
+    vi.setSystemTime(T + SECOND);
+    await ringAgain("al-fail"); // the expiry fails: no queue_counts table
+    expect((await alarmOf("al-fail")).at).toBe(T + SECOND + 10 * SECOND);
+    expect(await rows("al-fail", "SELECT owner FROM jobs")).toEqual([{ owner: "A" }]); // nothing of the run was kept
+    await runInDurableObject(queueObject("al-fail"), (_object, state) => state.storage.sql.exec("ALTER TABLE queue_counts_away RENAME TO queue_counts").toArray());
+    vi.setSystemTime(T + 11 * SECOND);
+    expect(await runDurableObjectAlarm(queueObject("al-fail"))).toBe(true);
+    expect(await rows("al-fail", "SELECT owner FROM jobs")).toEqual([{ owner: null }]);
+  });
+});

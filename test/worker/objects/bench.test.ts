@@ -14,8 +14,8 @@ import { queueObject } from "../storage-mode.ts";
 // directory included. The Worker is called in this isolate, as the runtime
 // calls it, with no network between (workerd's local D1 is a SQLite file, as
 // each object's storage is). Timings are printed, never asserted: run it with
-//   FENCELEASE_BENCH=1 npx vitest run --project workers-objects test/worker/objects/bench.test.ts
-// (FENCELEASE_BENCH=quick for a short run). Without it, it is skipped.
+//   FENCELEASE_BENCH=1 npx vitest run --project workers-objects test/worker/objects/bench.test.ts --silent=false
+// (FENCELEASE_BENCH=quick for a short run; --silent=false, or the passed test's table is not shown). Without it, it is skipped.
 
 const TOKEN = "worker-test-token"; // FENCELEASE_TOKENS in vitest.config.ts
 const TTL = 60_000;
