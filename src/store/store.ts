@@ -1,7 +1,7 @@
 import type { Driver, Row, Statement } from "../drivers/driver.ts";
-import { NotClaimable, NotFound, WrongStatus } from "./errors.ts";
+import { type LeaseLostReason, NotClaimable, NotFound, WrongStatus } from "./errors.ts";
 import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf } from "./job.ts";
-import { type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
+import { leaseLostReason, type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
 import { Schedules } from "./schedules.ts";
 import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./sql/lease.ts";
@@ -140,8 +140,7 @@ export class LeaseStore {
    * call) is `created: false` and untouched.
    */
   async enqueueMany(queue: string, jobs: NewJob[], now: number): Promise<{ id: string; created: boolean }[]> {
-    const statement = checked.enqueueMany(queue, jobs, now);
-    const inserted = new Set((await this.#driver.batch([statement]))[0]!.map((row) => row.id as string));
+    const inserted = new Set((await this.#driver.batch(checked.enqueueMany(queue, jobs, now)))[0]!.map((row) => row.id as string));
     return jobs.map(({ id }) => {
       const created = inserted.delete(id); // a repeated id was created by its first entry only
       return { id, created };
@@ -234,7 +233,7 @@ export class LeaseStore {
     check.distinctIds("leases", completions);
     const statements = sqlMany.completeMany(check.name("owner", owner), presented, check.instant("now", now));
     const take = next === undefined ? [] : checked.claimNext(next.queue, owner, now, next.ttlMs, next.limit);
-    const [done, refused, , taken = []] = await this.#driver.batch([...statements, ...take]);
+    const [, done, refused, , taken = []] = await this.#driver.batch([...statements, ...take]);
     const ended = [...new Set(done!.map((row) => row.queue as string))];
     return { completed: outcomes(completions, owner, refused!, () => ({ done: true as const })), leases: leasesOf(taken), ended };
   }
@@ -272,11 +271,17 @@ export class LeaseStore {
     throw new WrongStatus(id, "leased", `job ${JSON.stringify(id)} is leased; it can be deleted once its lease ends`);
   }
 
-  /** leaseCheck tells a system outside whether (owner, fence) is the current lease of a job; NotFound for an unknown id. */
-  async leaseCheck(id: string, owner: string, fence: number, now: number): Promise<{ current: boolean; fence: number; until: number }> {
+  /**
+   * leaseCheck tells a system outside whether (owner, fence) is the current
+   * lease of a job and, when it is not, why: the reason a write with it would
+   * be refused for. NotFound for an unknown id.
+   */
+  async leaseCheck(id: string, owner: string, fence: number, now: number): Promise<{ current: boolean; fence: number; until: number; reason?: LeaseLostReason }> {
     const [row] = await this.#driver.run(reads.leaseCheck(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now)));
     if (row === undefined) throw new NotFound(id);
-    return { current: row.current === 1, fence: row.fence as number, until: row.until as number };
+    const answer = { current: row.current === 1, fence: row.fence as number, until: row.until as number };
+    if (answer.current) return answer;
+    return { ...answer, reason: leaseLostReason({ owner: row.owner as string | null, fence: answer.fence, status: row.status as JobStatus }, owner, fence) };
   }
 
   /** list pages through jobs in id order, optionally of one queue and one status; stable while jobs change. */
@@ -368,7 +373,7 @@ export class LeaseStore {
     const cutoff = check.instant("now", now) - check.positiveInt("retentionMs", retentionMs);
     let purged = 0;
     await inChunks(options, async (size) => {
-      const [, jobs, events] = await this.#driver.batch(housekeeping.purge(cutoff, size));
+      const [, , jobs, events] = await this.#driver.batch(housekeeping.purge(cutoff, size));
       purged += jobs!.length;
       return jobs!.length === size || events!.filter((event) => event.kind === "deleted").length === size;
     });
