@@ -14,7 +14,7 @@ export const UNBIND_RETRY_MS = MINUTE;
  * of index lookups: the earliest end of a held lease (`lease`: expired ones
  * included, which are due now), the next fire of a schedule (`fire`), and
  * when the oldest done job and the oldest deletion pass the retention
- * (`finished`, `deleted`: purge). A job that comes due needs nothing: nobody
+ * (`finished`, `deleted`: the purge of a job, and of a deleted job's history). A job that comes due needs nothing: nobody
  * must act for it, and a claim waiting for it has its own timer.
  */
 function dueTimes(queue: string, retentionMs: number) {
@@ -22,7 +22,7 @@ function dueTimes(queue: string, retentionMs: number) {
     sql: `SELECT (SELECT min(until) FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL) AS lease,
                  (SELECT min(next_fire_at) FROM schedules) AS fire,
                  (SELECT min(updated_at) FROM jobs WHERE done = 1) + ?2 AS finished,
-                 (SELECT min(at) FROM events WHERE kind = 'deleted') + ?2 AS deleted`,
+                 (SELECT min(at) FROM history WHERE kind = 'deleted') + ?2 AS deleted`,
     args: [queue, retentionMs],
   };
 }
