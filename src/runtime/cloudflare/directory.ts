@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS schedules (name TEXT PRIMARY KEY, queue TEXT NOT NULL
  */
 export class Directory extends DurableObject<WorkerEnv> {
   readonly #driver: Driver;
-  readonly #meter: RowMeter & { instance: string } = { instance: crypto.randomUUID(), rowsRead: 0, rowsWritten: 0 };
+  readonly #meter: RowMeter & { instance: string; requests: number } = { instance: crypto.randomUUID(), requests: 0, rowsRead: 0, rowsWritten: 0 };
 
   constructor(ctx: DurableObjectState, env: WorkerEnv) {
     super(ctx as never, env);
@@ -53,8 +53,8 @@ export class Directory extends DurableObject<WorkerEnv> {
     this.#driver = objectDriver(storage);
   }
 
-  /** meter (for the cost tests and the bench) answers the rows this object read and wrote since it started (`instance`: which start). */
-  async meter(): Promise<RowMeter & { instance: string }> {
+  /** meter (for the cost tests and the bench; not counted) answers the requests this object served (each RPC call is one, as billed) and the rows it read and wrote since it started (`instance`: which start). */
+  async meter(): Promise<RowMeter & { instance: string; requests: number }> {
     return { ...this.#meter };
   }
 
@@ -64,6 +64,7 @@ export class Directory extends DurableObject<WorkerEnv> {
    * row must start at or above.
    */
   async bind(ids: string[], queue: string): Promise<{ taken: Taken[]; floor: number }> {
+    this.#meter.requests++;
     const [, taken, [floor] = []] = await this.#driver.batch([
       { sql: "INSERT INTO ids (id, queue) SELECT value, ?2 FROM json_each(?1) WHERE true ON CONFLICT (id) DO NOTHING", args: [JSON.stringify(ids), queue] },
       { sql: "SELECT id, queue FROM ids WHERE id IN (SELECT value FROM json_each(?1)) AND queue <> ?2", args: [JSON.stringify(ids), queue] },
@@ -74,6 +75,7 @@ export class Directory extends DurableObject<WorkerEnv> {
 
   /** unbind unbinds each of `ids` still bound to `queue`, and raises the floor to the highest of their fences. */
   async unbind(ids: { id: string; fence: number }[], queue: string): Promise<void> {
+    this.#meter.requests++;
     if (ids.length === 0) return;
     await this.#driver.batch([
       { sql: "DELETE FROM ids WHERE id IN (SELECT json_extract(value, '$.id') FROM json_each(?1)) AND queue = ?2", args: [JSON.stringify(ids), queue] },
@@ -83,22 +85,26 @@ export class Directory extends DurableObject<WorkerEnv> {
 
   /** locate answers the queue each of `ids` is bound to; an unbound id is left out. */
   async locate(ids: string[]): Promise<Taken[]> {
+    this.#meter.requests++;
     const rows = await this.#driver.run({ sql: "SELECT id, queue FROM ids WHERE id IN (SELECT value FROM json_each(?1))", args: [JSON.stringify(ids)] });
     return rows.map((row) => [row.id as string, row.queue as string]);
   }
 
   /** addQueue records that `queue` has an object with something in it (the registry). */
   async addQueue(queue: string): Promise<void> {
+    this.#meter.requests++;
     await this.#driver.run({ sql: "INSERT INTO queues (queue) VALUES (?1) ON CONFLICT DO NOTHING", args: [queue] });
   }
 
   /** queues answers every queue recorded, by name (the registry). */
   async queues(): Promise<string[]> {
+    this.#meter.requests++;
     return (await this.#driver.run({ sql: "SELECT queue FROM queues ORDER BY queue", args: [] })).map((row) => row.queue as string);
   }
 
   /** moveSchedule records that schedule `name` lives in `queue`; answers the queue it lived in before, if another (the registry). */
   async moveSchedule(name: string, queue: string): Promise<string | null> {
+    this.#meter.requests++;
     const [[before] = []] = (await this.#driver.batch([
       { sql: "SELECT queue FROM schedules WHERE name = ?1", args: [name] },
       { sql: "INSERT INTO schedules (name, queue) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET queue = excluded.queue", args: [name, queue] },
@@ -108,17 +114,20 @@ export class Directory extends DurableObject<WorkerEnv> {
 
   /** scheduleQueue answers the queue schedule `name` lives in, or null (the registry). */
   async scheduleQueue(name: string): Promise<string | null> {
+    this.#meter.requests++;
     const [row] = await this.#driver.run({ sql: "SELECT queue FROM schedules WHERE name = ?1", args: [name] });
     return (row?.queue as string | undefined) ?? null;
   }
 
   /** forgetSchedule forgets schedule `name` if it still lives in `queue` (the registry). */
   async forgetSchedule(name: string, queue: string): Promise<void> {
+    this.#meter.requests++;
     await this.#driver.run({ sql: "DELETE FROM schedules WHERE name = ?1 AND queue = ?2", args: [name, queue] });
   }
 
   /** scheduleQueues answers each queue that holds a schedule, by name (the registry). */
   async scheduleQueues(): Promise<string[]> {
+    this.#meter.requests++;
     return (await this.#driver.run({ sql: "SELECT DISTINCT queue FROM schedules ORDER BY queue", args: [] })).map((row) => row.queue as string);
   }
 }

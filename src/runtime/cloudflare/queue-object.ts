@@ -37,8 +37,8 @@ export const ALARM_RETRY_MS = 10_000;
 
 const ENQUEUE_MANY = /^\/v1\/queues\/([^/]+)\/jobs$/;
 
-/** What this object has read and written since it started (`instance`: which start), for the cost tests and the bench. */
-export type Meter = { instance: string; rowsRead: number; rowsWritten: number; alarmsSet: number };
+/** What this object has served, read and written since it started (`instance`: which start), for the cost tests and the bench: requests as billed (API requests, RPC calls, alarms), rows as billed, alarms set. */
+export type Meter = { instance: string; requests: number; rowsRead: number; rowsWritten: number; alarmsSet: number };
 
 /**
  * QueueObject is one queue in objects mode (docs/scale.md): a Durable Object,
@@ -76,7 +76,7 @@ export class QueueObject extends DurableObject<WorkerEnv> {
   readonly #app: ReturnType<typeof createApp>;
   readonly #bindings: Bindings;
   readonly #retentionMs: number;
-  readonly #meter: Meter = { instance: crypto.randomUUID(), rowsRead: 0, rowsWritten: 0, alarmsSet: 0 };
+  readonly #meter: Meter = { instance: crypto.randomUUID(), requests: 0, rowsRead: 0, rowsWritten: 0, alarmsSet: 0 };
   #alarm!: QueueAlarm;
   #queue: string | null = null;
   #listed = false;
@@ -120,6 +120,7 @@ export class QueueObject extends DurableObject<WorkerEnv> {
 
   /** Serves the queue's part of the API, for the Worker's router. */
   override async fetch(workerRequest: WorkerRequest): Promise<WorkerResponse> {
+    this.#meter.requests++;
     return (await this.#serve(workerRequest as unknown as Request)) as unknown as WorkerResponse;
   }
 
@@ -138,6 +139,7 @@ export class QueueObject extends DurableObject<WorkerEnv> {
    * armed again, no sooner than ALARM_RETRY_MS later (what failed is still due).
    */
   override async alarm(): Promise<void> {
+    this.#meter.requests++;
     this.#alarm.rang();
     let failed = false;
     try {
@@ -157,11 +159,12 @@ export class QueueObject extends DurableObject<WorkerEnv> {
 
   /** release (RPC, from another queue's object) lets go of each of `ids` that has no row here; answers those. `queue` is this object's, which it may not have been told yet. */
   async release(ids: string[], queue: string): Promise<string[]> {
+    this.#meter.requests++;
     this.#adopt(encodeURIComponent(queue));
     return this.#bindings.release(ids);
   }
 
-  /** meter (RPC, for the cost tests and the bench) answers the rows this object read and wrote since it started (migrations included), and its alarms set. */
+  /** meter (RPC, for the cost tests and the bench; not counted) answers what this object served, read and wrote since it started (migrations included). */
   async meter(): Promise<Meter> {
     return { ...this.#meter, alarmsSet: this.#alarm.sets };
   }

@@ -1,10 +1,10 @@
 import { applyD1Migrations, createExecutionContext, createScheduledController, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterAll, expect, test, vi } from "vitest";
 import { LeaseClient, runWorker } from "../../../src/client/index.ts";
-import { DIRECTORY_SHARDS, REGISTRY } from "../../../src/runtime/cloudflare/directory.ts";
 import type { WorkerEnv } from "../../../src/runtime/cloudflare/env.ts";
-import worker, { type Directory, type QueueObject } from "../../../src/worker.ts";
+import worker, { type QueueObject } from "../../../src/worker.ts";
 import { queueObject } from "../storage-mode.ts";
+import { billedBetween, meters } from "./meters.ts";
 
 // The bench of the two storage modes, in workerd, in one run (docs/scale.md):
 // jobs a second through one queue and through 8 queues at once, by single
@@ -88,42 +88,14 @@ function postOf(mode: Mode) {
   };
 }
 
-/** Each object's start (its meter is in memory: an object evicted while idle starts again from 0) and rows written since. */
-type Snapshot = Map<string, { instance: string; rows: number }>;
-
-/** The meters of every object of objects mode the bench touched: the queues', the directory shards', the registry's; an alarm set counts as a row written, as it is billed. */
-async function objectsMeters(queues: string[]): Promise<Snapshot> {
-  const snapshot: Snapshot = new Map();
-  for (const queue of queues) {
-    const meter = await runInDurableObject(queueObject(queue), (object: QueueObject) => object.meter());
-    snapshot.set(`queue ${queue}`, { instance: meter.instance, rows: meter.rowsWritten + meter.alarmsSet });
-  }
-  for (const name of [...Array.from({ length: DIRECTORY_SHARDS }, (_, shard) => `ids/${shard}`), REGISTRY]) {
-    const stub = env.DIRECTORY!.get(env.DIRECTORY!.idFromName(name));
-    const meter = await runInDurableObject(stub as never, (directory: Directory) => directory.meter());
-    snapshot.set(`directory ${name}`, { instance: meter.instance, rows: meter.rowsWritten });
-  }
-  return snapshot;
-}
-
-/** Rows written between two snapshots; an object that started again in between counts from its new start (it wrote nothing while idle). */
-function writtenBetween(before: Snapshot, after: Snapshot): number {
-  let rows = 0;
-  for (const [name, now] of after) {
-    const then = before.get(name);
-    rows += then && then.instance === now.instance ? now.rows - then.rows : now.rows;
-  }
-  return rows;
-}
-
 /** A point to count rows written from, in either mode. */
 async function mark(mode: Mode, queues: string[]): Promise<() => Promise<number>> {
   if (mode === "d1") {
     const from = d1Meter.rowsWritten;
     return async () => d1Meter.rowsWritten - from;
   }
-  const from = await objectsMeters(queues);
-  return async () => writtenBetween(from, await objectsMeters(queues));
+  const from = await meters(queues);
+  return async () => billedBetween(from, await meters(queues)).rowsWritten;
 }
 
 async function enqueue(client: LeaseClient, queue: string): Promise<void> {
