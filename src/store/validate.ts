@@ -20,6 +20,12 @@ export function instant(name: string, value: unknown): number {
   throw new InvalidArgument(`${name} must be integer milliseconds since the epoch, got ${describe(value)}`);
 }
 
+/** A length of time: whole milliseconds, 0 or more (a delay). */
+export function duration(name: string, value: unknown): number {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  throw new InvalidArgument(`${name} must be a whole number of milliseconds, 0 or more, got ${describe(value)}`);
+}
+
 /** Any safe integer, negative included (a priority). */
 export function integer(name: string, value: unknown): number {
   if (typeof value === "number" && Number.isSafeInteger(value)) return value;
