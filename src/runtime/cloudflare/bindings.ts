@@ -1,6 +1,6 @@
 import type { DurableObjectNamespace } from "@cloudflare/workers-types";
 import type { ObjectStorage } from "../../drivers/durable-object-sql.ts";
-import { byShard, type Directory, type Taken } from "./directory.ts";
+import { byShard, type Taken } from "./directory.ts";
 
 /** The other queues' objects, as one queue's object asks them to let go of an id. */
 export type Releaser = (queue: string, ids: string[]) => Promise<string[]>;
@@ -70,12 +70,12 @@ class KeyLocks {
  */
 export class Bindings {
   readonly #storage: ObjectStorage;
-  readonly #directory: DurableObjectNamespace<Directory>;
+  readonly #directory: DurableObjectNamespace;
   readonly #queue: () => string;
   readonly #release: Releaser;
   readonly #locks = new KeyLocks();
 
-  constructor(storage: ObjectStorage, directory: DurableObjectNamespace<Directory>, queue: () => string, release: Releaser) {
+  constructor(storage: ObjectStorage, directory: DurableObjectNamespace, queue: () => string, release: Releaser) {
     this.#storage = storage;
     this.#directory = directory;
     this.#queue = queue;

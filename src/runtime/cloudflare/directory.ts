@@ -2,7 +2,6 @@ import { DurableObject } from "cloudflare:workers";
 import type { DurableObjectNamespace, DurableObjectState, DurableObjectStub } from "@cloudflare/workers-types";
 import { metered, objectDriver, type RowMeter } from "../../drivers/durable-object-sql.ts";
 import type { Driver } from "../../drivers/driver.ts";
-import type { WorkerEnv } from "./env.ts";
 
 /**
  * How many objects the id directory is spread over. An id's shard is a hash
@@ -42,11 +41,11 @@ CREATE TABLE IF NOT EXISTS schedules (name TEXT PRIMARY KEY, queue TEXT NOT NULL
  * Methods are called by RPC from the Worker and the queues' objects; each is
  * one transaction of this object's SQLite.
  */
-export class Directory extends DurableObject<WorkerEnv> {
+export class Directory extends DurableObject<unknown> {
   readonly #driver: Driver;
   readonly #meter: RowMeter & { instance: string; requests: number } = { instance: crypto.randomUUID(), requests: 0, rowsRead: 0, rowsWritten: 0 };
 
-  constructor(ctx: DurableObjectState, env: WorkerEnv) {
+  constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx as never, env);
     const storage = metered(ctx.storage, this.#meter);
     storage.sql.exec(SCHEMA).toArray();
@@ -142,8 +141,14 @@ export function shardOf(id: string): number {
 /** The directory objects, as the Worker and the queues' objects call them. */
 export type DirectoryStub = DurableObjectStub<Directory>;
 
+/** The namespace of the DIRECTORY binding, typed (env.ts leaves it untyped, so that it imports no object's class). */
+function typed(namespace: DurableObjectNamespace): DurableObjectNamespace<Directory> {
+  return namespace as unknown as DurableObjectNamespace<Directory>;
+}
+
 /** The directory shard of each id: the ids grouped by the stub that holds them. */
-export function byShard(namespace: DurableObjectNamespace<Directory>, ids: Iterable<string>): [DirectoryStub, string[]][] {
+export function byShard(directory: DurableObjectNamespace, ids: Iterable<string>): [DirectoryStub, string[]][] {
+  const namespace = typed(directory);
   const groups = new Map<number, string[]>();
   for (const id of ids) {
     const shard = shardOf(id);
@@ -154,6 +159,7 @@ export function byShard(namespace: DurableObjectNamespace<Directory>, ids: Itera
 }
 
 /** The registry: the directory object that lists the queues and where each schedule lives. */
-export function registry(namespace: DurableObjectNamespace<Directory>): DirectoryStub {
+export function registry(directory: DurableObjectNamespace): DirectoryStub {
+  const namespace = typed(directory);
   return namespace.get(namespace.idFromName(REGISTRY));
 }

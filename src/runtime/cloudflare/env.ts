@@ -2,8 +2,6 @@
 // storage mode they choose, and the database they name in D1 mode (Turso/libSQL
 // when LIBSQL_DB_URL is set, else D1).
 import type { D1Database, DurableObjectNamespace, Fetcher } from "@cloudflare/workers-types";
-import type { Directory } from "./directory.ts";
-import type { QueueObject } from "./queue-object.ts";
 import { createClient } from "@libsql/client/web";
 import { d1Driver } from "../../drivers/d1.ts";
 import type { Driver } from "../../drivers/driver.ts";
@@ -28,10 +26,10 @@ export type WorkerEnv = {
   MAX_WAITING?: string;
   /** Where the jobs live: "d1" (the default: one database, DB or LIBSQL_DB_URL) or "objects" (each queue in its own Durable Object; docs/scale.md). */
   STORAGE?: string;
-  /** Objects mode: the queues' Durable Objects (QueueObject), one per queue name. */
-  QUEUES?: DurableObjectNamespace<QueueObject>;
-  /** Objects mode: the directory of ids, queues and schedules (Directory). */
-  DIRECTORY?: DurableObjectNamespace<Directory>;
+  /** Objects mode: the queues' Durable Objects (class QueueObject), one per queue name; typed where it is used (queue-object.ts, objects.ts). */
+  QUEUES?: DurableObjectNamespace;
+  /** Objects mode: the directory of ids, queues and schedules (class Directory); typed where it is used (directory.ts). */
+  DIRECTORY?: DurableObjectNamespace;
 };
 
 /** The two places the Worker can keep its jobs. */

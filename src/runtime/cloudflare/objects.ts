@@ -1,5 +1,5 @@
 import type { DurableObjectNamespace } from "@cloudflare/workers-types";
-import { byShard, type Directory, registry } from "./directory.ts";
+import { byShard, registry } from "./directory.ts";
 import type { WorkerEnv } from "./env.ts";
 import { QUEUE_HEADER, type QueueObject } from "./queue-object.ts";
 
@@ -24,11 +24,11 @@ export type Call = { request: Request; body: ArrayBuffer | string | null };
  */
 export class Objects {
   readonly #queues: DurableObjectNamespace<QueueObject>;
-  readonly #directory: DurableObjectNamespace<Directory>;
+  readonly #directory: DurableObjectNamespace;
   readonly #remembered = new Map<string, string>();
 
   constructor(env: WorkerEnv) {
-    this.#queues = env.QUEUES!;
+    this.#queues = env.QUEUES! as unknown as DurableObjectNamespace<QueueObject>;
     this.#directory = env.DIRECTORY!;
   }
 

@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import type { DurableObjectState, Request as WorkerRequest, Response as WorkerResponse } from "@cloudflare/workers-types";
+import type { DurableObjectNamespace, DurableObjectState, DurableObjectStub, Request as WorkerRequest, Response as WorkerResponse } from "@cloudflare/workers-types";
 import { metered, objectDriver } from "../../drivers/durable-object-sql.ts";
 import type { Row } from "../../drivers/driver.ts";
 import { createApp } from "../../http/app.ts";
@@ -253,8 +253,9 @@ export class QueueObject extends DurableObject<WorkerEnv> {
 }
 
 /** The object of `queue`. */
-export function queueStub(env: WorkerEnv, queue: string) {
-  return env.QUEUES!.get(env.QUEUES!.idFromName(queue));
+export function queueStub(env: WorkerEnv, queue: string): DurableObjectStub<QueueObject> {
+  const namespace = env.QUEUES! as unknown as DurableObjectNamespace<QueueObject>;
+  return namespace.get(namespace.idFromName(queue));
 }
 
 function parseJson(text: string): unknown {
