@@ -1,3 +1,4 @@
+import type { Statement } from "../drivers/driver.ts";
 import { InvalidArgument } from "./errors.ts";
 import type { CancelRequest, ClaimRequest, CompleteRequest, EnqueueRequest, FailRequest, HeldLease, NewJob, RenewRequest } from "./shapes.ts";
 import * as sqlClaims from "./sql/claim-next.ts";
@@ -53,8 +54,8 @@ export const checked = {
       check.positiveInt("ttlMs", request.ttlMs),
       check.progress("progress", request.progress),
     ),
-  complete: (id: string, request: CompleteRequest, now: number) =>
-    sql.complete(check.name("id", id), check.name("owner", request.owner), check.positiveInt("fence", request.fence), check.instant("now", now), check.text("result", request.result)),
+  complete: (id: string, request: CompleteRequest, now: number, next?: Statement) =>
+    sql.complete(check.name("id", id), check.name("owner", request.owner), check.positiveInt("fence", request.fence), check.instant("now", now), check.text("result", request.result), next),
   release: (id: string, request: HeldLease, now: number) =>
     sql.release(check.name("id", id), check.name("owner", request.owner), check.positiveInt("fence", request.fence), check.instant("now", now)),
   cancel: (id: string, request: CancelRequest, now: number) =>

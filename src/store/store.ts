@@ -222,8 +222,11 @@ export class LeaseStore {
   async complete(id: string, request: CompleteRequest): Promise<Settled> {
     const now = timeOf(request);
     const { owner, fence, result } = request;
-    const { written, leases } = await this.#settle(checked.complete(id, request, now), id, owner, now, request.next);
-    if (written !== undefined) return { job: written, leases, changed: true };
+    const take = request.next && claims.claimNextAfterCompletion(id, owner, now, this.#take(request.next));
+    const results = await this.#driver.batch(checked.complete(id, request, now, take));
+    const [written] = results[0]!;
+    const leases = take ? leasesOf(results[2]!) : [];
+    if (written !== undefined) return { job: jobFromRow(written), leases, changed: true };
     const current = await this.#read(id, now);
     // Done by this very owner, fence and result: an earlier call wrote it, and its answer was lost.
     if (current?.done && current.owner === owner && current.fence === fence && current.result === result) return { job: current, leases, changed: false };
@@ -457,8 +460,13 @@ export class LeaseStore {
    * wrote, and the leases taken. A job failed and due at once may be among
    * them: then it is answered as that claim left it, leased again.
    */
+  /** What `next` asks, checked: up to `limit` due jobs of the same queue, each leased for `ttlMs`. */
+  #take(next: NextClaim): NextClaim {
+    return { limit: check.positiveInt("limit", next.limit), ttlMs: check.positiveInt("ttlMs", next.ttlMs) };
+  }
+
   async #settle(statements: Statement[], id: string, owner: string, now: number, next: NextClaim | undefined): Promise<{ written: Job | undefined; leases: Lease[] }> {
-    const take = next === undefined ? [] : [claims.claimNextAfter(id, owner, now, { limit: check.positiveInt("limit", next.limit), ttlMs: check.positiveInt("ttlMs", next.ttlMs) })];
+    const take = next === undefined ? [] : [claims.claimNextAfter(id, owner, now, this.#take(next))];
     const results = await this.#driver.batch([...statements, ...take]);
     const [row] = results[0]!;
     const leases = next === undefined ? [] : leasesOf(results.at(-1)!);

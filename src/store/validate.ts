@@ -1,5 +1,5 @@
 import { InvalidArgument } from "./errors.ts";
-import { hasUnprintable } from "../http/printable.ts";
+import { hasUnprintable } from "./printable.ts";
 
 // Every store verb checks its arguments here, before the database is touched,
 // so a bad call can never leave a half-written trace.

@@ -104,12 +104,17 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
       expect(await kinds(store, "job-1")).toEqual(["enqueued", "claimed", "refused", "refused"]);
     });
 
-    test("the same completion sent again answers again with next, as without it", async () => {
-      const { store } = await twoLeasedAndMoreDue();
-      await store.complete("job-1", { owner: "A", fence: 1, result: "r", now: T + 2 });
-      const again = await store.complete("job-1", { owner: "A", fence: 1, result: "r", next: { limit: 1, ttlMs: TTL }, now: T + 3 });
-      expect(again.job).toMatchObject({ status: "done", updatedAt: T + 2 });
-      expect(again.leases.map((lease) => lease.job.id)).toEqual(["due-1"]);
+    test("the same completion sent again answers the job again, changed false, and takes nothing with next", async () => {
+      const { store, snapshot } = await twoLeasedAndMoreDue();
+      const first = await store.complete("job-1", { owner: "A", fence: 1, result: "r", next: { limit: 1, ttlMs: TTL }, now: T + 2 });
+      expect(first.leases.map((lease) => lease.job.id)).toEqual(["due-1"]);
+      const taken = await snapshot();
+      for (const now of [T + 2, T + 3]) {
+        const again = await store.complete("job-1", { owner: "A", fence: 1, result: "r", next: { limit: 1, ttlMs: TTL }, now });
+        expect(again).toMatchObject({ job: { status: "done", updatedAt: T + 2 }, leases: [], changed: false });
+      }
+      expect(await snapshot()).toEqual(taken); // due-2 still waits; nothing recorded
+      expect(await kinds(store, "job-1")).toEqual(["enqueued", "claimed", "completed"]);
     });
 
     test("a fail with next ends the lease as a failed attempt and leases the next due jobs; a refused fail takes nothing", async () => {

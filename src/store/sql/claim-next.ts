@@ -83,8 +83,13 @@ export function claimNext(queue: string, owner: string, now: number, ttlMs: numb
  * no row (`changes() = 0`) exactly when the write was accepted, or when the job
  * does not exist, which the second condition rules out.
  */
-export function claimNextAfter(id: string, owner: string, now: number, take: { limit: number; ttlMs: number }): Statement {
-  return takeNext("(SELECT queue FROM jobs WHERE id = ?1)", "AND changes() = 0 AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1)", [id, owner, now, take.ttlMs, take.limit]);
+export function claimNextAfter(id: string, owner: string, now: number, take: { limit: number; ttlMs: number }, accepted = "changes() = 0 AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1)"): Statement {
+  return takeNext("(SELECT queue FROM jobs WHERE id = ?1)", `AND ${accepted}`, [id, owner, now, take.ttlMs, take.limit]);
+}
+
+/** The claim-next that follows a complete, placed just after its count of the done job (sql/lease.ts complete): that count changed a row exactly when the completion was accepted. */
+export function claimNextAfterCompletion(id: string, owner: string, now: number, take: { limit: number; ttlMs: number }): Statement {
+  return claimNextAfter(id, owner, now, take, "changes() = 1");
 }
 
 /**

@@ -153,11 +153,11 @@ export const FOLD_REFUSAL = `ON CONFLICT (job_id, seq)
   DO UPDATE SET count = count + 1, at = min(at, excluded.at), last_at = max(coalesce(last_at, at), excluded.at)`;
 
 /** Records a refused write with a lease, if the statement just before it changed nothing. */
-function refused(action: string, id: string, owner: string, fence: number, now: number, unless = "", more: InValue[] = []): Statement {
+function refused(action: string, id: string, owner: string, fence: number, now: number, unless = "", more: InValue[] = [], wasRefused = "changes() = 0"): Statement {
   return {
     sql: `INSERT INTO history (job_id, seq, queue, at, kind, action, owner, fence, current_owner, current_fence)
           SELECT id, ${refusalSeq("?5", "?2", "?3")}, queue, ?4, 'refused', ?5, ?2, ?3, owner, fence FROM jobs
-          WHERE id = ?1 AND changes() = 0 ${unless}
+          WHERE id = ?1 AND ${wasRefused} ${unless}
           ${FOLD_REFUSAL}`,
     args: [id, owner, fence, now, action, ...more],
   };
@@ -207,8 +207,7 @@ export function completion(result: string, now: string): string {
  * still sees `changes() = 0` exactly when the completion wrote nothing). The
  * same completion sent again is not a refusal.
  */
-export function complete(id: string, owner: string, fence: number, now: number, result: string): Statement[] {
-  const sameAgain = `AND NOT (${COMPLETED} AND owner = ?2 AND fence = ?3 AND result = ?6)`;
+export function complete(id: string, owner: string, fence: number, now: number, result: string, next?: Statement): Statement[] {
   return [
     {
       sql: `UPDATE jobs
@@ -222,7 +221,15 @@ export function complete(id: string, owner: string, fence: number, now: number, 
             ON CONFLICT (queue) DO UPDATE SET open = open - 1, done = done + 1`,
       args: [id],
     },
-    refused("complete", id, owner, fence, now, sameAgain, [result]),
+    // The claim of `next` goes here, right after the count, which changed a row
+    // exactly when this completion was accepted: the same completion sent again
+    // (done already, by this owner, fence and result) changes nothing, so it
+    // takes nothing either.
+    ...(next ? [next] : []),
+    // Refused unless the job is done by this very lease with this result: this
+    // call's completion, or the same one sent again. Told by the row, since the
+    // statement before may be the claim.
+    refused("complete", id, owner, fence, now, "", [result], `NOT (${COMPLETED} AND owner = ?2 AND fence = ?3 AND result = ?6)`),
   ];
 }
 
