@@ -45,10 +45,12 @@ export function pushedQueues(store: LeaseStore, ttlMs = PUSHED_QUEUES_TTL_MS): {
  * queue's maxInFlight) in what it answers, which the app hands to waitUntil.
  * Deliveries tell the plain `waits` what they wrote, so that a failure due at
  * once waits for the next write or the cron rather than loop in one request.
- * `changed` is what the push routes call after a put, rotate or delete.
+ * `changed` is what the push routes call after a put, rotate or delete;
+ * `maxInFlight` answers a queue's, or null when it is not pushed (`ttlMs`:
+ * how long the list of pushed queues is trusted, PUSHED_QUEUES_TTL_MS by default).
  */
-export function pushAfterWrites(waits: Waits, options: Omit<DeliverOptions, "waits">): { waits: Waits; changed(queue: string): void } {
-  const pushed = pushedQueues(options.store);
+export function pushAfterWrites(waits: Waits, options: Omit<DeliverOptions, "waits"> & { ttlMs?: number }): { waits: Waits; changed(queue: string): void; maxInFlight(queue: string): Promise<number | null> } {
+  const pushed = pushedQueues(options.store, options.ttlMs);
   const deliverDue = async (queue: string, due: number | "some") => {
     const maxInFlight = await pushed.maxInFlight(queue);
     if (maxInFlight === null) return;
@@ -67,5 +69,6 @@ export function pushAfterWrites(waits: Waits, options: Omit<DeliverOptions, "wai
     changed() {
       pushed.forget();
     },
+    maxInFlight: (queue) => pushed.maxInFlight(queue),
   };
 }

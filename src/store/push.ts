@@ -3,7 +3,7 @@ import { newSecret } from "../push/signature.ts";
 import { InvalidArgument, NotFound } from "./errors.ts";
 import { type Lease, leasesOf } from "./job.ts";
 import { followClock } from "./sql/bucket.ts";
-import { claimToPush, PUSH_OWNER, retryAfter } from "./sql/claim-next.ts";
+import { claimToPush, nextToPush, PUSH_OWNER, retryAfter } from "./sql/claim-next.ts";
 import * as sql from "./sql/push.ts";
 import * as check from "./validate.ts";
 
@@ -195,6 +195,16 @@ export class PushEndpoints {
       target: target === undefined ? null : targetFromRow(target),
       ...(hint !== undefined && { retryAfterMs: hint.ms as number }),
     };
+  }
+
+  /**
+   * nextDueAt answers when a pushed queue next has a job to push (maybe
+   * already), or null: none will be, its maxInFlight pushed leases are all
+   * held (their ends come first), or it has no endpoint.
+   */
+  async nextDueAt(queue: string, options: { now?: number } = {}): Promise<number | null> {
+    const [row] = await this.#driver.run(nextToPush(check.name("queue", queue), check.instant("now", options.now ?? Date.now()), this.#clock));
+    return (row?.at as number | null | undefined) ?? null;
   }
 
   /** record writes a delivery among its job's events (kind pushed, action its outcome), before its outcome is written. */

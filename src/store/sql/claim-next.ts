@@ -219,6 +219,22 @@ export function nextClaimable(queues: string[], now: number, clock: string): Sta
   };
 }
 
+/**
+ * When a pushed queue next has a job for its push claim (`nextClaimable`), as
+ * long as its maxInFlight pushed leases are not all held (each of their ends
+ * is a time of its own); no row for a queue without an endpoint. What a
+ * queue's object arms its alarm for, to push a job due later (a backoff, a
+ * Retry-After) at its time.
+ */
+export function nextToPush(queue: string, now: number, clock: string): Statement {
+  const next = nextClaimable([queue], now, clock);
+  return {
+    sql: `SELECT n.at AS at FROM (${next.sql}) n JOIN push_endpoints p ON p.queue = n.queue
+          WHERE (SELECT count(*) FROM jobs WHERE queue = p.queue AND done = 0 AND owner IS NOT NULL AND owner = ?4 AND until > ?2) < p.max_in_flight`,
+    args: [...next.args, PUSH_OWNER],
+  };
+}
+
 /** The queue's row `s` (at ?2) has its maxLeased current leases: no token would let a claim through. */
 const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >= s.max_leased)`;
 
