@@ -29,6 +29,8 @@ export { type Migration, migrate } from "./store/migrate.ts";
 export type { LeaseOutcome } from "./store/refusal.ts";
 export type { Fired, FiredJob, Schedule, Schedules, ScheduleSpec } from "./store/schedules.ts";
 export { STATUSES } from "./store/sql/lease.ts";
+export { cachedTokens, TOKEN_CACHE_MS, type TokenCacheOptions } from "./store/token-cache.ts";
+export { type CreatedToken, type NewToken, type Role, ROLES, type TokenInfo, type Tokens, type TokenStore } from "./store/tokens.ts";
 export type { QueueStats } from "./store/stats.ts";
 export { type ClaimedLeases, type EnqueueOptions, type HousekeepingOptions, LeaseStore, type NewJob, type NextClaim, type Page, type QueueLimits, type QueueSettings, type Settled } from "./store/store.ts";
 export type { Waits } from "./wait/long-poll.ts";

@@ -6,6 +6,10 @@ import * as check from "../store/validate.ts";
 import { ApiError } from "./api-error.ts";
 import { limitBody } from "./middleware/body-limit.ts";
 import { type Auth, bearerAuth, localCallersOnly, requireConfiguredAuth } from "./middleware/auth.ts";
+import { cachedTokens, TOKEN_CACHE_MS } from "../store/token-cache.ts";
+import type { TokenStore } from "../store/tokens.ts";
+import { serveTokens, tokenRoutes } from "./tokens.ts";
+import { unseenAsUnknown } from "./permit.ts";
 import { describeError, errorResponse } from "./errors.ts";
 import { exactNumbers } from "./middleware/exact-numbers.ts";
 import { prometheusText } from "./metrics.ts";
@@ -34,6 +38,10 @@ export type AppOptions = {
   ui?: UiFiles;
   /** Where requests with waitMs wait, and what writes ring; default a WaitRoom of the app's own, in this process. */
   waits?: Waits;
+  /** Where the tokens made through the API are kept; default `store.tokens`, the store's own database. */
+  tokens?: TokenStore;
+  /** How long a token found is trusted before it is looked up again: the most a revoke made by another process waits; default TOKEN_CACHE_MS (5 s). */
+  tokenCacheMs?: number;
 };
 
 /** A job as the API shows it: the result parsed back into the JSON value it was stored from. */
@@ -92,9 +100,11 @@ export function createApp(options: AppOptions) {
   const { store, auth } = options;
   const clock = options.clock ?? (() => Date.now());
   const limits = limitsOf(options.limits);
-  const route = routes(limits);
+  const route = { ...routes(limits), ...tokenRoutes() };
   const waits = options.waits ?? localWaits(store, new WaitRoom({ clock }), clock);
   const wake = wakeWith(waits);
+  const tokens = cachedTokens(options.tokens ?? store.tokens, { ttlMs: options.tokenCacheMs ?? TOKEN_CACHE_MS, clock });
+  const lookup = { tokens, jobQueue: async (id: string) => (await store.getJob(id, clock())).queue };
 
   const app = new OpenAPIHono({
     defaultHook: (result) => {
@@ -110,17 +120,21 @@ export function createApp(options: AppOptions) {
   app.use(localCallersOnly(auth));
   // A body that is not JSON is refused by the route's validator (415, mapped to
   // a 400 that says so in src/http/errors.ts); routes without a body ignore it.
-  app.use("/v1/*", bearerAuth(auth));
+  app.use("/v1/*", bearerAuth(auth, lookup));
   // The OpenAPI document is open, like the README that says as much: it describes
   // the routes, holds no data, and so /docs can render it before anyone signs in.
-  app.use("/metrics", bearerAuth(auth));
+  app.use("/metrics", bearerAuth(auth, lookup));
   app.use("/v1/*", limitBody(limits.maxBodyBytes));
   app.use("/v1/*", exactNumbers());
 
   app.openapi(route.enqueue, async (c) => {
     const { id, delayMs, runAt, ...rest } = c.req.valid("json");
+    const permit = c.get("permit");
+    permit.need("enqueue", rest.queue ?? "default");
     const now = clock();
     const { created, job } = await store.enqueueJob(id, { ...rest, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
+    // An id is one for all queues: that it is taken cannot be hidden, but what takes it can.
+    if (!permit.sees(job.queue)) throw new ApiError(409, "conflict", `the id ${JSON.stringify(id)} is taken by a job in a queue this token may not see; nothing changed: choose another id`);
     if (created) afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
     return created ? c.json({ created: true as const, job: jobView(job) }, 201) : c.json({ created: false as const, job: jobView(job) }, 200);
   });
@@ -129,6 +143,7 @@ export function createApp(options: AppOptions) {
     const now = clock();
     const jobs = c.req.valid("json").jobs.map(({ delayMs, runAt, ...job }) => ({ ...job, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs) }));
     const queue = c.req.valid("param").queue;
+    c.get("permit").need("enqueue", queue);
     const enqueued = await store.enqueueMany(queue, jobs, now);
     afterAnswer(c, wake.enqueued(queue, jobs.filter((_, i) => enqueued[i]!.created).map((job) => job.runAt ?? now), now));
     return c.json({ jobs: enqueued }, 200);
@@ -136,29 +151,34 @@ export function createApp(options: AppOptions) {
 
   app.openapi(route.get, async (c) => {
     const { id } = c.req.valid("param");
+    await c.get("permit").job("read", id);
     const waitMs = c.req.valid("query").waitMs ?? 0;
     return c.json(jobView(waitMs > 0 ? await waits.job(id, waitMs, c.req.raw.signal) : await store.getJob(id, clock())), 200);
   });
 
   app.openapi(route.claim, async (c) => {
     const { owner, ttlMs } = c.req.valid("json");
+    await c.get("permit").job("work", c.req.valid("param").id);
     return c.json(leaseView(await store.claimJob(c.req.valid("param").id, owner, clock(), ttlMs)), 200);
   });
 
   app.openapi(route.claimNext, async (c) => {
     const { owner, ttlMs, limit = 1, waitMs = 0 } = c.req.valid("json");
     const queue = c.req.valid("param").queue;
+    c.get("permit").need("work", queue);
     if (waitMs === 0) return c.json(claimedView(answered(await store.claimNext(queue, owner, clock(), ttlMs, limit), 0), false), 200);
     return c.json(claimedView(await waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, c.req.raw.signal), true), 200);
   });
 
   app.openapi(route.renew, async (c) => {
     const { owner, fence, ttlMs, progress } = c.req.valid("json");
+    await c.get("permit").job("work", c.req.valid("param").id);
     return c.json({ until: await store.renewLease(c.req.valid("param").id, owner, fence, clock(), ttlMs, { progress }) }, 200);
   });
 
   app.openapi(route.complete, async (c) => {
     const { owner, fence, result, next } = c.req.valid("json");
+    await c.get("permit").job("work", c.req.valid("param").id);
     const settled = await store.completeJob(c.req.valid("param").id, owner, fence, clock(), check.json("result", result)!, { next });
     wake.finished([settled.job.id]);
     wake.ended([settled.job.queue]);
@@ -167,6 +187,7 @@ export function createApp(options: AppOptions) {
 
   app.openapi(route.release, async (c) => {
     const { owner, fence } = c.req.valid("json");
+    await c.get("permit").job("work", c.req.valid("param").id);
     const now = clock();
     const job = await store.releaseLease(c.req.valid("param").id, owner, fence, now);
     afterAnswer(c, wake.settled(job, now));
@@ -175,6 +196,7 @@ export function createApp(options: AppOptions) {
 
   app.openapi(route.fail, async (c) => {
     const { owner, fence, error, retryInMs, next } = c.req.valid("json");
+    await c.get("permit").job("work", c.req.valid("param").id);
     const now = clock();
     const settled = await store.failJob(c.req.valid("param").id, owner, fence, now, error, { retryInMs, next });
     afterAnswer(c, wake.settled(settled.job, now));
@@ -183,19 +205,31 @@ export function createApp(options: AppOptions) {
 
   app.openapi(route.renewMany, async (c) => {
     const { owner, ttlMs, leases } = c.req.valid("json");
-    return c.json({ leases: (await store.renewMany(owner, leases, clock(), ttlMs)).map(outcomeView) }, 200);
+    const permit = c.get("permit");
+    permit.needRole("work", "renew leases");
+    check.distinctIds("leases", leases);
+    const hidden = await permit.hidden(leases.map((lease) => lease.id));
+    const renewed = await store.renewMany(owner, leases.filter((lease) => !hidden.has(lease.id)), clock(), ttlMs);
+    return c.json({ leases: unseenAsUnknown(leases, hidden, renewed).map(outcomeView) }, 200);
   });
 
   app.openapi(route.completeMany, async (c) => {
     const { owner, leases, next } = c.req.valid("json");
-    const completions = leases.map(({ id, fence, result }) => ({ id, fence, result: check.json("result", result)! }));
-    const { completed, leases: taken, ended } = await store.completeMany(owner, completions, clock(), next);
+    const permit = c.get("permit");
+    permit.needRole("work", "complete leases");
+    if (next !== undefined) permit.need("work", next.queue);
+    check.distinctIds("leases", leases);
+    const hidden = await permit.hidden(leases.map((lease) => lease.id));
+    const completions = leases.filter((lease) => !hidden.has(lease.id)).map(({ id, fence, result }) => ({ id, fence, result: check.json("result", result)! }));
+    const { completed: seen, leases: taken, ended } = await store.completeMany(owner, completions, clock(), next);
+    const completed = unseenAsUnknown(leases, hidden, seen);
     wake.finished(completed.flatMap((outcome) => ("done" in outcome ? [outcome.id] : [])));
     wake.ended(ended);
     return c.json({ completed: completed.map(outcomeView), leases: taken.map(leaseView) }, 200);
   });
 
   app.openapi(route.retry, async (c) => {
+    await c.get("permit").job("manage", c.req.valid("param").id);
     const now = clock();
     const job = await store.retryJob(c.req.valid("param").id, now);
     afterAnswer(c, wake.settled(job, now));
@@ -204,6 +238,7 @@ export function createApp(options: AppOptions) {
 
   app.openapi(route.cancel, async (c) => {
     const { by = "api", reason } = c.req.valid("json");
+    await c.get("permit").job("manage", c.req.valid("param").id);
     const now = clock();
     const { changed, job } = await store.cancelJob(c.req.valid("param").id, { by, reason }, now);
     if (changed) afterAnswer(c, wake.cancelled(job, now));
@@ -211,49 +246,76 @@ export function createApp(options: AppOptions) {
   });
 
   app.openapi(route.delete, async (c) => {
+    await c.get("permit").job("manage", c.req.valid("param").id);
     await store.deleteJob(c.req.valid("param").id, clock());
     wake.finished([c.req.valid("param").id]);
     return c.json({ deleted: true as const }, 200);
   });
 
   app.openapi(route.list, async (c) => {
-    const page = await store.list(c.req.valid("query"), clock());
-    return c.json({ jobs: page.items.map(jobView), nextCursor: page.next }, 200);
+    const query = c.req.valid("query");
+    const permit = c.get("permit");
+    if (query.queue !== undefined) permit.need("read", query.queue);
+    const page = await store.list(query, clock());
+    // Without a queue, a token for some queues sees their jobs of the page: maybe fewer than its limit, even none, while nextCursor goes on.
+    return c.json({ jobs: page.items.filter((job) => permit.sees(job.queue)).map(jobView), nextCursor: page.next }, 200);
   });
 
   app.openapi(route.events, async (c) => {
     const page = await store.events(c.req.valid("param").id, c.req.valid("query"));
-    return c.json({ events: page.items, nextCursor: page.next }, 200);
+    // Each event names its job's queue, so events of a queue the token may not see are left out without a read: an unknown id's answer, an empty page.
+    const permit = c.get("permit");
+    return c.json({ events: page.items.filter((event) => permit.sees(event.queue)), nextCursor: page.next }, 200);
   });
 
   app.openapi(route.lease, async (c) => {
     const { owner, fence } = c.req.valid("query");
+    await c.get("permit").job("read", c.req.valid("param").id);
     return c.json(await store.leaseCheck(c.req.valid("param").id, owner, fence, clock()), 200);
   });
 
-  app.openapi(route.pauseQueue, async (c) => c.json(await store.pauseQueue(c.req.valid("param").queue, clock()), 200));
+  app.openapi(route.pauseQueue, async (c) => {
+    c.get("permit").need("manage", c.req.valid("param").queue);
+    return c.json(await store.pauseQueue(c.req.valid("param").queue, clock()), 200);
+  });
 
   app.openapi(route.resumeQueue, async (c) => {
+    c.get("permit").need("manage", c.req.valid("param").queue);
     const settings = await store.resumeQueue(c.req.valid("param").queue, clock());
     afterAnswer(c, wake.queueOpened(settings.queue));
     return c.json(settings, 200);
   });
 
   app.openapi(route.setQueue, async (c) => {
+    c.get("permit").need("manage", c.req.valid("param").queue);
     const settings = await store.setQueue(c.req.valid("param").queue, c.req.valid("json"), clock());
     afterAnswer(c, wake.queueOpened(settings.queue));
     return c.json(settings, 200);
   });
 
-  app.openapi(route.getQueue, async (c) => c.json(await store.getQueue(c.req.valid("param").queue), 200));
+  app.openapi(route.getQueue, async (c) => {
+    c.get("permit").need("read", c.req.valid("param").queue);
+    return c.json(await store.getQueue(c.req.valid("param").queue), 200);
+  });
 
-  app.openapi(route.listQueues, async (c) => c.json({ queues: await store.listQueues() }, 200));
+  app.openapi(route.listQueues, async (c) => {
+    const permit = c.get("permit");
+    return c.json({ queues: (await store.listQueues()).filter((settings) => permit.sees(settings.queue)) }, 200);
+  });
 
   scheduleRoutes(app, route, store, clock);
+  serveTokens(app, route, tokens, clock);
 
-  app.openapi(route.stats, async (c) => c.json({ queues: await store.stats(clock()) }, 200));
+  app.openapi(route.stats, async (c) => {
+    const permit = c.get("permit");
+    return c.json({ queues: (await store.stats(clock())).filter((stats) => permit.sees(stats.queue)) }, 200);
+  });
 
-  app.openapi(route.metrics, async (c) => c.text(prometheusText(await store.stats(clock())), 200, { "Content-Type": "text/plain; version=0.0.4" }));
+  app.openapi(route.metrics, async (c) => {
+    const permit = c.get("permit");
+    const stats = (await store.stats(clock())).filter((queue) => permit.sees(queue.queue));
+    return c.text(prometheusText(stats), 200, { "Content-Type": "text/plain; version=0.0.4" });
+  });
 
   app.openapi(route.health, async (c) => {
     const health = await store.health();

@@ -3,6 +3,7 @@ import { NotClaimable, NotFound, WrongStatus } from "./errors.ts";
 import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf } from "./job.ts";
 import { type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
 import { Schedules } from "./schedules.ts";
+import { Tokens } from "./tokens.ts";
 import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./sql/lease.ts";
 import * as housekeeping from "./sql/housekeeping.ts";
@@ -31,6 +32,8 @@ export class LeaseStore {
   readonly #health: WriteHealth;
   /** The recurring schedules (src/store/schedules.ts): put, get, list, delete, fireDue. */
   readonly schedules: Schedules;
+  /** The API tokens (src/store/tokens.ts): create, list, find, revoke. */
+  readonly tokens: Tokens;
   readonly #queues: QueueVerbs;
 
   /** `random` draws the backoff jitter; tests fix it. `health`: how `health()` decides (see WriteHealth), and where it logs. */
@@ -39,6 +42,7 @@ export class LeaseStore {
     this.#driver = this.#health.watch(driver);
     this.#random = options.random ?? Math.random;
     this.schedules = new Schedules(this.#driver);
+    this.tokens = new Tokens(this.#driver);
     this.#queues = new QueueVerbs(this.#driver);
   }
 

@@ -1,0 +1,98 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { MAX_TOKEN_QUEUES, ROLES, type TokenStore } from "../store/tokens.ts";
+import { body, ErrorSchema, label } from "./schemas.ts";
+
+// The API tokens: make one (its secret shown once), list them, revoke one, and
+// ask what the token of the request may do. Only an admin token for every
+// queue may make, list or revoke them (src/http/permit.ts); any token may ask
+// about itself.
+
+const json = <T extends z.ZodType>(shape: T, description: string) => ({ content: { "application/json": { schema: shape } }, description });
+
+const error = (description: string) => json(ErrorSchema, description);
+
+const refusals = {
+  400: error("invalid_request: the request breaks a rule; the message says which"),
+  401: error("unauthorized: a missing or wrong bearer token"),
+  403: error("forbidden: only an admin token for every queue manages tokens"),
+  503: error("unavailable: the database cannot be reached; retry after Retry-After seconds"),
+};
+
+const Role = z.enum(ROLES, { error: `must be one of ${ROLES.join(", ")}` }).openapi({ description: "admin: everything; producer: enqueue; worker: claim and hold leases; reader: read only. Every role reads its queues" });
+
+const Queues = z
+  .array(label(), { error: "must be a list of queue names or prefixes" })
+  .min(1, { error: 'must name at least one queue, or ["*"] for every queue' })
+  .max(MAX_TOKEN_QUEUES, { error: `must name at most ${MAX_TOKEN_QUEUES} queues` })
+  .openapi({ example: ["invoices", "mail-*"], description: 'Queue names, and prefixes ending in * ("mail-*" is every queue whose name starts with mail-); ["*"] is every queue' });
+
+const TokenSchema = z
+  .object({
+    id: z.string().openapi({ example: "tok_5f0c2a9e41b7d3c8" }),
+    name: z.string().nullable(),
+    role: Role,
+    queues: z.array(z.string()),
+    createdAt: z.number().int(),
+  })
+  .openapi("Token");
+
+const TokenIdParam = z.object({ id: label().openapi({ param: { name: "id", in: "path" }, example: "tok_5f0c2a9e41b7d3c8" }) });
+
+/** The token routes. */
+export function tokenRoutes() {
+  return {
+    createToken: createRoute({
+      method: "post",
+      path: "/v1/tokens",
+      summary: "Make a token with a role and queues; its secret is in this answer only, and is stored as its SHA-256",
+      request: { body: { content: { "application/json": { schema: body({ role: Role, queues: Queues, name: label().optional().openapi({ example: "invoice workers" }) }) } }, required: true } },
+      responses: {
+        201: json(TokenSchema.extend({ token: z.string().openapi({ description: "The secret, to send as Authorization: Bearer <token>; never shown again" }) }), "The token, with its secret"),
+        ...refusals,
+      },
+    }),
+    listTokens: createRoute({
+      method: "get",
+      path: "/v1/tokens",
+      summary: "Every token made through the API, oldest first, without secrets (the FENCELEASE_TOKENS are not among them)",
+      responses: { 200: json(z.object({ tokens: z.array(TokenSchema) }), "The tokens"), ...refusals },
+    }),
+    revokeToken: createRoute({
+      method: "delete",
+      path: "/v1/tokens/{id}",
+      summary: "Revoke a token: refused from the next request on (by another server process sharing the database, within the token cache's 5 s)",
+      request: { params: TokenIdParam },
+      responses: { 200: json(z.object({ revoked: z.literal(true) }), "Revoked"), 404: error("not_found: no token has this id"), ...refusals },
+    }),
+    tokenSelf: createRoute({
+      method: "get",
+      path: "/v1/tokens/self",
+      summary: "What the token of this request may do: its role and queues (id and name null for a FENCELEASE_TOKENS token, or with auth off)",
+      responses: {
+        200: json(z.object({ id: z.string().nullable(), name: z.string().nullable(), role: Role, queues: z.array(z.string()) }), "The calling token"),
+        401: refusals[401],
+      },
+    }),
+  };
+}
+
+/** Serves the token routes on `app`, over `tokens`. */
+export function serveTokens(app: OpenAPIHono, route: ReturnType<typeof tokenRoutes>, tokens: TokenStore, clock: () => number): void {
+  app.openapi(route.createToken, async (c) => {
+    c.get("permit").needTokens();
+    return c.json(await tokens.create({ ...c.req.valid("json"), now: clock() }), 201);
+  });
+
+  app.openapi(route.listTokens, async (c) => {
+    c.get("permit").needTokens();
+    return c.json({ tokens: await tokens.list() }, 200);
+  });
+
+  app.openapi(route.tokenSelf, async (c) => c.json(c.get("permit").grant, 200));
+
+  app.openapi(route.revokeToken, async (c) => {
+    c.get("permit").needTokens();
+    await tokens.revoke(c.req.valid("param").id);
+    return c.json({ revoked: true as const }, 200);
+  });
+}
