@@ -37,7 +37,7 @@ const MAY: Record<Action, readonly Role[]> = {
 };
 
 /** A queue name in a message: as it is when plain, else quoted. */
-const shown = (queue: string) => (/^[\w.:@-]+$/.test(queue) ? queue : JSON.stringify(queue));
+const shown = (queue: string) => (/^[\w.:@*-]+$/.test(queue) ? queue : JSON.stringify(queue));
 
 /** What a refusal says the call would have done. */
 const DOING: Record<Action, (queue: string) => string> = {

@@ -61,7 +61,7 @@ export function role(value: unknown): Role {
  */
 export function queueScope(value: unknown): string[] {
   if (!Array.isArray(value) || value.length === 0 || value.length > MAX_TOKEN_QUEUES) {
-    throw new InvalidArgument(`queues must be a list of 1 to ${MAX_TOKEN_QUEUES} queue names or prefixes such as "mail-*" (["*"] for every queue), got ${describe(Array.isArray(value) ? `${value.length} entries` : value)}`);
+    throw new InvalidArgument(`queues must be a list of 1 to ${MAX_TOKEN_QUEUES} queue names or prefixes such as "mail-*" (["*"] for every queue), got ${Array.isArray(value) ? `${value.length} entries` : describe(value)}`);
   }
   const queues = value.map((pattern, i) => {
     const checked = check.name(`queues[${i}]`, pattern);
