@@ -28,7 +28,7 @@ async function enqueueAll(client: LeaseClient, queue: string, jobs: number, perC
 
 /** A queue's jobs by status, from GET /v1/stats. */
 async function countsOf(client: LeaseClient, queue: string): Promise<Record<string, number>> {
-  return (await client.stats()).find((stats) => stats.queue === queue)?.jobs ?? {};
+  return (await client.queues.stats()).find((stats) => stats.queue === queue)?.jobs ?? {};
 }
 
 async function expectCounts(client: LeaseClient, queue: string, expected: Record<string, number>, what: string): Promise<void> {

@@ -14,9 +14,12 @@ const owner = `node-worker-${process.pid}`;
 const concurrency = Number(process.env.CONCURRENCY ?? 8); // jobs in hand at most
 const waitMs = Number(process.env.WAIT_MS ?? 30_000); // how long one claim waits on the server while the queue is empty (a long poll)
 
+/** What this queue's jobs carry (the handler's type says it once; runWorker infers it from there). */
+type Doc = { text?: string } | null;
+
 /** The work itself. The fence goes with every write to another system, so a stale write can be refused there too. */
-async function handle({ job, fence, signal }: HeldLease): Promise<unknown> {
-  const words = String((job.payload as { text?: string } | null)?.text ?? "").split(/\s+/).filter(Boolean);
+async function handle({ job, fence, signal }: HeldLease<Doc>): Promise<{ words: number }> {
+  const words = String(job.payload?.text ?? "").split(/\s+/).filter(Boolean);
   if (signal.aborted) throw signal.reason; // the lease is gone: stop before writing anything (the result would be dropped anyway)
   console.log(`processed ${job.id} with fence ${fence}`);
   return { words: words.length };

@@ -67,7 +67,7 @@ export const JOB_COMMANDS: Record<string, Command> = {
     async run({ arg: id, flags, client }) {
       // Who cancelled goes into the job's history; from the command line, "cli" unless --by names someone.
       // A job cancelled already is answered as it is: cancelling is safe to repeat.
-      const job = await client.cancel(id, { by: flags.by ?? "cli", reason: flags.reason });
+      const { job } = await client.cancel(id, { by: flags.by ?? "cli", reason: flags.reason });
       return { json: { job }, text: `cancelled ${id}: it will not run again, and a lease held on it is refused at its next write` };
     },
   },

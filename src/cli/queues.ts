@@ -53,14 +53,14 @@ export const QUEUE_COMMANDS: Record<string, Command> = {
   stats: {
     argument: null,
     async run({ client }) {
-      const queues = await client.stats();
+      const queues = await client.queues.stats();
       return { json: { queues }, text: queues.length === 0 ? "no jobs" : queues.map(statsLine).join("\n") };
     },
   },
   queues: {
     argument: null,
     async run({ client }) {
-      const queues = await client.listQueues();
+      const queues = await client.queues.list();
       return { json: { queues }, text: queues.length === 0 ? "no queues" : columns(queues.map(settingsCells)) };
     },
   },
@@ -68,23 +68,23 @@ export const QUEUE_COMMANDS: Record<string, Command> = {
     argument: "a queue",
     async run({ arg: queue, flags, client }) {
       const changes = named(flags);
-      const current = await client.getQueue(queue);
+      const current = await client.queues.get(queue);
       // Read, then write the whole set: two people changing one queue at once may lose one's change (no lease depends on it).
-      const settings = Object.keys(changes).length === 0 ? current : await client.setQueue(queue, merged(current, changes));
+      const settings = Object.keys(changes).length === 0 ? current : await client.queues.set(queue, merged(current, changes));
       return { json: settings, text: columns([settingsCells(settings)]) };
     },
   },
   pause: {
     argument: "a queue",
     async run({ arg: queue, client }) {
-      const settings = await client.pause(queue);
+      const settings = await client.queues.pause(queue);
       return { json: settings, text: `paused queue ${queue}: claims take none of its jobs until resume; leases held go on` };
     },
   },
   resume: {
     argument: "a queue",
     async run({ arg: queue, client }) {
-      const settings = await client.resume(queue);
+      const settings = await client.queues.resume(queue);
       return { json: settings, text: `resumed queue ${queue}: its jobs can be claimed again` };
     },
   },

@@ -34,28 +34,28 @@ export const SCHEDULE_COMMANDS: Record<string, Command> = {
   schedules: {
     argument: null,
     async run({ client }) {
-      const schedules = await client.listSchedules();
+      const schedules = await client.schedules.list();
       return { json: { schedules }, text: schedules.length === 0 ? "no schedules" : columns(schedules.map(scheduleCells)) };
     },
   },
   "schedule put": {
     argument: "a schedule name",
     async run({ arg: name, flags, client }) {
-      const schedule = await client.putSchedule(name, scheduleRequest(flags));
+      const schedule = await client.schedules.put(name, scheduleRequest(flags));
       return { json: schedule, text: columns([scheduleCells(schedule)]) };
     },
   },
   "schedule get": {
     argument: "a schedule name",
     async run({ arg: name, client }) {
-      const schedule = await client.getSchedule(name);
+      const schedule = await client.schedules.get(name);
       return { json: schedule, text: columns([scheduleCells(schedule)]) };
     },
   },
   "schedule rm": {
     argument: "a schedule name",
     async run({ arg: name, client }) {
-      await client.deleteSchedule(name);
+      await client.schedules.delete(name);
       return { json: { deleted: true }, text: `deleted schedule ${name}; jobs it enqueued stay` };
     },
   },

@@ -12,10 +12,15 @@ export {
   UnavailableError,
 } from "./errors.ts";
 export { type FencedDatabase, fencedStatement, type FencedValue, type FencedWrite, fencedWrite } from "./fenced-write.ts";
-export { LeaseClient, type LeaseClientOptions } from "./lease-client.ts";
+export { LeaseClient } from "./lease-client.ts";
+export { type QueueCalls } from "./queues.ts";
+export { type ScheduleCalls } from "./schedules.ts";
+export { type LeaseClientOptions } from "./transport.ts";
 export { type RetryOptions } from "./retry.ts";
-export { type JobHandler, runWorker, type WorkerHandle, type WorkerOptions } from "./runner/run-worker.ts";
+export { runWorker, type WorkerHandle } from "./runner/run-worker.ts";
+export { type JobHandler, type WorkerOptions } from "./runner/worker-options.ts";
 export type {
+  Cancelled,
   CancelRequest,
   ClaimedLeases,
   ClaimNextAnswer,

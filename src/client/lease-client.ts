@@ -1,8 +1,8 @@
-import { errorFromResponse, UnavailableError } from "./errors.ts";
-import { delayBefore, neverSent, type RetryOptions, type RetryPolicy, retryPolicy } from "./retry.ts";
-import { queuePath, QueueCalls } from "./queue-calls.ts";
-import type { Repeat } from "./schedule-calls.ts";
+import { queuePath, QueueCalls } from "./queues.ts";
+import { ScheduleCalls } from "./schedules.ts";
+import { type CallOptions, type LeaseClientOptions, queryString, Transport } from "./transport.ts";
 import type {
+  Cancelled,
   CancelRequest,
   ClaimedLeases,
   ClaimNextAnswer,
@@ -30,278 +30,269 @@ import type {
   Settled,
 } from "./types.ts";
 
-/** Where the API is and how to reach it. */
-export type LeaseClientOptions = {
-  /** The server, e.g. `http://127.0.0.1:8787` or `https://fencelease.example.workers.dev`. */
-  baseUrl: string;
-  /** A bearer token from the server's FENCELEASE_TOKENS; none for a server with auth off. */
-  token?: string;
-  /** The fetch to use; default the global one (Workers, Node >= 20, Deno, Bun, browsers). */
-  fetch?: typeof fetch;
-  retry?: RetryOptions;
-  /** How long one attempt may wait for its answer before it counts as a broken connection; default 30 s. */
-  timeoutMs?: number;
-};
-
-/** What one call may add: how long the server may wait before answering (a long poll), and a signal to give up. */
-type CallOptions = { waitMs?: number; signal?: AbortSignal };
+export type { LeaseClientOptions } from "./transport.ts";
 
 /** The longest a server waits in one long poll (MAX_WAIT_MS in src/http/schemas.ts). */
 export const MAX_WAIT_MS = 30_000;
 
-/** The `details.outcome` of an error answer, if it has one. */
-function outcomeOf(answer: unknown): unknown {
-  return (answer as { error?: { details?: { outcome?: unknown } } } | undefined)?.error?.details?.outcome;
-}
-
 /**
- * LeaseClient calls the fencelease HTTP API, one method per route (those of
- * queues in QueueCalls, of schedules in ScheduleCalls). A refusal
- * throws a typed error (LeaseLostError, NotClaimableError, NotFoundError,
- * UnauthorizedError, InvalidRequestError, UnavailableError).
+ * LeaseClient calls the fencelease HTTP API, one method per route: jobs and
+ * leases on the client itself, whole queues on `client.queues`, schedules on
+ * `client.schedules` (one transport, one token, one retry policy for all).
+ * A refusal throws a typed error (LeaseLostError, NotClaimableError,
+ * ConflictError, NotFoundError, UnauthorizedError, InvalidRequestError,
+ * UnavailableError); which calls are sent again after a lost answer is
+ * Repeat's rule (in transport.ts).
+ *
+ * What a call answers, one rule for every method:
+ * - a route that answers one thing as it is (a job, a lease, a queue's
+ *   settings, a schedule, a lease check): that thing;
+ * - a route that wraps ONE thing in an object of one field (`{ job }`,
+ *   `{ until }`, `{ jobs }`, `{ leases }`, `{ queues }`, `{ schedules }`):
+ *   the thing, unwrapped;
+ * - a route that answers several things (the job with `created` or
+ *   `changed`, the job with the `leases` its `next` took, a page with its
+ *   `nextCursor`, the completions with the leases taken): the whole object,
+ *   a list the route leaves out filled in as `[]`;
+ * - a route that answers only that it did it (`{ deleted: true }`, 204):
+ *   nothing (`void`).
+ * One call bends it for the loop that claims: claimNext answers the leases
+ * as an array, with `retryAfterMs` on it when the rate limit stopped the
+ * claim short; claimNextAnswer answers the route's whole object.
+ *
+ * The calls that hand out jobs take the payload's type (and get and waitFor
+ * the result's too), default unknown: `client.claim<{ to: string }>(id, ...)`
+ * answers a lease whose `job.payload` is a `{ to: string }`. It is the
+ * caller's word, not checked against what the server holds.
  *
  * @example
  * const client = new LeaseClient({ baseUrl: "http://127.0.0.1:8787", token: process.env.FENCELEASE_TOKEN });
  * const { fence } = await client.claim("invoice-42", { owner: "worker-a", ttlMs: 30_000 });
+ * const stats = await client.queues.stats();
  */
-export class LeaseClient extends QueueCalls {
-  readonly #baseUrl: string;
-  readonly #token: string | undefined;
-  readonly #fetch: typeof fetch;
-  readonly #retry: RetryPolicy;
-  readonly #timeoutMs: number;
+export class LeaseClient {
+  /** The calls about whole queues: stats, pause, resume, and their limits (set, get, list). */
+  readonly queues: QueueCalls;
+  /** The calls about recurring schedules: put, get, list, delete. */
+  readonly schedules: ScheduleCalls;
+  readonly #transport: Transport;
 
+  /** Checks the options (RangeError for a bad timeoutMs); sends nothing until a call. */
   constructor(options: LeaseClientOptions) {
-    super();
-    this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
-    this.#token = options.token;
-    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
-    this.#retry = retryPolicy(options.retry);
-    this.#timeoutMs = options.timeoutMs ?? 30_000;
-    if (!Number.isSafeInteger(this.#timeoutMs) || this.#timeoutMs < 1) throw new RangeError(`timeoutMs must be a positive whole number of ms, got ${options.timeoutMs}`);
-  }
-
-  /** enqueue adds a job; an existing id answers `created: false` with the job unchanged. */
-  enqueue(job: EnqueueRequest): Promise<{ created: boolean; job: Job }> {
-    return this.#call("POST", "/v1/jobs", job, "always");
+    this.#transport = new Transport(options);
+    this.queues = new QueueCalls(this.#transport);
+    this.schedules = new ScheduleCalls(this.#transport);
   }
 
   /**
-   * enqueueMany adds 1 to 1,000 jobs to a queue in one transaction and answers,
-   * in order, whether each was created (an id that exists is left untouched).
-   * Safe to send again: a repeat creates nothing twice.
+   * enqueue adds a job (`POST /v1/jobs`) and answers `{ created, job }`: the
+   * job as stored, and whether this call created it; an id that exists
+   * answers `created: false` with the job untouched.
+   */
+  enqueue(job: EnqueueRequest): Promise<{ created: boolean; job: Job }> {
+    return this.#transport.call("POST", "/v1/jobs", job, "always");
+  }
+
+  /**
+   * enqueueMany adds 1 to 1,000 jobs to a queue in one transaction
+   * (`POST /v1/queues/:queue/jobs`) and answers, in order, `{ id, created }`
+   * for each (an id that exists is left untouched).
    */
   async enqueueMany(queue: string, jobs: NewJobRequest[]): Promise<Enqueued[]> {
-    return (await this.#call<{ jobs: Enqueued[] }>("POST", `${queuePath(queue)}/jobs`, { jobs }, "always")).jobs;
+    return (await this.#transport.call<{ jobs: Enqueued[] }>("POST", `${queuePath(queue)}/jobs`, { jobs }, "always")).jobs;
   }
 
   /**
-   * get reads a job; NotFoundError if there is none. With `waitMs` (up to
-   * 30,000) the server answers as soon as the job is done, dead or cancelled,
-   * or as it is once `waitMs` has passed.
+   * get answers a job (`GET /v1/jobs/:id`); NotFoundError if there is none.
+   * With `waitMs` (up to 30,000) the server answers as soon as the job is
+   * done, dead or cancelled, or as it is once `waitMs` has passed.
    */
-  get(id: string, options: CallOptions = {}): Promise<Job> {
-    return this.#call("GET", `${jobPath(id)}${queryString({ waitMs: options.waitMs || undefined })}`, undefined, "always", options);
+  get<Payload = unknown, Result = unknown>(id: string, options: CallOptions = {}): Promise<Job<Payload, Result>> {
+    return this.#transport.call("GET", `${jobPath(id)}${queryString({ waitMs: options.waitMs || undefined })}`, undefined, "always", options);
   }
 
   /**
-   * waitFor long-polls a job until it is done, dead or cancelled, or `timeoutMs`
-   * (default 60 s) has passed, and answers it as it then is: check its `status`.
-   * Each request waits at most 30 s on the server; NotFoundError if there is no such job.
+   * waitFor long-polls a job (`GET /v1/jobs/:id?waitMs=`, as often as it
+   * takes) until it is done, dead or cancelled, or `timeoutMs` (default 60 s)
+   * has passed, and answers the job as it then is: check its `status`. Each
+   * request waits at most 30 s on the server; NotFoundError if there is no such job.
    */
-  async waitFor(id: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Job> {
+  async waitFor<Payload = unknown, Result = unknown>(id: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Job<Payload, Result>> {
     const timeoutMs = options.timeoutMs ?? 60_000;
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) throw new RangeError(`waitFor: timeoutMs must be a whole number of ms, 0 or more, got ${options.timeoutMs}`);
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const waitMs = Math.max(0, Math.min(MAX_WAIT_MS, deadline - Date.now()));
-      const job = await this.get(id, { waitMs, signal: options.signal });
+      const job = await this.get<Payload, Result>(id, { waitMs, signal: options.signal });
       if (job.status === "done" || job.status === "dead" || job.status === "cancelled" || Date.now() >= deadline) return job;
     }
   }
 
-  /** claim takes the lease of one job: NotClaimableError while another holds it or once it is done. */
-  claim(id: string, request: ClaimRequest): Promise<Lease> {
-    return this.#call("POST", `${jobPath(id)}/claim`, request, "if-unsent");
+  /**
+   * claim takes the lease of one job (`POST /v1/jobs/:id/claim`) and answers
+   * the lease `{ fence, until, job }`; NotClaimableError (its `reason`) while
+   * another holds it, once it is done, dead or cancelled, or while its queue
+   * is paused, full or out of tokens; NotFoundError if there is none.
+   */
+  claim<Payload = unknown>(id: string, request: ClaimRequest): Promise<Lease<Payload>> {
+    return this.#transport.call("POST", `${jobPath(id)}/claim`, request, "if-unsent");
   }
 
   /**
-   * claimNext takes the leases of up to `limit` due jobs of a queue; an empty
-   * list when none is due. With `waitMs` (up to 30,000) the server waits that
-   * long for a job while none is due (a long poll); this attempt then waits
+   * claimNext takes the leases of up to `limit` due jobs of a queue
+   * (`POST /v1/queues/:queue/claim`) and answers them as an array, empty when
+   * none is due. With `waitMs` (up to 30,000) the server waits that long for
+   * a job while none is due (a long poll); this attempt then waits
    * `timeoutMs` more for the answer. Aborting `signal` gives up the wait: the
    * server takes nothing for a client that has gone. When the queue's rate
-   * limit stopped it short, the list's `retryAfterMs` says in how many ms the
+   * limit stopped it short, the array's `retryAfterMs` says in how many ms the
    * next token is due: ask again then, not before.
    */
-  async claimNext(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<ClaimedLeases> {
-    const { leases, retryAfterMs } = await this.claimNextAnswer(queue, request, options);
+  async claimNext<Payload = unknown>(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<ClaimedLeases<Payload>> {
+    const { leases, retryAfterMs } = await this.claimNextAnswer<Payload>(queue, request, options);
     return retryAfterMs === undefined ? leases : Object.assign(leases, { retryAfterMs });
   }
 
   /**
-   * claimNextAnswer is claimNext that answers the server's whole answer: with
-   * `waitMs`, also `waitedMs`, how long the server waited before the claim
-   * that took the leases. They began no earlier than this call's send time
-   * plus `waitedMs`, on this process's clock: where a lease's deadline starts.
+   * claimNextAnswer is claimNext answering the route's whole object
+   * `{ leases, waitedMs?, retryAfterMs? }`: with `waitMs`, `waitedMs` says how
+   * long the server waited before the claim that took the leases. They began
+   * no earlier than this call's send time plus `waitedMs`, on this process's
+   * clock: where a lease's deadline starts.
    */
-  claimNextAnswer(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<ClaimNextAnswer> {
-    return this.#call("POST", `${queuePath(queue)}/claim`, request, "if-unsent", { waitMs: request.waitMs, signal: options.signal });
+  claimNextAnswer<Payload = unknown>(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<ClaimNextAnswer<Payload>> {
+    return this.#transport.call("POST", `${queuePath(queue)}/claim`, request, "if-unsent", { waitMs: request.waitMs, signal: options.signal });
   }
 
   /**
-   * renew extends the current lease and answers its new end, storing `progress`
-   * (any JSON value, at most 4096 bytes as JSON) on the job if given;
-   * LeaseLostError if the lease is not current (reason cancelled once the job
-   * is), and then nothing is stored.
+   * renew extends the current lease (`POST /v1/jobs/:id/renew`) and answers
+   * its new end, `until` (ms since the epoch), storing `progress` (any JSON
+   * value, at most 4096 bytes as JSON) on the job if given; LeaseLostError if
+   * the lease is not current (reason cancelled once the job is), and then
+   * nothing is stored.
    */
   async renew(id: string, request: RenewRequest): Promise<number> {
-    return (await this.#call<{ until: number }>("POST", `${jobPath(id)}/renew`, request, "always")).until;
+    return (await this.#transport.call<{ until: number }>("POST", `${jobPath(id)}/renew`, request, "always")).until;
   }
 
   /**
-   * complete stores the result of the current lease and answers the done job;
-   * LeaseLostError if it is not current. With `next`, it also takes the next
-   * due jobs of the queue in the same transaction, answered as `leases`.
+   * complete stores the result of the current lease
+   * (`POST /v1/jobs/:id/complete`) and answers `{ job, leases }`: the done
+   * job, and with `next` the leases of the queue's next due jobs, taken in the
+   * same transaction (`[]` without). LeaseLostError if the lease is not
+   * current; the same completion sent again answers the job again.
    */
   async complete(id: string, request: CompleteRequest): Promise<Settled> {
     // With next it also claims, and a claim is not safe to send twice.
-    const answer = await this.#call<{ job: Job; leases?: Lease[] }>("POST", `${jobPath(id)}/complete`, request, request.next ? "if-unsent" : "always");
+    const answer = await this.#transport.call<{ job: Job; leases?: Lease[] }>("POST", `${jobPath(id)}/complete`, request, request.next ? "if-unsent" : "always");
     return { job: answer.job, leases: answer.leases ?? [] };
   }
 
-  /** release gives the lease back; LeaseLostError if it is not current. */
+  /**
+   * release gives the lease back (`POST /v1/jobs/:id/release`) and answers
+   * the job, claimable at once: given back in time, the attempt is not
+   * counted; after the lease's end, it counts as the expiry it was.
+   * LeaseLostError if another lease is current, or the job is done.
+   */
   async release(id: string, request: ReleaseRequest): Promise<Job> {
-    return (await this.#call<{ job: Job }>("POST", `${jobPath(id)}/release`, request, "if-unsent")).job;
+    return (await this.#transport.call<{ job: Job }>("POST", `${jobPath(id)}/release`, request, "if-unsent")).job;
   }
 
   /**
-   * fail ends the current lease as a failed attempt, keeping `error` as the job's
-   * lastError, and answers the job: due again after `retryInMs` or the server's
-   * backoff (status scheduled), or dead after its last attempt; with `next`, and
-   * the leases taken as complete does. LeaseLostError if the lease is not current.
+   * fail ends the current lease as a failed attempt (`POST /v1/jobs/:id/fail`),
+   * keeping `error` as the job's lastError, and answers `{ job, leases }` as
+   * complete does: the job due again after `retryInMs` or the server's
+   * backoff (status scheduled), or dead after its last attempt, and the
+   * leases `next` took. LeaseLostError if the lease is not current.
    */
   async fail(id: string, request: FailRequest): Promise<Settled> {
-    const answer = await this.#call<{ job: Job; leases?: Lease[] }>("POST", `${jobPath(id)}/fail`, request, "if-unsent");
+    const answer = await this.#transport.call<{ job: Job; leases?: Lease[] }>("POST", `${jobPath(id)}/fail`, request, "if-unsent");
     return { job: answer.job, leases: answer.leases ?? [] };
   }
 
   /**
-   * renewMany extends 1 to 1,000 leases of one owner in one call, each decided
-   * alone: one heartbeat for every lease a worker holds. Answers each lease, in
-   * order, with its new `until` or the `error` (code, message, details) a single
-   * renew would have thrown.
+   * renewMany extends 1 to 1,000 leases of one owner in one call
+   * (`POST /v1/leases/renew`), each decided alone: one heartbeat for every
+   * lease a worker holds. Answers the array of outcomes, in order: each
+   * lease's `{ id, until }`, or `{ id, error }` with the code, message and
+   * details a single renew would have thrown.
    */
   async renewMany(request: RenewManyRequest): Promise<RenewManyAnswer["leases"]> {
-    return (await this.#call<RenewManyAnswer>("POST", "/v1/leases/renew", request, "always")).leases;
+    return (await this.#transport.call<RenewManyAnswer>("POST", "/v1/leases/renew", request, "always")).leases;
   }
 
   /**
    * completeMany stores the results of 1 to 1,000 leases of one owner in one
-   * call, each decided alone; with `next`, it also takes up to `next.limit` due
-   * jobs of `next.queue` in the same transaction. Answers each completion, in
-   * order, `done: true` or its `error`, and the `leases` taken.
+   * call (`POST /v1/leases/complete`), each decided alone; with `next`, it
+   * also takes up to `next.limit` due jobs of `next.queue` in the same
+   * transaction. Answers `{ completed, leases }`: each completion, in order,
+   * `done: true` or its `error`, and the leases taken.
    */
   completeMany(request: CompleteManyRequest): Promise<CompleteManyAnswer> {
-    return this.#call("POST", "/v1/leases/complete", request, request.next ? "if-unsent" : "always");
-  }
-
-  /** retry puts a dead job back in its queue, due at once with its attempts reset; ConflictError if it is not dead. */
-  async retry(id: string): Promise<Job> {
-    return (await this.#call<{ job: Job }>("POST", `${jobPath(id)}/retry`, undefined, "if-unsent")).job;
+    return this.#transport.call("POST", "/v1/leases/complete", request, request.next ? "if-unsent" : "always");
   }
 
   /**
-   * cancel makes a queued, scheduled or leased job cancelled, a final status,
-   * recording who (`by`, default "api") and why; its holder's next renew,
-   * complete, fail or release is refused with LeaseLostError reason cancelled.
-   * Answers the job. A job already cancelled is answered as it is (safe to
-   * send again); ConflictError once it is done or dead,
-   * NotFoundError if there is none.
+   * retry puts a dead job back in its queue (`POST /v1/jobs/:id/retry`), due
+   * at once with its attempts reset, and answers the job; ConflictError if it
+   * is not dead, NotFoundError if there is none.
    */
-  async cancel(id: string, request: CancelRequest = {}): Promise<Job> {
-    return (await this.#call<{ job: Job }>("POST", `${jobPath(id)}/cancel`, request, "always")).job;
-  }
-
-  /** delete removes a job that is not leased; ConflictError while it is, NotFoundError if there is none. */
-  async delete(id: string): Promise<void> {
-    await this.#call("DELETE", jobPath(id), undefined, "if-unsent");
+  async retry(id: string): Promise<Job> {
+    return (await this.#transport.call<{ job: Job }>("POST", `${jobPath(id)}/retry`, undefined, "if-unsent")).job;
   }
 
   /**
-   * list answers a page of jobs in id order, of one queue and one status if
-   * given (limit 1 to 100, default 50); pass `nextCursor` back as `cursor` for
-   * the next page, until it is null.
+   * cancel makes a queued, scheduled or leased job cancelled, a final status
+   * (`POST /v1/jobs/:id/cancel`), recording who (`by`, default "api") and
+   * why; its holder's next renew, complete, fail or release is refused with
+   * LeaseLostError reason cancelled. Answers `{ job, changed }`: the
+   * cancelled job, and whether this call cancelled it (a job already
+   * cancelled is answered as it is, `changed: false`). ConflictError once it
+   * is done or dead, NotFoundError if there is none.
+   */
+  cancel(id: string, request: CancelRequest = {}): Promise<Cancelled> {
+    return this.#transport.call("POST", `${jobPath(id)}/cancel`, request, "always");
+  }
+
+  /**
+   * delete removes a job that is not leased (`DELETE /v1/jobs/:id`) and
+   * answers nothing; ConflictError while it is leased, NotFoundError if there
+   * is none.
+   */
+  async delete(id: string): Promise<void> {
+    await this.#transport.call("DELETE", jobPath(id), undefined, "if-unsent");
+  }
+
+  /**
+   * list answers a page of jobs `{ jobs, nextCursor }` (`GET /v1/jobs`) in id
+   * order, of one queue and one status if given (limit 1 to 100, default 50);
+   * pass `nextCursor` back as `cursor` for the next page, until it is null.
    */
   list(request: ListRequest = {}): Promise<JobPage> {
-    return this.#call("GET", `/v1/jobs${queryString(request)}`, undefined, "always");
-  }
-
-  /** events answers a page of a job's history, oldest first (limit 1 to 1000, default 100); an unknown id has none. */
-  events(id: string, request: EventsRequest = {}): Promise<EventPage> {
-    return this.#call("GET", `${jobPath(id)}/events${queryString(request)}`, undefined, "always");
+    return this.#transport.call("GET", `/v1/jobs${queryString(request)}`, undefined, "always");
   }
 
   /**
-   * checkLease answers whether (owner, fence) is the job's current lease, with
-   * the job's fence and lease end: what a downstream system asks before it
-   * accepts a side effect. NotFoundError if there is no such job.
+   * events answers a page of a job's history `{ events, nextCursor }`
+   * (`GET /v1/jobs/:id/events`), oldest first (limit 1 to 1000, default 100);
+   * an unknown id has none.
+   */
+  events(id: string, request: EventsRequest = {}): Promise<EventPage> {
+    return this.#transport.call("GET", `${jobPath(id)}/events${queryString(request)}`, undefined, "always");
+  }
+
+  /**
+   * checkLease answers `{ current, fence, until }` (`GET /v1/jobs/:id/lease`):
+   * whether (owner, fence) is the job's current lease, with the job's fence
+   * and lease end, what a downstream system asks before it accepts a side
+   * effect. NotFoundError if there is no such job.
    */
   checkLease(id: string, request: LeaseCheckRequest): Promise<LeaseCheck> {
-    return this.#call("GET", `${jobPath(id)}/lease${queryString(request)}`, undefined, "always");
-  }
-
-  /** The transport of QueueCalls and ScheduleCalls: #call. */
-  protected send<T>(method: string, path: string, body: unknown, repeat: Repeat): Promise<T> {
-    return this.#call(method, path, body, repeat);
-  }
-
-  /** Sends one call, retrying what may be retried, and answers its JSON or throws its typed error. */
-  async #call<T>(method: string, path: string, body: unknown, repeat: Repeat, options: CallOptions = {}): Promise<T> {
-    const headers: Record<string, string> = {};
-    if (this.#token) headers.Authorization = `Bearer ${this.#token}`;
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) };
-
-    for (let attempt = 0; ; attempt++) {
-      const retriesLeft = attempt < this.#retry.retries;
-      let response: Response;
-      try {
-        // A server that never answers is a broken connection: the outcome of the call is unknown.
-        // A long poll may be answered only after its waitMs: it gets that much more.
-        const timeout = AbortSignal.timeout(this.#timeoutMs + (options.waitMs ?? 0));
-        response = await this.#fetch(`${this.#baseUrl}${path}`, { ...init, signal: options.signal ? AbortSignal.any([timeout, options.signal]) : timeout });
-      } catch (error) {
-        options.signal?.throwIfAborted(); // given up by the caller: not a failure to retry
-        if (retriesLeft && (repeat === "always" || neverSent(error))) {
-          await this.#retry.sleep(delayBefore(attempt, this.#retry, null));
-          continue;
-        }
-        throw new UnavailableError(0, "unreachable", `could not reach ${this.#baseUrl}: ${(error as Error).message}`, undefined, { cause: error });
-      }
-      const answer = await response.json().catch(() => undefined);
-      // A 503 whose details say "not_applied" wrote nothing, so any call may be sent again; one whose
-      // outcome is unknown (the database's connection broke) only a call that is safe to repeat.
-      if (response.status === 503 && retriesLeft && (repeat === "always" || outcomeOf(answer) === "not_applied")) {
-        await this.#retry.sleep(delayBefore(attempt, this.#retry, response.headers.get("Retry-After")));
-        continue;
-      }
-      if (!response.ok) throw errorFromResponse(response.status, answer);
-      return answer as T;
-    }
+    return this.#transport.call("GET", `${jobPath(id)}/lease${queryString(request)}`, undefined, "always");
   }
 }
-
 
 /** The path of a job, its id encoded. */
 function jobPath(id: string): string {
   return `/v1/jobs/${encodeURIComponent(id)}`;
-}
-
-/** `?name=value&...` of the parameters given, or "" when none is. */
-function queryString(parameters: Record<string, string | number | undefined>): string {
-  const query = new URLSearchParams();
-  for (const [name, value] of Object.entries(parameters)) if (value !== undefined) query.set(name, String(value));
-  const text = query.toString();
-  return text === "" ? "" : `?${text}`;
 }

@@ -14,12 +14,21 @@ type Answer<Route extends keyof ReturnType<typeof routes>, Status extends 200 | 
   ? z.output<Body>
   : never;
 
-/** A job as the API shows it. */
-export type Job = z.infer<typeof schema.JobSchema>;
+/**
+ * A job as the API shows it. `Payload` and `Result` say what its payload and
+ * its result hold (default unknown: the server takes any JSON). They are the
+ * caller's word, not checked: a payload or result read back has been through
+ * JSON (a Date comes back a string).
+ */
+export type Job<Payload = unknown, Result = unknown> = Omit<z.infer<typeof schema.JobSchema>, "payload" | "result"> & {
+  payload: Payload;
+  /** What the job's last completion stored; null until it is done. */
+  result: Result | null;
+};
 /** Where a job is in its life: queued, scheduled (due later), leased, done, dead or cancelled. */
 export type JobStatus = Job["status"];
-/** A lease: its fence, its expiry and the job it holds. */
-export type Lease = z.infer<typeof schema.LeaseSchema>;
+/** A lease: its fence, its expiry and the job it holds (whose payload is a `Payload`). */
+export type Lease<Payload = unknown> = Omit<z.infer<typeof schema.LeaseSchema>, "job"> & { job: Job<Payload> };
 /** One entry of a job's history: an accepted transition, or a refused write with a lease. */
 export type JobEvent = z.infer<typeof schema.EventSchema>;
 /** One queue's numbers: jobs by status, the oldest due job's age, refused stale writes. */
@@ -35,13 +44,15 @@ export type ClaimRequest = z.input<ReturnType<typeof schema.ClaimBody>>;
 /** The body of `POST /v1/queues/:queue/claim`. */
 export type ClaimNextRequest = z.input<ReturnType<typeof schema.ClaimNextBody>>;
 /** What `POST /v1/queues/:queue/claim` answers: the leases, with waitMs how long the server waited before taking them, and when the rate limit stopped it short, when the next token is due. */
-export type ClaimNextAnswer = Answer<"claimNext", 200>;
+export type ClaimNextAnswer<Payload = unknown> = Omit<Answer<"claimNext", 200>, "leases"> & { leases: Lease<Payload>[] };
 /** What `claimNext` answers: the leases taken; when the queue's rate limit stopped the claim short, `retryAfterMs` says in how many ms its next token is due. */
-export type ClaimedLeases = Lease[] & { retryAfterMs?: number };
+export type ClaimedLeases<Payload = unknown> = Lease<Payload>[] & { retryAfterMs?: number };
 /** The body of `POST /v1/jobs/:id/renew`. */
 export type RenewRequest = z.input<ReturnType<typeof schema.RenewBody>>;
 /** The body of `POST /v1/jobs/:id/complete`. */
 export type CompleteRequest = z.input<ReturnType<typeof schema.CompleteBody>>;
+/** What `POST /v1/jobs/:id/cancel` answers: the job, cancelled, and whether this cancel changed it (false: it already was). */
+export type Cancelled = Answer<"cancel", 200>;
 /** The body of `POST /v1/jobs/:id/cancel`: who cancels (default "api") and why. */
 export type CancelRequest = z.input<typeof schema.CancelBody>;
 /** The body of `POST /v1/jobs/:id/release`. */

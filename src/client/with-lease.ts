@@ -6,7 +6,7 @@ import { claimOneWithin } from "./runner/claim-pace.ts";
 import { PendingProgress } from "./progress.ts";
 
 /**
- * What `fn` is handed: the job, its fence (pass it on to any system you write
+ * What `fn` is handed: the job (its payload a `Payload`, default unknown), its fence (pass it on to any system you write
  * to), a signal aborted once the lease is lost (reason: the LeaseLostError,
  * `reason` "cancelled" when the job was cancelled), and `progress(value)`,
  * which reports any JSON value (at most 4096 bytes as JSON) with the next
@@ -14,7 +14,7 @@ import { PendingProgress } from "./progress.ts";
  * is dropped. It throws at once (TypeError, RangeError) for a value the server
  * would refuse.
  */
-export type HeldLease = { job: Job; fence: number; signal: AbortSignal; progress: (value: unknown) => void };
+export type HeldLease<Payload = unknown> = { job: Job<Payload>; fence: number; signal: AbortSignal; progress: (value: unknown) => void };
 
 /** How to hold the lease. */
 export type WithLeaseOptions = {
@@ -48,6 +48,9 @@ export type WithLeaseOptions = {
  * (reason cancelled): its next renew is refused, `fn`'s signal aborts, and the
  * job is neither completed nor failed.
  *
+ * The payload's type and the result's are inferred from a typed `fn` or
+ * given (`withLease<{ to: string }>(...)`), default unknown: not checked.
+ *
  * Answers the done job, or null when `{ queue }` had nothing due (within
  * `waitMs`, when given: the server holds the claim until a job comes, so a
  * worker waits for work without polling; aborting `signal` gives up the wait).
@@ -58,12 +61,12 @@ export type WithLeaseOptions = {
  *   return { sent: true };
  * }, { owner: "worker-a", ttlMs: 30_000 });
  */
-export async function withLease<T>(
+export async function withLease<Payload = unknown, Result = unknown>(
   client: LeaseClient,
   target: string | { queue: string },
-  fn: (held: HeldLease) => Promise<T>,
+  fn: (held: HeldLease<Payload>) => Promise<Result>,
   options: WithLeaseOptions,
-): Promise<Job | null> {
+): Promise<Job<Payload, Result> | null> {
   const { owner, ttlMs, retryInMs } = options;
   // Checked before the claim: a fail the server refuses would leave the job leased until its lease runs out.
   if (retryInMs !== undefined && !(Number.isSafeInteger(retryInMs) && retryInMs >= 0)) {
@@ -71,7 +74,7 @@ export async function withLease<T>(
   }
   options.signal?.throwIfAborted();
   const sentAt = Date.now();
-  const claimed = await claim(client, target, { owner, ttlMs, waitMs: options.waitMs, signal: options.signal });
+  const claimed = await claim<Payload>(client, target, { owner, ttlMs, waitMs: options.waitMs, signal: options.signal });
   if (claimed === null) return null;
   const { lease, waitedMs } = claimed;
   const claimedAt = sentAt + waitedMs; // the lease began no earlier: the server waited this long before taking it
@@ -87,7 +90,7 @@ export async function withLease<T>(
   const stop = () => heartbeat.abort(new Error("stopped by the caller"));
   options.signal?.addEventListener("abort", stop, { once: true });
   try {
-    let value: T;
+    let value: Result;
     try {
       value = await fn({ job, fence, signal: heartbeat.signal, progress: (report) => heartbeat.progress.report(report) });
     } catch (error) {
@@ -106,7 +109,7 @@ export async function withLease<T>(
       await client.release(job.id, { owner, fence }).catch(() => undefined);
       throw options.signal.reason;
     }
-    return (await client.complete(job.id, { owner, fence, result: value === undefined ? null : value })).job;
+    return (await client.complete(job.id, { owner, fence, result: value === undefined ? null : value })).job as Job<Payload, Result>;
   } finally {
     heartbeat.stop();
     options.signal?.removeEventListener("abort", stop);
@@ -114,10 +117,10 @@ export async function withLease<T>(
 }
 
 /** Claims the job, or the next one of the queue (waiting up to `waitMs` for it, a rate limit's next token too); with how long after the send the lease began at the earliest. */
-async function claim(client: LeaseClient, target: string | { queue: string }, how: { owner: string; ttlMs: number; waitMs?: number; signal?: AbortSignal }): Promise<{ lease: Lease; waitedMs: number } | null> {
+async function claim<Payload>(client: LeaseClient, target: string | { queue: string }, how: { owner: string; ttlMs: number; waitMs?: number; signal?: AbortSignal }): Promise<{ lease: Lease<Payload>; waitedMs: number } | null> {
   const { owner, ttlMs, waitMs, signal } = how;
-  if (typeof target === "string") return { lease: await client.claim(target, { owner, ttlMs }), waitedMs: 0 };
-  return claimOneWithin(client, target.queue, { owner, ttlMs, waitMs }, signal);
+  if (typeof target === "string") return { lease: await client.claim<Payload>(target, { owner, ttlMs }), waitedMs: 0 };
+  return claimOneWithin<Payload>(client, target.queue, { owner, ttlMs, waitMs }, signal);
 }
 
 

@@ -355,7 +355,7 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
     expect(await s.snapshot()).toEqual(before);
   });
 
-  test("stats counts each queue's jobs by status, its oldest due job's age, and its refused stale writes", async () => {
+  test("queues.stats counts each queue's jobs by status, its oldest due job's age, and its refused stale writes", async () => {
     const { clock, options } = handClock();
     await using s = await serving(options);
     await s.client.enqueue({ id: "queued", queue: "q" });
@@ -365,33 +365,33 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
     await s.client.complete("leased", { owner: "B", fence: 1, result: 1 }).catch(() => undefined);
     clock.now = T + 250;
     const none = { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 };
-    expect(await s.client.stats()).toEqual([
+    expect(await s.client.queues.stats()).toEqual([
       { queue: "q", jobs: { ...none, queued: 1, leased: 1 }, oldestDueAgeMs: 250, refused: { lastHour: 1, total: 1 }, paused: false },
       { queue: "r", jobs: { ...none, scheduled: 1 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false },
     ]);
     const stranger = new LeaseClient({ baseUrl: s.server.url, token: "wrong" });
-    expect(await stranger.stats().catch((error) => error)).toBeInstanceOf(UnauthorizedError);
+    expect(await stranger.queues.stats().catch((error) => error)).toBeInstanceOf(UnauthorizedError);
   });
 
-  test("pause, resume, setQueue, getQueue and listQueues answer the queue's settings, and a paused queue's job is NotClaimableError paused", async () => {
+  test("queues.pause, resume, set, get and list answer the queue's settings, and a paused queue's job is NotClaimableError paused", async () => {
     await using s = await serving();
     await s.client.enqueue({ id: "job-1", queue: "q" });
-    expect(await s.client.getQueue("q")).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
-    expect(await s.client.pause("q")).toEqual({ queue: "q", paused: true, maxLeased: null, ratePerSecond: null, burst: null });
+    expect(await s.client.queues.get("q")).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
+    expect(await s.client.queues.pause("q")).toEqual({ queue: "q", paused: true, maxLeased: null, ratePerSecond: null, burst: null });
     const refused = await s.client.claim("job-1", { owner: "A", ttlMs: TTL }).catch((error) => error);
     expect(refused).toBeInstanceOf(NotClaimableError);
     expect(refused).toMatchObject({ details: { reason: "paused" } });
-    expect(await s.client.setQueue("q", { maxLeased: 4 })).toEqual({ queue: "q", paused: true, maxLeased: 4, ratePerSecond: null, burst: null });
-    expect(await s.client.resume("q")).toEqual({ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null });
-    expect(await s.client.listQueues()).toEqual([{ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null }]);
+    expect(await s.client.queues.set("q", { maxLeased: 4 })).toEqual({ queue: "q", paused: true, maxLeased: 4, ratePerSecond: null, burst: null });
+    expect(await s.client.queues.resume("q")).toEqual({ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null });
+    expect(await s.client.queues.list()).toEqual([{ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null }]);
     expect(await s.client.claimNext("q", { owner: "A", ttlMs: TTL })).toHaveLength(1);
   });
 
-  test("setQueue sets a rate limit, and claimNext says when its next token is due (retryAfterMs) when it stopped the claim", async () => {
+  test("queues.set sets a rate limit, and claimNext says when its next token is due (retryAfterMs) when it stopped the claim", async () => {
     const { clock, options } = handClock();
     await using s = await serving(options);
     await s.client.enqueueMany("q", [{ id: "a" }, { id: "b" }]);
-    expect(await s.client.setQueue("q", { ratePerSecond: 2, burst: 1 })).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: 2, burst: 1 });
+    expect(await s.client.queues.set("q", { ratePerSecond: 2, burst: 1 })).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: 2, burst: 1 });
     const first = await s.client.claimNext("q", { owner: "A", ttlMs: TTL });
     expect(first).toHaveLength(1);
     expect("retryAfterMs" in first).toBe(false); // it took what it asked for
@@ -438,14 +438,15 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
     expect(() => s.client.waitFor("job-2", { timeoutMs: -1 })).rejects.toThrow(RangeError);
   });
 
-  test("cancel answers the cancelled job, and again as it is; the holder's renew is LeaseLostError cancelled; a done job is ConflictError conflict", async () => {
+  test("cancel answers the cancelled job and that it changed it, and again as it is, unchanged; the holder's renew is LeaseLostError cancelled; a done job is ConflictError conflict", async () => {
     await using s = await serving();
     await s.client.enqueue({ id: "job-1" });
     await s.client.enqueue({ id: "done" });
     const { fence } = await s.client.claim("job-1", { owner: "A", ttlMs: TTL });
-    const cancelled = await s.client.cancel("job-1", { by: "ops", reason: "refunded" });
+    const { job: cancelled, changed } = await s.client.cancel("job-1", { by: "ops", reason: "refunded" });
     expect(cancelled).toMatchObject({ id: "job-1", status: "cancelled", owner: "A", fence, done: false });
-    expect(await s.client.cancel("job-1")).toEqual(cancelled);
+    expect(changed).toBe(true);
+    expect(await s.client.cancel("job-1")).toEqual({ job: cancelled, changed: false });
     expect((await s.eventRows("job-1")).filter((event) => event.kind === "cancelled")).toEqual([
       { kind: "cancelled", action: null, owner: "ops", fence: 1, current_owner: null, current_fence: null, error: "refunded" },
     ]);
@@ -504,7 +505,7 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
     expect(sent).toEqual(["POST /v1/jobs/job-1/fail", "POST /v1/jobs/job-1/retry", "DELETE /v1/jobs/job-2"]);
     expect(await s.snapshot()).toEqual({ "job-1": expect.objectContaining({ dead: 0, attempts: 0, last_error: "boom" }) }); // each landed once
     sent.length = 0;
-    for (const call of [() => client.list(), () => client.events("job-1"), () => client.checkLease("job-1", { owner: "A", fence: 1 }), () => client.stats()]) {
+    for (const call of [() => client.list(), () => client.events("job-1"), () => client.checkLease("job-1", { owner: "A", fence: 1 }), () => client.queues.stats()]) {
       failNext = 1;
       await call();
     }

@@ -151,7 +151,7 @@ describe("runWorker", () => {
     await s.enqueue(2_000);
     let finished = 0;
     const worker = s.run({ concurrency: 32, idleMs: 20 }, async () => ({ charged: true, n: ++finished }));
-    await until(async () => (await s.other.stats())[0]!.jobs.done === 2_000, "2,000 jobs done");
+    await until(async () => (await s.other.queues.stats())[0]!.jobs.done === 2_000, "2,000 jobs done");
     await worker.stop();
 
     expect(finished).toBe(2_000);
@@ -594,7 +594,7 @@ describe("runWorker", () => {
   test("on a rate-limited queue it asks again when the next token is due (retryAfterMs), not every idleMs", async () => {
     await using s = await serving();
     await s.enqueue(4);
-    await s.other.setQueue("q", { ratePerSecond: 5, burst: 1 }); // a token every 200 ms
+    await s.other.queues.set("q", { ratePerSecond: 5, burst: 1 }); // a token every 200 ms
     const done: string[] = [];
     const worker = s.run({ concurrency: 4, waitMs: 0, idleMs: 5 }, async ({ job }) => void done.push(job.id));
     await until(() => done.length === 4, "the four jobs");
@@ -639,5 +639,117 @@ describe("runWorker", () => {
     for (const [options, message] of bad) expect(() => s.run(options, handler)).toThrow(message);
     expect(() => runWorker(s.client, { queue: "q", owner: W, concurrency: 1, ttlMs: 1_000 }, undefined as unknown as JobHandler)).toThrow(TypeError);
     expect(s.sent).toEqual([]);
+  });
+});
+
+describe("runWorker's drain: stop({ drain: true })", () => {
+  test("finishes exactly the jobs that are due, each once, and resolves once the queue has none: the runner has stopped, jobs due later untouched", async () => {
+    await using s = await serving();
+    await s.enqueue(120);
+    for (const id of ["later-1", "later-2"]) await s.other.enqueue({ id, queue: "q", delayMs: 60_000 });
+    await s.other.enqueue({ id: "elsewhere", queue: "other" });
+    const before = await s.snapshot();
+    const calls = new Map<string, number>();
+    const worker = s.run({ concurrency: 8 }, async ({ job }) => {
+      calls.set(job.id, (calls.get(job.id) ?? 0) + 1);
+      await wait(Math.random() * 3);
+      return { n: (job.payload as { n: number }).n };
+    });
+    const drained = worker.stop({ drain: true });
+    expect(worker.stop({ drain: true })).toBe(drained); // idempotent: the same promise
+    await drained;
+    await worker.done;
+
+    const rows = await s.snapshot();
+    for (let i = 0; i < 120; i++) {
+      const id = `job-${String(i).padStart(4, "0")}`;
+      expect(rows[id]).toMatchObject({ owner: W, fence: 1, attempts: 1, done: 1, result: JSON.stringify({ n: i }) });
+      expect(calls.get(id)).toBe(1);
+    }
+    expect(calls.size).toBe(120);
+    for (const id of ["later-1", "later-2", "elsewhere"]) expect(rows[id]).toEqual(before[id]);
+    const events = await s.events();
+    for (const id of calls.keys()) expect(events[id]).toEqual(["enqueued", "claimed", "completed"]);
+    expect(s.claims().waiting).toEqual([]); // no claim long-polled: a drain never waits out an empty queue
+    expect(s.errors).toEqual([]);
+    const sent = s.sent.length;
+    await wait(100);
+    expect(s.sent.length).toBe(sent); // stopped: no renew, no claim
+  });
+
+  test("takes the jobs that become due while it drains: one a handler enqueues, and a failed attempt due again at once, until it is done", async () => {
+    await using s = await serving();
+    await s.other.enqueue({ id: "parent", queue: "q" });
+    await s.other.enqueue({ id: "flaky", queue: "q", maxAttempts: 3 });
+    const calls: string[] = [];
+    const worker = s.run({ concurrency: 2, retryInMs: 0 }, async ({ job }) => {
+      calls.push(job.id);
+      if (job.id === "parent") await s.other.enqueue({ id: "child", queue: "q" });
+      if (job.id === "flaky" && calls.filter((id) => id === "flaky").length < 3) throw new Error("not yet");
+      return "ok";
+    });
+    await worker.stop({ drain: true });
+
+    expect(calls.toSorted()).toEqual(["child", "flaky", "flaky", "flaky", "parent"]);
+    expect(await s.other.get("child")).toMatchObject({ status: "done", result: "ok", attempts: 1 });
+    expect(await s.other.get("flaky")).toMatchObject({ status: "done", result: "ok", attempts: 3, lastError: "not yet" });
+    expect(await s.other.get("parent")).toMatchObject({ status: "done", attempts: 1 });
+    expect(s.errors).toEqual([]);
+  });
+
+  test("of a runner waiting on an empty queue, gives up its long poll and resolves at once, taking nothing", async () => {
+    await using s = await serving();
+    const worker = s.run({ concurrency: 4 }, async () => "never"); // waitMs: the default 30 s
+    await until(() => s.server.waiting === 1, "the long poll on the server");
+    const startedAt = Date.now();
+    await worker.stop({ drain: true });
+    expect(Date.now() - startedAt).toBeLessThan(10_000); // not the 30 s of the long poll
+    const { now, waiting } = s.claims();
+    expect(waiting).toHaveLength(1); // the one given up
+    expect(now.at(-1)!.body).toEqual({ owner: W, ttlMs: 60_000, limit: 4 }); // the last look, without waitMs
+    expect(await s.snapshot()).toEqual({});
+    await until(() => s.server.waiting === 0, "the server to see the long poll given up");
+    expect(s.errors).toEqual([]);
+  });
+
+  test("waits for a rate-limited queue's tokens, since its jobs are due; a paused queue ends it at once, its jobs left queued", async () => {
+    await using s = await serving();
+    await s.enqueue(3);
+    await s.other.queues.set("q", { ratePerSecond: 5, burst: 1 }); // a token every 200 ms
+    const done: string[] = [];
+    await s.run({ concurrency: 4 }, async ({ job }) => void done.push(job.id)).stop({ drain: true });
+    expect(done.toSorted()).toEqual(["job-0000", "job-0001", "job-0002"]);
+    const claimed = (await s.rows("SELECT at FROM events WHERE kind = 'claimed' ORDER BY at")).map((row) => row.at as number);
+    for (let i = 1; i < 3; i++) expect(claimed[i]! - claimed[i - 1]!).toBeGreaterThanOrEqual(200); // one token at a time
+
+    await s.other.enqueue({ id: "held", queue: "q" });
+    await s.other.queues.pause("q");
+    const before = await s.snapshot();
+    const paused: string[] = [];
+    await s.run({ concurrency: 4 }, async ({ job }) => void paused.push(job.id)).stop({ drain: true });
+    expect(paused).toEqual([]);
+    expect(await s.snapshot()).toEqual(before);
+    expect(s.errors).toEqual([]);
+  });
+
+  test("a plain stop() during a drain ends it early: the jobs in hand finish, no more are taken", async () => {
+    await using s = await serving();
+    await s.enqueue(10);
+    const release = gate();
+    const started: string[] = [];
+    const worker = s.run({ concurrency: 2 }, async ({ job }) => {
+      started.push(job.id);
+      await release.opened;
+      return "done";
+    });
+    const drained = worker.stop({ drain: true });
+    await until(() => started.length === 2, "two handlers");
+    const stopped = worker.stop();
+    release.open();
+    await Promise.all([drained, stopped]);
+    expect(started).toHaveLength(2);
+    const rows = Object.values(await s.snapshot());
+    expect(rows.filter((row) => row.done === 1)).toHaveLength(2);
+    expect(rows.filter((row) => row.done === 0 && row.owner === null && row.fence === 0)).toHaveLength(8);
   });
 });

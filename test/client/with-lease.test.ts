@@ -276,7 +276,7 @@ describe("withLease", () => {
   test("with waitMs, a claim the queue's rate limit stopped is asked again when its next token is due, even where the server could not wait", async () => {
     await using s = await serving({ maxWaiting: 0 }); // a long poll answers after one claim, as on a full server
     await s.other.enqueueMany("q", [{ id: "a" }, { id: "b" }]);
-    await s.other.setQueue("q", { ratePerSecond: 5, burst: 1 }); // a token every 200 ms
+    await s.other.queues.set("q", { ratePerSecond: 5, burst: 1 }); // a token every 200 ms
     const [first] = await s.other.claimNext("q", { owner: "B", ttlMs: 60_000 });
     expect(await withLease(s.client, { queue: "q" }, async () => "x", { owner: "A", ttlMs: 60_000 })).toBeNull(); // no waitMs: at once
     const done = await withLease(s.client, { queue: "q" }, async () => "y", { owner: "A", ttlMs: 60_000, waitMs: 3_000 });

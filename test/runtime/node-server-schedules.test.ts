@@ -22,25 +22,25 @@ async function serving(options: { scheduleRecheckMs?: number; recheckMs?: number
 describe("schedules on the Node server", () => {
   test("the client puts, gets, lists and deletes schedules, and a refusal is a typed error", async () => {
     await using s = await serving({ scheduleRecheckMs: 0 });
-    const put = await s.client.putSchedule("nightly", { queue: "reports", cron: "0 3 * * *", payload: { n: 1 } });
+    const put = await s.client.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *", payload: { n: 1 } });
     expect(put).toEqual({
       name: "nightly", queue: "reports", cron: "0 3 * * *", everyMs: null, timezone: "UTC", payload: { n: 1 },
       priority: 0, maxAttempts: 25, nextFireAt: AT_3, lastFireAt: null, createdAt: T, updatedAt: T,
     });
-    expect(await s.client.putSchedule("a/b c", { queue: "q", everyMs: 60_000 })).toMatchObject({ name: "a/b c", everyMs: 60_000 });
-    expect(await s.client.getSchedule("a/b c")).toMatchObject({ name: "a/b c", nextFireAt: T + 60_000 });
-    expect((await s.client.listSchedules()).map((schedule) => schedule.name)).toEqual(["a/b c", "nightly"]);
-    await expect(s.client.putSchedule("bad", { queue: "q", cron: "0 3 * * *", everyMs: 60_000 })).rejects.toBeInstanceOf(InvalidRequestError);
-    expect(await s.client.deleteSchedule("a/b c")).toBeUndefined();
-    await expect(s.client.deleteSchedule("a/b c")).rejects.toBeInstanceOf(NotFoundError);
-    await expect(s.client.getSchedule("a/b c")).rejects.toBeInstanceOf(NotFoundError);
-    expect(await s.client.listSchedules()).toEqual([put]);
+    expect(await s.client.schedules.put("a/b c", { queue: "q", everyMs: 60_000 })).toMatchObject({ name: "a/b c", everyMs: 60_000 });
+    expect(await s.client.schedules.get("a/b c")).toMatchObject({ name: "a/b c", nextFireAt: T + 60_000 });
+    expect((await s.client.schedules.list()).map((schedule) => schedule.name)).toEqual(["a/b c", "nightly"]);
+    await expect(s.client.schedules.put("bad", { queue: "q", cron: "0 3 * * *", everyMs: 60_000 })).rejects.toBeInstanceOf(InvalidRequestError);
+    expect(await s.client.schedules.delete("a/b c")).toBeUndefined();
+    await expect(s.client.schedules.delete("a/b c")).rejects.toBeInstanceOf(NotFoundError);
+    await expect(s.client.schedules.get("a/b c")).rejects.toBeInstanceOf(NotFoundError);
+    expect(await s.client.schedules.list()).toEqual([put]);
   });
 
   test("the server's timer fires a schedule once its time comes, and a claim waiting on its queue takes the job", async () => {
     // The waiting claim looks again only when rung (its own re-check is a minute away): the fire must ring it.
     await using s = await serving({ scheduleRecheckMs: 5, recheckMs: 60_000 });
-    await s.client.putSchedule("nightly", { queue: "reports", cron: "0 3 * * *" });
+    await s.client.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *" });
     const waiting = s.client.claimNextAnswer("reports", { owner: "A", ttlMs: 60_000, waitMs: 10_000 });
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await s.snapshot()).toEqual({}); // not before its time
@@ -48,6 +48,6 @@ describe("schedules on the Node server", () => {
     const { leases: [lease], waitedMs } = await waiting;
     expect(waitedMs).toBeLessThan(5_000); // rung by the fire, not answered at its deadline's last look
     expect(lease).toMatchObject({ fence: 1, job: { id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports", runAt: AT_3 } });
-    expect(await s.client.getSchedule("nightly")).toMatchObject({ lastFireAt: AT_3, nextFireAt: AT_3 + 24 * 3_600_000 });
+    expect(await s.client.schedules.get("nightly")).toMatchObject({ lastFireAt: AT_3, nextFireAt: AT_3 + 24 * 3_600_000 });
   });
 });

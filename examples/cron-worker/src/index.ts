@@ -16,6 +16,9 @@ export type Env = {
   QUEUE?: string;
 };
 
+/** What an invoice job carries: its lines, each with an amount. */
+type Invoice = { lines?: { amount: number }[] };
+
 /** At most this many jobs per run, so that one run stays well inside a cron invocation's limits. */
 const JOBS_PER_RUN = 25;
 
@@ -47,8 +50,8 @@ export default {
     const owner = `cron-worker-${controller.scheduledTime}`;
     let processed = 0;
     while (processed < JOBS_PER_RUN) {
-      const done = await withLease(client, { queue: env.QUEUE ?? "invoices" }, async ({ job, fence }) => {
-        const lines = (job.payload as { lines?: { amount: number }[] } | null)?.lines ?? [];
+      const done = await withLease<Invoice | null>(client, { queue: env.QUEUE ?? "invoices" }, async ({ job, fence }) => {
+        const lines = job.payload?.lines ?? [];
         const total = lines.reduce((sum, line) => sum + line.amount, 0);
         if (!(await storeTotal(env.DB, job.id, fence, total))) throw new Error(`a newer lease already stored ${job.id}`);
         return { total };

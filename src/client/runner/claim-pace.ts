@@ -31,13 +31,13 @@ export class ClaimPace {
     this.#retryAfterMs = answer.retryAfterMs;
   }
 
-  /** How the next claim goes: a long poll or not, and after how many ms. */
-  next(settings: { waitMs: number; idleMs: number }): { longPoll: boolean; afterMs: number } {
+  /** How the next claim goes: a long poll or not, after how many ms, and whether that is when a rate limit's next token is due. */
+  next(settings: { waitMs: number; idleMs: number }): { longPoll: boolean; afterMs: number; tokenDue: boolean } {
     const retryAfterMs = this.#retryAfterMs;
     this.#retryAfterMs = undefined;
     const longPoll = settings.waitMs > 0 && (retryAfterMs !== undefined || !this.#cutShort);
-    if (retryAfterMs !== undefined) return { longPoll, afterMs: Math.min(retryAfterMs, MAX_PAUSE_MS) };
-    return { longPoll, afterMs: longPoll ? 0 : settings.idleMs };
+    if (retryAfterMs !== undefined) return { longPoll, afterMs: Math.min(retryAfterMs, MAX_PAUSE_MS), tokenDue: true };
+    return { longPoll, afterMs: longPoll ? 0 : settings.idleMs, tokenDue: false };
   }
 }
 
@@ -64,13 +64,13 @@ function pause(ms: number, signal?: AbortSignal): Promise<void> {
  * claim that took it was sent plus its server wait (where the lease began at
  * the earliest), or null when none came.
  */
-export async function claimOneWithin(client: LeaseClient, queue: string, request: { owner: string; ttlMs: number; waitMs?: number }, signal?: AbortSignal): Promise<{ lease: Lease; waitedMs: number } | null> {
+export async function claimOneWithin<Payload = unknown>(client: LeaseClient, queue: string, request: { owner: string; ttlMs: number; waitMs?: number }, signal?: AbortSignal): Promise<{ lease: Lease<Payload>; waitedMs: number } | null> {
   const { owner, ttlMs, waitMs = 0 } = request;
   const started = Date.now();
   for (;;) {
     const sentAfter = Date.now() - started;
     const left = Math.max(0, waitMs - sentAfter);
-    const answer = await client.claimNextAnswer(queue, { owner, ttlMs, limit: 1, waitMs: left || undefined }, { signal });
+    const answer = await client.claimNextAnswer<Payload>(queue, { owner, ttlMs, limit: 1, waitMs: left || undefined }, { signal });
     const [lease] = answer.leases;
     if (lease) return { lease, waitedMs: sentAfter + (answer.waitedMs ?? 0) };
     const { retryAfterMs } = answer;

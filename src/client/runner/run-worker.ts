@@ -1,42 +1,17 @@
-import { type LeaseClient, MAX_WAIT_MS } from "../lease-client.ts";
-import type { HeldLease } from "../with-lease.ts";
-import { MAX_MANY, WorkerRunner } from "./worker-runner.ts";
-
-/** The work done for one job: its value is stored as the job's result (undefined as null). */
-export type JobHandler = (held: HeldLease) => Promise<unknown>;
-
-/** What a worker runner takes jobs from, and how; checked once, when the runner is built. */
-export type WorkerOptions = {
-  /** The queue to take jobs from. */
-  queue: string;
-  /** Who holds the leases; one name per runner. */
-  owner: string;
-  /** How many jobs are in hand at most (1 to 1,000): handlers running, and results on their way. */
-  concurrency: number;
-  /** How long each lease lasts, in ms. */
-  ttlMs: number;
-  /** How often to renew all the leases in hand, in one call; default a third of the ttl. */
-  renewEveryMs?: number;
-  /**
-   * While the queue has no due job, a claim waits up to this many ms on the
-   * server for one (a long poll; 0 to 30,000); default 30 s, so an idle
-   * runner sends about 2 requests a minute. 0: ask again after `idleMs` instead.
-   */
-  waitMs?: number;
-  /** With `waitMs` 0, how long to wait before asking again when the queue had no due job; also the pause after a long poll the server cut short (stopping, or full). Default 1 s. */
-  idleMs?: number;
-  /** When a handler throws, the job is due again this many ms later; default the server's backoff. */
-  retryInMs?: number;
-  /** Abort to stop, as `stop()` does. */
-  signal?: AbortSignal;
-  /** Where the runner's own errors go (unreachable server, lost leases); default console.error. */
-  onError?: (error: unknown) => void;
-};
+import type { LeaseClient } from "../lease-client.ts";
+import { type JobHandler, type WorkerOptions, workerSettings } from "./worker-options.ts";
+import { WorkerRunner } from "./worker-runner.ts";
 
 /** A running worker: `stop()` it, or wait for `done`. */
 export type WorkerHandle = {
-  /** Stops taking jobs, waits for the jobs in hand to finish and their results to be stored; idempotent. */
-  stop(): Promise<void>;
+  /**
+   * Stops taking jobs, waits for the jobs in hand to finish and their results
+   * to be stored; idempotent. With `{ drain: true }`, first takes and finishes
+   * every job of the queue that is due, those that become due meanwhile too,
+   * and stops once the queue has none (see runWorker, "Drain"). Resolves as
+   * `done` does.
+   */
+  stop(options?: { drain?: boolean }): Promise<void>;
   /** Resolves once the runner has stopped (by `stop()` or the signal); never rejects. */
   readonly done: Promise<void>;
 };
@@ -78,6 +53,29 @@ export type WorkerHandle = {
  *   that arrives after the stop began (a `next` already on its way) is
  *   released at once, its handler never started, its attempt given back.
  *
+ * Drain, "process these, then stop": `await worker.stop({ drain: true })`
+ * (right after runWorker, or at any time) takes every job of the queue that is
+ * due, runs it and stores its result, and resolves once the queue has no due
+ * job left and nothing is in hand; the runner has then stopped. Due means due
+ * by the time the drain looks, so it also takes the jobs that become due
+ * while it drains: enqueued meanwhile (by a handler too), a failed attempt
+ * due again (`retryInMs` 0: each attempt, until done or dead), a lease of
+ * another worker that ran out. On a queue that never runs dry it never ends:
+ * a plain `stop()` then ends it early (the jobs in hand finish, no more are
+ * taken). While draining:
+ * - no claim long-polls: a long poll on its way is given up, and a claim
+ *   that finds nothing, sent while nothing was in hand, ends the drain (a
+ *   claim that finds nothing while jobs are in hand waits for them: their
+ *   results ask for the next jobs, then one last claim decides);
+ * - a job the queue's rate limit holds back is due: the drain waits for its
+ *   token (`retryAfterMs`) and takes it;
+ * - a paused queue has nothing due, nor one full of other workers' leases
+ *   (its `maxLeased`): the drain ends, their jobs left where they are;
+ * - a job due later (`runAt`, `delayMs`, a retry's backoff) is not waited for;
+ * - a claim that fails is asked again after its backoff, as ever: with the
+ *   server unreachable the drain waits (reporting to `onError`) until it
+ *   answers, or until a plain `stop()`.
+ *
  * Failure modes:
  * - claimNext unreachable: reported to `onError`, asked again after a backoff
  *   (100 ms doubling, capped at 5 s, with jitter). A long poll that comes
@@ -105,49 +103,27 @@ export type WorkerHandle = {
  *   are stored or their leases have run out. A handler that never returns
  *   keeps `stop()` waiting: handlers should honour their `signal`.
  *
+ * Types: the jobs' payload type and the handler's result type are inferred
+ * from a typed handler (`async ({ job }: HeldLease<Invoice>) => ...`) or
+ * given (`runWorker<Invoice>(...)`), default unknown. They are the caller's
+ * word: the server takes any JSON, and nothing checks a payload against it.
+ *
  * @example
- * const worker = runWorker(client, { queue: "invoices", owner: "worker-a", concurrency: 32, ttlMs: 30_000 },
+ * const worker = runWorker<{ card: string; cents: number }>(client, { queue: "invoices", owner: "worker-a", concurrency: 32, ttlMs: 30_000 },
  *   async ({ job, fence, signal }) => {
- *     await chargeCard(job.payload, { idempotencyKey: `${job.id}:${fence}`, signal });
+ *     await chargeCard(job.payload.card, job.payload.cents, { idempotencyKey: `${job.id}:${fence}`, signal });
  *     return { charged: true };
  *   });
  * process.once("SIGTERM", () => void worker.stop());
  * await worker.done;
+ *
+ * @example
+ * // A batch: everything due now, then exit.
+ * await runWorker(client, { queue: "thumbnails", owner: "batch-1", concurrency: 8, ttlMs: 30_000 }, resize).stop({ drain: true });
  */
-export function runWorker(client: LeaseClient, options: WorkerOptions, handler: JobHandler): WorkerHandle {
+export function runWorker<Payload = unknown, Result = unknown>(client: LeaseClient, options: WorkerOptions, handler: JobHandler<Payload, Result>): WorkerHandle {
   if (typeof handler !== "function") throw new TypeError("runWorker: the handler must be a function");
-  const runner = new WorkerRunner(client, checked(options), handler);
-  return { stop: () => runner.stop(), done: runner.done };
+  // The runner hands on the jobs as the server answers them: their types are the caller's word.
+  const runner = new WorkerRunner(client, workerSettings(options), handler as JobHandler);
+  return { stop: (options) => runner.stop(options), done: runner.done };
 }
-
-
-/** The longest retryInMs the server takes: a year (FailBody in src/http/schemas.ts). */
-const MAX_RETRY_IN_MS = 365 * 24 * 60 * 60 * 1000;
-
-/** The options with every default filled in. */
-export type Settings = Required<Omit<WorkerOptions, "signal" | "retryInMs">> & Pick<WorkerOptions, "signal" | "retryInMs">;
-
-/** Checks the options once, with a message that says what is wrong, and fills in the defaults. */
-function checked(options: WorkerOptions): Settings {
-  const wholeMs = (name: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER) => {
-    if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) {
-      throw new RangeError(`runWorker: ${name} must be a whole number from ${min} to ${max}, got ${String(value)}`);
-    }
-  };
-  if (typeof options !== "object" || options === null) throw new TypeError("runWorker: options must be an object");
-  for (const name of ["queue", "owner"] as const) {
-    if (typeof options[name] !== "string" || options[name] === "") throw new RangeError(`runWorker: ${name} must be a non-empty string, got ${JSON.stringify(options[name])}`);
-  }
-  wholeMs("concurrency", options.concurrency, 1, MAX_MANY);
-  wholeMs("ttlMs", options.ttlMs, 1);
-  const renewEveryMs = options.renewEveryMs ?? Math.max(1, Math.floor(options.ttlMs / 3));
-  wholeMs("renewEveryMs", renewEveryMs, 1, options.ttlMs - 1 || 1);
-  const idleMs = options.idleMs ?? 1_000;
-  wholeMs("idleMs", idleMs, 1);
-  const waitMs = options.waitMs ?? MAX_WAIT_MS;
-  wholeMs("waitMs", waitMs, 0, MAX_WAIT_MS);
-  if (options.retryInMs !== undefined) wholeMs("retryInMs", options.retryInMs, 0, MAX_RETRY_IN_MS);
-  if (options.onError !== undefined && typeof options.onError !== "function") throw new TypeError("runWorker: onError must be a function");
-  return { ...options, renewEveryMs, idleMs, waitMs, onError: options.onError ?? ((error) => console.error(error)) };
-}
-

@@ -1,16 +1,14 @@
 import { errorFromResponse, LeaseLostError, NotFoundError, UnavailableError } from "../errors.ts";
 import type { LeaseClient } from "../lease-client.ts";
 import { expiredError, LeaseKeeper, type LostLease } from "../lease-keeper.ts";
-import type { JobHandler, Settings } from "./run-worker.ts";
 import type { ClaimNextAnswer, CompleteManyAnswer, Lease } from "../types.ts";
 import { failureMessage } from "../failure-message.ts";
 import { ClaimPace } from "./claim-pace.ts";
 import { backoffMs, type Slot } from "./worker-slot.ts";
+import { type JobHandler, MAX_MANY, type Settings } from "./worker-options.ts";
 
 /** The most jobs one claim takes (the server's limit). */
 const MAX_CLAIM = 100;
-/** The most leases one renewMany or completeMany carries (the server's limit). */
-export const MAX_MANY = 1_000;
 /**
  * How many completeMany calls may be on their way at once. A second lets a
  * result that finishes while one call is on its way go without waiting for it;
@@ -20,7 +18,8 @@ export const MAX_MANY = 1_000;
 export const MAX_COMPLETING = 2;
 /**
  * The moving parts of runWorker (whose comment states what they guarantee):
- * the claim loop, the handlers, the completions sent as a group, and the stop.
+ * the claim loop, the handlers, the completions sent as a group, the drain
+ * and the stop.
  */
 export class WorkerRunner {
   readonly done: Promise<void>;
@@ -53,6 +52,12 @@ export class WorkerRunner {
   readonly #pace = new ClaimPace();
   /** Aborted by stop(): gives up a long poll on its way. */
   readonly #giveUp = new AbortController();
+  /** The long poll on its way, if one is: a drain gives it up, to ask again without waiting. */
+  #longPollOnItsWay: AbortController | undefined;
+  /** Set by stop({ drain: true }): take every due job, without long polls, and stop once the queue has none. */
+  #draining = false;
+  /** Draining, a claim or a `next` came back short: no claim until nothing is in hand, then one last look. */
+  #dry = false;
   /** Set while completions wait out a backoff after a completeMany that failed. */
   #completeBackoff: ReturnType<typeof setTimeout> | undefined;
   #stopping = false;
@@ -81,7 +86,11 @@ export class WorkerRunner {
     }
   }
 
-  stop(): Promise<void> {
+  stop(options: { drain?: boolean } = {}): Promise<void> {
+    if (options.drain) {
+      this.#drain();
+      return this.done;
+    }
     if (!this.#stopping) {
       this.#stopping = true;
       clearTimeout(this.#waiting);
@@ -90,6 +99,16 @@ export class WorkerRunner {
       this.#settleIfStopped();
     }
     return this.done;
+  }
+
+  /** Starts a drain (see WorkerHandle.stop): no more long polls, and no waiting out the queue's emptiness. */
+  #drain(): void {
+    if (this.#stopping || this.#draining) return;
+    this.#draining = true;
+    clearTimeout(this.#waiting); // an idle pause, or a rate limit's (asked again at once, and told again)
+    this.#waiting = undefined;
+    this.#longPollOnItsWay?.abort(new Error("the worker runner drains"));
+    this.#pump();
   }
 
   /** Free slots: neither in hand (but for those a completion on its way ends) nor promised to a claim on its way. */
@@ -110,40 +129,62 @@ export class WorkerRunner {
   /** Claims jobs for the free slots, unless a claim is on its way or the loop waits. */
   #pump(): void {
     if (this.#stopping || this.#claiming || this.#waiting !== undefined) return;
+    // Draining a dry queue: the results in hand ask for what comes next; with none in hand, one last claim decides.
+    if (this.#dry && (this.#slots.size > 0 || this.#busy > 0)) return;
     const limit = Math.min(this.#free(), MAX_CLAIM);
     if (limit > 0) void this.#claim(limit);
   }
 
   async #claim(limit: number): Promise<void> {
     const { queue, owner, ttlMs } = this.#settings;
-    const waitMs = this.#longPoll ? this.#settings.waitMs : 0;
+    const waitMs = this.#longPoll && !this.#draining ? this.#settings.waitMs : 0;
     this.#longPoll = false;
     this.#claiming = true;
     this.#reserved += limit;
     this.#busy++;
+    // Sent with nothing in hand: its answer alone tells whether the queue has a due job (see #waitForJobs).
+    const lastLook = this.#slots.size === 0 && this.#busy === 1;
+    const longPoll = waitMs > 0 ? new AbortController() : undefined;
+    this.#longPollOnItsWay = longPoll;
     const sentAt = Date.now();
     let answer: ClaimNextAnswer | undefined;
     try {
-      answer = await this.#client.claimNextAnswer(queue, { owner, ttlMs, limit, waitMs: waitMs || undefined }, { signal: this.#giveUp.signal });
+      const signal = longPoll ? AbortSignal.any([this.#giveUp.signal, longPoll.signal]) : this.#giveUp.signal;
+      answer = await this.#client.claimNextAnswer(queue, { owner, ttlMs, limit, waitMs: waitMs || undefined }, { signal });
     } catch (error) {
-      if (!this.#giveUp.signal.aborted) this.#report(error); // given up by stop(): not an error
+      if (!this.#giveUp.signal.aborted && !longPoll?.signal.aborted) this.#report(error); // given up by stop() or a drain: not an error
     }
+    this.#longPollOnItsWay = undefined;
     this.#claiming = false;
     this.#reserved -= limit;
     this.#busy--;
-    if (answer === undefined) this.#wait(backoffMs(this.#claimFailures++));
-    else {
+    if (answer === undefined) {
+      if (!longPoll?.signal.aborted) this.#wait(backoffMs(this.#claimFailures++)); // a drain asks again at once
+    } else {
       this.#claimFailures = 0;
       this.#pace.answered(answer, waitMs);
       // The leases began no earlier than the send plus the server's wait: their deadlines count from there.
-      this.#took(answer.leases, limit, sentAt + (answer.waitedMs ?? 0));
+      this.#took(answer.leases, limit, sentAt + (answer.waitedMs ?? 0), lastLook);
     }
     this.#afterChange();
   }
 
-  /** The queue had no due job: the next claim goes as ClaimPace says (a long poll at once; or after idleMs, or a rate limit's next token). */
-  #waitForJobs(): void {
-    const { longPoll, afterMs } = this.#pace.next(this.#settings);
+  /**
+   * The queue had no due job: the next claim goes as ClaimPace says (a long
+   * poll at once; or after idleMs, or a rate limit's next token). Draining,
+   * a job the rate limit holds back is due all the same, so the drain waits
+   * for its token; otherwise the queue is dry, and `drained` ends the drain:
+   * a claim sent with nothing in hand took nothing, and said no token is
+   * awaited. (A `next` never ends it: its answer says nothing of tokens.)
+   */
+  #waitForJobs(drained: boolean): void {
+    const { longPoll, afterMs, tokenDue } = this.#pace.next(this.#settings);
+    if (this.#draining) {
+      this.#dry = !tokenDue;
+      if (tokenDue) this.#wait(afterMs);
+      else if (drained) void this.stop();
+      return;
+    }
     this.#longPoll = longPoll;
     if (afterMs > 0) this.#wait(afterMs);
   }
@@ -156,15 +197,20 @@ export class WorkerRunner {
     }, ms);
   }
 
-  /** Takes the leases a claim or a `next` of `limit` brought: fewer than asked means the queue is empty for now. */
-  #took(leases: Lease[], limit: number, sentAt: number): void {
+  /**
+   * Takes the leases a claim or a `next` of `limit` brought: fewer than asked
+   * means the queue is empty for now. `lastLook`: a claim sent with nothing
+   * else in hand.
+   */
+  #took(leases: Lease[], limit: number, sentAt: number, lastLook: boolean): void {
     for (const lease of leases) {
       if (this.#stopping) void this.#release(lease);
       else this.#start(lease, sentAt);
     }
-    if (leases.length < limit) this.#waitForJobs();
+    if (leases.length < limit) this.#waitForJobs(lastLook && leases.length === 0);
     else if (!this.#stopping) {
       // The server answered in full: there may be more, and whatever the loop waited out is over.
+      this.#dry = false;
       clearTimeout(this.#waiting);
       this.#waiting = undefined;
     }
@@ -259,7 +305,7 @@ export class WorkerRunner {
         if ("error" in outcome) this.#lose(slot, errorFromResponse(outcome.error.code === "not_found" ? 404 : 409, { error: outcome.error }) as LostLease);
         this.#finish(slot);
       });
-      if (limit > 0) this.#took(answer.leases, limit, sentAt);
+      if (limit > 0) this.#took(answer.leases, limit, sentAt, false);
     }
     this.#afterChange();
   }
@@ -307,7 +353,7 @@ export class WorkerRunner {
       }
       this.#reserved -= limit;
       this.#finish(slot);
-      if (limit > 0 && leases !== undefined) this.#took(leases, limit, sentAt);
+      if (limit > 0 && leases !== undefined) this.#took(leases, limit, sentAt, false);
     } finally {
       this.#finish(slot);
       this.#busy--;

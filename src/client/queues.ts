@@ -1,0 +1,60 @@
+import type { Transport } from "./transport.ts";
+import type { QueueSettings, QueueSettingsRequest, QueueStats } from "./types.ts";
+
+/**
+ * QueueCalls are the calls about whole queues, as `client.queues`: their
+ * numbers (stats), pause and resume, and their limits (set, get, list). A
+ * queue needs no creating: one is named by its jobs or its settings.
+ */
+export class QueueCalls {
+  readonly #transport: Transport;
+
+  /** The calls over the client's transport (LeaseClient builds them: use `client.queues`). */
+  constructor(transport: Transport) {
+    this.#transport = transport;
+  }
+
+  /**
+   * stats answers, per queue in name order, the jobs by status, the oldest due
+   * job's age, the refused stale writes and whether it is paused
+   * (`GET /v1/stats`, unwrapped from `{ queues }`).
+   */
+  async stats(): Promise<QueueStats[]> {
+    return (await this.#transport.call<{ queues: QueueStats[] }>("GET", "/v1/stats", undefined, "always")).queues;
+  }
+
+  /** pause stops claims from handing out the queue's jobs until resume; leases already held go on. Answers its settings. */
+  pause(queue: string): Promise<QueueSettings> {
+    return this.#transport.call("POST", `${queuePath(queue)}/pause`, undefined, "always");
+  }
+
+  /** resume lets claims take the queue's jobs again; answers its settings. */
+  resume(queue: string): Promise<QueueSettings> {
+    return this.#transport.call("POST", `${queuePath(queue)}/resume`, undefined, "always");
+  }
+
+  /**
+   * set sets all of the queue's limits at once (null or absent: none):
+   * `maxLeased`, and `ratePerSecond` with `burst` (default max(1,
+   * ceil(ratePerSecond))); keeps whether it is paused; answers its settings.
+   * InvalidRequestError names a bad field.
+   */
+  set(queue: string, settings: QueueSettingsRequest): Promise<QueueSettings> {
+    return this.#transport.call("PUT", queuePath(queue), settings, "always");
+  }
+
+  /** get answers the queue's settings; a queue never set is not paused and has no limits. */
+  get(queue: string): Promise<QueueSettings> {
+    return this.#transport.call("GET", queuePath(queue), undefined, "always");
+  }
+
+  /** list answers the settings of every queue that has settings or jobs, by name (`GET /v1/queues`, unwrapped from `{ queues }`). */
+  async list(): Promise<QueueSettings[]> {
+    return (await this.#transport.call<{ queues: QueueSettings[] }>("GET", "/v1/queues", undefined, "always")).queues;
+  }
+}
+
+/** The path of a queue, its name encoded. */
+export function queuePath(queue: string): string {
+  return `/v1/queues/${encodeURIComponent(queue)}`;
+}

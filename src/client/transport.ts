@@ -1,0 +1,120 @@
+import { errorFromResponse, UnavailableError } from "./errors.ts";
+import { delayBefore, neverSent, type RetryOptions, type RetryPolicy, retryPolicy } from "./retry.ts";
+
+/** Where the API is and how to reach it. */
+export type LeaseClientOptions = {
+  /** The server, e.g. `http://127.0.0.1:8787` or `https://fencelease.example.workers.dev`. */
+  baseUrl: string;
+  /** A bearer token from the server's FENCELEASE_TOKENS; none for a server with auth off. */
+  token?: string;
+  /** The fetch to use; default the global one (Workers, Node >= 20, Deno, Bun, browsers). */
+  fetch?: typeof fetch;
+  /** How often, and after how long, a call that could not be served is sent again: see Repeat for which calls may be. */
+  retry?: RetryOptions;
+  /** How long one attempt may wait for its answer before it counts as a broken connection; default 30 s. */
+  timeoutMs?: number;
+};
+
+/**
+ * Whether a call may be sent again after a failure whose outcome is unknown
+ * (the connection broke after the request went out, no answer within
+ * `timeoutMs`, or a 503 whose `details.outcome` is "unknown").
+ *
+ * The rule, one per call (a test sends each with its answer lost and checks it):
+ * - "always", its repeat changes nothing more: every read (`get`, `waitFor`,
+ *   `list`, `events`, `checkLease`, `queues.stats`, `queues.get`,
+ *   `queues.list`, `schedules.get`, `schedules.list`); `enqueue` and
+ *   `enqueueMany` (an id that exists is left untouched); `renew` and
+ *   `renewMany` (the same lease extended again); `complete` and
+ *   `completeMany` without `next` (the server answers the same completion
+ *   again as done); `cancel` (a cancelled job is answered as it is);
+ *   `queues.pause`, `queues.resume` and `queues.set` (they set a state, not
+ *   change it by a step); `schedules.put` (the same schedule again keeps its
+ *   next fire).
+ * - "if-unsent", only when the first attempt is known not to have been
+ *   applied (the connection was refused, the host not found, or a 503 whose
+ *   `details.outcome` is "not_applied"): `claim` and `claimNext`, and
+ *   `complete` or `completeMany` with `next` (a repeat would take more jobs);
+ *   `release` and `fail` (a repeat is refused once the lease is gone);
+ *   `retry` (refused once the job is no longer dead); `delete` and
+ *   `schedules.delete` (NotFoundError once it is gone).
+ * A repeat that landed twice answers as a second call would: `enqueue` says
+ * `created: false` and `cancel` says `changed: false` although the first
+ * attempt, whose answer was lost, did create or cancel it.
+ */
+export type Repeat = "always" | "if-unsent";
+
+/** What one call may add: how long the server may wait before answering (a long poll), and a signal to give up. */
+export type CallOptions = { waitMs?: number; signal?: AbortSignal };
+
+/** The `details.outcome` of an error answer, if it has one. */
+function outcomeOf(answer: unknown): unknown {
+  return (answer as { error?: { details?: { outcome?: unknown } } } | undefined)?.error?.details?.outcome;
+}
+
+/**
+ * Transport sends the client's HTTP calls: one request at a time per call,
+ * with the token, a timeout per attempt, and the retries its Repeat allows
+ * (capped exponential backoff with full jitter, or the server's Retry-After).
+ * It answers the route's JSON as it is; a refusal throws its typed error.
+ * LeaseClient, its `queues` and its `schedules` share one.
+ */
+export class Transport {
+  readonly #baseUrl: string;
+  readonly #token: string | undefined;
+  readonly #fetch: typeof fetch;
+  readonly #retry: RetryPolicy;
+  readonly #timeoutMs: number;
+
+  constructor(options: LeaseClientOptions) {
+    this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.#token = options.token;
+    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.#retry = retryPolicy(options.retry);
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    if (!Number.isSafeInteger(this.#timeoutMs) || this.#timeoutMs < 1) throw new RangeError(`timeoutMs must be a positive whole number of ms, got ${options.timeoutMs}`);
+  }
+
+  /** Sends one call, retrying what may be retried, and answers its JSON (undefined for an empty body) or throws its typed error. */
+  async call<T>(method: string, path: string, body: unknown, repeat: Repeat, options: CallOptions = {}): Promise<T> {
+    const headers: Record<string, string> = {};
+    if (this.#token) headers.Authorization = `Bearer ${this.#token}`;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) };
+
+    for (let attempt = 0; ; attempt++) {
+      const retriesLeft = attempt < this.#retry.retries;
+      let response: Response;
+      try {
+        // A server that never answers is a broken connection: the outcome of the call is unknown.
+        // A long poll may be answered only after its waitMs: it gets that much more.
+        const timeout = AbortSignal.timeout(this.#timeoutMs + (options.waitMs ?? 0));
+        response = await this.#fetch(`${this.#baseUrl}${path}`, { ...init, signal: options.signal ? AbortSignal.any([timeout, options.signal]) : timeout });
+      } catch (error) {
+        options.signal?.throwIfAborted(); // given up by the caller: not a failure to retry
+        if (retriesLeft && (repeat === "always" || neverSent(error))) {
+          await this.#retry.sleep(delayBefore(attempt, this.#retry, null));
+          continue;
+        }
+        throw new UnavailableError(0, "unreachable", `could not reach ${this.#baseUrl}: ${(error as Error).message}`, undefined, { cause: error });
+      }
+      const answer = await response.json().catch(() => undefined);
+      // A 503 whose details say "not_applied" wrote nothing, so any call may be sent again; one whose
+      // outcome is unknown (the database's connection broke) only a call that is safe to repeat.
+      if (response.status === 503 && retriesLeft && (repeat === "always" || outcomeOf(answer) === "not_applied")) {
+        await this.#retry.sleep(delayBefore(attempt, this.#retry, response.headers.get("Retry-After")));
+        continue;
+      }
+      if (!response.ok) throw errorFromResponse(response.status, answer);
+      return answer as T;
+    }
+  }
+}
+
+/** `?name=value&...` of the parameters given, or "" when none is. */
+export function queryString(parameters: Record<string, string | number | undefined>): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(parameters)) if (value !== undefined) query.set(name, String(value));
+  const text = query.toString();
+  return text === "" ? "" : `?${text}`;
+}

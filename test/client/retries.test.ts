@@ -1,0 +1,87 @@
+import { describe, expect, test } from "vitest";
+import { LeaseClient, UnavailableError } from "../../src/client/index.ts";
+
+// The Retries rule, as written on Repeat (src/client/transport.ts), call by
+// call: what is sent again after an answer lost on the way back (the outcome
+// unknown), and what only when the request provably never left.
+
+const lease = { id: "job-1", fence: 1 };
+const next = { limit: 1, ttlMs: 1_000 };
+
+/** Every call of the client, with whether the rule lets it be sent again after a lost answer. */
+const CALLS: [name: string, repeat: "always" | "if-unsent", call: (client: LeaseClient) => Promise<unknown>][] = [
+  ["get", "always", (c) => c.get("job-1")],
+  ["waitFor", "always", (c) => c.waitFor("job-1", { timeoutMs: 0 })],
+  ["list", "always", (c) => c.list()],
+  ["events", "always", (c) => c.events("job-1")],
+  ["checkLease", "always", (c) => c.checkLease("job-1", { owner: "A", fence: 1 })],
+  ["enqueue", "always", (c) => c.enqueue({ id: "job-1" })],
+  ["enqueueMany", "always", (c) => c.enqueueMany("q", [{ id: "job-1" }])],
+  ["renew", "always", (c) => c.renew("job-1", { owner: "A", fence: 1, ttlMs: 1_000 })],
+  ["renewMany", "always", (c) => c.renewMany({ owner: "A", ttlMs: 1_000, leases: [lease] })],
+  ["complete", "always", (c) => c.complete("job-1", { owner: "A", fence: 1, result: 1 })],
+  ["completeMany", "always", (c) => c.completeMany({ owner: "A", leases: [{ ...lease, result: 1 }] })],
+  ["cancel", "always", (c) => c.cancel("job-1")],
+  ["queues.stats", "always", (c) => c.queues.stats()],
+  ["queues.get", "always", (c) => c.queues.get("q")],
+  ["queues.list", "always", (c) => c.queues.list()],
+  ["queues.pause", "always", (c) => c.queues.pause("q")],
+  ["queues.resume", "always", (c) => c.queues.resume("q")],
+  ["queues.set", "always", (c) => c.queues.set("q", { maxLeased: 2 })],
+  ["schedules.put", "always", (c) => c.schedules.put("nightly", { queue: "q", everyMs: 60_000 })],
+  ["schedules.get", "always", (c) => c.schedules.get("nightly")],
+  ["schedules.list", "always", (c) => c.schedules.list()],
+  ["claim", "if-unsent", (c) => c.claim("job-1", { owner: "A", ttlMs: 1_000 })],
+  ["claimNext", "if-unsent", (c) => c.claimNext("q", { owner: "A", ttlMs: 1_000 })],
+  ["claimNextAnswer", "if-unsent", (c) => c.claimNextAnswer("q", { owner: "A", ttlMs: 1_000 })],
+  ["complete with next", "if-unsent", (c) => c.complete("job-1", { owner: "A", fence: 1, result: 1, next })],
+  ["completeMany with next", "if-unsent", (c) => c.completeMany({ owner: "A", leases: [{ ...lease, result: 1 }], next: { queue: "q", ...next } })],
+  ["release", "if-unsent", (c) => c.release("job-1", { owner: "A", fence: 1 })],
+  ["fail", "if-unsent", (c) => c.fail("job-1", { owner: "A", fence: 1, error: "boom" })],
+  ["retry", "if-unsent", (c) => c.retry("job-1")],
+  ["delete", "if-unsent", (c) => c.delete("job-1")],
+  ["schedules.delete", "if-unsent", (c) => c.schedules.delete("nightly")],
+];
+
+/** A client whose first attempt fails as `failure` builds it, and whose next attempts are answered 200; and how many were sent. */
+function flaky(failure: () => Error) {
+  let sent = 0;
+  const answer = { status: "done", job: { id: "job-1" }, changed: true, until: 1, jobs: [], leases: [], completed: [], queues: [], schedules: [], events: [], nextCursor: null };
+  const fetch: typeof globalThis.fetch = async () => {
+    if (sent++ === 0) throw failure();
+    return new Response(JSON.stringify(answer), { status: 200, headers: { "Content-Type": "application/json" } });
+  };
+  const client = new LeaseClient({ baseUrl: "http://fencelease.test", fetch, retry: { retries: 1, sleep: async () => {} } });
+  return { client, sent: () => sent };
+}
+
+/** A fetch failure after the request went out: the server may have applied it. */
+const answerLost = () => new TypeError("fetch failed", { cause: Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }) });
+/** A fetch failure that proves the request never left: nothing was applied. */
+const refused = () => new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }) });
+
+describe("which calls the client sends again", () => {
+  test("every call of the client is in the table", () => {
+    const { client } = flaky(answerLost);
+    const methods = (target: object, prefix = "") =>
+      Object.getOwnPropertyNames(Object.getPrototypeOf(target)).filter((name) => name !== "constructor").map((name) => prefix + name);
+    const listed = new Set(CALLS.map(([name]) => name.replace(/ with next$/, "")));
+    expect([...methods(client), ...methods(client.queues, "queues."), ...methods(client.schedules, "schedules.")].sort()).toEqual([...listed].sort());
+  });
+
+  test.each(CALLS)("%s after a lost answer: sent again %s", async (_name, repeat, call) => {
+    const { client, sent } = flaky(answerLost);
+    const outcome = await call(client).then(() => "answered", (error: unknown) => error);
+    if (repeat === "always") expect([outcome, sent()]).toEqual(["answered", 2]);
+    else {
+      expect(outcome).toBeInstanceOf(UnavailableError);
+      expect(sent()).toBe(1);
+    }
+  });
+
+  test.each(CALLS)("a request that never left is sent again, whatever the call: %s", async (_name, _repeat, call) => {
+    const { client, sent } = flaky(refused);
+    expect(await call(client).then(() => "answered")).toBe("answered");
+    expect(sent()).toBe(2);
+  });
+});
