@@ -26,7 +26,8 @@ const Queues = z
   .max(MAX_TOKEN_QUEUES, { error: `must name at most ${MAX_TOKEN_QUEUES} queues` })
   .openapi({ example: ["invoices", "mail-*"], description: 'Queue names, and prefixes ending in * ("mail-*" is every queue whose name starts with mail-); ["*"] is every queue' });
 
-const TokenSchema = z
+/** A token as anyone may see it: never its secret. */
+export const TokenSchema = z
   .object({
     id: z.string().openapi({ example: "tok_5f0c2a9e41b7d3c8" }),
     name: z.string().nullable(),
@@ -35,6 +36,15 @@ const TokenSchema = z
     createdAt: z.number().int(),
   })
   .openapi("Token");
+
+/** What POST /v1/tokens makes a token of. */
+export const CreateTokenBody = body({ role: Role, queues: Queues, name: label().optional().openapi({ example: "invoice workers" }) });
+
+/** A token just made: what it is, and its secret, shown this once. */
+export const CreatedTokenSchema = TokenSchema.extend({ token: z.string().openapi({ description: "The secret, to send as Authorization: Bearer <token>; never shown again" }) }).openapi("CreatedToken");
+
+/** What GET /v1/tokens/self answers: the calling token's role and queues. */
+export const TokenSelfSchema = z.object({ id: z.string().nullable(), name: z.string().nullable(), role: Role, queues: z.array(z.string()) }).openapi("TokenSelf");
 
 const TokenIdParam = z.object({ id: label().openapi({ param: { name: "id", in: "path" }, example: "tok_5f0c2a9e41b7d3c8" }) });
 
@@ -45,9 +55,9 @@ export function tokenRoutes() {
       method: "post",
       path: "/v1/tokens",
       summary: "Make a token with a role and queues; its secret is in this answer only, and is stored as its SHA-256",
-      request: { body: { content: { "application/json": { schema: body({ role: Role, queues: Queues, name: label().optional().openapi({ example: "invoice workers" }) }) } }, required: true } },
+      request: { body: { content: { "application/json": { schema: CreateTokenBody } }, required: true } },
       responses: {
-        201: json(TokenSchema.extend({ token: z.string().openapi({ description: "The secret, to send as Authorization: Bearer <token>; never shown again" }) }), "The token, with its secret"),
+        201: json(CreatedTokenSchema, "The token, with its secret"),
         ...refusals,
       },
     }),
@@ -69,7 +79,7 @@ export function tokenRoutes() {
       path: "/v1/tokens/self",
       summary: "What the token of this request may do: its role and queues (id and name null for a FENCELEASE_TOKENS token, or with auth off)",
       responses: {
-        200: json(z.object({ id: z.string().nullable(), name: z.string().nullable(), role: Role, queues: z.array(z.string()) }), "The calling token"),
+        200: json(TokenSelfSchema, "The calling token"),
         401: refusals[401],
       },
     }),
