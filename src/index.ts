@@ -27,7 +27,7 @@ export type { Job, JobEvent, JobStatus, Lease } from "./store/job.ts";
 export { maintain, type Maintained, RETENTION_MS } from "./store/maintenance.ts";
 export { type Migration, migrate } from "./store/migrate.ts";
 export type { LeaseOutcome } from "./store/refusal.ts";
-export type { Fired, FiredJob, Schedule, Schedules, ScheduleSpec } from "./store/schedules.ts";
+export type { Fired, FiredJob, Schedule, Schedules, ScheduleSpec, TakenFire } from "./store/schedules.ts";
 export { STATUSES } from "./store/sql/lease.ts";
 export { cachedTokens, TOKEN_CACHE_MS, type TokenCacheOptions } from "./store/token-cache.ts";
 export { type CreatedToken, type NewToken, type Role, ROLES, type TokenInfo, type Tokens, type TokenStore } from "./store/tokens.ts";

@@ -27,7 +27,8 @@ export const ScheduleSchema = z
     priority: z.number().int(),
     maxAttempts: z.number().int(),
     nextFireAt: z.number().int().nullable().openapi({ description: "The next fire not yet enqueued (ms since the epoch); null when a cron has no time left" }),
-    lastFireAt: z.number().int().nullable().openapi({ description: "The fire last enqueued; null before the first" }),
+    lastFireAt: z.number().int().nullable().openapi({ description: "The last fire; null before the first" }),
+    lastFireTaken: z.boolean().openapi({ description: "Whether the last fire found its job's id ({name}@{fire time}) taken by a job already there, and so enqueued nothing" }),
     createdAt: z.number().int(),
     updatedAt: z.number().int(),
   })

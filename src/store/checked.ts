@@ -11,7 +11,7 @@ export const checked = {
   enqueue: (id: string, options: EnqueueOptions) => {
     const now = check.instant("now", options.now ?? Date.now());
     return sql.enqueue({
-      id: check.name("id", id),
+      id: check.jobId("id", id),
       queue: check.name("queue", options.queue ?? "default"),
       payload: check.json("payload", options.payload),
       priority: check.integer("priority", options.priority ?? 0),
@@ -22,8 +22,8 @@ export const checked = {
   },
   enqueueMany: (queue: string, jobs: NewJob[], now: number) => {
     check.instant("now", now);
-    const rows = jobs.map((job): sqlMany.NewJob => [
-      check.name("id", job.id),
+    const rows = jobs.map((job, i): sqlMany.NewJob => [
+      check.jobId(`jobs[${i}].id`, job.id),
       check.json("payload", job.payload),
       check.integer("priority", job.priority ?? 0),
       check.instant("runAt", job.runAt ?? now),

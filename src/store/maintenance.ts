@@ -1,4 +1,4 @@
-import type { FiredJob, SkippedSchedule } from "./schedules.ts";
+import type { FiredJob, SkippedSchedule, TakenFire } from "./schedules.ts";
 import type { HousekeepingOptions, LeaseStore } from "./store.ts";
 import type { Waits } from "../wait/long-poll.ts";
 
@@ -7,9 +7,10 @@ export const RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
  * What one maintenance run did: how many leases it ended and jobs it purged,
- * the jobs whose lease it ended, and the jobs its schedules' fires enqueued.
+ * the jobs whose lease it ended, the jobs its schedules' fires enqueued, the
+ * fires that found their id taken, and the schedules it could not fire.
  */
-export type Maintained = { expired: number; purged: number; ended: { id: string; queue: string; dead: boolean }[]; fired: FiredJob[]; skipped: SkippedSchedule[] };
+export type Maintained = { expired: number; purged: number; ended: { id: string; queue: string; dead: boolean }[]; fired: FiredJob[]; taken: TakenFire[]; skipped: SkippedSchedule[] };
 
 /**
  * How many chunks (of HOUSEKEEPING_CHUNK rows, src/store/store.ts) each part of one
@@ -37,10 +38,10 @@ export const CRON_SCHEDULE_CHUNKS = 2;
  */
 export async function maintain(store: LeaseStore, now: number, retentionMs = RETENTION_MS, options: Omit<HousekeepingOptions, "chunkSize"> & { schedules?: boolean } = {}): Promise<Maintained> {
   const maxChunks = options.maxChunks === undefined ? undefined : Math.min(options.maxChunks, CRON_SCHEDULE_CHUNKS);
-  const { jobs: fired, skipped } = options.schedules === false ? { jobs: [], skipped: [] } : await store.schedules.fireDue(now, { ...options, maxChunks });
+  const { jobs: fired, taken, skipped } = options.schedules === false ? { jobs: [], taken: [], skipped: [] } : await store.schedules.fireDue(now, { ...options, maxChunks });
   const ended = await store.reclaimExpired(now, options);
   const purged = await store.purge(now, retentionMs, options);
-  return { expired: ended.length, purged, ended, fired, skipped };
+  return { expired: ended.length, purged, ended, fired, taken, skipped };
 }
 
 /**
@@ -97,6 +98,7 @@ export function fireOnTime(store: LeaseStore, options: { clock: () => number; wa
       const fired = await store.schedules.fireDue(clock(), { signal });
       nextFireAt = fired.nextFireAt;
       if (fired.skipped.length > 0) log?.(`fencelease: ${skippedLine(fired.skipped)}`);
+      if (fired.taken.length > 0) log?.(`fencelease: ${takenLine(fired.taken)}`);
       if (fired.jobs.length === 0) return;
       void wakeAfter({ ended: [], fired: fired.jobs }, waits);
       log?.(`fencelease: ${firedLine(fired.jobs)}`);
@@ -122,8 +124,14 @@ export function wakeAfter({ ended, fired }: Pick<Maintained, "ended" | "fired">,
 }
 
 /** The log line for a maintenance run. */
-export function maintainedLine({ expired, purged, fired, skipped }: Maintained): string {
-  return `fencelease: ended ${expired} expired lease${expired === 1 ? "" : "s"}, purged ${purged} old job${purged === 1 ? "" : "s"}${fired.length > 0 ? `, ${firedLine(fired)}` : ""}${skipped.length > 0 ? `; ${skippedLine(skipped)}` : ""}`;
+export function maintainedLine({ expired, purged, fired, taken, skipped }: Maintained): string {
+  return `fencelease: ended ${expired} expired lease${expired === 1 ? "" : "s"}, purged ${purged} old job${purged === 1 ? "" : "s"}${fired.length > 0 ? `, ${firedLine(fired)}` : ""}${taken.length > 0 ? `; ${takenLine(taken)}` : ""}${skipped.length > 0 ? `; ${skippedLine(skipped)}` : ""}`;
+}
+
+/** The fires that enqueued nothing because their job's id was taken, for a log line. */
+function takenLine(taken: TakenFire[]): string {
+  const named = taken.slice(0, 5).map((fire) => JSON.stringify(fire.id)).join(", ") + (taken.length > 5 ? ` and ${taken.length - 5} more` : "");
+  return `${taken.length} scheduled fire${taken.length === 1 ? "" : "s"} enqueued nothing: a job had the id already (${named})`;
 }
 
 /** The schedules a run could not fire, and why, for a log line. */

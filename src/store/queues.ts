@@ -3,6 +3,7 @@ import { InvalidArgument, type NotClaimableReason } from "./errors.ts";
 import { type JobStatus, leasesOf } from "./job.ts";
 import * as reads from "./sql/reads.ts";
 import * as sqlQueues from "./sql/queues.ts";
+import { followClock } from "./sql/bucket.ts";
 import { type ClaimedLeases, MAX_BURST, MAX_RATE_PER_SECOND, type QueueLimits, type QueueSettings } from "./shapes.ts";
 import * as check from "./validate.ts";
 
@@ -114,11 +115,27 @@ export class QueueVerbs {
   async claimNext(claim: Statement[], queue: string, now: number, limit: number): Promise<ClaimedLeases> {
     if (this.#driver.remote) {
       const [rows = [], [hint] = []] = await this.#driver.batch([...claim, reads.retryAfter(queue, now, limit)]);
-      return withRetryAfter(leasesOf(rows), hint);
+      return withRetryAfter(leasesOf(rows), await this.#followed(queue, now, hint));
     }
     const [rows = []] = await this.#driver.batch(claim);
     const leases = leasesOf(rows);
-    return leases.length < limit ? withRetryAfter(leases, (await this.#driver.run(reads.retryAfter(queue, now)))[0]) : leases;
+    return leases.length < limit ? withRetryAfter(leases, await this.#followed(queue, now, (await this.#driver.run(reads.retryAfter(queue, now)))[0])) : leases;
+  }
+
+  /**
+   * After a claim of `queue` that its bucket refused at `now`: a bucket whose
+   * count is ahead of a clock that stepped back counts on from `now` (see
+   * `followClock`, which decides). Without this, with no whole token left,
+   * nothing would move its count until the clock came back to it.
+   */
+  async followClock(queue: string, now: number): Promise<void> {
+    await this.#driver.batch([followClock(queue, now)]);
+  }
+
+  /** The hint of a claim-next stopped short, after following a clock that stepped back if the hint says it did. */
+  async #followed(queue: string, now: number, hint: Row | undefined): Promise<Row | undefined> {
+    if (hint?.stepped_back === 1) await this.followClock(queue, now);
+    return hint;
   }
 
   async #write(statement: Statement): Promise<QueueSettings> {

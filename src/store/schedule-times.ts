@@ -99,11 +99,13 @@ function fireJobId(name: string, fireAt: number): string {
  * The fire of a due schedule (a row of `dueSchedules`) at `now`: the latest
  * of its fires at or before `now` (never one before the next_fire_at it read,
  * so only the latest missed fire is enqueued), and its first fire after `now`.
+ * A schedule whose next fire has not come (it is due because the clock stepped
+ * back since that fire was planned) has no fire: only the first after `now`.
  * An everyMs schedule fires at created_at + k * every_ms.
  */
 export function dueFire(row: Row, now: number): Fire {
   const name = row.name as string;
-  const readNext = row.next_fire_at as number;
+  const readNext = row.next_fire_at as number | null;
   let latest: number;
   let next: number | null;
   if (row.every_ms !== null) {
@@ -113,10 +115,10 @@ export function dueFire(row: Row, now: number): Fire {
     next = latest + every;
   } else {
     const cron = cronOf(row.cron as string, row.timezone as string);
-    // previousRuns answers the runs strictly before its reference: the latest at or before `now`.
-    latest = cron.previousRuns(1, new Date(now + 1))[0]?.getTime() ?? readNext;
+    // previousRuns answers the runs strictly before its reference: the latest at or before `now` (none: the next_fire_at read stands).
+    latest = cron.previousRuns(1, new Date(now + 1))[0]?.getTime() ?? -Infinity;
     next = cron.nextRun(new Date(now))?.getTime() ?? null;
   }
-  const fireAt = Math.max(latest, readNext);
-  return [name, readNext, row.cron as string | null, row.every_ms as number | null, row.timezone as string | null, row.created_at as number, fireAt, fireJobId(name, fireAt), next];
+  const fireAt = readNext !== null && readNext <= now ? Math.max(latest, readNext) : null;
+  return [name, readNext, row.cron as string | null, row.every_ms as number | null, row.timezone as string | null, row.created_at as number, fireAt, fireAt === null ? null : fireJobId(name, fireAt), next];
 }

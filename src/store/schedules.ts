@@ -24,8 +24,10 @@ export type Schedule = {
   maxAttempts: number;
   /** The next fire not yet enqueued; null when a cron has no time left. */
   nextFireAt: number | null;
-  /** The fire last enqueued; null before the first. */
+  /** The last fire; null before the first. */
   lastFireAt: number | null;
+  /** Whether the last fire found its job's id taken, and so enqueued nothing (a job of that id was there already). */
+  lastFireTaken: boolean;
   createdAt: number;
   updatedAt: number;
 };
@@ -36,8 +38,15 @@ export type FiredJob = { id: string; queue: string };
 /** A due schedule whose fire could not be computed (a cron or time zone this runtime does not read), and why. */
 export type SkippedSchedule = { name: string; error: string };
 
-/** What fireDue did: the jobs it enqueued, the schedules it had to skip, and when the earliest other schedule fires next (null: none will). */
-export type Fired = { jobs: FiredJob[]; skipped: SkippedSchedule[]; nextFireAt: number | null };
+/** A fire that enqueued nothing: a job had its id already (see `Schedule.lastFireTaken`). */
+export type TakenFire = { name: string; id: string };
+
+/**
+ * What fireDue did: the jobs it enqueued, the fires that found their job's id
+ * taken and enqueued nothing, the schedules it had to skip, and when the
+ * earliest other schedule fires next (null: none will).
+ */
+export type Fired = { jobs: FiredJob[]; taken: TakenFire[]; skipped: SkippedSchedule[]; nextFireAt: number | null };
 
 /** Reads a `schedules` row into a Schedule. */
 function scheduleFromRow(row: Row): Schedule {
@@ -52,6 +61,7 @@ function scheduleFromRow(row: Row): Schedule {
     maxAttempts: row.max_attempts as number,
     nextFireAt: row.next_fire_at as number | null,
     lastFireAt: row.last_fire_at as number | null,
+    lastFireTaken: row.last_fire_taken === 1,
     createdAt: row.created_at as number,
     updatedAt: row.updated_at as number,
   };
@@ -78,8 +88,10 @@ const notFound = (name: string) => new NotFound(name, `no schedule has the name 
  * The store's recurring schedules (`store.schedules`), over the same Driver.
  * Each due fire enqueues one job, `{name}@{fire time as ISO 8601}`, in the
  * transaction that moves the schedule on to its next fire: at most once per
- * fire, however many runners fire together, and after downtime only the
- * latest missed fire.
+ * fire, however many runners fire together, and after downtime (or a clock
+ * that steps forward) only the latest missed fire. After a clock steps back
+ * (src/store/step-back.ts), the next fire is planned again from the corrected
+ * clock; a fire whose job is there already enqueues nothing.
  */
 export class Schedules {
   readonly #driver: Driver;
@@ -124,23 +136,31 @@ export class Schedules {
   /**
    * fireDue enqueues the job of every schedule due at `now` (the
    * latest fire at or before `now` of each; one of a schedule another runner
-   * fired or a put replaced meanwhile is left to it), in chunks of
-   * schedules (see HousekeepingOptions). Answers the jobs enqueued, and when
-   * the earliest schedule fires next.
+   * fired or a put replaced meanwhile is left to it), and plans again from
+   * `now` the next fire of each schedule planned by a clock that has since
+   * stepped back, in chunks of schedules (see HousekeepingOptions). Answers
+   * the jobs enqueued, the fires that found their job's id taken (and enqueued
+   * nothing), and when the earliest schedule fires next.
    */
   async fireDue(now: number, options: HousekeepingOptions = {}): Promise<Fired> {
     check.instant("now", now);
     const jobs: FiredJob[] = [];
+    const taken: TakenFire[] = [];
     const skipped: SkippedSchedule[] = [];
     await inChunks(options, async (size) => {
       const due = await this.#driver.run(sql.dueSchedules(now, size, skipped.map((schedule) => schedule.name)));
       if (due.length === 0) return false;
       const fires = due.flatMap((row) => fireOrSkip(row, now, skipped));
-      const [enqueued = []] = fires.length === 0 ? [] : await this.#driver.batch(sql.fireDue(fires, now));
+      const [enqueued = [], moved = []] = fires.length === 0 ? [] : await this.#driver.batch(sql.fireDue(fires, now));
       for (const row of enqueued) jobs.push({ id: row.id as string, queue: row.queue as string });
+      const jobIds = new Map(fires.map(([name, , , , , , , jobId]) => [name, jobId]));
+      for (const row of moved) {
+        const id = jobIds.get(row.name as string);
+        if (id && row.last_fire_taken === 1) taken.push({ name: row.name as string, id });
+      }
       return due.length === size;
     });
     const [next] = await this.#driver.run(sql.nextFire(skipped.map((schedule) => schedule.name)));
-    return { jobs, skipped, nextFireAt: (next?.at as number | undefined) ?? null };
+    return { jobs, taken, skipped, nextFireAt: (next?.at as number | undefined) ?? null };
   }
 }

@@ -74,8 +74,33 @@ export class LeaseStore {
 
   /** nextClaimableAt answers when a job of `queue` next becomes claimable by claimNext (maybe already), or null if none will. */
   async nextClaimableAt(queue: string, now = Date.now()): Promise<number | null> {
-    const [row] = await this.#driver.run(reads.nextClaimable(check.name("queue", queue), check.instant("now", now)));
+    const [row] = await this.#driver.run(reads.nextClaimable([check.name("queue", queue)], check.instant("now", now)));
     return (row?.at as number | null | undefined) ?? null;
+  }
+
+  /** nextClaimableAtEach is nextClaimableAt of many queues in one read (the wait rooms' re-check): those that have a time, with it. */
+  async nextClaimableAtEach(queues: string[], now = Date.now()): Promise<{ queue: string; at: number }[]> {
+    const rows = await this.#driver.run(reads.nextClaimable(queues.map((queue) => check.name("queue", queue)), check.instant("now", now)));
+    return rows.filter((row) => row.at !== null).map((row) => ({ queue: row.queue as string, at: row.at as number }));
+  }
+
+  /** finishedOf answers which of the jobs `ids` are done, dead, cancelled or gone, in one read (the wait rooms' re-check). */
+  async finishedOf(ids: string[]): Promise<string[]> {
+    return (await this.#driver.run(reads.finished(ids.map((id) => check.name("id", id))))).map((row) => row.id as string);
+  }
+
+  /**
+   * dataVersion answers a number that changes when another connection (another
+   * process, plain SQL) commits to the database, and only then: SQLite's
+   * data_version, read on the store's connection, which its own writes leave
+   * as it is. Null where it cannot tell: a remote database, where each call
+   * may be served by another connection. The wait rooms skip their re-check
+   * while it stays the same.
+   */
+  async dataVersion(): Promise<number | null> {
+    if (this.#driver.remote) return null;
+    const [row] = await this.#driver.run({ sql: "SELECT data_version AS version FROM pragma_data_version()", args: [] });
+    return row!.version as number;
   }
 
   /**
@@ -139,7 +164,11 @@ export class LeaseStore {
     const [, [written] = [], [read] = []] = await this.#driver.batch([...checked.claim(id, owner, now, ttlMs), reads.claimState(id, now)]);
     if (read === undefined) throw new NotFound(id);
     const current = jobFromRow(read);
-    if (written === undefined) throw new NotClaimable(id, whyNotClaimable(current.status, read.queue_refusal));
+    if (written === undefined) {
+      const reason = whyNotClaimable(current.status, read.queue_refusal);
+      if (reason === "rate_limited") await this.#queues.followClock(current.queue, now); // a clock stepped back: see followClock
+      throw new NotClaimable(id, reason);
+    }
     return { job: current, fence: current.fence, until: current.until };
   }
 

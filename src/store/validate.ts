@@ -32,6 +32,28 @@ export function name(what: string, value: unknown): string {
   throw new InvalidArgument(`${what} must be a non-empty string of printable text, got ${describe(value)}`);
 }
 
+/**
+ * The ids a schedule's fires take: `{name}@{fire time}`, the time as
+ * Date.prototype.toISOString writes it (src/store/schedule-times.ts), a name
+ * without "@".
+ */
+const FIRE_ID = /^([^@]+)@((?:[+-]\d{6}|\d{4})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)$/;
+
+/**
+ * A job id a client may enqueue: a name (see `name`) that does not have the
+ * shape of a schedule's fire. A fire enqueues nothing when its id is taken,
+ * so an id of that shape enqueued first would silently take the fire's place;
+ * refused for any name, as a schedule of that name may be put later.
+ */
+export function jobId(what: string, value: unknown): string {
+  const id = name(what, value);
+  const fire = FIRE_ID.exec(id);
+  if (fire) {
+    throw new InvalidArgument(`${what} ${JSON.stringify(id)} has the shape of a schedule's fire ({name}@{ISO time}), which only the fires of schedule ${JSON.stringify(fire[1])} may take; give the job another id`);
+  }
+  return id;
+}
+
 /** Ids each given once: a many-lease call answers each lease by its id, so an id sent twice could not be told apart. */
 export function distinctIds(what: string, entries: { id: string }[]): void {
   const seen = new Set<string>();

@@ -1,6 +1,6 @@
 import type { Job, Lease } from "../store/job.ts";
 import type { ClaimedLeases, LeaseStore } from "../store/store.ts";
-import { MAX_WAITING, WaitRoom } from "./wait-room.ts";
+import { MAX_WAITING, type Recheck, type Rechecked, WaitRoom } from "./wait-room.ts";
 
 /** A claim-next that may wait: up to `limit` jobs of `queue`, waiting at most `waitMs` for the first. */
 export type WaitingClaim = { queue: string; owner: string; ttlMs: number; limit: number; waitMs: number };
@@ -38,11 +38,41 @@ export function isFinished(job: Job): boolean {
   return job.status === "done" || job.status === "dead" || job.status === "cancelled";
 }
 
+const NOTHING: Rechecked = { claimable: [], finished: [] };
+
+/**
+ * storeRecheck is the re-check of a room over `store`: for the writes that
+ * ring nobody, those of other connections. While the store's dataVersion
+ * stays the same, nobody else wrote, and every write of this process rang
+ * the room as it committed: a tick costs that one read, whatever the number of
+ * waiters. Once it changes (and on every tick where it cannot tell: a remote
+ * database), one read of every queue with waiters (when a job of each is next
+ * claimable) and one of every job waited on (which are finished), however
+ * many there are. The version is kept only once both reads have answered, so
+ * a write that comes between the version and the reads is read again at the
+ * next tick, never missed.
+ */
+export function storeRecheck(store: LeaseStore, clock: () => number): Recheck {
+  let seen: number | null = null;
+  return async ({ queues, jobs }) => {
+    const version = await store.dataVersion();
+    if (version !== null && version === seen) return NOTHING;
+    const [claimable, finished] = await Promise.all([
+      queues.length === 0 ? [] : store.nextClaimableAtEach(queues, clock()),
+      jobs.length === 0 ? [] : store.finishedOf(jobs),
+    ]);
+    seen = version;
+    return { claimable, finished };
+  };
+}
+
 /**
  * localWaits waits in `room`, in this process, over `store`: the Node server's
- * waits, a Durable Object's, and a Worker isolate's without one.
+ * waits, a Durable Object's, and a Worker isolate's without one. The room's
+ * re-check asks the store (storeRecheck).
  */
 export function localWaits(store: LeaseStore, room: WaitRoom, clock: () => number): Waits {
+  room.recheckWith(storeRecheck(store, clock));
   return {
     claimNext: (claim, signal) => waitForJobs(store, room, claim, clock, signal),
     job: (id, waitMs, signal) => waitForResult(store, room, id, waitMs, clock, signal),
@@ -62,8 +92,9 @@ export function localWaits(store: LeaseStore, room: WaitRoom, clock: () => numbe
  * settle a promise for a request other than the one that made it; only a
  * Durable Object may), so each waiting request waits in a WaitRoom of its
  * own, which nothing rings: it claims (or reads) again at the next due job's
- * timer and every `recheckMs` (RECHECK_MS, 1 s), a bounded re-check inside
- * the request. At most `maxWaiting` wait at once in the isolate.
+ * timer, and when its re-check (every RECHECK_MS, 1 s: one read, as D1
+ * cannot tell whether anyone wrote) finds a job due or its job finished. At
+ * most `maxWaiting` wait at once in the isolate.
  */
 export function requestWaits(store: LeaseStore, clock: () => number, maxWaiting = MAX_WAITING): Waits {
   let waiting = 0;
@@ -143,10 +174,10 @@ export async function giveBack(store: LeaseStore, leases: Lease[], owner: string
 
 /**
  * The long poll of a job's result: enter the job's line, then read it; until
- * it is done, dead or cancelled, sleep until a write of this process finishes it, the
- * re-check (`room.recheckMs`, for writes of other processes), the deadline,
- * the client's disconnect or the server's stop, and read again. Answers the
- * job as last read; a full room answers after one read.
+ * it is done, dead or cancelled, sleep until a write of this process finishes
+ * it, the room's re-check finds it finished (the writes of other processes),
+ * the deadline, the client's disconnect or the server's stop, and read again.
+ * Answers the job as last read; a full room answers after one read.
  */
 async function waitForResult(store: LeaseStore, room: WaitRoom, id: string, waitMs: number, clock: () => number, signal: AbortSignal): Promise<Job> {
   const deadline = performance.now() + waitMs;
@@ -156,8 +187,7 @@ async function waitForResult(store: LeaseStore, room: WaitRoom, id: string, wait
       waiter?.claiming();
       const job = await store.getJob(id, clock());
       if (waiter === null || isFinished(job) || waiter.stopped || signal.aborted || performance.now() >= deadline) return job;
-      const recheck = room.recheckMs > 0 ? performance.now() + room.recheckMs : deadline;
-      await waiter.sleep(Math.min(deadline, recheck), signal);
+      await waiter.sleep(deadline, signal);
     }
   } finally {
     waiter?.leave();

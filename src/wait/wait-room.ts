@@ -3,9 +3,9 @@ export type WaitRoomOptions = {
   /** The most requests waiting at once; `enter` answers null beyond it. Default MAX_WAITING (10,000). */
   maxWaiting?: number;
   /**
-   * How often a queue with waiters is woken anyway (one waiter, which claims),
-   * for jobs that writes outside this room made due: another process on the
-   * same file, plain SQL. Default RECHECK_MS (1 s); 0 never.
+   * How often the room looks again, for the writes it does not hear of
+   * (another process on the same file, plain SQL): one `Recheck` for every
+   * queue and job with waiters at once. Default RECHECK_MS (1 s); 0 never.
    */
   recheckMs?: number;
   /** The clock that `wakeAt` times are read on (the server's); default Date.now. */
@@ -23,8 +23,27 @@ const MAX_DELAY_MS = 2 ** 31 - 1;
 /** Where a waiter waits: for a job of a queue, or for the result of one job. */
 type Line = { kind: "queue" | "job"; key: string };
 
-/** One queue's waiters in arrival order, its timer at the next due job, and its re-check. */
-type QueueLine = { waiters: Set<Waiter>; timer?: { at: number; handle: unknown }; recheck?: unknown };
+/** One queue's waiters in arrival order, and its timer at the next due job. */
+type QueueLine = { waiters: Set<Waiter>; timer?: { at: number; handle: unknown } };
+
+/** What the room has waiters for: the queues with waiting claims, the jobs with waiting reads. */
+export type Waiting = { queues: string[]; jobs: string[] };
+
+/**
+ * What a re-check found: when a job of each queue (of those asked about)
+ * next becomes claimable, maybe already (a queue left out has none), and
+ * which of the jobs are finished.
+ */
+export type Rechecked = { claimable: { queue: string; at: number }[]; finished: string[] };
+
+/**
+ * The room's re-check: given what it has waiters for, what the writes it did
+ * not hear of changed. `localWaits` asks the store (src/wait/long-poll.ts).
+ */
+export type Recheck = (waiting: Waiting) => Rechecked | Promise<Rechecked>;
+
+/** The re-check of a room that was given none: every queue may have a job now, every job may be finished; its waiters look for themselves. */
+const LOOK_AGAIN: Recheck = ({ queues, jobs }) => ({ claimable: queues.map((queue) => ({ queue, at: 0 })), finished: jobs });
 
 /** Timers must not keep a Node process alive; Workers timers have no unref. */
 function unref(timer: unknown): unknown {
@@ -55,12 +74,18 @@ function unref(timer: unknown): unknown {
  * - Bounded: at most `maxWaiting` waiters; `enter` answers null beyond it,
  *   and after `stop`. `stop` wakes every waiter at once, and `stopped` tells
  *   each to answer now.
+ * - Re-checked, not polled: while anyone waits, the room runs its `Recheck`
+ *   once every `recheckMs`, for every queue and job with waiters at once (one
+ *   at a time: a tick that finds the last still running skips), and wakes
+ *   what it reports: a queue's timer moved to its next claimable time (one
+ *   waiter woken if that has come), every reader of a finished job. An idle
+ *   waiter costs nothing per tick of its own.
  *
  * Failure modes:
  * - A write this room does not hear of (another process, plain SQL, a ring
- *   lost on its way) wakes nobody: a queue with waiters is re-checked every
- *   `recheckMs`, a job waiter re-reads as often (see long-poll.ts); with
- *   `recheckMs` 0 they wait for their deadline, the next ring or the timer.
+ *   lost on its way) wakes nobody until the next re-check finds it; with
+ *   `recheckMs` 0 they wait for their deadline, the next ring or the timer. A
+ *   re-check that fails is dropped; the next tick asks again.
  * - A woken waiter that loses the race (another client took the job) finds
  *   nothing and sleeps again: one claim spent, nothing taken twice.
  * - Timers run on the process's own clock: a server clock moved by hand moves
@@ -72,6 +97,11 @@ export class WaitRoom {
   readonly #maxWaiting: number;
   readonly #recheckMs: number;
   readonly #clock: () => number;
+  #recheck: Recheck = LOOK_AGAIN;
+  /** The re-check's timer, while anyone waits. */
+  #ticking: unknown;
+  /** A re-check in progress: the next tick waits for it to end. */
+  #checking = false;
   #waiting = 0;
   #stopped = false;
 
@@ -93,9 +123,14 @@ export class WaitRoom {
     return this.#stopped;
   }
 
-  /** How often a waiter re-reads on its own (0: never). */
+  /** How often the room re-checks its lines (0: never). */
   get recheckMs(): number {
     return this.#recheckMs;
+  }
+
+  /** Sets what the re-check asks (see Recheck); without it, each tick wakes one waiter of every queue and every reader, who look for themselves. */
+  recheckWith(recheck: Recheck): void {
+    this.#recheck = recheck;
   }
 
   /** A place in `queue`'s line for a claim of up to `limit` jobs; null when the room is full or stopped. */
@@ -104,7 +139,6 @@ export class WaitRoom {
     let line = this.#queues.get(queue);
     if (!line) {
       line = { waiters: new Set() };
-      if (this.#recheckMs > 0) line.recheck = unref(setInterval(() => this.wake(queue), this.#recheckMs));
       this.#queues.set(queue, line);
     }
     const waiter = new Waiter(this, { kind: "queue", key: queue }, limit);
@@ -175,7 +209,10 @@ export class WaitRoom {
 
   /** Takes `waiter` out of its line; called by `Waiter.leave`. */
   remove(waiter: Waiter, line: Line): void {
-    this.#waiting--;
+    if (--this.#waiting === 0) {
+      clearInterval(this.#ticking as number);
+      this.#ticking = undefined;
+    }
     if (line.kind === "job") {
       const waiters = this.#jobs.get(line.key);
       waiters?.delete(waiter);
@@ -187,14 +224,28 @@ export class WaitRoom {
     queue.waiters.delete(waiter);
     if (queue.waiters.size > 0) return;
     clearTimeout(queue.timer?.handle as number);
-    clearInterval(queue.recheck as number);
     this.#queues.delete(line.key);
   }
 
   #admit(): boolean {
     if (this.#stopped || this.#waiting >= this.#maxWaiting) return false;
-    this.#waiting++;
+    if (this.#waiting++ === 0 && this.#recheckMs > 0) this.#ticking = unref(setInterval(() => void this.#tick(), this.#recheckMs));
     return true;
+  }
+
+  /** One re-check of every line, and the wakes it calls for. */
+  async #tick(): Promise<void> {
+    if (this.#checking || this.#stopped) return;
+    this.#checking = true;
+    try {
+      const found = await this.#recheck({ queues: [...this.#queues.keys()], jobs: [...this.#jobs.keys()] });
+      for (const { queue, at } of found.claimable) this.wakeAt(queue, at);
+      this.finished(found.finished);
+    } catch {
+      // Dropped: the next tick asks again, and each waiter's deadline answers it meanwhile.
+    } finally {
+      this.#checking = false;
+    }
   }
 }
 

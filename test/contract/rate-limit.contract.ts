@@ -254,4 +254,80 @@ export function rateLimitContract(freshStore: () => Promise<FreshStorage>): void
       expect((await other.claimNext("q", "B", T, TTL, 5)).retryAfterMs).toBe(1_000);
     });
   });
+
+  describe("the token bucket when the clock steps", () => {
+    const HOUR = 60 * 60 * 1000;
+    const BACK = T + 10 * DAY - HOUR; // the clock after a step back of an hour from T + 10 days
+    /** `count` jobs of `queue`, due long before either clock. */
+    const dueJobs = async (store: LeaseStore, queue: string, count: number) => {
+      for (let i = 1; i <= count; i++) await store.enqueue(`${queue}-${i}`, { queue, now: T });
+    };
+
+    test("after a step back of an hour, an empty bucket refills at its rate from the corrected clock, and never holds more than burst", async () => {
+      const fresh = await freshStore();
+      const { store } = fresh;
+      const NOW = T + 10 * DAY;
+      await dueJobs(store, "q", 60);
+      await store.setQueue("q", { ratePerSecond: 10, burst: 10 }, NOW);
+      expect(await store.claimNext("q", "A", NOW, TTL, 20)).toHaveLength(10);
+      expect(await store.nextClaimableAt("q", NOW)).toBe(NOW + 100);
+      // The clock steps back an hour: the next token comes 100 ms later by the corrected clock, not in an hour.
+      const stepped = await store.claimNext("q", "A", BACK, TTL);
+      expect([...stepped]).toEqual([]);
+      expect(stepped.retryAfterMs).toBe(100);
+      expect(await store.nextClaimableAt("q", BACK)).toBe(BACK + 100);
+      expect((await store.claimNext("q", "A", BACK + 99, TTL)).retryAfterMs).toBe(1);
+      expect(await store.claimNext("q", "A", BACK + 100, TTL, 5)).toHaveLength(1);
+      expect((await store.claimNext("q", "A", BACK + 100, TTL)).retryAfterMs).toBe(100);
+      expect(await store.claimNext("q", "A", BACK + 250, TTL, 5)).toHaveLength(1); // one and a half tokens: one lease
+      // An idle spell refills it to its burst, no more.
+      expect(await store.claimNext("q", "A", BACK + 60_000, TTL, 30)).toHaveLength(10);
+      expect(await bucketOf(fresh, "q")).toEqual({ micro_tokens: 0, tokens_at: BACK + 60_000 });
+    });
+
+    test("after a step back, a bucket that held tokens hands out those, then one a refill", async () => {
+      const { store } = await freshStore();
+      const NOW = T + 10 * DAY;
+      await dueJobs(store, "q", 30);
+      await store.setQueue("q", { ratePerSecond: 10, burst: 10 }, NOW);
+      expect(await store.claimNext("q", "A", NOW, TTL, 3)).toHaveLength(3);
+      expect(await store.claimNext("q", "A", BACK, TTL, 20)).toHaveLength(7);
+      expect((await store.claimNext("q", "A", BACK + 99, TTL)).retryAfterMs).toBe(1);
+      expect(await store.claimNext("q", "A", BACK + 100, TTL, 20)).toHaveLength(1);
+    });
+
+    test("after a step back, a claim by id is rate_limited until the refill from the corrected clock, then takes the job", async () => {
+      const { store } = await freshStore();
+      const NOW = T + 10 * DAY;
+      await dueJobs(store, "q", 3);
+      await store.setQueue("q", { ratePerSecond: 10, burst: 1 }, NOW);
+      expect(await store.claimNext("q", "A", NOW, TTL)).toHaveLength(1);
+      await expect(store.claimJob("q-2", "B", BACK, TTL)).rejects.toMatchObject({ reason: "rate_limited" });
+      await expect(store.claimJob("q-2", "B", BACK + 99, TTL)).rejects.toMatchObject({ reason: "rate_limited" });
+      expect((await store.claimJob("q-2", "B", BACK + 100, TTL)).fence).toBe(1);
+    });
+
+    test("a clock up to a second behind the bucket's last count (another server's) waits for it: no token twice", async () => {
+      const fresh = await freshStore();
+      const { store } = fresh;
+      await dueJobs(store, "q", 10);
+      await store.setQueue("q", { ratePerSecond: 10, burst: 1 }, T);
+      expect(await store.claimNext("q", "A", T + 1_000, TTL)).toHaveLength(1);
+      const behind = await store.claimNext("q", "B", T + 300, TTL); // 700 ms behind
+      expect([...behind]).toEqual([]);
+      expect(behind.retryAfterMs).toBe(800); // when the token is due by the bucket's count: T + 1100
+      expect(await store.claimNext("q", "B", T + 1_099, TTL)).toHaveLength(0);
+      expect(await bucketOf(fresh, "q")).toEqual({ micro_tokens: 0, tokens_at: T + 1_000 }); // not moved back
+      expect(await store.claimNext("q", "A", T + 1_100, TTL)).toHaveLength(1);
+      expect(await store.claimNext("q", "B", T + 1_150, TTL)).toHaveLength(0); // 50 ms behind the last spend
+    });
+
+    test("a step forward fills the bucket to its burst, no more", async () => {
+      const { store } = await freshStore();
+      await dueJobs(store, "q", 30);
+      await store.setQueue("q", { ratePerSecond: 10, burst: 5 }, T);
+      expect(await store.claimNext("q", "A", T, TTL, 10)).toHaveLength(5);
+      expect(await store.claimNext("q", "A", T + 365 * DAY, TTL, 20)).toHaveLength(5);
+    });
+  });
 }

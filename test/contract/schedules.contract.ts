@@ -23,20 +23,20 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       expect(created).toBe(true);
       expect(schedule).toEqual({
         name: "nightly", queue: "reports", cron: "0 3 * * *", everyMs: null, timezone: "UTC", payload: { kind: "nightly" },
-        priority: 2, maxAttempts: 3, nextFireAt: AT_3, lastFireAt: null, createdAt: T, updatedAt: T,
+        priority: 2, maxAttempts: 3, nextFireAt: AT_3, lastFireAt: null, lastFireTaken: false, createdAt: T, updatedAt: T,
       });
 
-      expect(await store.schedules.fireDue(AT_3 - 1)).toEqual({ jobs: [], skipped: [], nextFireAt: AT_3 });
+      expect(await store.schedules.fireDue(AT_3 - 1)).toEqual({ jobs: [], taken: [], skipped: [], nextFireAt: AT_3 });
       expect(await snapshot()).toEqual({});
 
       const fired = await store.schedules.fireDue(AT_3);
-      expect(fired).toEqual({ jobs: [{ id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports" }], skipped: [], nextFireAt: AT_3 + 24 * HOUR });
+      expect(fired).toEqual({ jobs: [{ id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports" }], taken: [], skipped: [], nextFireAt: AT_3 + 24 * HOUR });
       expect(await store.getJob("nightly@2026-11-30T03:00:00.000Z", AT_3)).toMatchObject({
         queue: "reports", payload: { kind: "nightly" }, priority: 2, maxAttempts: 3, runAt: AT_3, status: "queued", fence: 0, createdAt: AT_3,
       });
       expect(await store.schedules.get("nightly")).toMatchObject({ lastFireAt: AT_3, nextFireAt: AT_3 + 24 * HOUR, updatedAt: T });
 
-      expect(await store.schedules.fireDue(AT_3 + MINUTE)).toEqual({ jobs: [], skipped: [], nextFireAt: AT_3 + 24 * HOUR });
+      expect(await store.schedules.fireDue(AT_3 + MINUTE)).toEqual({ jobs: [], taken: [], skipped: [], nextFireAt: AT_3 + 24 * HOUR });
       expect(Object.keys(await snapshot())).toEqual(["nightly@2026-11-30T03:00:00.000Z"]);
     });
 
@@ -45,7 +45,7 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
       const back = AT_3 + HOUR + 30_000; // 04:00:30
       const fired = await store.schedules.fireDue(back);
-      expect(fired).toEqual({ jobs: [{ id: "tick@2026-11-30T04:00:00.000Z", queue: "q" }], skipped: [], nextFireAt: AT_3 + HOUR + MINUTE });
+      expect(fired).toEqual({ jobs: [{ id: "tick@2026-11-30T04:00:00.000Z", queue: "q" }], taken: [], skipped: [], nextFireAt: AT_3 + HOUR + MINUTE });
       expect(Object.keys(await snapshot())).toEqual(["tick@2026-11-30T04:00:00.000Z"]);
       expect(await store.schedules.get("tick")).toMatchObject({ lastFireAt: AT_3 + HOUR, nextFireAt: AT_3 + HOUR + MINUTE });
     });
@@ -69,7 +69,7 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       expect(schedule).toMatchObject({ timezone: "Europe/Paris", nextFireAt: Date.UTC(2026, 2, 28, 8, 0) });
       expect((await store.schedules.fireDue(Date.UTC(2026, 2, 28, 8, 0) - 1)).jobs).toEqual([]);
       expect(await store.schedules.fireDue(Date.UTC(2026, 2, 28, 8, 0))).toEqual({
-        jobs: [{ id: "paris@2026-03-28T08:00:00.000Z", queue: "q" }], skipped: [], nextFireAt: Date.UTC(2026, 2, 29, 7, 0),
+        jobs: [{ id: "paris@2026-03-28T08:00:00.000Z", queue: "q" }], taken: [], skipped: [], nextFireAt: Date.UTC(2026, 2, 29, 7, 0),
       });
       expect((await store.schedules.fireDue(Date.UTC(2026, 2, 29, 7, 0))).jobs).toEqual([{ id: "paris@2026-03-29T07:00:00.000Z", queue: "q" }]);
     });
@@ -79,21 +79,48 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       const { schedule } = await store.schedules.put("beat", { queue: "q", everyMs: 90_000, payload: [1] }, T);
       expect(schedule).toMatchObject({ cron: null, everyMs: 90_000, timezone: null, nextFireAt: T + 90_000 });
       expect((await store.schedules.fireDue(T + 89_999)).jobs).toEqual([]);
-      expect(await store.schedules.fireDue(T + 90_000)).toEqual({ jobs: [{ id: `beat@${new Date(T + 90_000).toISOString()}`, queue: "q" }], skipped: [], nextFireAt: T + 180_000 });
+      expect(await store.schedules.fireDue(T + 90_000)).toEqual({ jobs: [{ id: `beat@${new Date(T + 90_000).toISOString()}`, queue: "q" }], taken: [], skipped: [], nextFireAt: T + 180_000 });
       // Down from T + 90 s to T + 905 s: the fires at 180 s … 900 s were missed; only 900 s is enqueued.
-      expect(await store.schedules.fireDue(T + 905_000)).toEqual({ jobs: [{ id: `beat@${new Date(T + 900_000).toISOString()}`, queue: "q" }], skipped: [], nextFireAt: T + 990_000 });
+      expect(await store.schedules.fireDue(T + 905_000)).toEqual({ jobs: [{ id: `beat@${new Date(T + 900_000).toISOString()}`, queue: "q" }], taken: [], skipped: [], nextFireAt: T + 990_000 });
       expect(Object.keys(await snapshot())).toHaveLength(2);
       expect(await store.getJob(`beat@${new Date(T + 900_000).toISOString()}`, T + 905_000)).toMatchObject({ runAt: T + 900_000, payload: [1] });
     });
 
-    test("a fire whose job id exists (enqueued by hand) moves the schedule on and enqueues nothing: at most once per fire", async () => {
+    test("a fire whose job id is taken (by a job of that id from before such ids were refused) enqueues nothing, and says so in fireDue's answer and on the schedule", async () => {
+      const { store, snapshot, exec } = await freshStore();
+      await store.schedules.put("nightly", nightly, T);
+      await exec(`INSERT INTO jobs (id, queue, created_at, updated_at) VALUES ('nightly@2026-11-30T03:00:00.000Z', 'elsewhere', ${T}, ${T})`);
+      const before = await snapshot();
+      expect(await store.schedules.fireDue(AT_3)).toEqual({
+        jobs: [], taken: [{ name: "nightly", id: "nightly@2026-11-30T03:00:00.000Z" }], skipped: [], nextFireAt: AT_3 + 24 * HOUR,
+      });
+      expect(await snapshot()).toEqual(before);
+      expect(await store.schedules.get("nightly")).toMatchObject({ lastFireAt: AT_3, lastFireTaken: true, nextFireAt: AT_3 + 24 * HOUR });
+      expect(await store.schedules.fireDue(AT_3 + 24 * HOUR)).toEqual({
+        jobs: [{ id: "nightly@2026-12-01T03:00:00.000Z", queue: "reports" }], taken: [], skipped: [], nextFireAt: AT_3 + 48 * HOUR,
+      });
+      expect(await store.schedules.get("nightly")).toMatchObject({ lastFireAt: AT_3 + 24 * HOUR, lastFireTaken: false });
+    });
+
+    test("an enqueue of an id shaped as a schedule's fire ({name}@{ISO time}) is InvalidArgument and changes nothing, so no client can take a fire's place", async () => {
       const { store, snapshot } = await freshStore();
       await store.schedules.put("nightly", nightly, T);
-      await store.enqueue("nightly@2026-11-30T03:00:00.000Z", { queue: "elsewhere", now: T });
-      const before = await snapshot();
-      expect(await store.schedules.fireDue(AT_3)).toEqual({ jobs: [], skipped: [], nextFireAt: AT_3 + 24 * HOUR });
-      expect(await snapshot()).toEqual(before);
-      expect(await store.schedules.get("nightly")).toMatchObject({ lastFireAt: AT_3 });
+      const fireId = "nightly@2026-11-30T03:00:00.000Z";
+      for (const id of [fireId, "not-yet-a-schedule@2026-11-30T03:00:00.000Z", "x@+275760-09-13T00:00:00.000Z"]) {
+        const enqueue = store.enqueue(id, { queue: "elsewhere", now: T });
+        await expect(enqueue, id).rejects.toBeInstanceOf(InvalidArgument);
+        await expect(enqueue).rejects.toThrow(`id ${JSON.stringify(id)} has the shape of a schedule's fire`);
+      }
+      await expect(store.enqueueJob(fireId, { now: T })).rejects.toBeInstanceOf(InvalidArgument);
+      const many = store.enqueueMany("elsewhere", [{ id: "fine" }, { id: fireId }], T);
+      await expect(many).rejects.toBeInstanceOf(InvalidArgument);
+      await expect(many).rejects.toThrow(/^jobs\[1\]\.id "nightly@2026-11-30T03:00:00\.000Z" has the shape of a schedule's fire/);
+      expect(await snapshot()).toEqual({});
+      // Ids with an "@" of any other shape are a client's to use.
+      for (const id of ["a@b", "nightly@2026-11-30", "nightly@2026-11-30T03:00:00Z", "a@b@2026-11-30T03:00:00.000Z", "@2026-11-30T03:00:00.000Z"]) {
+        expect(await store.enqueue(id, { now: T }), id).toBe(true);
+      }
+      expect((await store.schedules.fireDue(AT_3)).jobs).toEqual([{ id: fireId, queue: "reports" }]);
     });
 
     test("a run works through the due schedules in chunks, earliest first, and the next run takes the rest", async () => {
@@ -118,6 +145,58 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
     });
   });
 
+  describe("schedules: a clock that steps", () => {
+    const at = (time: number) => new Date(time).toISOString();
+
+    test("after a step back of an hour, a per-minute cron fires at its next minute by the corrected clock, and a fire already enqueued is not enqueued again", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
+      // The clock jumps an hour ahead (only the latest missed fire, 04:00), then an NTP correction puts it back.
+      expect((await store.schedules.fireDue(AT_3 + HOUR + 30_000)).jobs).toEqual([{ id: `tick@${at(AT_3 + HOUR)}`, queue: "q" }]);
+      const back = await store.schedules.fireDue(AT_3 + 30_000);
+      expect(back).toMatchObject({ jobs: [], nextFireAt: AT_3 + MINUTE });
+      expect(await store.schedules.get("tick")).toMatchObject({ nextFireAt: AT_3 + MINUTE, lastFireAt: AT_3 + HOUR });
+      expect((await store.schedules.fireDue(AT_3 + MINUTE)).jobs).toEqual([{ id: `tick@${at(AT_3 + MINUTE)}`, queue: "q" }]);
+      expect((await store.schedules.fireDue(AT_3 + 2 * MINUTE)).jobs).toEqual([{ id: `tick@${at(AT_3 + 2 * MINUTE)}`, queue: "q" }]);
+      // 04:00 comes round again: its job exists, so nothing is enqueued twice; then 04:01 fires as usual.
+      expect(await store.schedules.fireDue(AT_3 + HOUR)).toMatchObject({ jobs: [], taken: [{ name: "tick", id: `tick@${at(AT_3 + HOUR)}` }] });
+      expect((await store.schedules.fireDue(AT_3 + HOUR + MINUTE)).jobs).toEqual([{ id: `tick@${at(AT_3 + HOUR + MINUTE)}`, queue: "q" }]);
+      expect(Object.keys(await snapshot())).toEqual([AT_3 + MINUTE, AT_3 + 2 * MINUTE, AT_3 + HOUR, AT_3 + HOUR + MINUTE].map((time) => `tick@${at(time)}`));
+    });
+
+    test("after a step back, an everyMs schedule fires at its next createdAt + k × everyMs by the corrected clock", async () => {
+      const { store } = await freshStore();
+      await store.schedules.put("beat", { queue: "q", everyMs: MINUTE }, T);
+      expect((await store.schedules.fireDue(T + 10 * MINUTE)).jobs).toEqual([{ id: `beat@${at(T + 10 * MINUTE)}`, queue: "q" }]);
+      expect(await store.schedules.fireDue(T + 2 * MINUTE + 1_000)).toMatchObject({ jobs: [], nextFireAt: T + 3 * MINUTE });
+      expect((await store.schedules.fireDue(T + 3 * MINUTE)).jobs).toEqual([{ id: `beat@${at(T + 3 * MINUTE)}`, queue: "q" }]);
+    });
+
+    test("a schedule put while the clock was an hour ahead fires at its first time by the corrected clock", async () => {
+      const { store } = await freshStore();
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, AT_3 + HOUR + 30_000);
+      expect(await store.schedules.fireDue(AT_3 + 30_000)).toMatchObject({ jobs: [], nextFireAt: AT_3 + MINUTE });
+      expect((await store.schedules.fireDue(AT_3 + MINUTE)).jobs).toEqual([{ id: `tick@${at(AT_3 + MINUTE)}`, queue: "q" }]);
+    });
+
+    test("a runner whose clock is up to a second behind (another server's) leaves the schedule as the runner ahead moved it", async () => {
+      const { store, reopen } = await freshStore();
+      const behind = await reopen();
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
+      expect((await store.schedules.fireDue(AT_3 + 100)).jobs).toHaveLength(1);
+      const moved = await store.schedules.get("tick");
+      expect(await behind.schedules.fireDue(AT_3 - 400)).toMatchObject({ jobs: [], nextFireAt: AT_3 + MINUTE });
+      expect(await store.schedules.get("tick")).toEqual(moved);
+    });
+
+    test("a step forward of a day enqueues the latest missed fire only", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
+      expect((await store.schedules.fireDue(AT_3 + 24 * HOUR + 1)).jobs).toEqual([{ id: `tick@${at(AT_3 + 24 * HOUR)}`, queue: "q" }]);
+      expect(Object.keys(await snapshot())).toHaveLength(1);
+    });
+  });
+
   describe("schedules: put, replace, get, list, delete", () => {
     test("a put of an existing name replaces it: created false, createdAt and lastFireAt kept, the next fire recomputed, the next job as replaced", async () => {
       const { store } = await freshStore();
@@ -128,7 +207,7 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
         created: false,
         schedule: {
           name: "nightly", queue: "other", cron: "30 * * * *", everyMs: null, timezone: "UTC", payload: "new", priority: 0, maxAttempts: 25,
-          nextFireAt: AT_3 + 30 * MINUTE, lastFireAt: AT_3, createdAt: T, updatedAt: AT_3 + MINUTE,
+          nextFireAt: AT_3 + 30 * MINUTE, lastFireAt: AT_3, lastFireTaken: false, createdAt: T, updatedAt: AT_3 + MINUTE,
         },
       });
       expect((await store.schedules.fireDue(AT_3 + 30 * MINUTE)).jobs).toEqual([{ id: "nightly@2026-11-30T03:30:00.000Z", queue: "other" }]);

@@ -82,6 +82,24 @@ describe("claim-next and claim by id on a rate-limited queue", () => {
     expect(completed.body.leases).toHaveLength(1);
   });
 
+  test("after the server's clock steps back an hour, the next token is due 100 ms later by that clock, not in an hour", async () => {
+    const { call, clock } = await withJobs(12); // due at T
+    const HOUR = 60 * 60 * 1000;
+    const BACK = T + HOUR; // the clock read T + 2 h, then an NTP correction put it an hour back
+    clock.now = T + 2 * HOUR;
+    await call("PUT", "/v1/queues/q", { ratePerSecond: 10 }); // burst 10
+    expect((await call("POST", "/v1/queues/q/claim", { owner: "A", ttlMs: TTL, limit: 11 })).body.leases).toHaveLength(10);
+    clock.now = BACK;
+    expect((await call("POST", "/v1/queues/q/claim", { owner: "A", ttlMs: TTL })).body).toEqual({ leases: [], retryAfterMs: 100 });
+    const byId = await call("POST", "/v1/jobs/q-9/claim", { owner: "B", ttlMs: TTL });
+    expect(byId).toMatchObject({ status: 409, body: { error: { details: { reason: "rate_limited" } } } });
+    clock.now = BACK + 100;
+    const next = await call("POST", "/v1/queues/q/claim", { owner: "A", ttlMs: TTL });
+    expect(next.body.leases.map((lease: { job: { id: string }; until: number }) => [lease.job.id, lease.until])).toEqual([["q-8", BACK + 100 + TTL]]);
+    clock.now = BACK + 200;
+    expect((await call("POST", "/v1/jobs/q-9/claim", { owner: "B", ttlMs: TTL })).status).toBe(200);
+  });
+
   test("a long poll whose next token comes after its waitMs answers at once, with retryAfterMs", async () => {
     const { call } = await withJobs(2);
     await call("PUT", "/v1/queues/q", { ratePerSecond: 0.001, burst: 1 }); // a token every 1000 s

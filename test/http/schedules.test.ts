@@ -15,7 +15,7 @@ describe("PUT /v1/schedules/:name", () => {
     expect(answer).toMatchObject({ status: 201 });
     expect(answer.body).toEqual({
       name: "nightly", queue: "reports", cron: "0 3 * * *", everyMs: null, timezone: "Europe/Paris", payload: { kind: "nightly" },
-      priority: 1, maxAttempts: 4, nextFireAt: NEXT_3_PARIS, lastFireAt: null, createdAt: T, updatedAt: T,
+      priority: 1, maxAttempts: 4, nextFireAt: NEXT_3_PARIS, lastFireAt: null, lastFireTaken: false, createdAt: T, updatedAt: T,
     });
   });
 
@@ -84,7 +84,33 @@ describe("GET /v1/schedules, GET and DELETE /v1/schedules/:name", () => {
     const answer = await call("DELETE", "/v1/schedules/beat");
     expect(answer).toMatchObject({ status: 204, body: "" });
     expect((await call("GET", "/v1/schedules")).body).toEqual({ schedules: [] });
-    expect(await store.schedules.fireDue(T + 10_000)).toEqual({ jobs: [], skipped: [], nextFireAt: null });
+    expect(await store.schedules.fireDue(T + 10_000)).toEqual({ jobs: [], taken: [], skipped: [], nextFireAt: null });
     expect((await call("GET", "/v1/jobs")).body.jobs.map((job: { id: string }) => job.id)).toEqual([`beat@${new Date(T + 1_000).toISOString()}`]);
+  });
+});
+
+describe("a schedule's fires cannot be taken by a client", () => {
+  const fireId = `beat@${new Date(T + 60_000).toISOString()}`;
+
+  test("POST /v1/jobs and POST /v1/queues/:queue/jobs with an id shaped as a fire answer 400 invalid_request saying why, and enqueue nothing", async () => {
+    const { call, snapshot } = await freshApp();
+    await call("PUT", "/v1/schedules/beat", { queue: "q", everyMs: 60_000 });
+    const one = await call("POST", "/v1/jobs", { id: fireId, queue: "q" });
+    expect(one).toMatchObject({ status: 400, body: { error: { code: "invalid_request" } } });
+    expect(one.body.error.message).toBe(
+      `id ${JSON.stringify(fireId)} has the shape of a schedule's fire ({name}@{ISO time}), which only the fires of schedule "beat" may take; give the job another id`,
+    );
+    const many = await call("POST", "/v1/queues/q/jobs", { jobs: [{ id: "fine" }, { id: fireId }] });
+    expect(many).toMatchObject({ status: 400, body: { error: { code: "invalid_request" } } });
+    expect(many.body.error.message).toMatch(/^jobs\[1\]\.id ".*" has the shape of a schedule's fire/);
+    expect(await snapshot()).toEqual({});
+  });
+
+  test("GET /v1/schedules/:name says whether its last fire found its id taken", async () => {
+    const { call, store, exec } = await freshApp();
+    await call("PUT", "/v1/schedules/beat", { queue: "q", everyMs: 60_000 });
+    await exec(`INSERT INTO jobs (id, queue, created_at, updated_at) VALUES ('${fireId}', 'q', ${T}, ${T})`); // a job of that id from before
+    expect(await store.schedules.fireDue(T + 60_000)).toMatchObject({ jobs: [], taken: [{ name: "beat", id: fireId }] });
+    expect((await call("GET", "/v1/schedules/beat")).body).toMatchObject({ lastFireAt: T + 60_000, lastFireTaken: true });
   });
 });

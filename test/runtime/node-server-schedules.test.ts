@@ -25,7 +25,7 @@ describe("schedules on the Node server", () => {
     const put = await s.client.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *", payload: { n: 1 } });
     expect(put).toEqual({
       name: "nightly", queue: "reports", cron: "0 3 * * *", everyMs: null, timezone: "UTC", payload: { n: 1 },
-      priority: 0, maxAttempts: 25, nextFireAt: AT_3, lastFireAt: null, createdAt: T, updatedAt: T,
+      priority: 0, maxAttempts: 25, nextFireAt: AT_3, lastFireAt: null, lastFireTaken: false, createdAt: T, updatedAt: T,
     });
     expect(await s.client.schedules.put("a/b c", { queue: "q", everyMs: 60_000 })).toMatchObject({ name: "a/b c", everyMs: 60_000 });
     expect(await s.client.schedules.get("a/b c")).toMatchObject({ name: "a/b c", nextFireAt: T + 60_000 });
@@ -49,5 +49,24 @@ describe("schedules on the Node server", () => {
     expect(waitedMs).toBeLessThan(5_000); // rung by the fire, not answered at its deadline's last look
     expect(lease).toMatchObject({ fence: 1, job: { id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports", runAt: AT_3 } });
     expect(await s.client.schedules.get("nightly")).toMatchObject({ lastFireAt: AT_3, nextFireAt: AT_3 + 24 * 3_600_000 });
+  });
+
+  test("after the server's clock steps back an hour, its timer fires a per-minute schedule at the next minute by that clock", async () => {
+    await using s = await serving({ scheduleRecheckMs: 5 });
+    const HOUR = 3_600_000;
+    const jobs = async () => Object.keys(await s.snapshot());
+    const until = async (what: string, condition: () => Promise<boolean>) => {
+      for (const started = Date.now(); !(await condition()); await new Promise((resolve) => setTimeout(resolve, 5))) {
+        if (Date.now() - started > 5_000) throw new Error(`timed out waiting for ${what}`);
+      }
+    };
+    await s.client.putSchedule("tick", { queue: "q", cron: "* * * * *" });
+    s.clock.now = AT_3 + HOUR + 30_000; // an hour ahead: the timer fires 04:00
+    await until("04:00", async () => (await jobs()).includes("tick@2026-11-30T04:00:00.000Z"));
+    s.clock.now = AT_3 + 30_000; // the NTP correction
+    await until("the next fire planned by the corrected clock", async () => (await s.client.getSchedule("tick")).nextFireAt === AT_3 + 60_000);
+    expect(await jobs()).toEqual(["tick@2026-11-30T04:00:00.000Z"]);
+    s.clock.now = AT_3 + 60_000;
+    await until("03:01", async () => (await jobs()).includes("tick@2026-11-30T03:01:00.000Z"));
   });
 });

@@ -85,6 +85,25 @@ describe("schedules in the maintenance", () => {
     expect(finished).toEqual([]);
   });
 
+  test("a fire that finds its job's id taken is named in maintain's answer and log line, and in the schedule timer's log", async () => {
+    const { store, exec } = await freshStore();
+    await store.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *" }, T);
+    await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
+    await exec(`INSERT INTO jobs (id, queue, created_at, updated_at) VALUES ('nightly@2026-11-30T03:00:00.000Z', 'reports', ${T}, ${T})`); // from before such ids were refused
+    const done = await maintain(store, AT_3);
+    expect(done).toMatchObject({ fired: [{ id: "tick@2026-11-30T03:00:00.000Z", queue: "q" }], taken: [{ name: "nightly", id: "nightly@2026-11-30T03:00:00.000Z" }] });
+    expect(maintainedLine(done)).toBe(
+      'fencelease: ended 0 expired leases, purged 0 old jobs, enqueued 1 scheduled job (tick@2026-11-30T03:00:00.000Z); 1 scheduled fire enqueued nothing: a job had the id already ("nightly@2026-11-30T03:00:00.000Z")',
+    );
+
+    await exec(`INSERT INTO jobs (id, queue, created_at, updated_at) VALUES ('tick@2026-11-30T03:01:00.000Z', 'q', ${T}, ${T})`);
+    const lines: string[] = [];
+    const timer = fireOnTime(store, { clock: () => AT_3 + 60_000, waits: recordingWaits().waits, recheckMs: 60_000, log: (line) => lines.push(line) });
+    for (const started = Date.now(); lines.length === 0 && Date.now() - started < 10_000; ) await sleep(5);
+    await timer.stop();
+    expect(lines).toEqual(['fencelease: 1 scheduled fire enqueued nothing: a job had the id already ("tick@2026-11-30T03:01:00.000Z")']);
+  });
+
   test("a run told schedules: false (the Node server, whose schedule timer fires them) leaves a due schedule to that timer", async () => {
     const { store, snapshot } = await freshStore();
     await store.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *" }, T);

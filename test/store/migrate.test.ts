@@ -101,7 +101,7 @@ describe("migrate", () => {
       const history = await rows("SELECT * FROM events ORDER BY seq");
       const refusals = await rows("SELECT * FROM refusal_counts");
       expect(history.map((event) => event.kind)).toEqual(["enqueued", "enqueued", "claimed", "renewed", "refused", "completed"]);
-      expect(await migrate(client, await readMigrations())).toEqual(["0012_events_without_autoincrement.sql"]);
+      expect(await migrate(client, (await readMigrations()).filter((m) => m.name < "0013"))).toEqual(["0012_events_without_autoincrement.sql"]);
       expect(await rows("SELECT * FROM events ORDER BY seq")).toEqual(history);
       expect(await rows("SELECT * FROM refusal_counts")).toEqual(refusals);
       expect((await rows("SELECT sql FROM sqlite_master WHERE name = 'events'"))[0]!.sql).not.toMatch(/AUTOINCREMENT/i);

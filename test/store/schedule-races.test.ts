@@ -44,7 +44,7 @@ describe("a fire read before another write", () => {
       await other.deleteJob("nightly@2026-11-30T03:00:00.000Z", AT_3);
     });
     try {
-      expect(await runner.schedules.fireDue(AT_3 + 1)).toEqual({ jobs: [], skipped: [], nextFireAt: AT_3 + 24 * 3_600_000 });
+      expect(await runner.schedules.fireDue(AT_3 + 1)).toEqual({ jobs: [], taken: [], skipped: [], nextFireAt: AT_3 + 24 * 3_600_000 });
       expect(await snapshot()).toEqual({}); // the id alone would have let it in again: the schedule's guard did not
       expect(await store.schedules.get("nightly")).toMatchObject({ lastFireAt: AT_3 });
     } finally {
@@ -70,7 +70,7 @@ describe("a fire read before another write", () => {
   test("enqueues nothing when the schedule was deleted meanwhile", async () => {
     const { store, runner, snapshot } = await withRunner((other) => other.schedules.delete("nightly"));
     try {
-      expect(await runner.schedules.fireDue(AT_3)).toEqual({ jobs: [], skipped: [], nextFireAt: null });
+      expect(await runner.schedules.fireDue(AT_3)).toEqual({ jobs: [], taken: [], skipped: [], nextFireAt: null });
       expect(await snapshot()).toEqual({});
       expect(await store.schedules.list()).toEqual([]);
     } finally {

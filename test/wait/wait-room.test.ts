@@ -114,6 +114,46 @@ describe("WaitRoom", () => {
     expect(room.enterQueue("other", 1)).toBeNull();
   });
 
+  test("the re-check asks once a tick for every line at once, and wakes one waiter of each queue due and every reader of a finished job", async () => {
+    const room = new WaitRoom({ recheckMs: 20 });
+    const asked: { queues: string[]; jobs: string[] }[] = [];
+    room.recheckWith((waiting) => {
+      asked.push(waiting);
+      return { claimable: [{ queue: "a", at: 0 }, { queue: "b", at: Date.now() + 60_000 }], finished: ["job-1"] };
+    });
+    const woken: string[] = [];
+    const sleep = (waiter: Waiter, name: string) => {
+      waiter.claiming();
+      void waiter.sleep(FAR()).then(() => woken.push(name));
+      return waiter;
+    };
+    const waiters = [
+      sleep(room.enterQueue("a", 1)!, "a1"), sleep(room.enterQueue("a", 1)!, "a2"), sleep(room.enterQueue("b", 1)!, "b1"),
+      sleep(room.enterJob("job-1")!, "r1"), sleep(room.enterJob("job-1")!, "r2"), sleep(room.enterJob("job-2")!, "r3"),
+    ];
+    while (woken.length < 3) await new Promise((resolve) => setTimeout(resolve, 1));
+    expect(asked[0]).toEqual({ queues: ["a", "b"], jobs: ["job-1", "job-2"] });
+    expect(woken.sort()).toEqual(["a1", "r1", "r2"]); // b's job comes in a minute: its timer is armed
+    expect(room.hasTimer("b")).toBe(true);
+    for (const waiter of waiters) waiter.leave();
+    const ticks = asked.length;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(asked.length).toBe(ticks); // nobody waits: no tick
+  });
+
+  test("a re-check that fails is dropped, and the next tick asks again", async () => {
+    const room = new WaitRoom({ recheckMs: 10 });
+    let calls = 0;
+    room.recheckWith(() => {
+      if (++calls === 1) throw new Error("the database is busy");
+      return { claimable: [{ queue: "q", at: 0 }], finished: [] };
+    });
+    const { waiters, woken } = line(room, 1);
+    while (woken.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    expect(calls).toBeGreaterThanOrEqual(2);
+    waiters[0]!.leave();
+  });
+
   test("finished wakes every reader of that job and no other", async () => {
     const room = new WaitRoom({ recheckMs: 0 });
     const readers: Waiter[] = [room.enterJob("a")!, room.enterJob("a")!, room.enterJob("b")!];

@@ -23,7 +23,7 @@ describe("migrations on D1", () => {
     const refusals = await rows("SELECT * FROM refusal_counts");
     expect(history.map((event) => event.kind)).toEqual(["enqueued", "enqueued", "claimed", "renewed", "refused", "completed"]);
 
-    await applyD1Migrations(db, env.TEST_MIGRATIONS);
+    await applyD1Migrations(db, env.TEST_MIGRATIONS.filter((m) => m.name < "0013"));
     expect((await rows("SELECT name FROM d1_migrations ORDER BY id")).at(-1)).toEqual({ name: "0012_events_without_autoincrement.sql" });
     expect(await rows("SELECT * FROM events ORDER BY seq")).toEqual(history);
     expect(await rows("SELECT * FROM refusal_counts")).toEqual(refusals);

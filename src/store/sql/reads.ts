@@ -1,34 +1,50 @@
 import type { Statement } from "../../drivers/driver.ts";
 import { currentLease, currentLeases, EXHAUSTED, status } from "./lease.ts";
-import { refilled, TOKEN, tokenDueAt } from "./bucket.ts";
+import { refilled, steppedBack, TOKEN, tokenDueAt } from "./bucket.ts";
 
 // The reads that decide nothing: a job's lease for a system outside, pages of
 // jobs and events, the numbers per queue, and when a waiting claim should look
 // again. The rules themselves, and every write, are in src/store/sql/lease.ts.
 
 /**
- * When a job of `queue` next becomes claimable by `takeNext`: the earliest
- * run_at of a job nobody holds, or the earliest end of a lease that is not
- * its job's last attempt (one row; `at` null when there is none). What a
- * waiting claim sleeps until; two index ranges of the queue (migrations/0004).
- * Never while the queue is paused (null: a resume rings); while it has its
- * maxLeased current leases, not before the first of them ends (migrations/0008);
- * and not before its bucket holds a whole token (migrations/0009).
+ * When a job of each of `queues` next becomes claimable by `takeNext`: the
+ * earliest run_at of a job nobody holds, or the earliest end of a lease that
+ * is not its job's last attempt (one row per queue; `at` null when there is
+ * none). What a waiting claim sleeps until, and what the wait rooms' re-check
+ * reads for every queue with waiters at once; two index ranges of each queue
+ * (migrations/0004). Never while the queue is paused (null: a resume rings);
+ * while it has its maxLeased current leases, not before the first of them ends
+ * (migrations/0008); and not before its bucket holds a whole token (migrations/0009).
  */
-export function nextClaimable(queue: string, now: number): Statement {
-  const held = "queue = ?1 AND done = 0 AND owner IS NOT NULL";
+export function nextClaimable(queues: string[], now: number): Statement {
+  const held = "queue = w.queue AND done = 0 AND owner IS NOT NULL";
   return {
-    sql: `SELECT CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
+    sql: `WITH w(queue) AS (SELECT DISTINCT value FROM json_each(?1)),
+          n(queue, at) AS MATERIALIZED (
+            SELECT queue, coalesce(min(free, ended), free, ended) FROM (
+              SELECT w.queue,
+                     (SELECT max(run_at, until) FROM jobs WHERE queue = w.queue AND done = 0 AND owner IS NULL ORDER BY run_at LIMIT 1) AS free,
+                     (SELECT max(run_at, until) FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1) AS ended
+              FROM w))
+          SELECT n.queue,
+                 CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
                       ELSE max(n.at,
-                               CASE WHEN s.max_leased <= ${currentLeases("?1", "?2")}
-                                    THEN (SELECT min(until) FROM jobs WHERE ${held} AND until > ?2) ELSE n.at END,
+                               CASE WHEN s.max_leased <= ${currentLeases("n.queue", "?2")}
+                                    THEN (SELECT min(until) FROM jobs WHERE queue = n.queue AND done = 0 AND owner IS NOT NULL AND until > ?2) ELSE n.at END,
                                coalesce(${tokenDueAt("s.", "?2")}, n.at)) END AS at
-          FROM (SELECT min(at) AS at FROM (
-            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL ORDER BY run_at LIMIT 1)
-            UNION ALL
-            SELECT * FROM (SELECT max(run_at, until) AS at FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1))) n
-          LEFT JOIN queues s ON s.queue = ?1`,
-    args: [queue, now],
+          FROM n LEFT JOIN queues s ON s.queue = n.queue`,
+    args: [JSON.stringify(queues), now],
+  };
+}
+
+/**
+ * Which of the jobs `ids` are finished (done, dead or cancelled) or gone: what
+ * the wait rooms' re-check reads for every job with waiting reads at once.
+ */
+export function finished(ids: string[]): Statement {
+  return {
+    sql: `SELECT value AS id FROM json_each(?1) WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = value AND done = 0)`,
+    args: [JSON.stringify(ids)],
   };
 }
 
@@ -39,7 +55,8 @@ const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >=
  * In how many ms `queue`'s bucket next holds a whole token, when its rate
  * limit is what holds back a claim-next at `now`: it has a rate, is not
  * paused, not full (its maxLeased current leases), holds no whole token, and
- * a job is due. One row, or none; a queue
+ * a job is due; and whether its count is ahead of a clock that stepped back
+ * (`stepped_back`: see `followClock`). One row, or none; a queue
  * without settings is one primary-key lookup. With `limit`, it is sent in the
  * claim's batch, just after it: it reads nothing when the claim took `limit`.
  */
@@ -47,7 +64,7 @@ export function retryAfter(queue: string, now: number, limit?: number): Statemen
   const due = `EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL AND run_at <= ?2 AND until <= ?2)
                OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
   return {
-    sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms FROM queues s
+    sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms, ${steppedBack("s.", "?2")} AS stepped_back FROM queues s
           WHERE ${limit === undefined ? "" : "changes() < ?3 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
             AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
     args: limit === undefined ? [queue, now] : [queue, now, limit],

@@ -1,4 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
+import { STEP_BACK_MS } from "../step-back.ts";
 import { FENCE_FLOOR } from "./lease.ts";
 import { unpacked } from "./many.ts";
 
@@ -8,6 +9,14 @@ import { unpacked } from "./many.ts";
 // other. When the fires fall is schedule arithmetic, done in JavaScript
 // (src/store/schedule-times.ts) and handed in; whether a fire is still due, and
 // still the one that was read, is decided here.
+//
+// A schedule is due when its next fire has come, or when the `now` its next
+// fire was planned at (planned_at, migrations/0014) is more than STEP_BACK_MS
+// ahead of the clock: the clock stepped back (src/store/step-back.ts), and the
+// next fire is planned again from the corrected clock.
+
+/** A schedule `s` is due at ?1: its next fire has come, or it was planned by a clock that has since stepped back. */
+const DUE = (s: string) => `(${s}.next_fire_at <= ?1 OR ${s}.planned_at > ?1 + ${STEP_BACK_MS})`;
 
 /** A schedule's settings as stored: cron or everyMs (the other null), payload as JSON text. */
 export type StoredSpec = {
@@ -26,11 +35,11 @@ const SAME_TIMING = "cron IS excluded.cron AND every_ms IS excluded.every_ms AND
 /**
  * Whether a schedule of that name exists, then creates or replaces it and
  * answers its row. A replace keeps created_at (an everyMs schedule's anchor)
- * and last_fire_at, and, when it keeps the timing, the next fire too, so a
- * fire due and not yet enqueued still is (a deploy that puts its schedules
- * again after downtime loses nothing). Otherwise the next fire is the first
- * one after `now`: `cronNext` for a cron, or created_at + k * every_ms for an
- * everyMs schedule.
+ * and last_fire_at, and, when it keeps the timing, the next fire too (and when
+ * it was planned), so a fire due and not yet enqueued still is (a deploy that
+ * puts its schedules again after downtime loses nothing). Otherwise the next
+ * fire is the first one after `now`, planned at `now`: `cronNext` for a cron,
+ * or created_at + k * every_ms for an everyMs schedule.
  */
 export function putSchedule(name: string, spec: StoredSpec, cronNext: number | null, now: number): Statement[] {
   // Whole intervals since the anchor: an integer division (a number may be bound as a REAL).
@@ -38,12 +47,13 @@ export function putSchedule(name: string, spec: StoredSpec, cronNext: number | n
   return [
     { sql: "SELECT count(*) AS existed FROM schedules WHERE name = ?1", args: [name] },
     {
-      sql: `INSERT INTO schedules (name, queue, cron, every_ms, timezone, payload, priority, max_attempts, next_fire_at, created_at, updated_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, CASE WHEN ?4 IS NULL THEN ?9 ELSE ${everyNext("?10")} END, ?10, ?10)
+      sql: `INSERT INTO schedules (name, queue, cron, every_ms, timezone, payload, priority, max_attempts, next_fire_at, planned_at, created_at, updated_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, CASE WHEN ?4 IS NULL THEN ?9 ELSE ${everyNext("?10")} END, ?10, ?10, ?10)
             ON CONFLICT (name) DO UPDATE SET
               queue = excluded.queue, cron = excluded.cron, every_ms = excluded.every_ms, timezone = excluded.timezone,
               payload = excluded.payload, priority = excluded.priority, max_attempts = excluded.max_attempts,
               next_fire_at = CASE WHEN ${SAME_TIMING} THEN next_fire_at WHEN ?4 IS NULL THEN ?9 ELSE ${everyNext("created_at")} END,
+              planned_at = CASE WHEN ${SAME_TIMING} THEN planned_at ELSE excluded.planned_at END,
               updated_at = excluded.updated_at
             RETURNING *`,
       args: [name, spec.queue, spec.cron, spec.everyMs, spec.timezone, spec.payload, spec.priority, spec.maxAttempts, cronNext, now],
@@ -66,11 +76,11 @@ export function deleteSchedule(name: string): Statement {
   return { sql: "DELETE FROM schedules WHERE name = ?1 RETURNING name", args: [name] };
 }
 
-/** Up to `limit` schedules due at `now`, earliest first: what `fireDue` needs of each. */
+/** Up to `limit` schedules due at `now` (see DUE), earliest first: what `fireDue` needs of each. */
 export function dueSchedules(now: number, limit: number, skipped: string[]): Statement {
   return {
     sql: `SELECT name, cron, every_ms, timezone, next_fire_at, created_at FROM schedules
-          WHERE next_fire_at <= ?1 AND name NOT IN (SELECT value FROM json_each(?3)) ORDER BY next_fire_at, name LIMIT ?2`,
+          WHERE ${DUE("schedules")} AND name NOT IN (SELECT value FROM json_each(?3)) ORDER BY next_fire_at, name LIMIT ?2`,
     args: [now, limit, JSON.stringify(skipped)],
   };
 }
@@ -88,17 +98,19 @@ export function nextFire(skipped: string[]): Statement {
  * One fire of a due schedule, as read by `dueSchedules`: its name, what the
  * fire was computed from (the next_fire_at read, and its cron, every_ms,
  * timezone and created_at), the fire to enqueue (the latest due at `now`)
- * with its job's id, and the fire after it.
+ * with its job's id, and the fire after it. A schedule planned by a clock that
+ * has since stepped back, and not due by the corrected one, has no fire to
+ * enqueue (fireAt and jobId null): only its next fire is planned again.
  */
 export type Fire = [
   name: string,
-  readNext: number,
+  readNext: number | null,
   cron: string | null,
   everyMs: number | null,
   timezone: string | null,
   createdAt: number,
-  fireAt: number,
-  jobId: string,
+  fireAt: number | null,
+  jobId: string | null,
   nextFireAt: number | null,
 ];
 
@@ -108,29 +120,35 @@ export type Fire = [
  * no other runner fired it; the same cron, everyMs, timezone and created_at:
  * no put or delete changed when it fires, so the fire computed is one of its
  * own), enqueues its job (at the fence floor, due at its fire time, unless
- * the id exists) and stores the fire and the next one. Both statements test
- * the same condition against the same rows (the first writes only jobs), so a
- * job is enqueued exactly when its schedule moves on. Answers, first, the
- * jobs enqueued (id, queue).
+ * the id exists) and stores the fire and the next one, planned at `now`, and
+ * whether the fire found its id taken. Both statements test the same condition
+ * against the same rows (the first writes only jobs), so a job is enqueued
+ * exactly when its schedule moves on. Answers the jobs enqueued (id, queue),
+ * then the schedules moved on (name, last_fire_at, last_fire_taken).
  */
 export function fireDue(fires: Fire[], now: number): Statement[] {
   const fired = unpacked("?2", ["fire_name", "read_next", "read_cron", "read_every", "read_timezone", "read_created", "fire_at", "job_id", "fire_next"]);
   const stillDue = (s: string) =>
-    `${s}.name = fire_name AND ${s}.next_fire_at = read_next AND ${s}.next_fire_at <= ?1
+    `${s}.name = fire_name AND ${s}.next_fire_at IS read_next AND ${DUE(s)}
      AND ${s}.cron IS read_cron AND ${s}.every_ms IS read_every AND ${s}.timezone IS read_timezone AND ${s}.created_at = read_created`;
+  // The job the INSERT just enqueued, told from one that was there before by
+  // its times: only a job made in the same ms by another hand could pass for it.
+  const enqueuedNow = "EXISTS (SELECT 1 FROM jobs WHERE id = job_id AND created_at = ?1 AND updated_at = ?1)";
   const args = [now, JSON.stringify(fires)];
   return [
     {
       sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at)
             SELECT job_id, s.queue, s.payload, s.priority, fire_at, s.max_attempts, ${FENCE_FLOOR}, ?1, ?1
-            FROM ${fired} JOIN schedules s WHERE ${stillDue("s")}
+            FROM ${fired} JOIN schedules s WHERE job_id IS NOT NULL AND ${stillDue("s")}
             ON CONFLICT (id) DO NOTHING
             RETURNING id, queue`,
       args,
     },
     {
-      sql: `UPDATE schedules SET last_fire_at = fire_at, next_fire_at = fire_next
-            FROM ${fired} WHERE ${stillDue("schedules")}`,
+      sql: `UPDATE schedules SET last_fire_at = coalesce(fire_at, last_fire_at), next_fire_at = fire_next, planned_at = ?1,
+                                 last_fire_taken = CASE WHEN job_id IS NULL THEN last_fire_taken ELSE NOT ${enqueuedNow} END
+            FROM ${fired} WHERE ${stillDue("schedules")}
+            RETURNING name, last_fire_at, last_fire_taken`,
       args,
     },
   ];
