@@ -104,7 +104,7 @@ export function createApp(options: AppOptions) {
   const waits = options.waits ?? localWaits(store, new WaitRoom({ clock }), clock);
   const wake = wakeWith(waits);
   const tokens = cachedTokens(options.tokens ?? store.tokens, { ttlMs: options.tokenCacheMs ?? TOKEN_CACHE_MS, clock });
-  const lookup = { tokens, jobQueue: async (id: string) => (await store.getJob(id, clock())).queue };
+  const lookup = { tokens, jobQueues: (ids: string[]) => store.queuesOf(ids) };
 
   const app = new OpenAPIHono({
     defaultHook: (result) => {

@@ -64,19 +64,21 @@ function forbidden(message: string): ApiError {
   return new ApiError(403, "forbidden", message);
 }
 
+/** Reads the queue of each of the jobs `ids` that exists (`store.queuesOf`): one read, however many ids. */
+export type JobQueues = (ids: string[]) => Promise<Map<string, string>>;
+
 /**
- * What one request's token may do (`c.get("permit")`). `jobQueue` reads the
- * queue of a job by its id (NotFound if there is none); it is called only when
- * the answer depends on it, never for a token that may take the action on
- * every queue.
+ * What one request's token may do (`c.get("permit")`). `jobQueues` is called
+ * only when the answer depends on a job's queue, never for a token that may
+ * take the action on every queue.
  */
 export class Permit {
   readonly grant: Grant;
-  readonly #jobQueue: (id: string) => Promise<string>;
+  readonly #jobQueues: JobQueues;
 
-  constructor(grant: Grant, jobQueue: (id: string) => Promise<string>) {
+  constructor(grant: Grant, jobQueues: JobQueues) {
     this.grant = grant;
-    this.#jobQueue = jobQueue;
+    this.#jobQueues = jobQueues;
   }
 
   /** Whether the token may see `queue` at all (any role may read its queues). */
@@ -118,8 +120,8 @@ export class Permit {
    */
   async job(action: Action, id: string): Promise<void> {
     if (this.everywhere(action)) return;
-    const queue = await this.#jobQueue(id);
-    if (!this.sees(queue)) throw new NotFound(id);
+    const queue = (await this.#jobQueues([id])).get(id);
+    if (queue === undefined || !this.sees(queue)) throw new NotFound(id);
     this.need(action, queue);
   }
 
@@ -130,8 +132,8 @@ export class Permit {
    */
   async hidden(ids: readonly string[]): Promise<Set<string>> {
     if (this.grant.queues.includes("*")) return new Set();
-    const queues = await Promise.all(ids.map((id) => this.#jobQueue(id).catch((error: unknown) => (error instanceof NotFound ? null : Promise.reject(error)))));
-    return new Set(ids.filter((_, i) => queues[i] !== null && !this.sees(queues[i]!)));
+    const queues = await this.#jobQueues([...ids]);
+    return new Set(ids.filter((id) => queues.has(id) && !this.sees(queues.get(id)!)));
   }
 
   /** Refuses (403) managing tokens: only an admin token for every queue may, so no token can make one that may do more than itself. */

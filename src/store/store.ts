@@ -89,6 +89,12 @@ export class LeaseStore {
     return (await this.#driver.run(reads.finished(ids.map((id) => check.name("id", id))))).map((row) => row.id as string);
   }
 
+  /** queuesOf answers the queue of each of the jobs `ids` that exists, in one read; an id of no job is not in it. */
+  async queuesOf(ids: string[]): Promise<Map<string, string>> {
+    const rows = await this.#driver.run(reads.queuesOf(ids.map((id) => check.name("id", id))));
+    return new Map(rows.map((row) => [row.id as string, row.queue as string]));
+  }
+
   /**
    * dataVersion answers a number that changes when another connection (another
    * process, plain SQL) commits to the database, and only then: SQLite's

@@ -42,6 +42,14 @@ export function tokensContract(freshStore: () => Promise<FreshStore>): void {
       await expect(store.tokens.revoke(gone.id)).rejects.toThrow(new NotFound(gone.id, `no token has the id ${JSON.stringify(gone.id)}`));
     });
 
+    test("queuesOf answers the queue of each job that exists, for a token's check, in one read", async () => {
+      const { store } = await freshStore();
+      await store.enqueueMany("invoices", [{ id: "a" }, { id: "b" }], T);
+      await store.enqueueJob("c", { queue: "mail", now: T });
+      expect(await store.queuesOf(["c", "a", "nope", "b"])).toEqual(new Map([["a", "invoices"], ["b", "invoices"], ["c", "mail"]]));
+      expect(await store.queuesOf([])).toEqual(new Map());
+    });
+
     test.each([
       ["an unknown role", { role: "root", queues: ["*"] }, "role must be one of admin, producer, worker, reader, got \"root\""],
       ["no queues", { role: "reader", queues: [] }, 'queues must be a list of 1 to 100 queue names or prefixes such as "mail-*" (["*"] for every queue), got 0 entries'],

@@ -2,7 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import { timingSafeEqual } from "hono/utils/buffer";
 import type { TokenStore } from "../../store/tokens.ts";
 import { ApiError } from "../api-error.ts";
-import { EVERYTHING, type Grant, Permit } from "../permit.ts";
+import { EVERYTHING, type Grant, type JobQueues, Permit } from "../permit.ts";
 
 declare module "hono" {
   interface ContextVariableMap {
@@ -37,8 +37,8 @@ export function requireConfiguredAuth(auth: Auth): MiddlewareHandler {
   };
 }
 
-/** Where bearerAuth finds tokens made through the API, and how a permit reads a job's queue. */
-export type TokenLookup = { tokens: TokenStore; jobQueue: (id: string) => Promise<string> };
+/** Where bearerAuth finds tokens made through the API, and how a permit reads jobs' queues. */
+export type TokenLookup = { tokens: TokenStore; jobQueues: JobQueues };
 
 /**
  * Checks `Authorization: Bearer <token>`: a token made through the API (found
@@ -46,13 +46,13 @@ export type TokenLookup = { tokens: TokenStore; jobQueue: (id: string) => Promis
  * constant time; admin for every queue). Sets the request's `permit`; with
  * auth off, a permit for everything.
  */
-export function bearerAuth(auth: Auth, { tokens, jobQueue }: TokenLookup): MiddlewareHandler {
+export function bearerAuth(auth: Auth, { tokens, jobQueues }: TokenLookup): MiddlewareHandler {
   const configured = auth === "off" ? [] : auth.tokens;
   // Tokens already proven valid: at most one entry per configured token, so a
   // lookup can only tell a caller what the 200 tells it anyway, and it spares
   // every later request the hashing of the constant-time comparison.
   const proven = new Set<string>();
-  const permit = (grant: Grant) => new Permit(grant, jobQueue);
+  const permit = (grant: Grant) => new Permit(grant, jobQueues);
   return async function bearerAuth(c, next) {
     if (auth === "off") {
       c.set("permit", permit(EVERYTHING));

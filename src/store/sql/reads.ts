@@ -48,6 +48,14 @@ export function finished(ids: string[]): Statement {
   };
 }
 
+/**
+ * The queue of each of the jobs `ids` that exists, by primary key: what a
+ * token limited to some queues must know before a call on jobs by their ids.
+ */
+export function queuesOf(ids: string[]): Statement {
+  return { sql: "SELECT id, queue FROM jobs WHERE id IN (SELECT value FROM json_each(?1))", args: [JSON.stringify(ids)] };
+}
+
 /** The queue's row `s` (at ?2) has its maxLeased current leases: no token would let a claim through. */
 const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >= s.max_leased)`;
 
