@@ -60,11 +60,11 @@ describe("schedules on the Node server", () => {
         if (Date.now() - started > 5_000) throw new Error(`timed out waiting for ${what}`);
       }
     };
-    await s.client.putSchedule("tick", { queue: "q", cron: "* * * * *" });
+    await s.client.schedules.put("tick", { queue: "q", cron: "* * * * *" });
     s.clock.now = AT_3 + HOUR + 30_000; // an hour ahead: the timer fires 04:00
     await until("04:00", async () => (await jobs()).includes("tick@2026-11-30T04:00:00.000Z"));
     s.clock.now = AT_3 + 30_000; // the NTP correction
-    await until("the next fire planned by the corrected clock", async () => (await s.client.getSchedule("tick")).nextFireAt === AT_3 + 60_000);
+    await until("the next fire planned by the corrected clock", async () => (await s.client.schedules.get("tick")).nextFireAt === AT_3 + 60_000);
     expect(await jobs()).toEqual(["tick@2026-11-30T04:00:00.000Z"]);
     s.clock.now = AT_3 + 60_000;
     await until("03:01", async () => (await jobs()).includes("tick@2026-11-30T03:01:00.000Z"));
