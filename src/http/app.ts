@@ -1,27 +1,30 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { Job, Lease } from "../store/job.ts";
-import type { LeaseOutcome } from "../store/refusal.ts";
-import type { LeaseStore, Settled } from "../store/store.ts";
-import * as check from "../store/validate.ts";
+import type { LeaseStore } from "../store/store.ts";
 import { ApiError } from "./api-error.ts";
 import { limitBody } from "./middleware/body-limit.ts";
 import { type Auth, bearerAuth, localCallersOnly, requireConfiguredAuth } from "./middleware/auth.ts";
 import { cachedTokens, TOKEN_CACHE_MS } from "../store/token-cache.ts";
 import type { TokenStore } from "../store/tokens.ts";
-import { serveTokens, tokenRoutes } from "./tokens.ts";
-import { unseenAsUnknown } from "./permit.ts";
-import { describeError, errorResponse } from "./errors.ts";
+import { serveTokens, tokenRoutes, TOKENS_TAG } from "./tokens.ts";
+import { errorResponse } from "./errors.ts";
 import { exactNumbers } from "./middleware/exact-numbers.ts";
-import { prometheusText } from "./metrics.ts";
+import { JOBS_TAG, jobRoutes, serveJobs } from "./jobs.ts";
+import { LEASES_TAG, leaseRoutes, serveLeases } from "./leases.ts";
+import { QUEUES_TAG, queueRoutes, serveQueues } from "./queues.ts";
 import { requestLog } from "./middleware/request-log.ts";
-import { routes } from "./routes.ts";
-import { scheduleRoutes } from "./schedules.ts";
-import { DEFAULT_LIMITS, type Limits } from "./schemas.ts";
+import type { Served } from "./resource.ts";
+import { SCHEDULES_TAG, scheduleRoutes, serveSchedules } from "./schedules.ts";
+import { DEFAULT_LIMITS, type Limits } from "./shapes.ts";
+import { serveSystem, systemRoutes } from "./system.ts";
 import { type UiFiles, uiRoutes } from "./ui.ts";
 import { unknownRoute } from "./middleware/unknown-route.ts";
-import { afterAnswer, wakeWith } from "./wake.ts";
-import { answered, type Claimed, localWaits, type Waits } from "../wait/long-poll.ts";
+import { wakeWith } from "./wake.ts";
+import { localWaits, type Waits } from "../wait/long-poll.ts";
 import { WaitRoom } from "../wait/wait-room.ts";
+
+// The app: its middleware, its one error handler, and the resources it mounts,
+// each in its own file with its routes, handlers and shapes (jobs.ts,
+// leases.ts, queues.ts, schedules.ts, system.ts).
 
 /** What the app is built from. */
 export type AppOptions = {
@@ -43,38 +46,6 @@ export type AppOptions = {
   /** How long a token found is trusted before it is looked up again: the most a revoke made by another process waits; default TOKEN_CACHE_MS (5 s). */
   tokenCacheMs?: number;
 };
-
-/** A job as the API shows it: the result parsed back into the JSON value it was stored from. */
-export function jobView(job: Job) {
-  return { ...job, result: job.result === null ? null : parseOr(job.result) };
-}
-
-function parseOr(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text; // a result stored through the store API as plain text
-  }
-}
-
-const leaseView = (lease: Lease) => ({ fence: lease.fence, until: lease.until, job: jobView(lease.job) });
-
-/** A claim-next's answer: the leases; with waitMs, how long it waited; stopped short by the rate limit, when the next token is due. */
-const claimedView = ({ leases, waitedMs, retryAfterMs }: Claimed, waited: boolean) => ({
-  leases: leases.map(leaseView),
-  ...(waited && { waitedMs }),
-  ...(retryAfterMs !== undefined && { retryAfterMs }),
-});
-
-/** A job whose lease a complete or fail ended, with the leases taken when `next` was asked (and only then). */
-const settledView = (settled: Settled, next: unknown) => ({ job: jobView(settled.job), ...(next !== undefined && { leases: settled.leases.map(leaseView) }) });
-
-/** One lease of a many-lease call: its answer, or the error a single call would answer, in the API's shape. */
-function outcomeView<T extends object>(outcome: LeaseOutcome<T>) {
-  if (!("error" in outcome)) return outcome;
-  const { code, message, details } = describeError(outcome.error);
-  return { id: outcome.id, error: { code, message, details } };
-}
 
 /** The limits given, each checked once when the app is built, the rest from DEFAULT_LIMITS. */
 function limitsOf(given: Partial<Limits> = {}): Limits {
@@ -100,9 +71,10 @@ export function createApp(options: AppOptions) {
   const { store, auth } = options;
   const clock = options.clock ?? (() => Date.now());
   const limits = limitsOf(options.limits);
-  const route = { ...routes(limits), ...tokenRoutes() };
+  const route = { ...jobRoutes(), ...leaseRoutes(limits), ...queueRoutes(), ...scheduleRoutes(), ...systemRoutes(), ...tokenRoutes() };
   const waits = options.waits ?? localWaits(store, new WaitRoom({ clock }), clock);
   const wake = wakeWith(waits);
+  const served: Served = { store, clock, waits, wake, limits };
   const tokens = cachedTokens(options.tokens ?? store.tokens, { ttlMs: options.tokenCacheMs ?? TOKEN_CACHE_MS, clock });
   const lookup = { tokens, jobQueues: (ids: string[]) => store.queuesOf(ids) };
 
@@ -127,209 +99,14 @@ export function createApp(options: AppOptions) {
   app.use("/v1/*", limitBody(limits.maxBodyBytes));
   app.use("/v1/*", exactNumbers());
 
-  app.openapi(route.enqueue, async (c) => {
-    const { id, delayMs, runAt, ...rest } = c.req.valid("json");
-    const permit = c.get("permit");
-    permit.need("enqueue", rest.queue ?? "default");
-    const now = clock();
-    const { created, job } = await store.enqueueJob(id, { ...rest, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
-    // An id is one for all queues: that it is taken cannot be hidden, but what takes it can.
-    if (!permit.sees(job.queue)) throw new ApiError(409, "conflict", `the id ${JSON.stringify(id)} is taken by a job in a queue this token may not see; nothing changed: choose another id`);
-    if (created) afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
-    return created ? c.json({ created: true as const, job: jobView(job) }, 201) : c.json({ created: false as const, job: jobView(job) }, 200);
-  });
-
-  app.openapi(route.enqueueMany, async (c) => {
-    const now = clock();
-    const jobs = c.req.valid("json").jobs.map(({ delayMs, runAt, ...job }) => ({ ...job, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs) }));
-    const queue = c.req.valid("param").queue;
-    c.get("permit").need("enqueue", queue);
-    const enqueued = await store.enqueueMany(queue, jobs, now);
-    afterAnswer(c, wake.enqueued(queue, jobs.filter((_, i) => enqueued[i]!.created).map((job) => job.runAt ?? now), now));
-    return c.json({ jobs: enqueued }, 200);
-  });
-
-  app.openapi(route.get, async (c) => {
-    const { id } = c.req.valid("param");
-    await c.get("permit").job("read", id);
-    const waitMs = c.req.valid("query").waitMs ?? 0;
-    return c.json(jobView(waitMs > 0 ? await waits.job(id, waitMs, c.req.raw.signal) : await store.getJob(id, clock())), 200);
-  });
-
-  app.openapi(route.claim, async (c) => {
-    const { owner, ttlMs } = c.req.valid("json");
-    await c.get("permit").job("work", c.req.valid("param").id);
-    return c.json(leaseView(await store.claimJob(c.req.valid("param").id, owner, clock(), ttlMs)), 200);
-  });
-
-  app.openapi(route.claimNext, async (c) => {
-    const { owner, ttlMs, limit = 1, waitMs = 0 } = c.req.valid("json");
-    const queue = c.req.valid("param").queue;
-    c.get("permit").need("work", queue);
-    if (waitMs === 0) return c.json(claimedView(answered(await store.claimNext(queue, owner, clock(), ttlMs, limit), 0), false), 200);
-    return c.json(claimedView(await waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, c.req.raw.signal), true), 200);
-  });
-
-  app.openapi(route.renew, async (c) => {
-    const { owner, fence, ttlMs, progress } = c.req.valid("json");
-    await c.get("permit").job("work", c.req.valid("param").id);
-    return c.json({ until: await store.renewLease(c.req.valid("param").id, owner, fence, clock(), ttlMs, { progress }) }, 200);
-  });
-
-  app.openapi(route.complete, async (c) => {
-    const { owner, fence, result, next } = c.req.valid("json");
-    await c.get("permit").job("work", c.req.valid("param").id);
-    const settled = await store.completeJob(c.req.valid("param").id, owner, fence, clock(), check.json("result", result)!, { next });
-    wake.finished([settled.job.id]);
-    wake.ended([settled.job.queue]);
-    return c.json(settledView(settled, next), 200);
-  });
-
-  app.openapi(route.release, async (c) => {
-    const { owner, fence } = c.req.valid("json");
-    await c.get("permit").job("work", c.req.valid("param").id);
-    const now = clock();
-    const job = await store.releaseLease(c.req.valid("param").id, owner, fence, now);
-    afterAnswer(c, wake.settled(job, now));
-    return c.json({ job: jobView(job) }, 200);
-  });
-
-  app.openapi(route.fail, async (c) => {
-    const { owner, fence, error, retryInMs, next } = c.req.valid("json");
-    await c.get("permit").job("work", c.req.valid("param").id);
-    const now = clock();
-    const settled = await store.failJob(c.req.valid("param").id, owner, fence, now, error, { retryInMs, next });
-    afterAnswer(c, wake.settled(settled.job, now));
-    return c.json(settledView(settled, next), 200);
-  });
-
-  app.openapi(route.renewMany, async (c) => {
-    const { owner, ttlMs, leases } = c.req.valid("json");
-    const permit = c.get("permit");
-    permit.needRole("work", "renew leases");
-    check.distinctIds("leases", leases);
-    const hidden = await permit.hidden(leases.map((lease) => lease.id));
-    const renewed = await store.renewMany(owner, leases.filter((lease) => !hidden.has(lease.id)), clock(), ttlMs);
-    return c.json({ leases: unseenAsUnknown(leases, hidden, renewed).map(outcomeView) }, 200);
-  });
-
-  app.openapi(route.completeMany, async (c) => {
-    const { owner, leases, next } = c.req.valid("json");
-    const permit = c.get("permit");
-    permit.needRole("work", "complete leases");
-    if (next !== undefined) permit.need("work", next.queue);
-    check.distinctIds("leases", leases);
-    const hidden = await permit.hidden(leases.map((lease) => lease.id));
-    const completions = leases.filter((lease) => !hidden.has(lease.id)).map(({ id, fence, result }) => ({ id, fence, result: check.json("result", result)! }));
-    const { completed: seen, leases: taken, ended } = await store.completeMany(owner, completions, clock(), next);
-    const completed = unseenAsUnknown(leases, hidden, seen);
-    wake.finished(completed.flatMap((outcome) => ("done" in outcome ? [outcome.id] : [])));
-    wake.ended(ended);
-    return c.json({ completed: completed.map(outcomeView), leases: taken.map(leaseView) }, 200);
-  });
-
-  app.openapi(route.retry, async (c) => {
-    await c.get("permit").job("manage", c.req.valid("param").id);
-    const now = clock();
-    const job = await store.retryJob(c.req.valid("param").id, now);
-    afterAnswer(c, wake.settled(job, now));
-    return c.json({ job: jobView(job) }, 200);
-  });
-
-  app.openapi(route.cancel, async (c) => {
-    const { by = "api", reason } = c.req.valid("json");
-    await c.get("permit").job("manage", c.req.valid("param").id);
-    const now = clock();
-    const { changed, job } = await store.cancelJob(c.req.valid("param").id, { by, reason }, now);
-    if (changed) afterAnswer(c, wake.cancelled(job, now));
-    return c.json({ job: jobView(job), changed }, 200);
-  });
-
-  app.openapi(route.delete, async (c) => {
-    await c.get("permit").job("manage", c.req.valid("param").id);
-    await store.deleteJob(c.req.valid("param").id, clock());
-    wake.finished([c.req.valid("param").id]);
-    return c.json({ deleted: true as const }, 200);
-  });
-
-  app.openapi(route.list, async (c) => {
-    const query = c.req.valid("query");
-    const permit = c.get("permit");
-    if (query.queue !== undefined) permit.need("read", query.queue);
-    const page = await store.list(query, clock());
-    // Without a queue, a token for some queues sees their jobs of the page: maybe fewer than its limit, even none, while nextCursor goes on.
-    return c.json({ jobs: page.items.filter((job) => permit.sees(job.queue)).map(jobView), nextCursor: page.next }, 200);
-  });
-
-  app.openapi(route.events, async (c) => {
-    const page = await store.events(c.req.valid("param").id, c.req.valid("query"));
-    // Each event names its job's queue, so events of a queue the token may not see are left out without a read: an unknown id's answer, an empty page.
-    const permit = c.get("permit");
-    return c.json({ events: page.items.filter((event) => permit.sees(event.queue)), nextCursor: page.next }, 200);
-  });
-
-  app.openapi(route.lease, async (c) => {
-    const { owner, fence } = c.req.valid("query");
-    await c.get("permit").job("read", c.req.valid("param").id);
-    return c.json(await store.leaseCheck(c.req.valid("param").id, owner, fence, clock()), 200);
-  });
-
-  app.openapi(route.pauseQueue, async (c) => {
-    c.get("permit").need("manage", c.req.valid("param").queue);
-    return c.json(await store.pauseQueue(c.req.valid("param").queue, clock()), 200);
-  });
-
-  app.openapi(route.resumeQueue, async (c) => {
-    c.get("permit").need("manage", c.req.valid("param").queue);
-    const settings = await store.resumeQueue(c.req.valid("param").queue, clock());
-    afterAnswer(c, wake.queueOpened(settings.queue));
-    return c.json(settings, 200);
-  });
-
-  app.openapi(route.setQueue, async (c) => {
-    c.get("permit").need("manage", c.req.valid("param").queue);
-    const settings = await store.setQueue(c.req.valid("param").queue, c.req.valid("json"), clock());
-    afterAnswer(c, wake.queueOpened(settings.queue));
-    return c.json(settings, 200);
-  });
-
-  app.openapi(route.getQueue, async (c) => {
-    c.get("permit").need("read", c.req.valid("param").queue);
-    return c.json(await store.getQueue(c.req.valid("param").queue), 200);
-  });
-
-  app.openapi(route.listQueues, async (c) => {
-    const permit = c.get("permit");
-    return c.json({ queues: (await store.listQueues()).filter((settings) => permit.sees(settings.queue)) }, 200);
-  });
-
-  scheduleRoutes(app, route, store, clock);
+  serveJobs(app, route, served);
+  serveLeases(app, route, served);
+  serveQueues(app, route, served);
+  serveSchedules(app, route, served);
   serveTokens(app, route, tokens, clock);
-
-  app.openapi(route.stats, async (c) => {
-    const permit = c.get("permit");
-    return c.json({ queues: (await store.stats(clock())).filter((stats) => permit.sees(stats.queue)) }, 200);
-  });
-
-  app.openapi(route.metrics, async (c) => {
-    const permit = c.get("permit");
-    const stats = (await store.stats(clock())).filter((queue) => permit.sees(queue.queue));
-    return c.text(prometheusText(stats), 200, { "Content-Type": "text/plain; version=0.0.4" });
-  });
-
-  app.openapi(route.health, async (c) => {
-    const health = await store.health();
-    if (health.ok) return c.json({ ok: true as const }, 200);
-    const details = { reason: health.reason, ...(health.outcome && { outcome: health.outcome }) };
-    return c.json({ error: { code: "unavailable", message: health.message, details } }, 503, { "Retry-After": "1" });
-  });
-
-  app.doc31("/openapi.json", {
-    openapi: "3.1.0",
-    info: { title: "fencelease", version: "1", description: "Leases with fencing tokens: a stale worker never overwrites a newer result." },
-    security: [{ bearer: [] }],
-  });
-  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
-  if (options.ui) app.route("/", uiRoutes(options.ui));
+  serveSystem(app, route, served, { pages: options.ui !== undefined, tags: [JOBS_TAG, LEASES_TAG, QUEUES_TAG, SCHEDULES_TAG, TOKENS_TAG] });
+  // With auth off (local development: loopback callers only, so no anonymous loop from afar) the
+  // dashboard's files are read again on every request, so that an edit shows on the next reload.
+  if (options.ui) app.route("/", uiRoutes(options.ui, { reread: auth === "off" }));
   return app;
 }

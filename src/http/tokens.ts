@@ -1,22 +1,15 @@
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { createRoute, z } from "@hono/zod-openapi";
 import { MAX_TOKEN_QUEUES, ROLES, type TokenStore } from "../store/tokens.ts";
-import { body, ErrorSchema, label } from "./schemas.ts";
+import { type Api, error, json, refusals, requestBody } from "./resource.ts";
+import { body, label } from "./shapes.ts";
 
 // The API tokens: make one (its secret shown once), list them, revoke one, and
 // ask what the token of the request may do. Only an admin token for every
 // queue may make, list or revoke them (src/http/permit.ts); any token may ask
 // about itself.
 
-const json = <T extends z.ZodType>(shape: T, description: string) => ({ content: { "application/json": { schema: shape } }, description });
-
-const error = (description: string) => json(ErrorSchema, description);
-
-const refusals = {
-  400: error("invalid_request: the request breaks a rule; the message says which"),
-  401: error("unauthorized: a missing or wrong bearer token"),
-  403: error("forbidden: only an admin token for every queue manages tokens"),
-  503: error("unavailable: the database cannot be reached; retry after Retry-After seconds"),
-};
+/** The tag of these routes in the OpenAPI document. */
+export const TOKENS_TAG = { name: "tokens", description: "API tokens, each limited to a role (admin, producer, worker, reader) and to some queues: make one (its secret shown once), list them, revoke one, and ask what the calling token may do." };
 
 const Role = z.enum(ROLES, { error: `must be one of ${ROLES.join(", ")}` }).openapi({ description: "admin: everything; producer: enqueue; worker: claim and hold leases; reader: read only. Every role reads its queues" });
 
@@ -54,8 +47,10 @@ export function tokenRoutes() {
     createToken: createRoute({
       method: "post",
       path: "/v1/tokens",
+      tags: [TOKENS_TAG.name],
+      operationId: "createToken",
       summary: "Make a token with a role and queues; its secret is in this answer only, and is stored as its SHA-256",
-      request: { body: { content: { "application/json": { schema: CreateTokenBody } }, required: true } },
+      request: requestBody(CreateTokenBody),
       responses: {
         201: json(CreatedTokenSchema, "The token, with its secret"),
         ...refusals,
@@ -64,12 +59,16 @@ export function tokenRoutes() {
     listTokens: createRoute({
       method: "get",
       path: "/v1/tokens",
+      tags: [TOKENS_TAG.name],
+      operationId: "listTokens",
       summary: "Every token made through the API, oldest first, without secrets (the FENCELEASE_TOKENS are not among them)",
       responses: { 200: json(z.object({ tokens: z.array(TokenSchema) }), "The tokens"), ...refusals },
     }),
     revokeToken: createRoute({
       method: "delete",
       path: "/v1/tokens/{id}",
+      tags: [TOKENS_TAG.name],
+      operationId: "revokeToken",
       summary: "Revoke a token: refused from the next request on (by another server process sharing the database, within the token cache's 5 s)",
       request: { params: TokenIdParam },
       responses: { 200: json(z.object({ revoked: z.literal(true) }), "Revoked"), 404: error("not_found: no token has this id"), ...refusals },
@@ -77,6 +76,8 @@ export function tokenRoutes() {
     tokenSelf: createRoute({
       method: "get",
       path: "/v1/tokens/self",
+      tags: [TOKENS_TAG.name],
+      operationId: "getTokenSelf",
       summary: "What the token of this request may do: its role and queues (id and name null for a FENCELEASE_TOKENS token, or with auth off)",
       responses: {
         200: json(TokenSelfSchema, "The calling token"),
@@ -87,7 +88,7 @@ export function tokenRoutes() {
 }
 
 /** Serves the token routes on `app`, over `tokens`. */
-export function serveTokens(app: OpenAPIHono, route: ReturnType<typeof tokenRoutes>, tokens: TokenStore, clock: () => number): void {
+export function serveTokens(app: Api, route: ReturnType<typeof tokenRoutes>, tokens: TokenStore, clock: () => number): void {
   app.openapi(route.createToken, async (c) => {
     c.get("permit").needTokens();
     return c.json(await tokens.create({ ...c.req.valid("json"), now: clock() }), 201);
