@@ -7,7 +7,7 @@ import { JOB_COMMANDS } from "./jobs.ts";
 import { LEASE_COMMANDS } from "./leases.ts";
 import { QUEUE_COMMANDS } from "./queues.ts";
 import { SCHEDULE_COMMANDS } from "./schedules.ts";
-import { TOKEN_COMMANDS } from "./tokens.ts";
+import { refuseTokenFlags, TOKEN_COMMANDS } from "./tokens.ts";
 import { migrateDatabase, serve } from "./server-commands.ts";
 import { USAGE } from "./usage.ts";
 
@@ -61,6 +61,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     if (name === "demo") return await (await import("./demo.ts")).runDemo({ baseUrl, token, out: io.out });
 
     const { command, arg } = commandOf(name, rest);
+    refuseTokenFlags(name === "token" ? `token ${rest[0]}` : name, flags);
     const client = new LeaseClient({ baseUrl: baseUrl ?? "http://127.0.0.1:8787", token });
     const answer = await command.run({ arg, flags, client, io });
     // Whatever the server sends back, no escape sequence reaches the terminal.

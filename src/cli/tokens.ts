@@ -1,6 +1,7 @@
 import type { Token, TokenSelf } from "../client/types.ts";
 import { at, type Command, columns } from "./command.ts";
 import { UsageError } from "./exit-codes.ts";
+import type { Flags } from "./flags.ts";
 
 // The commands about API tokens: make one (its secret printed this once),
 // list them, revoke one, and ask what the CLI's own token may do.
@@ -21,6 +22,21 @@ function selfLine(self: TokenSelf): string {
 function queuesOf(value: string | undefined): string[] {
   if (value === undefined) throw new UsageError('--queues is required: the queues the token may touch, comma-separated ("invoices,mail-*"), or "*" for every queue');
   return value.split(",").map((queue) => queue.trim());
+}
+
+/**
+ * The options only `token create` takes, each with the option another command
+ * line more likely meant: every command is parsed with every option, so
+ * `enqueue x --queues q` would otherwise enqueue into default without a word.
+ */
+export const TOKEN_CREATE_FLAGS = { role: null, queues: "--queue", name: null } as const;
+
+/** Refuses an option of `token create` on another command's line. */
+export function refuseTokenFlags(command: string, flags: Flags): void {
+  if (command === "token create") return;
+  for (const [flag, meant] of Object.entries(TOKEN_CREATE_FLAGS)) {
+    if (flags[flag as keyof typeof TOKEN_CREATE_FLAGS] !== undefined) throw new UsageError(`--${flag} is an option of token create only${meant === null ? "" : `; did you mean ${meant}?`}`);
+  }
 }
 
 /** tokens, token create, token revoke and token self. */

@@ -63,9 +63,12 @@ describe("the token commands", () => {
     [["token", "create", "--role", "reader", "--queues", "a*b"], 'fencelease: invalid_request: queues[0] may have a * only at its end (a prefix, such as "mail-*"), got "a*b"\n'],
     [["token"], "fencelease: token needs one of create, revoke, self (see fencelease --help)\n"],
     [["token", "revoke"], "fencelease: token revoke needs a token id (see fencelease --help)\n"],
-  ])("%j: exit 2, naming what is wrong, and no token is made", async (args, stderr) => {
+    [["enqueue", "job-1", "--queues", "mail"], "fencelease: --queues is an option of token create only; did you mean --queue? (see fencelease --help)\n"],
+    [["token", "self", "--role", "admin"], "fencelease: --role is an option of token create only (see fencelease --help)\n"],
+  ])("%j: exit 2, naming what is wrong, and nothing is made", async (args, stderr) => {
     await using s = await serving();
     expect(await s.run(...args)).toEqual({ code: 2, stdout: "", stderr });
     expect(await s.rows("SELECT * FROM tokens")).toEqual([]);
+    expect(await s.snapshot()).toEqual({});
   });
 });
