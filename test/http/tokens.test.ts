@@ -2,7 +2,10 @@ import { createHash } from "node:crypto";
 import { createClient } from "@libsql/client";
 import { describe, expect, test } from "vitest";
 import { authFromEnv } from "../../src/index.ts";
+import { Hono } from "hono";
 import { createApp } from "../../src/index.ts";
+import { errorResponse } from "../../src/http/errors.ts";
+import { bearerAuth } from "../../src/http/middleware/auth.ts";
 import { freshApp, T, TOKEN } from "../fresh-app.ts";
 
 // The token routes, and what a token made through them is let do: its
@@ -234,6 +237,19 @@ describe("what a token learns of queues it may not see", () => {
     const started = performance.now();
     expect((await call("GET", "/v1/jobs/m1?waitMs=5000", undefined, bearer(token))).status).toBe(404);
     expect(performance.now() - started).toBeLessThan(2_000);
+  });
+});
+
+describe("bearerAuth without a token lookup", () => {
+  test("lets only the configured tokens in, each for everything: a token made through the API is 401 there", async () => {
+    const { call } = await freshApp();
+    const { token } = (await call("POST", "/v1/tokens", { role: "admin", queues: ["*"] })).body;
+    const app = new Hono();
+    app.onError(errorResponse);
+    app.use(bearerAuth({ tokens: [TOKEN] }));
+    app.get("/who", (c) => c.json(c.get("permit").grant));
+    expect(await (await app.request("/who", { headers: bearer(TOKEN) })).json()).toEqual({ id: null, name: null, role: "admin", queues: ["*"] });
+    expect((await app.request("/who", { headers: bearer(token) })).status).toBe(401);
   });
 });
 

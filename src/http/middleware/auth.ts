@@ -38,15 +38,19 @@ export function requireConfiguredAuth(auth: Auth): MiddlewareHandler {
 }
 
 /** Where bearerAuth finds tokens made through the API, and how a permit reads jobs' queues. */
-export type TokenLookup = { tokens: TokenStore; jobQueues: JobQueues };
+export type TokenLookup = { tokens: Pick<TokenStore, "find">; jobQueues: JobQueues };
+
+/** No token made through the API: only the configured ones, each of which may do everything (so no job's queue is ever read). */
+const CONFIGURED_ONLY: TokenLookup = { tokens: { find: async () => null }, jobQueues: async () => new Map() };
 
 /**
  * Checks `Authorization: Bearer <token>`: a token made through the API (found
  * by the SHA-256 of the secret), else one of the configured tokens (compared in
  * constant time; admin for every queue). Sets the request's `permit`; with
- * auth off, a permit for everything.
+ * auth off, a permit for everything. Without `lookup`, only the configured
+ * tokens are let in.
  */
-export function bearerAuth(auth: Auth, { tokens, jobQueues }: TokenLookup): MiddlewareHandler {
+export function bearerAuth(auth: Auth, { tokens, jobQueues }: TokenLookup = CONFIGURED_ONLY): MiddlewareHandler {
   const configured = auth === "off" ? [] : auth.tokens;
   // Tokens already proven valid: at most one entry per configured token, so a
   // lookup can only tell a caller what the 200 tells it anyway, and it spares
