@@ -107,7 +107,7 @@ async function world() {
   for (const role of ROLES) tokens[role] = (await call("POST", "/v1/tokens", { role, queues: ["invoices"] })).body.token;
   /** Every row of every table the API writes. */
   async function everything() {
-    const tables = ["jobs", "events", "queues", "schedules", "tokens"];
+    const tables = ["jobs", "history", "queues", "schedules", "tokens"];
     return Object.fromEntries(await Promise.all(tables.map(async (table) => [table, await fresh.rows(`SELECT * FROM ${table} ORDER BY 1, 2`)])));
   }
   const as = (token: string) => async ([method, path, body]: Request) => {
