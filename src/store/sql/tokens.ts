@@ -23,9 +23,9 @@ export function tokenByHash(hash: string): Statement {
   return { sql: `SELECT ${SHOWN} FROM tokens WHERE hash = ?1`, args: [hash] };
 }
 
-/** Every token, oldest first. */
+/** Every token, oldest first (made in the same ms: in the order made). */
 export function listTokens(): Statement {
-  return { sql: `SELECT ${SHOWN} FROM tokens ORDER BY created_at, id`, args: [] };
+  return { sql: `SELECT ${SHOWN} FROM tokens ORDER BY created_at, rowid`, args: [] };
 }
 
 /** Deletes a token, so its secret is refused from now on; answers its id if there was one. */
