@@ -210,7 +210,7 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     const permit = c.get("permit");
     permit.need("enqueue", rest.queue ?? "default");
     const now = clock();
-    const { created, job } = await store.enqueueJob(id, { ...rest, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
+    const { created, job } = await store.enqueue(id, { ...rest, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
     // An id is one for all queues: that it is taken cannot be hidden, but what takes it can.
     if (!permit.sees(job.queue)) throw new ApiError(409, "conflict", `the id ${JSON.stringify(id)} is taken by a job in a queue this token may not see; nothing changed: choose another id`);
     if (created) afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
@@ -222,7 +222,7 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     const jobs = c.req.valid("json").jobs.map(({ delayMs, runAt, ...job }) => ({ ...job, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs) }));
     const queue = c.req.valid("param").queue;
     c.get("permit").need("enqueue", queue);
-    const enqueued = await store.enqueueMany(queue, jobs, now);
+    const enqueued = await store.enqueueMany(queue, { jobs, now });
     afterAnswer(c, wake.enqueued(queue, jobs.filter((_, i) => enqueued[i]!.created).map((job) => job.runAt ?? now), now));
     return c.json({ jobs: enqueued }, 200);
   });
@@ -231,14 +231,14 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     const { id } = c.req.valid("param");
     await c.get("permit").job("read", id);
     const waitMs = c.req.valid("query").waitMs ?? 0;
-    return c.json(jobView(waitMs > 0 ? await waits.job(id, waitMs, c.req.raw.signal) : await store.getJob(id, clock())), 200);
+    return c.json(jobView(waitMs > 0 ? await waits.job(id, waitMs, c.req.raw.signal) : await store.get(id, { now: clock() })), 200);
   });
 
   app.openapi(route.list, async (c) => {
     const query = c.req.valid("query");
     const permit = c.get("permit");
     if (query.queue !== undefined) permit.need("read", query.queue);
-    const page = await store.list(query, clock());
+    const page = await store.list({ ...query, now: clock() });
     // Without a queue, a token for some queues sees their jobs of the page: maybe fewer than its limit, even none, while nextCursor goes on.
     return c.json({ jobs: page.items.filter((job) => permit.sees(job.queue)).map(jobView), nextCursor: page.next }, 200);
   });
@@ -253,7 +253,7 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
   app.openapi(route.retry, async (c) => {
     await c.get("permit").job("manage", c.req.valid("param").id);
     const now = clock();
-    const job = await store.retryJob(c.req.valid("param").id, now);
+    const job = await store.retry(c.req.valid("param").id, { now });
     afterAnswer(c, wake.settled(job, now));
     return c.json({ job: jobView(job) }, 200);
   });
@@ -262,14 +262,14 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     const { by = "api", reason } = c.req.valid("json");
     await c.get("permit").job("manage", c.req.valid("param").id);
     const now = clock();
-    const { changed, job } = await store.cancelJob(c.req.valid("param").id, { by, reason }, now);
+    const { changed, job } = await store.cancel(c.req.valid("param").id, { by, reason, now });
     if (changed) afterAnswer(c, wake.cancelled(job, now));
     return c.json({ job: jobView(job), changed }, 200);
   });
 
   app.openapi(route.delete, async (c) => {
     await c.get("permit").job("manage", c.req.valid("param").id);
-    await store.deleteJob(c.req.valid("param").id, clock());
+    await store.delete(c.req.valid("param").id, { now: clock() });
     wake.finished([c.req.valid("param").id]);
     return c.json({ deleted: true as const }, 200);
   });

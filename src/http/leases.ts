@@ -278,27 +278,27 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
   app.openapi(route.claim, async (c) => {
     const { owner, ttlMs } = c.req.valid("json");
     await c.get("permit").job("work", c.req.valid("param").id);
-    return c.json(leaseView(await store.claimJob(c.req.valid("param").id, owner, clock(), ttlMs)), 200);
+    return c.json(leaseView(await store.claim(c.req.valid("param").id, { owner, ttlMs, now: clock() })), 200);
   });
 
   app.openapi(route.claimNext, async (c) => {
     const { owner, ttlMs, limit = 1, waitMs = 0 } = c.req.valid("json");
     const queue = c.req.valid("param").queue;
     c.get("permit").need("work", queue);
-    if (waitMs === 0) return c.json(claimedView(answered(await store.claimNext(queue, owner, clock(), ttlMs, limit), 0), false), 200);
+    if (waitMs === 0) return c.json(claimedView(answered(await store.claimNext(queue, { owner, ttlMs, limit, now: clock() }), 0), false), 200);
     return c.json(claimedView(await waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, c.req.raw.signal), true), 200);
   });
 
   app.openapi(route.renew, async (c) => {
     const { owner, fence, ttlMs, progress } = c.req.valid("json");
     await c.get("permit").job("work", c.req.valid("param").id);
-    return c.json({ until: await store.renewLease(c.req.valid("param").id, owner, fence, clock(), ttlMs, { progress }) }, 200);
+    return c.json(await store.renew(c.req.valid("param").id, { owner, fence, ttlMs, progress, now: clock() }), 200);
   });
 
   app.openapi(route.complete, async (c) => {
     const { owner, fence, result, next } = c.req.valid("json");
     await c.get("permit").job("work", c.req.valid("param").id);
-    const settled = await store.completeJob(c.req.valid("param").id, owner, fence, clock(), check.json("result", result)!, { next });
+    const settled = await store.complete(c.req.valid("param").id, { owner, fence, result: check.json("result", result)!, next, now: clock() });
     wake.finished([settled.job.id]);
     wake.ended([settled.job.queue]);
     return c.json(settledView(settled, next), 200);
@@ -308,7 +308,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
     const { owner, fence } = c.req.valid("json");
     await c.get("permit").job("work", c.req.valid("param").id);
     const now = clock();
-    const job = await store.releaseLease(c.req.valid("param").id, owner, fence, now);
+    const job = await store.release(c.req.valid("param").id, { owner, fence, now });
     afterAnswer(c, wake.settled(job, now));
     return c.json({ job: jobView(job) }, 200);
   });
@@ -317,7 +317,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
     const { owner, fence, error, retryInMs, next } = c.req.valid("json");
     await c.get("permit").job("work", c.req.valid("param").id);
     const now = clock();
-    const settled = await store.failJob(c.req.valid("param").id, owner, fence, now, error, { retryInMs, next });
+    const settled = await store.fail(c.req.valid("param").id, { owner, fence, error, retryInMs, next, now });
     afterAnswer(c, wake.settled(settled.job, now));
     return c.json(settledView(settled, next), 200);
   });
@@ -328,7 +328,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
     permit.needRole("work", "renew leases");
     check.distinctIds("leases", leases);
     const hidden = await permit.hidden(leases.map((lease) => lease.id));
-    const renewed = await store.renewMany(owner, leases.filter((lease) => !hidden.has(lease.id)), clock(), ttlMs);
+    const renewed = await store.renewMany({ owner, ttlMs, leases: leases.filter((lease) => !hidden.has(lease.id)), now: clock() });
     return c.json({ leases: unseenAsUnknown(leases, hidden, renewed).map(outcomeView) }, 200);
   });
 
@@ -340,7 +340,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
     check.distinctIds("leases", leases);
     const hidden = await permit.hidden(leases.map((lease) => lease.id));
     const completions = leases.filter((lease) => !hidden.has(lease.id)).map(({ id, fence, result }) => ({ id, fence, result: check.json("result", result)! }));
-    const { completed: seen, leases: taken, ended } = await store.completeMany(owner, completions, clock(), next);
+    const { completed: seen, leases: taken, ended } = await store.completeMany({ owner, leases: completions, next, now: clock() });
     const completed = unseenAsUnknown(leases, hidden, seen);
     wake.finished(completed.flatMap((outcome) => ("done" in outcome ? [outcome.id] : [])));
     wake.ended(ended);
@@ -350,6 +350,6 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
   app.openapi(route.lease, async (c) => {
     const { owner, fence } = c.req.valid("query");
     await c.get("permit").job("read", c.req.valid("param").id);
-    return c.json(await store.leaseCheck(c.req.valid("param").id, owner, fence, clock()), 200);
+    return c.json(await store.leaseCheck(c.req.valid("param").id, { owner, fence, now: clock() }), 200);
   });
 }

@@ -106,35 +106,35 @@ export function queueRoutes() {
 export function serveQueues(app: Api, route: ReturnType<typeof queueRoutes>, { store, clock, wake }: Served): void {
   app.openapi(route.pauseQueue, async (c) => {
     c.get("permit").need("manage", c.req.valid("param").queue);
-    return c.json(await store.pauseQueue(c.req.valid("param").queue, clock()), 200);
+    return c.json(await store.queues.pause(c.req.valid("param").queue, { now: clock() }), 200);
   });
 
   app.openapi(route.resumeQueue, async (c) => {
     c.get("permit").need("manage", c.req.valid("param").queue);
-    const settings = await store.resumeQueue(c.req.valid("param").queue, clock());
+    const settings = await store.queues.resume(c.req.valid("param").queue, { now: clock() });
     afterAnswer(c, wake.queueOpened(settings.queue));
     return c.json(settings, 200);
   });
 
   app.openapi(route.setQueue, async (c) => {
     c.get("permit").need("manage", c.req.valid("param").queue);
-    const settings = await store.setQueue(c.req.valid("param").queue, c.req.valid("json"), clock());
+    const settings = await store.queues.set(c.req.valid("param").queue, { ...c.req.valid("json"), now: clock() });
     afterAnswer(c, wake.queueOpened(settings.queue));
     return c.json(settings, 200);
   });
 
   app.openapi(route.getQueue, async (c) => {
     c.get("permit").need("read", c.req.valid("param").queue);
-    return c.json(await store.getQueue(c.req.valid("param").queue), 200);
+    return c.json(await store.queues.get(c.req.valid("param").queue), 200);
   });
 
   app.openapi(route.listQueues, async (c) => {
     const permit = c.get("permit");
-    return c.json({ queues: (await store.listQueues()).filter((settings) => permit.sees(settings.queue)) }, 200);
+    return c.json({ queues: (await store.queues.list()).filter((settings) => permit.sees(settings.queue)) }, 200);
   });
 
   app.openapi(route.stats, async (c) => {
     const permit = c.get("permit");
-    return c.json({ queues: (await store.stats(clock())).filter((stats) => permit.sees(stats.queue)) }, 200);
+    return c.json({ queues: (await store.stats({ now: clock() })).filter((stats) => permit.sees(stats.queue)) }, 200);
   });
 }

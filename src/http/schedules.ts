@@ -120,7 +120,7 @@ export function serveSchedules(app: Api, route: ReturnType<typeof scheduleRoutes
       if (before !== null && !permit.sees(before.queue)) throw new ApiError(409, "conflict", `the schedule name ${JSON.stringify(name)} is taken by a schedule of a queue this token may not see; nothing changed: choose another name`);
       if (before !== null) permit.need("manage", before.queue);
     }
-    const { created, schedule } = await store.schedules.put(name, c.req.valid("json"), clock());
+    const { created, schedule } = await store.schedules.put(name, { ...c.req.valid("json"), now: clock() });
     return created ? c.json(schedule, 201) : c.json(schedule, 200);
   });
 

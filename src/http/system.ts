@@ -50,7 +50,7 @@ export function systemRoutes() {
 export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { store, clock }: Served, { pages, tags }: { pages: boolean; tags: Tag[] }): void {
   app.openapi(route.metrics, async (c) => {
     const permit = c.get("permit");
-    const stats = (await store.stats(clock())).filter((queue) => permit.sees(queue.queue));
+    const stats = (await store.stats({ now: clock() })).filter((queue) => permit.sees(queue.queue));
     return c.text(prometheusText(stats), 200, { "Content-Type": "text/plain; version=0.0.4" });
   });
 

@@ -4,7 +4,7 @@ import { inChunks } from "./in-chunks.ts";
 import { dueFire, firstCronFire, type ScheduleSpec, scheduleName, storedSpec } from "./schedule-times.ts";
 import * as sql from "./sql/schedules.ts";
 import type { Fire } from "./sql/schedules.ts";
-import type { HousekeepingOptions } from "./shapes.ts";
+import { type HousekeepingOptions, timeOf } from "./shapes.ts";
 import * as check from "./validate.ts";
 
 export type { ScheduleSpec } from "./schedule-times.ts";
@@ -89,29 +89,34 @@ const notFound = (name: string) => new NotFound(name, `no schedule has the name 
  * Each due fire enqueues one job, `{name}@{fire time as ISO 8601}`, in the
  * transaction that moves the schedule on to its next fire: at most once per
  * fire, however many runners fire together, and after downtime (or a clock
- * that steps forward) only the latest missed fire. After a clock steps back
- * (src/store/step-back.ts), the next fire is planned again from the corrected
- * clock; a fire whose job is there already enqueues nothing.
+ * that steps forward) only the latest missed fire. After this store's clock
+ * steps back (src/store/step-back.ts), the next fire is planned again from the
+ * corrected clock; a fire whose job is there already enqueues nothing. A
+ * store whose clock is behind another's, up to SKEW_LIMIT_MS, waits for it.
  */
 export class Schedules {
   readonly #driver: Driver;
+  readonly #clock: string;
 
-  constructor(driver: Driver) {
+  /** `clock`: the store's clock id (src/store/step-back.ts), which planned_at is kept with. */
+  constructor(driver: Driver, clock: string) {
     this.#driver = driver;
+    this.#clock = clock;
   }
 
   /**
    * put creates or replaces a schedule (a replace keeps its createdAt,
    * the anchor of everyMs, and its lastFireAt); its next fire is the first one
-   * after `now`. Answers whether it was created, and the schedule.
+   * after `now` (default `Date.now()`). Answers whether it was created, and the schedule.
    * InvalidArgument, naming the field, for a bad spec; nothing is written then.
    */
-  async put(name: string, spec: ScheduleSpec, now = Date.now()): Promise<{ created: boolean; schedule: Schedule }> {
+  async put(name: string, spec: ScheduleSpec & { now?: number }): Promise<{ created: boolean; schedule: Schedule }> {
+    const now = timeOf(spec);
     const checkedName = scheduleName(name);
     const stored = storedSpec(spec);
     check.instant("now", now);
     const cronNext = stored.cron === null ? null : firstCronFire(stored.cron, stored.timezone!, now);
-    const [existed, written] = await this.#driver.batch(sql.putSchedule(checkedName, stored, cronNext, now));
+    const [existed, written] = await this.#driver.batch(sql.putSchedule(checkedName, stored, cronNext, now, this.#clock));
     return { created: existed![0]!.existed === 0, schedule: scheduleFromRow(written![0]!) };
   }
 
@@ -137,21 +142,21 @@ export class Schedules {
    * fireDue enqueues the job of every schedule due at `now` (the
    * latest fire at or before `now` of each; one of a schedule another runner
    * fired or a put replaced meanwhile is left to it), and plans again from
-   * `now` the next fire of each schedule planned by a clock that has since
-   * stepped back, in chunks of schedules (see HousekeepingOptions). Answers
+   * `now` the next fire of each schedule planned by this store's clock before
+   * it stepped back (or by another clock far ahead, see src/store/step-back.ts), in chunks of schedules (see HousekeepingOptions). Answers
    * the jobs enqueued, the fires that found their job's id taken (and enqueued
    * nothing), and when the earliest schedule fires next.
    */
-  async fireDue(now: number, options: HousekeepingOptions = {}): Promise<Fired> {
-    check.instant("now", now);
+  async fireDue(request: HousekeepingOptions & { now?: number } = {}): Promise<Fired> {
+    const now = check.instant("now", timeOf(request));
     const jobs: FiredJob[] = [];
     const taken: TakenFire[] = [];
     const skipped: SkippedSchedule[] = [];
-    await inChunks(options, async (size) => {
-      const due = await this.#driver.run(sql.dueSchedules(now, size, skipped.map((schedule) => schedule.name)));
+    await inChunks(request, async (size) => {
+      const due = await this.#driver.run(sql.dueSchedules(now, size, skipped.map((schedule) => schedule.name), this.#clock));
       if (due.length === 0) return false;
       const fires = due.flatMap((row) => fireOrSkip(row, now, skipped));
-      const [, enqueued = [], moved = []] = fires.length === 0 ? [] : await this.#driver.batch(sql.fireDue(fires, now));
+      const [, enqueued = [], moved = []] = fires.length === 0 ? [] : await this.#driver.batch(sql.fireDue(fires, now, this.#clock));
       for (const row of enqueued) jobs.push({ id: row.id as string, queue: row.queue as string });
       const jobIds = new Map(fires.map(([name, , , , , , , jobId]) => [name, jobId]));
       for (const row of moved) {

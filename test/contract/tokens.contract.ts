@@ -44,8 +44,8 @@ export function tokensContract(freshStore: () => Promise<FreshStore>): void {
 
     test("queuesOf answers the queue of each job that exists, for a token's check, in one read", async () => {
       const { store } = await freshStore();
-      await store.enqueueMany("invoices", [{ id: "a" }, { id: "b" }], T);
-      await store.enqueueJob("c", { queue: "mail", now: T });
+      await store.enqueueMany("invoices", { jobs: [{ id: "a" }, { id: "b" }], now: T });
+      await store.enqueue("c", { queue: "mail", now: T });
       expect(await store.queuesOf(["c", "a", "nope", "b"])).toEqual(new Map([["a", "invoices"], ["b", "invoices"], ["c", "mail"]]));
       expect(await store.queuesOf([])).toEqual(new Map());
     });
