@@ -2,7 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { LeaseStore } from "../store/store.ts";
 import { ApiError } from "./api-error.ts";
 import { limitBody } from "./middleware/body-limit.ts";
-import { type Auth, bearerAuth, localCallersOnly, requireConfiguredAuth } from "./middleware/auth.ts";
+import { type Auth, bearerAuth, forwardedGrant, localCallersOnly, requireConfiguredAuth } from "./middleware/auth.ts";
 import { cachedTokens, TOKEN_CACHE_MS } from "../store/token-cache.ts";
 import type { TokenStore } from "../store/tokens.ts";
 import { serveTokens, tokenRoutes, TOKENS_TAG } from "./tokens.ts";
@@ -45,6 +45,12 @@ export type AppOptions = {
   tokens?: TokenStore;
   /** How long a token found is trusted before it is looked up again: the most a revoke made by another process waits; default TOKEN_CACHE_MS (5 s). */
   tokenCacheMs?: number;
+  /**
+   * Only a router in front reaches this app, and it has checked the caller (a
+   * queue's Durable Object in objects mode): with auth off, each request may
+   * do what the grant the router sends in the Fencelease-Grant header allows.
+   */
+  forwardedGrants?: boolean;
 };
 
 /** The limits given, each checked once when the app is built, the rest from DEFAULT_LIMITS. */
@@ -96,6 +102,11 @@ export function createApp(options: AppOptions) {
   // The OpenAPI document is open, like the README that says as much: it describes
   // the routes, holds no data, and so /docs can render it before anyone signs in.
   app.use("/metrics", bearerAuth(auth, lookup));
+  if (options.forwardedGrants) {
+    if (auth !== "off") throw new RangeError("forwardedGrants needs auth off: the router in front checks the caller");
+    app.use("/v1/*", forwardedGrant(lookup.jobQueues));
+    app.use("/metrics", forwardedGrant(lookup.jobQueues));
+  }
   app.use("/v1/*", limitBody(limits.maxBodyBytes));
   app.use("/v1/*", exactNumbers());
 

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { timingSafeEqual } from "hono/utils/buffer";
-import type { TokenStore } from "../../store/tokens.ts";
+import { queueScope, role, type TokenStore } from "../../store/tokens.ts";
 import { ApiError } from "../api-error.ts";
 import { EVERYTHING, type Grant, type JobQueues, Permit } from "../permit.ts";
 
@@ -94,6 +94,32 @@ export function bearerAuth(auth: Auth, { tokens, jobQueues }: TokenLookup = CONF
 function refused(header: string | undefined): never {
   const message = header === undefined ? "send the header Authorization: Bearer <token>" : "the bearer token is not valid (or was revoked)";
   throw new ApiError(401, "unauthorized", message, { "WWW-Authenticate": 'Bearer realm="fencelease"' });
+}
+
+/** The header in which a router in front (objects mode's) sends what the caller's token may do. */
+export const GRANT_HEADER = "Fencelease-Grant";
+
+/** A grant as GRANT_HEADER carries it: its JSON, URI-encoded (queue names may be any text). */
+export function grantHeader(grant: Grant): string {
+  return encodeURIComponent(JSON.stringify(grant));
+}
+
+/**
+ * For an app that only a router reaches, which has checked the caller (a
+ * queue's Durable Object, whose app runs with auth off): the request's permit
+ * becomes the grant the router sends in GRANT_HEADER. The router removes the
+ * header from what a caller sends, so only its own reaches here; a request
+ * without one is the router's own call, and keeps auth off's permit.
+ */
+export function forwardedGrant(jobQueues: JobQueues): MiddlewareHandler {
+  return async function forwardedGrant(c, next) {
+    const sent = c.req.header(GRANT_HEADER);
+    if (sent !== undefined) {
+      const grant = JSON.parse(decodeURIComponent(sent)) as Grant;
+      c.set("permit", new Permit({ id: grant.id, name: grant.name, role: role(grant.role), queues: queueScope(grant.queues) }, jobQueues));
+    }
+    await next();
+  };
 }
 
 /** Host names that only this machine answers to. */
