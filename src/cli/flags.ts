@@ -37,6 +37,9 @@ export const OPTIONS = {
   endpoint: { type: "string" },
   "timeout-ms": { type: "string" },
   "max-in-flight": { type: "string" },
+  role: { type: "string" },
+  queues: { type: "string" },
+  name: { type: "string" },
 } as const;
 
 /** The options of one command line, as parseArgs gives them. */

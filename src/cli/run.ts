@@ -8,6 +8,7 @@ import { LEASE_COMMANDS } from "./leases.ts";
 import { PUSH_COMMANDS } from "./push.ts";
 import { QUEUE_COMMANDS } from "./queues.ts";
 import { SCHEDULE_COMMANDS } from "./schedules.ts";
+import { refuseTokenFlags, TOKEN_COMMANDS } from "./tokens.ts";
 import { migrateDatabase, serve } from "./server-commands.ts";
 import { USAGE } from "./usage.ts";
 
@@ -15,10 +16,10 @@ export type { Io } from "./command.ts";
 
 // The dispatcher: reads the command line, finds the command, and prints its
 // answer (or the one line of its error) with the exit code. Each group of
-// commands is a file of its own (jobs.ts, leases.ts, queues.ts, push.ts, schedules.ts).
+// commands is a file of its own (jobs.ts, leases.ts, queues.ts, push.ts, schedules.ts, tokens.ts).
 
 /** Every command that calls the server, by name. */
-const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...LEASE_COMMANDS, ...QUEUE_COMMANDS, ...PUSH_COMMANDS, ...SCHEDULE_COMMANDS };
+const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...LEASE_COMMANDS, ...QUEUE_COMMANDS, ...PUSH_COMMANDS, ...SCHEDULE_COMMANDS, ...TOKEN_COMMANDS };
 
 /**
  * The command named on the line (one word, or two for a group such as
@@ -61,6 +62,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     if (name === "demo") return await (await import("./demo.ts")).runDemo({ baseUrl, token, out: io.out });
 
     const { command, arg } = commandOf(name, rest);
+    refuseTokenFlags(name === "token" ? `token ${rest[0]}` : name, flags);
     const client = new LeaseClient({ baseUrl: baseUrl ?? "http://127.0.0.1:8787", token });
     const answer = await command.run({ arg, flags, client, io });
     // Whatever the server sends back, no escape sequence reaches the terminal.

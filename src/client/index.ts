@@ -4,6 +4,7 @@ export {
   ConflictError,
   errorFromResponse,
   FenceleaseError,
+  ForbiddenError,
   InvalidRequestError,
   LeaseLostError,
   NotClaimableError,
@@ -16,6 +17,7 @@ export { LeaseClient } from "./lease-client.ts";
 export { type PushCalls } from "./push.ts";
 export { type QueueCalls } from "./queues.ts";
 export { type ScheduleCalls } from "./schedules.ts";
+export { type TokenCalls } from "./tokens.ts";
 export { type LeaseClientOptions } from "./transport.ts";
 export { type RetryOptions } from "./retry.ts";
 export { runWorker, type WorkerHandle } from "./runner/run-worker.ts";
@@ -58,6 +60,10 @@ export type {
   Schedule,
   ScheduleRequest,
   Settled,
+  Token,
+  TokenRequest,
+  TokenSelf,
+  CreatedToken,
 } from "./types.ts";
 export { PUSH_TOLERANCE_MS, type PushDelivery, type PushMessage, type PushRefusal, PushVerificationError, verifyPush } from "./verify-push.ts";
 export { type HeldLease, withLease, type WithLeaseOptions } from "./with-lease.ts";

@@ -102,23 +102,37 @@ export function pushRoutes() {
   };
 }
 
-/** Serves the push routes on `app`, over `store.push`; each change is told to `push` (the runtime's pusher, if any) once written. */
+/**
+ * Serves the push routes on `app`, over `store.push`; each change is told to
+ * `push` (the runtime's pusher, if any) once written. Setting, rotating and
+ * deleting a queue's endpoint is managing the queue (an admin token for it):
+ * the endpoint receives the queue's jobs, and the secret signs for them.
+ */
 export function servePush(app: Api, route: ReturnType<typeof pushRoutes>, { store, clock }: Served, push?: PushChanges): void {
   const told = (queue: string) => push?.changed(queue);
 
   app.openapi(route.putPush, async (c) => {
     const queue = c.req.valid("param").queue;
+    c.get("permit").need("manage", queue);
     const { created, settings, secret } = await store.push.put(queue, { ...c.req.valid("json"), now: clock() });
     afterAnswer(c, told(queue));
     return created ? c.json({ ...settings, secret: secret! }, 201) : c.json(settings, 200);
   });
 
-  app.openapi(route.getPush, async (c) => c.json(await store.push.get(c.req.valid("param").queue), 200));
+  app.openapi(route.getPush, async (c) => {
+    const queue = c.req.valid("param").queue;
+    c.get("permit").need("read", queue);
+    return c.json(await store.push.get(queue), 200);
+  });
 
-  app.openapi(route.listPush, async (c) => c.json({ endpoints: await store.push.list() }, 200));
+  app.openapi(route.listPush, async (c) => {
+    const permit = c.get("permit");
+    return c.json({ endpoints: (await store.push.list()).filter((settings) => permit.sees(settings.queue)) }, 200);
+  });
 
   app.openapi(route.rotatePush, async (c) => {
     const queue = c.req.valid("param").queue;
+    c.get("permit").need("manage", queue);
     const { settings, secret } = await store.push.rotate(queue, { now: clock() });
     afterAnswer(c, told(queue));
     return c.json({ ...settings, secret }, 200);
@@ -126,6 +140,7 @@ export function servePush(app: Api, route: ReturnType<typeof pushRoutes>, { stor
 
   app.openapi(route.deletePush, async (c) => {
     const queue = c.req.valid("param").queue;
+    c.get("permit").need("manage", queue);
     await store.push.delete(queue);
     afterAnswer(c, told(queue));
     return c.body(null, 204);

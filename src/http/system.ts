@@ -49,8 +49,9 @@ export function systemRoutes() {
  */
 export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { store, clock }: Served, { pages, tags }: { pages: boolean; tags: Tag[] }): void {
   app.openapi(route.metrics, async (c) => {
+    const permit = c.get("permit");
     const [queues, push] = await Promise.all([store.stats({ now: clock() }), store.push.stats({ now: clock() })]);
-    return c.text(prometheusText(queues, push), 200, { "Content-Type": "text/plain; version=0.0.4" });
+    return c.text(prometheusText(queues.filter((queue) => permit.sees(queue.queue)), push.filter((queue) => permit.sees(queue.queue))), 200, { "Content-Type": "text/plain; version=0.0.4" });
   });
 
   app.openapi(route.health, async (c) => {

@@ -7,6 +7,7 @@ import { api } from "./api.js";
 import { errorNote, h } from "./dom.js";
 import { duration, moment } from "./format.js";
 import { pushButton, pushDialog, pushedTo } from "./push-controls.js";
+import { abilities, may, mayAtAll } from "./permit.js";
 import { limits, queueButtons, settingsDialog, unset } from "./queue-controls.js";
 
 /** How often the numbers are read again. */
@@ -50,9 +51,10 @@ export function queuesView(container, _params, signal) {
     note.replaceChildren(h("p", { class: "ok", role: "status" }, message));
     await refresh();
   }, signal);
-  const create = h("button", { type: "button", onclick: () => edit(null) }, "New queue");
+  const create = mayAtAll("manage") && h("button", { type: "button", onclick: () => edit(null) }, "New queue");
   container.append(
     h("div", { class: "heading" }, h("h1", {}, "Queues"), h("div", { class: "controls" }, status, toggle, create)),
+    h("p", { class: "muted", id: "abilities" }, abilities()),
     problem,
     note,
     body);
@@ -115,8 +117,9 @@ function table(rows) {
  * @param {(queue: string, push: PushSettings | undefined) => void} openPush
  */
 function queueRow(stats, settings, push, act, edit, openPush) {
-  const actions = queueButtons(settings, act, edit);
-  actions.append(pushButton(stats.queue, push, openPush));
+  // A token that may not manage the queue sees none of its buttons (the server would refuse them: 403).
+  const actions = may("manage", stats.queue) ? queueButtons(settings, act, edit) : null;
+  actions?.append(pushButton(stats.queue, push, openPush));
   const jobsOf = (/** @type {string} */ status) => `#/jobs?${new URLSearchParams({ queue: stats.queue, status })}`;
   return h("tr", { "data-queue": stats.queue, class: settings.paused ? "paused" : null },
     h("th", { scope: "row" }, h("a", { href: `#/jobs?${new URLSearchParams({ queue: stats.queue })}` }, stats.queue)),

@@ -13,6 +13,7 @@ import { queuesContract } from "../contract/queues.contract.ts";
 import { schedulesContract } from "../contract/schedules.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
+import { tokensContract } from "../contract/tokens.contract.ts";
 import { freshStore, freshUrl } from "../fresh-db.ts";
 import { noteVerbs } from "../../src/store/note.ts";
 
@@ -29,6 +30,7 @@ queuesContract(freshStore);
 pushContract(freshStore);
 schedulesContract(freshStore);
 cancelContract(freshStore);
+tokensContract(freshStore);
 
 describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {

@@ -11,11 +11,12 @@ import { queuesContract } from "../contract/queues.contract.ts";
 import { schedulesContract } from "../contract/schedules.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
+import { tokensContract } from "../contract/tokens.contract.ts";
 
 /** A store over the D1 binding, on empty tables, with the binding itself to look at the rows. */
 async function freshD1Store(): Promise<FreshStorage> {
   // Deleting jobs raises the fence floor and records nothing else; the tables they feed are emptied after them.
-  const tables = ["jobs", "history", "refusal_counts", "refusal_minutes", "queue_counts", "queues", "schedules", "push_endpoints", "push_counts"];
+  const tables = ["jobs", "history", "refusal_counts", "refusal_minutes", "queue_counts", "queues", "schedules", "push_endpoints", "push_counts", "tokens"];
   await env.DB.batch([...tables.map((table) => env.DB.prepare(`DELETE FROM ${table}`)), env.DB.prepare("UPDATE fence_floor SET fence = 0")]);
   return {
     store: new LeaseStore(d1Driver(env.DB)),
@@ -44,4 +45,5 @@ queuesContract(freshD1Store);
 pushContract(freshD1Store);
 schedulesContract(freshD1Store);
 cancelContract(freshD1Store);
+tokensContract(freshD1Store);
 storageContract(freshD1Store);
