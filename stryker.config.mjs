@@ -6,11 +6,12 @@ export default {
   testRunner: "vitest",
   vitest: { configFile: "vitest.mutation.config.ts" },
   coverageAnalysis: "perTest",
-  mutate: ["src/store/**/*.ts"], // the store and its SQL, every file: a new one is mutated without being listed
+  mutate: process.env.MUTATE ? [process.env.MUTATE] : ["src/store/**/*.ts"], // the store and its SQL, every file: a new one is mutated without being listed
   ignorePatterns: ["reports", "data", ".wrangler", "dist", "coverage", "bench"],
   reporters: ["clear-text", "progress", "html", "json"],
   htmlReporter: { fileName: "reports/mutation/mutation.html" },
-  jsonReporter: { fileName: "reports/mutation/mutation.json" },
+  jsonReporter: { fileName: process.env.MUTATION_JSON ?? "reports/mutation/mutation.json" },
   clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
+  incrementalFile: process.env.MUTATION_INCREMENTAL ?? "reports/stryker-incremental.json",
   thresholds: { high: 95, low: 85, break: null },
 };

@@ -5,6 +5,10 @@ export default defineConfig({
   test: {
     include: [
       "test/store/store.test.ts",
+      "test/store/health.test.ts",
+      "test/store/maintenance.test.ts",
+      "test/store/storage.test.ts",
+      "test/store/token-cache.test.ts",
       "test/store/migrate.test.ts",
       "test/store/races.test.ts",
       "test/store/property.test.ts",

@@ -27,8 +27,9 @@ export function queueStats(rows: Row[], now: number): QueueStats[] {
     const count = (column: string) => row[column] as number;
     const expiredDue = count("expired") - count("expired_later");
     const queued = count("open") - count("held") - count("waiting_later") + expiredDue;
-    // The earliest run_at of each part is the earliest queued one when it is due.
-    const firstDue = [row.waiting_first_run_at, row.expired_first_run_at].filter((runAt): runAt is number => typeof runAt === "number" && runAt <= now);
+    // While a job is queued, one of the parts has a due run_at, so the earliest
+    // run_at of the two (scheduled ones included) is the job due longest.
+    const firstRunAt = [row.waiting_first_run_at, row.expired_first_run_at].filter((runAt): runAt is number => typeof runAt === "number");
     return {
       queue: row.queue as string,
       jobs: {
@@ -39,7 +40,7 @@ export function queueStats(rows: Row[], now: number): QueueStats[] {
         dead: count("dead"),
         cancelled: count("cancelled"),
       },
-      oldestDueAgeMs: queued > 0 ? now - Math.min(...firstDue) : null,
+      oldestDueAgeMs: queued > 0 ? now - Math.min(...firstRunAt) : null,
       refused: { lastHour: count("refused_recent"), total: count("refused_total") },
       paused: row.paused === 1,
     };

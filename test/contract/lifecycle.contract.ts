@@ -334,6 +334,18 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       expect((await store.stats({ now: T }))[0]).toEqual({ queue: "alpha", jobs: { queued: 1, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: 0, refused: { lastHour: 0, total: 0 }, paused: false });
     });
 
+    test("the oldest due job is the one due longest, whether it waits or its lease expired", async () => {
+      const { store } = await freshStore();
+      await store.enqueue("expired", { queue: "q", runAt: T - 9_000, now: T - 9_000 });
+      await store.claim("expired", { owner: "A", ttlMs: 1_000, now: T - 9_000 }); // ended at T - 8_000
+      await store.enqueue("waiting", { queue: "q", runAt: T - 2_000, now: T - 2_000 });
+      await store.enqueue("scheduled", { queue: "q", runAt: T + 1, now: T - 2_000 });
+      const [stats] = await store.stats({ now: T });
+      expect(stats).toMatchObject({ jobs: { queued: 2, scheduled: 1, leased: 0 }, oldestDueAgeMs: 9_000 });
+      await store.claim("expired", { owner: "B", ttlMs: TTL, now: T });
+      expect((await store.stats({ now: T }))[0]).toMatchObject({ jobs: { queued: 1, scheduled: 1, leased: 1 }, oldestDueAgeMs: 2_000 });
+    });
+
     test("count jobs by status per queue, the oldest due job's age, and refusals in the last hour and ever", async () => {
       const { store } = await freshStore();
       await store.enqueue("old", { queue: "q", runAt: T - 5_000, now: T - 5_000 });
