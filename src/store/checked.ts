@@ -36,10 +36,10 @@ export const checked = {
     const now = check.instant("now", at);
     const rows = jobs.map((job, i): sqlMany.NewJob => [
       check.jobId(`jobs[${i}].id`, job.id),
-      check.json("payload", job.payload),
-      check.integer("priority", job.priority ?? 0),
+      check.json(`jobs[${i}].payload`, job.payload),
+      check.integer(`jobs[${i}].priority`, job.priority ?? 0),
       dueAt(job, now),
-      check.positiveInt("maxAttempts", job.maxAttempts ?? 25),
+      check.positiveInt(`jobs[${i}].maxAttempts`, job.maxAttempts ?? 25),
     ]);
     return sqlMany.enqueueMany(check.name("queue", queue), rows, now);
   },
@@ -67,7 +67,7 @@ export const checked = {
       fence: check.positiveInt("fence", request.fence),
       now: check.instant("now", now),
       error: check.text("error", request.error),
-      retryInMs: request.retryInMs === undefined ? null : check.instant("retryInMs", request.retryInMs),
+      retryInMs: request.retryInMs === undefined ? null : check.duration("retryInMs", request.retryInMs),
       jitter,
     }),
 };

@@ -460,7 +460,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       ["fail fence", (s) => noteVerbs(s).fail("job-1", "A", 0, T, "x"), "fence must be a positive safe integer, got 0"],
       ["fail now", (s) => noteVerbs(s).fail("job-1", "A", 1, -1, "x"), "now must be integer milliseconds since the epoch, got -1"],
       ["fail error", (s) => noteVerbs(s).fail("job-1", "A", 1, T, 7 as unknown as string), "error must be a string, got 7"],
-      ["fail retryInMs", (s) => noteVerbs(s).fail("job-1", "A", 1, T, "x", -5), "retryInMs must be integer milliseconds since the epoch, got -5"],
+      ["fail retryInMs", (s) => noteVerbs(s).fail("job-1", "A", 1, T, "x", -5), "retryInMs must be a whole number of milliseconds, 0 or more, got -5"],
       ["retry id", (s) => s.retry("", { now: T }), 'id must be a non-empty string of printable text, got ""'],
       ["retry now", (s) => s.retry("job-1", { now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
       ["delete id", (s) => s.delete("", { now: T }), 'id must be a non-empty string of printable text, got ""'],
@@ -479,6 +479,15 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       ["stats now", (s) => s.stats({ now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
       ["purge now", (s) => s.purge({ retentionMs: 1, now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
       ["purge retentionMs", (s) => s.purge({ retentionMs: 0, now: T }), "retentionMs must be a positive safe integer, got 0"],
+      ["enqueueMany queue", (s) => s.enqueueMany("", { jobs: [{ id: "job-2" }], now: T }), 'queue must be a non-empty string of printable text, got ""'],
+      ["enqueueMany now", (s) => s.enqueueMany("q", { jobs: [{ id: "job-2" }], now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
+      ["enqueueMany payload", (s) => s.enqueueMany("q", { jobs: [{ id: "job-2" }, { id: "job-3", payload: Symbol("x") }], now: T }), "jobs[1].payload must be a JSON value, got Symbol(x)"],
+      ["enqueueMany priority", (s) => s.enqueueMany("q", { jobs: [{ id: "job-2" }, { id: "job-3", priority: 0.5 }], now: T }), "jobs[1].priority must be a safe integer, got 0.5"],
+      ["enqueueMany maxAttempts", (s) => s.enqueueMany("q", { jobs: [{ id: "job-2" }, { id: "job-3", maxAttempts: 0 }], now: T }), "jobs[1].maxAttempts must be a positive safe integer, got 0"],
+      ["cancel id", (s) => s.cancel("", { now: T }), 'id must be a non-empty string of printable text, got ""'],
+      ["cancel by", (s) => s.cancel("job-1", { by: "", now: T }), 'by must be a non-empty string of printable text, got ""'],
+      ["cancel reason", (s) => s.cancel("job-1", { reason: 7 as unknown as string, now: T }), "reason must be a string, got 7"],
+      ["cancel now", (s) => s.cancel("job-1", { now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
     ];
 
     test.each(cases)("%s: a bad value is refused with a message naming it, and nothing changes", async (_, call, message) => {
