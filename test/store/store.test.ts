@@ -16,6 +16,7 @@ import { storeContract } from "../contract/store.contract.ts";
 import { tokensContract } from "../contract/tokens.contract.ts";
 import { freshStore, freshUrl } from "../fresh-db.ts";
 import { noteVerbs } from "../../src/store/note.ts";
+import { clockId } from "../../src/store/step-back.ts";
 
 // The store contract on libSQL over a real file, on the native file driver that
 // openStore gives a `file:` URL (src/drivers/libsql-file.ts); the same suite
@@ -42,6 +43,27 @@ describe("close", () => {
     await expect(store.get("job-1")).rejects.toThrow();
     await expect(store.ping()).rejects.toThrow(); // so /healthz answers 503
     expect(await snapshot()).toEqual(before);
+  });
+});
+
+describe("clock ids", () => {
+  test("each store has its own, 12 hex digits, and its claims store it beside the lease", async () => {
+    const url = freshUrl();
+    const [first, second] = [await openStore({ url }), await openStore({ url })];
+    await first.enqueue("job-1", { now: 1 });
+    await second.enqueue("job-2", { now: 1 });
+    await first.claim("job-1", { owner: "A", ttlMs: 1_000, now: 1 });
+    await second.claim("job-2", { owner: "B", ttlMs: 1_000, now: 1 });
+    first.close();
+    second.close();
+    const db = createClient({ url });
+    const { rows } = await db.execute("SELECT id, claim_clock FROM jobs ORDER BY id");
+    db.close();
+    const [one, two] = rows.map((row) => row.claim_clock as string);
+    expect(one).toMatch(/^[0-9a-f]{12}$/);
+    expect(two).toMatch(/^[0-9a-f]{12}$/);
+    expect(one).not.toBe(two);
+    expect(clockId()).toMatch(/^[0-9a-f]{12}$/);
   });
 });
 
