@@ -8,27 +8,31 @@ function describe(value: unknown): string {
   return typeof value === "string" ? JSON.stringify(value) : String(value);
 }
 
+function isSafeInteger(value: unknown): value is number {
+  return Number.isSafeInteger(value);
+}
+
 /** A positive safe integer: a ttl, a fence, a limit. */
 export function positiveInt(name: string, value: unknown): number {
-  if (typeof value === "number" && Number.isSafeInteger(value) && value > 0) return value;
+  if (isSafeInteger(value) && value > 0) return value;
   throw new InvalidArgument(`${name} must be a positive safe integer, got ${describe(value)}`);
 }
 
 /** A point in time: integer milliseconds since the epoch, never negative. */
 export function instant(name: string, value: unknown): number {
-  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  if (isSafeInteger(value) && value >= 0) return value;
   throw new InvalidArgument(`${name} must be integer milliseconds since the epoch, got ${describe(value)}`);
 }
 
 /** A length of time: whole milliseconds, 0 or more (a delay). */
 export function duration(name: string, value: unknown): number {
-  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  if (isSafeInteger(value) && value >= 0) return value;
   throw new InvalidArgument(`${name} must be a whole number of milliseconds, 0 or more, got ${describe(value)}`);
 }
 
 /** Any safe integer, negative included (a priority). */
 export function integer(name: string, value: unknown): number {
-  if (typeof value === "number" && Number.isSafeInteger(value)) return value;
+  if (isSafeInteger(value)) return value;
   throw new InvalidArgument(`${name} must be a safe integer, got ${describe(value)}`);
 }
 
@@ -97,10 +101,14 @@ export function text(what: string, value: unknown): string {
   throw new InvalidArgument(`${what} must be a string, got ${describe(value)}`);
 }
 
-function hasNonFinite(value: unknown, depth = 0): boolean {
-  if (typeof value === "number") return !Number.isFinite(value);
-  if (value === null || typeof value !== "object" || depth > 256) return false;
-  return Object.values(value).some((inner) => hasNonFinite(inner, depth + 1));
+/** Whether JSON.stringify meets NaN or ±Infinity in `value`, at any depth (it writes them as null). */
+function hasNonFinite(value: unknown): boolean {
+  let found = false;
+  JSON.stringify(value, (_key, inner: unknown) => {
+    if (typeof inner === "number" && !Number.isFinite(inner)) found = true;
+    return inner;
+  });
+  return found;
 }
 
 /** Text of at most `maxBytes` bytes of UTF-8 (a cancel's reason); undefined or null as null. */

@@ -158,6 +158,12 @@ export function cancelContract(freshStore: () => Promise<FreshStore>): void {
       expect(await snapshot()).toEqual(before);
     });
 
+    test("a reason of null is no reason, as none given", async () => {
+      const { store } = await twoJobs();
+      expect((await store.cancel("job-1", { by: "ops", reason: null as unknown as string, now: T })).changed).toBe(true);
+      expect((await store.events("job-1")).items.at(-1)).toMatchObject({ kind: "cancelled", error: null });
+    });
+
     test("a reason of exactly 1024 bytes is kept", async () => {
       const { store } = await twoJobs();
       await store.cancel("job-1", { by: "ops", reason: "é".repeat(512), now: T });

@@ -118,7 +118,7 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       await expect(many).rejects.toThrow(/^jobs\[1\]\.id "nightly@2026-11-30T03:00:00\.000Z" has the shape of a schedule's fire/);
       expect(await snapshot()).toEqual({});
       // Ids with an "@" of any other shape are a client's to use.
-      for (const id of ["a@b", "nightly@2026-11-30", "nightly@2026-11-30T03:00:00Z", "a@b@2026-11-30T03:00:00.000Z", "@2026-11-30T03:00:00.000Z"]) {
+      for (const id of ["a@b", "nightly@2026-11-30", "nightly@2026-11-30T03:00:00Z", "a@b@2026-11-30T03:00:00.000Z", "@2026-11-30T03:00:00.000Z", "nightly@2026-11-30T03:00:00.000Z.bak"]) {
         expect((await store.enqueue(id, { now: T })).created, id).toBe(true);
       }
       expect((await store.schedules.fireDue({ now: AT_3 })).jobs).toEqual([{ id: fireId, queue: "reports" }]);

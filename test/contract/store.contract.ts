@@ -418,6 +418,9 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
   });
 
   describe("refusals", () => {
+    /** `leaf` inside `depth` arrays, one in the other. */
+    const nested = (depth: number, leaf: unknown): unknown => (depth === 0 ? leaf : [nested(depth - 1, leaf)]);
+
     // Each row: the call, and the message it must be refused with. The message
     // names the argument and shows the value (a string quoted), for a person to read.
     const cases: [string, (store: LeaseStore) => Promise<unknown>, string][] = [
@@ -488,6 +491,8 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       ["cancel by", (s) => s.cancel("job-1", { by: "", now: T }), 'by must be a non-empty string of printable text, got ""'],
       ["cancel reason", (s) => s.cancel("job-1", { reason: 7 as unknown as string, now: T }), "reason must be a string, got 7"],
       ["cancel now", (s) => s.cancel("job-1", { now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
+      ["cancel reason too long", (s) => s.cancel("job-1", { reason: "é".repeat(513), now: T }), "reason must be at most 1024 bytes of UTF-8, got 1026"],
+      ["enqueue payload with NaN deep down", (s) => s.enqueue("job-2", { payload: nested(300, Number.NaN), now: T }), "payload must not hold NaN or Infinity, which JSON cannot carry"],
     ];
 
     test.each(cases)("%s: a bad value is refused with a message naming it, and nothing changes", async (_, call, message) => {
