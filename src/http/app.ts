@@ -18,6 +18,7 @@ import { unknownRoute } from "./middleware/unknown-route.ts";
 import { afterAnswer, wakeWith } from "./wake.ts";
 import { answered, type Claimed, localWaits, type Waits } from "../wait/long-poll.ts";
 import { WaitRoom } from "../wait/wait-room.ts";
+import { traceContextFor } from "../tracing/trace-context.ts";
 
 /** What the app is built from. */
 export type AppOptions = {
@@ -120,14 +121,16 @@ export function createApp(options: AppOptions) {
   app.openapi(route.enqueue, async (c) => {
     const { id, delayMs, runAt, ...rest } = c.req.valid("json");
     const now = clock();
-    const { created, job } = await store.enqueueJob(id, { ...rest, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
+    const trace = traceContextFor(rest, c.req.raw.headers);
+    const { created, job } = await store.enqueueJob(id, { ...rest, ...trace, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
     if (created) afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
     return created ? c.json({ created: true as const, job: jobView(job) }, 201) : c.json({ created: false as const, job: jobView(job) }, 200);
   });
 
   app.openapi(route.enqueueMany, async (c) => {
     const now = clock();
-    const jobs = c.req.valid("json").jobs.map(({ delayMs, runAt, ...job }) => ({ ...job, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs) }));
+    const headers = c.req.raw.headers;
+    const jobs = c.req.valid("json").jobs.map(({ delayMs, runAt, ...job }) => ({ ...job, ...traceContextFor(job, headers), runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs) }));
     const queue = c.req.valid("param").queue;
     const enqueued = await store.enqueueMany(queue, jobs, now);
     afterAnswer(c, wake.enqueued(queue, jobs.filter((_, i) => enqueued[i]!.created).map((job) => job.runAt ?? now), now));

@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { hasUnprintable } from "./printable.ts";
 import { STATUSES } from "../store/sql/lease.ts";
 import { MAX_PROGRESS_BYTES, MAX_REASON_BYTES, utf8Bytes } from "../store/validate.ts";
+import { MAX_TRACESTATE, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
 
 // The request and response shapes of the API. The same schemas validate every
 // request, generate the OpenAPI document and type the client.
@@ -89,6 +90,8 @@ export const JobSchema = z
     maxAttempts: z.number().int(),
     lastError: z.string().nullable(),
     progress: z.unknown().openapi({ description: "The JSON value a current lease last reported with a renew, or null; kept when the lease ends" }),
+    traceparent: z.string().nullable().openapi({ description: "The W3C traceparent the job was enqueued with (its producer's span), or null: a worker continues that trace" }),
+    tracestate: z.string().nullable().openapi({ description: "The W3C tracestate that came with the traceparent, or null" }),
     createdAt: z.number().int(),
     updatedAt: z.number().int(),
   })
@@ -116,6 +119,19 @@ const newJob = {
   runAt: instant().optional().openapi({ description: "Not claimed by claim-next before this time (ms since the epoch)" }),
   delayMs: integer().min(0, { error: "must not be negative" }).optional().openapi({ description: "Or: due this many ms from now" }),
   maxAttempts: positive().optional(),
+  traceparent: z
+    .string({ error: "must be a string" })
+    .refine((value) => traceparentFault(value) === null, { error: (issue) => `${traceparentFault(issue.input as string)} (W3C Trace Context)` })
+    .optional()
+    .openapi({
+      example: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+      description: "The W3C traceparent of the producer's span, handed back with every lease of the job; default the request's traceparent header (docs/traces.md)",
+    }),
+  tracestate: z
+    .string({ error: "must be a string" })
+    .refine((value) => tracestateFault(value) === null, { error: (issue) => `${tracestateFault(issue.input as string)} (W3C Trace Context)` })
+    .optional()
+    .openapi({ maxLength: MAX_TRACESTATE, description: "The W3C tracestate that goes with traceparent; only with it" }),
 };
 
 const oneOfRunAtOrDelay = [
@@ -123,7 +139,12 @@ const oneOfRunAtOrDelay = [
   { error: "give runAt or delayMs, not both" },
 ] as const;
 
-export const EnqueueBody = body({ ...newJob, queue: QueueName.optional() }).refine(...oneOfRunAtOrDelay);
+const tracestateOnlyWithTraceparent = [
+  (job: { traceparent?: string; tracestate?: string }) => job.tracestate === undefined || job.traceparent !== undefined,
+  { error: "needs a traceparent: the spec gives a tracestate no meaning without one", path: ["tracestate"] },
+] as [(job: { traceparent?: string; tracestate?: string }) => boolean, { error: string; path: string[] }];
+
+export const EnqueueBody = body({ ...newJob, queue: QueueName.optional() }).refine(...oneOfRunAtOrDelay).refine(...tracestateOnlyWithTraceparent);
 
 /** The most jobs or leases one many-job call carries. */
 export const MAX_MANY = 1_000;
@@ -144,7 +165,7 @@ function many<T extends z.ZodType<{ id: string }>>(entry: T, what: string) {
 }
 
 export const EnqueueManyBody = body({
-  jobs: many(body(newJob).refine(...oneOfRunAtOrDelay), "jobs").openapi({ description: `1 to ${MAX_MANY} jobs, enqueued in one transaction` }),
+  jobs: many(body(newJob).refine(...oneOfRunAtOrDelay).refine(...tracestateOnlyWithTraceparent), "jobs").openapi({ description: `1 to ${MAX_MANY} jobs, enqueued in one transaction` }),
 });
 
 export const ClaimBody = (limits: Limits) => body({ owner: Owner, ttlMs: Ttl(limits) });

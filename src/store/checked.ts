@@ -17,18 +17,24 @@ export const checked = {
       priority: check.integer("priority", options.priority ?? 0),
       runAt: check.instant("runAt", options.runAt ?? now),
       maxAttempts: check.positiveInt("maxAttempts", options.maxAttempts ?? 25),
+      ...check.traceContext("", options.traceparent, options.tracestate),
       now,
     });
   },
   enqueueMany: (queue: string, jobs: NewJob[], now: number) => {
     check.instant("now", now);
-    const rows = jobs.map((job, i): sqlMany.NewJob => [
-      check.jobId(`jobs[${i}].id`, job.id),
-      check.json("payload", job.payload),
-      check.integer("priority", job.priority ?? 0),
-      check.instant("runAt", job.runAt ?? now),
-      check.positiveInt("maxAttempts", job.maxAttempts ?? 25),
-    ]);
+    const rows = jobs.map((job, i): sqlMany.NewJob => {
+      const trace = check.traceContext(`jobs[${i}].`, job.traceparent, job.tracestate);
+      return [
+        check.jobId(`jobs[${i}].id`, job.id),
+        check.json("payload", job.payload),
+        check.integer("priority", job.priority ?? 0),
+        check.instant("runAt", job.runAt ?? now),
+        check.positiveInt("maxAttempts", job.maxAttempts ?? 25),
+        trace.traceparent,
+        trace.tracestate,
+      ];
+    });
     return sqlMany.enqueueMany(check.name("queue", queue), rows, now);
   },
   claimNext: (queue: string, owner: string, now: number, ttlMs: number, limit: number) =>

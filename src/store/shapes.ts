@@ -14,6 +14,10 @@ export type EnqueueOptions = {
   runAt?: number;
   /** How many claims may end in failure or expiry before the job is dead; default 25. */
   maxAttempts?: number;
+  /** The W3C traceparent of the producer's span, handed back with every lease of the job (docs/traces.md); default none. */
+  traceparent?: string | null;
+  /** The W3C tracestate that goes with `traceparent`; default none. */
+  tracestate?: string | null;
   /** The time of the enqueue, for `createdAt`; default `Date.now()`. */
   now?: number;
 };

@@ -38,6 +38,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         owner: null, until: 0, fence: 0, result: null, done: 0,
         attempts: 0, max_attempts: 25, created_at: T, updated_at: T,
         dead: 0, last_error: null, last_event: null, cancelled: 0, progress: null,
+        traceparent: null, tracestate: null,
       });
     });
 
@@ -96,7 +97,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         id: "job-1", queue: "default", payload: null, priority: 0, runAt: T,
         owner: "B", until: T + TTL, fence: 1, result: null, done: false,
         attempts: 1, maxAttempts: 25, createdAt: T, updatedAt: T,
-        status: "leased", lastError: null, progress: null,
+        status: "leased", lastError: null, progress: null, traceparent: null, tracestate: null,
       });
     });
   });

@@ -9,6 +9,7 @@ import { queuesContract } from "../contract/queues.contract.ts";
 import { schedulesContract } from "../contract/schedules.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
+import { traceContract } from "../contract/trace.contract.ts";
 import { freshStore, freshUrl } from "../fresh-db.ts";
 
 // The store contract on libSQL over a real file, on the native file driver that
@@ -23,6 +24,7 @@ rateLimitContract(freshStore);
 queuesContract(freshStore);
 schedulesContract(freshStore);
 cancelContract(freshStore);
+traceContract(freshStore);
 
 describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {

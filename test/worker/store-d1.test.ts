@@ -10,6 +10,7 @@ import { queuesContract } from "../contract/queues.contract.ts";
 import { schedulesContract } from "../contract/schedules.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
+import { traceContract } from "../contract/trace.contract.ts";
 
 /** A store over the D1 binding, on empty tables, with the binding itself to look at the rows. */
 async function freshD1Store(): Promise<FreshStorage> {
@@ -42,4 +43,5 @@ rateLimitContract(freshD1Store);
 queuesContract(freshD1Store);
 schedulesContract(freshD1Store);
 cancelContract(freshD1Store);
+traceContract(freshD1Store);
 storageContract(freshD1Store);

@@ -39,7 +39,10 @@ export const EXHAUSTED = "attempts >= max_attempts";
  */
 export const FENCE_FLOOR = "(SELECT fence FROM fence_floor)";
 
-/** Inserts a job unless its id exists, at the fence floor. */
+/**
+ * Inserts a job unless its id exists, at the fence floor, with the trace
+ * context it was enqueued with (migrations/0032: written here only).
+ */
 export function enqueue(job: {
   id: string;
   queue: string;
@@ -47,15 +50,17 @@ export function enqueue(job: {
   priority: number;
   runAt: number;
   maxAttempts: number;
+  traceparent: string | null;
+  tracestate: string | null;
   now: number;
 }): Statement[] {
   return [
     {
-      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ${FENCE_FLOOR}, ?7, ?7)
+      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7)
             ON CONFLICT (id) DO NOTHING
             RETURNING id`,
-      args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now],
+      args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now, job.traceparent, job.tracestate],
     },
   ];
 }
