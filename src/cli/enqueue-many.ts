@@ -3,7 +3,7 @@ import type { LeaseClient } from "../client/lease-client.ts";
 import type { NewJobRequest } from "../client/types.ts";
 import { UsageError } from "./exit-codes.ts";
 
-/** The most jobs the server takes in one call (MAX_MANY in src/http/schemas.ts); a longer input is sent in calls of this size. */
+/** The most jobs the server takes in one call (MAX_MANY in src/http/shapes.ts); a longer input is sent in calls of this size. */
 const PER_CALL = 1_000;
 
 /**

@@ -1,4 +1,4 @@
-/** The longest lastError the server keeps (FailBody in src/http/schemas.ts); a longer message is cut. */
+/** The longest lastError the server keeps (FailBody in src/http/leases.ts); a longer message is cut. */
 const MAX_ERROR_LENGTH = 10_000;
 
 /** What a failed attempt records as the job's lastError: the error's message, or the thrown value as text. */

@@ -32,7 +32,7 @@ import type {
 
 export type { LeaseClientOptions } from "./transport.ts";
 
-/** The longest a server waits in one long poll (MAX_WAIT_MS in src/http/schemas.ts). */
+/** The longest a server waits in one long poll (MAX_WAIT_MS in src/http/shapes.ts). */
 export const MAX_WAIT_MS = 30_000;
 
 /**

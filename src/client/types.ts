@@ -1,14 +1,17 @@
 import type { z } from "@hono/zod-openapi";
-import type { routes } from "../http/routes.ts";
-import type * as schema from "../http/schemas.ts";
-import type * as queueSchema from "../http/schemas-queues.ts";
-import type * as scheduleSchema from "../http/schemas-schedules.ts";
+import type * as jobs from "../http/jobs.ts";
+import type * as leases from "../http/leases.ts";
+import type * as queueSchema from "../http/queues.ts";
+import type * as scheduleSchema from "../http/schedules.ts";
+import type * as shapes from "../http/shapes.ts";
 
 // The client's request and response types, taken from the schemas that the
 // server validates with, so that the two cannot drift apart.
 
-/** What a route answers with the given status, as its schema in src/http/routes.ts says. */
-type Answer<Route extends keyof ReturnType<typeof routes>, Status extends 200 | 201> = ReturnType<typeof routes>[Route]["responses"] extends {
+type Routes = ReturnType<typeof jobs.jobRoutes> & ReturnType<typeof leases.leaseRoutes>;
+
+/** What a route answers with the given status, as its definition in src/http/ says. */
+type Answer<Route extends keyof Routes, Status extends 200 | 201> = Routes[Route]["responses"] extends {
   [S in Status]: { content: { "application/json": { schema: infer Body extends z.ZodType } } };
 }
   ? z.output<Body>
@@ -20,7 +23,7 @@ type Answer<Route extends keyof ReturnType<typeof routes>, Status extends 200 | 
  * caller's word, not checked: a payload or result read back has been through
  * JSON (a Date comes back a string).
  */
-export type Job<Payload = unknown, Result = unknown> = Omit<z.infer<typeof schema.JobSchema>, "payload" | "result"> & {
+export type Job<Payload = unknown, Result = unknown> = Omit<z.infer<typeof shapes.JobSchema>, "payload" | "result"> & {
   payload: Payload;
   /** What the job's last completion stored; null until it is done. */
   result: Result | null;
@@ -28,9 +31,9 @@ export type Job<Payload = unknown, Result = unknown> = Omit<z.infer<typeof schem
 /** Where a job is in its life: queued, scheduled (due later), leased, done, dead or cancelled. */
 export type JobStatus = Job["status"];
 /** A lease: its fence, its expiry and the job it holds (whose payload is a `Payload`). */
-export type Lease<Payload = unknown> = Omit<z.infer<typeof schema.LeaseSchema>, "job"> & { job: Job<Payload> };
+export type Lease<Payload = unknown> = Omit<z.infer<typeof shapes.LeaseSchema>, "job"> & { job: Job<Payload> };
 /** One entry of a job's history: an accepted transition, or a refused write with a lease. */
-export type JobEvent = z.infer<typeof schema.EventSchema>;
+export type JobEvent = z.infer<typeof jobs.EventSchema>;
 /** One queue's numbers: jobs by status, the oldest due job's age, refused stale writes. */
 export type QueueStats = z.infer<typeof queueSchema.QueueStatsSchema>;
 /** A queue's settings: whether it is paused, its maxLeased, and its rate limit, ratePerSecond with burst (null: no limit). */
@@ -38,49 +41,49 @@ export type QueueSettings = z.infer<typeof queueSchema.QueueSettingsSchema>;
 /** The body of `PUT /v1/queues/:queue`. */
 export type QueueSettingsRequest = z.input<typeof queueSchema.QueueSettingsBody>;
 /** The body of `POST /v1/jobs`. */
-export type EnqueueRequest = z.input<typeof schema.EnqueueBody>;
+export type EnqueueRequest = z.input<typeof jobs.EnqueueBody>;
 /** The body of `POST /v1/jobs/:id/claim`. */
-export type ClaimRequest = z.input<ReturnType<typeof schema.ClaimBody>>;
+export type ClaimRequest = z.input<ReturnType<typeof leases.ClaimBody>>;
 /** The body of `POST /v1/queues/:queue/claim`. */
-export type ClaimNextRequest = z.input<ReturnType<typeof schema.ClaimNextBody>>;
+export type ClaimNextRequest = z.input<ReturnType<typeof leases.ClaimNextBody>>;
 /** What `POST /v1/queues/:queue/claim` answers: the leases, with waitMs how long the server waited before taking them, and when the rate limit stopped it short, when the next token is due. */
 export type ClaimNextAnswer<Payload = unknown> = Omit<Answer<"claimNext", 200>, "leases"> & { leases: Lease<Payload>[] };
 /** What `claimNext` answers: the leases taken; when the queue's rate limit stopped the claim short, `retryAfterMs` says in how many ms its next token is due. */
 export type ClaimedLeases<Payload = unknown> = Lease<Payload>[] & { retryAfterMs?: number };
 /** The body of `POST /v1/jobs/:id/renew`. */
-export type RenewRequest = z.input<ReturnType<typeof schema.RenewBody>>;
+export type RenewRequest = z.input<ReturnType<typeof leases.RenewBody>>;
 /** The body of `POST /v1/jobs/:id/complete`. */
-export type CompleteRequest = z.input<ReturnType<typeof schema.CompleteBody>>;
+export type CompleteRequest = z.input<ReturnType<typeof leases.CompleteBody>>;
 /** What `POST /v1/jobs/:id/cancel` answers: the job, cancelled, and whether this cancel changed it (false: it already was). */
 export type Cancelled = Answer<"cancel", 200>;
 /** The body of `POST /v1/jobs/:id/cancel`: who cancels (default "api") and why. */
-export type CancelRequest = z.input<typeof schema.CancelBody>;
+export type CancelRequest = z.input<typeof jobs.CancelBody>;
 /** The body of `POST /v1/jobs/:id/release`. */
-export type ReleaseRequest = z.input<typeof schema.ReleaseBody>;
+export type ReleaseRequest = z.input<typeof leases.ReleaseBody>;
 /** The body of `POST /v1/jobs/:id/fail`. */
-export type FailRequest = z.input<ReturnType<typeof schema.FailBody>>;
+export type FailRequest = z.input<ReturnType<typeof leases.FailBody>>;
 /** One job of `POST /v1/queues/:queue/jobs`. */
-export type NewJobRequest = z.input<typeof schema.EnqueueManyBody>["jobs"][number];
+export type NewJobRequest = z.input<typeof jobs.EnqueueManyBody>["jobs"][number];
 /** What `POST /v1/queues/:queue/jobs` answers for each job, in order. */
 export type Enqueued = { id: string; created: boolean };
 /** What complete and fail ask to take next in the same transaction: up to `limit` due jobs of the same queue. */
-export type NextRequest = z.input<ReturnType<typeof schema.NextBody>>;
+export type NextRequest = z.input<ReturnType<typeof leases.NextBody>>;
 /** A job whose lease complete or fail ended, and the leases taken when `next` was asked. */
 export type Settled = { job: Job; leases: Lease[] };
 /** The body of `POST /v1/leases/renew`. */
-export type RenewManyRequest = z.input<ReturnType<typeof schema.RenewManyBody>>;
+export type RenewManyRequest = z.input<ReturnType<typeof leases.RenewManyBody>>;
 /** What `POST /v1/leases/renew` answers: each lease, in order, with its new `until` or its `error`. */
-export type RenewManyAnswer = z.output<typeof schema.RenewManyAnswer>;
+export type RenewManyAnswer = z.output<typeof leases.RenewManyAnswer>;
 /** The body of `POST /v1/leases/complete`. */
-export type CompleteManyRequest = z.input<ReturnType<typeof schema.CompleteManyBody>>;
+export type CompleteManyRequest = z.input<ReturnType<typeof leases.CompleteManyBody>>;
 /** What `POST /v1/leases/complete` answers: each completion, in order, done or with its `error`; and the leases taken. */
-export type CompleteManyAnswer = z.output<typeof schema.CompleteManyAnswer>;
+export type CompleteManyAnswer = z.output<typeof leases.CompleteManyAnswer>;
 /** The query of `GET /v1/jobs`, as the server reads it (numbers as numbers). */
-export type ListRequest = z.output<typeof schema.ListQuery>;
+export type ListRequest = z.output<typeof jobs.ListQuery>;
 /** The query of `GET /v1/jobs/:id/events`, as the server reads it. */
-export type EventsRequest = z.output<typeof schema.EventsQuery>;
+export type EventsRequest = z.output<typeof jobs.EventsQuery>;
 /** The query of `GET /v1/jobs/:id/lease`, as the server reads it. */
-export type LeaseCheckRequest = z.output<typeof schema.LeaseQuery>;
+export type LeaseCheckRequest = z.output<typeof leases.LeaseQuery>;
 /** What `GET /v1/jobs` answers: a page of jobs, and the cursor of the next (null on the last). */
 export type JobPage = Answer<"list", 200>;
 /** What `GET /v1/jobs/:id/events` answers: a page of events, oldest first, and the cursor of the next. */

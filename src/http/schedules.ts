@@ -1,9 +1,111 @@
-import type { OpenAPIHono } from "@hono/zod-openapi";
-import type { LeaseStore } from "../store/store.ts";
-import type { routes } from "./routes.ts";
+import { createRoute, z } from "@hono/zod-openapi";
+import { MAX_NAME_BYTES, MIN_EVERY_MS } from "../store/schedule-times.ts";
+import { utf8Bytes } from "../store/validate.ts";
+import { type Api, error, json, refusals, requestBody, type Served } from "./resource.ts";
+import { anyJson, body, integer, label, labelPattern, positive, QueueName } from "./shapes.ts";
+
+// The schedules: each fire (cron in a time zone, or everyMs) enqueues one job;
+// the fires themselves are the maintenance's work, not a request's. What needs
+// the cron library (a cron expression, a time zone) and which of cron and
+// everyMs is given are checked by the store (src/store/schedule-times.ts), whose
+// refusals say which field is wrong, so the rules live in one place.
+
+/** A schedule's name: a job id's rules, without "@", short enough that `{name}@{fire time}` is a job id. */
+const ScheduleName = label()
+  .refine((value) => !value.includes("@"), { error: `must not contain "@", which separates the name from the fire time in its jobs' ids` })
+  .refine((value) => utf8Bytes(value) <= MAX_NAME_BYTES, { error: `must be at most ${MAX_NAME_BYTES} bytes of UTF-8, so that its jobs' ids ({name}@{fire time}) fit in 255` })
+  .openapi({
+    example: "nightly-report",
+    maxLength: MAX_NAME_BYTES,
+    pattern: labelPattern("@"),
+    description: `A schedule's name: a job id's rules, without "@" and at most ${MAX_NAME_BYTES} bytes of UTF-8 (so that {name}@{fire time} is a job id; maxLength counts characters)`,
+  });
+
+/** A recurring schedule: when it fires, and the job each fire enqueues. */
+export const ScheduleSchema = z
+  .object({
+    name: z.string(),
+    queue: z.string(),
+    cron: z.string().nullable().openapi({ description: "Five fields, read in timezone; null for an everyMs schedule" }),
+    everyMs: z.number().int().nullable().openapi({ description: "Fires every everyMs from createdAt; null for a cron schedule" }),
+    timezone: z.string().nullable().openapi({ description: "The IANA time zone of the cron; null for an everyMs schedule" }),
+    payload: anyJson().openapi({ description: "The payload of every job it enqueues; null without one" }),
+    priority: z.number().int(),
+    maxAttempts: z.number().int(),
+    nextFireAt: z.number().int().nullable().openapi({ description: "The next fire not yet enqueued (ms since the epoch); null when a cron has no time left" }),
+    lastFireAt: z.number().int().nullable().openapi({ description: "The last fire; null before the first" }),
+    lastFireTaken: z.boolean().openapi({ description: "Whether the last fire found its job's id ({name}@{fire time}) taken by a job already there, and so enqueued nothing" }),
+    createdAt: z.number().int(),
+    updatedAt: z.number().int(),
+  })
+  .openapi("Schedule");
+
+/** What PUT /v1/schedules/{name} creates or replaces: exactly one of cron and everyMs. */
+export const ScheduleBody = body({
+  queue: QueueName,
+  cron: z.string({ error: "must be a string" }).max(256, { error: "must be at most 256 characters" }).optional()
+    .openapi({ example: "0 9 * * 1-5", description: "Five fields: minute hour day-of-month month day-of-week (names and @daily-style nicknames too), read in timezone; give cron or everyMs, exactly one" }),
+  everyMs: integer().min(MIN_EVERY_MS, { error: `must be at least ${MIN_EVERY_MS} (a second)` }).optional()
+    .openapi({ description: `Or: fire every this many ms (at least ${MIN_EVERY_MS}), from the schedule's creation` }),
+  timezone: z.string({ error: "must be a string" }).optional()
+    .openapi({ example: "Europe/Paris", description: 'The IANA time zone the cron is read in; default "UTC"; with cron only' }),
+  payload: z.unknown().optional().openapi({ description: "Any JSON value, the payload of every job it enqueues" }),
+  priority: integer().optional().openapi({ description: "Every job's priority; default 0" }),
+  maxAttempts: positive().optional().openapi({ description: "Every job's maxAttempts; default 25" }),
+}).openapi("ScheduleBody", {
+  // Exactly one of cron and everyMs; timezone only with cron. The store checks both, and says which field is wrong.
+  oneOf: [{ required: ["cron"] }, { required: ["everyMs"] }],
+  dependentRequired: { timezone: ["cron"] },
+} as object);
+
+const ScheduleParam = z.object({ name: ScheduleName.openapi({ param: { name: "name", in: "path" } }) });
+
+/** The tag of these routes in the OpenAPI document. */
+export const SCHEDULES_TAG = { name: "schedules", description: "Recurring schedules: each fire (cron in a time zone, or every everyMs) enqueues one job, {name}@{fire time}." };
+
+/** The schedule routes. */
+export function scheduleRoutes() {
+  return {
+    putSchedule: createRoute({
+      method: "put",
+      path: "/v1/schedules/{name}",
+      tags: [SCHEDULES_TAG.name],
+      operationId: "putSchedule",
+      summary: "Create or replace a recurring schedule: each fire (cron in a time zone, or everyMs) enqueues the job {name}@{fire time as ISO 8601}; the next fire is the first after now",
+      request: { params: ScheduleParam, ...requestBody(ScheduleBody) },
+      responses: { 201: json(ScheduleSchema, "The schedule, created"), 200: json(ScheduleSchema, "The schedule, replaced (createdAt and lastFireAt kept)"), ...refusals },
+    }),
+    getSchedule: createRoute({
+      method: "get",
+      path: "/v1/schedules/{name}",
+      tags: [SCHEDULES_TAG.name],
+      operationId: "getSchedule",
+      summary: "Read a schedule",
+      request: { params: ScheduleParam },
+      responses: { 200: json(ScheduleSchema, "The schedule"), 404: error("not_found"), ...refusals },
+    }),
+    listSchedules: createRoute({
+      method: "get",
+      path: "/v1/schedules",
+      tags: [SCHEDULES_TAG.name],
+      operationId: "listSchedules",
+      summary: "Every schedule, by name",
+      responses: { 200: json(z.object({ schedules: z.array(ScheduleSchema) }), "The schedules"), ...refusals },
+    }),
+    deleteSchedule: createRoute({
+      method: "delete",
+      path: "/v1/schedules/{name}",
+      tags: [SCHEDULES_TAG.name],
+      operationId: "deleteSchedule",
+      summary: "Delete a schedule: it never fires again; the jobs it enqueued stay",
+      request: { params: ScheduleParam },
+      responses: { 204: { description: "Deleted" }, 404: error("not_found"), ...refusals },
+    }),
+  };
+}
 
 /** Serves the schedule routes on `app`, over `store.schedules`; a fire's jobs are enqueued by the maintenance, not here. */
-export function scheduleRoutes(app: OpenAPIHono, route: ReturnType<typeof routes>, store: LeaseStore, clock: () => number): void {
+export function serveSchedules(app: Api, route: ReturnType<typeof scheduleRoutes>, { store, clock }: Served): void {
   app.openapi(route.putSchedule, async (c) => {
     const { created, schedule } = await store.schedules.put(c.req.valid("param").name, c.req.valid("json"), clock());
     return created ? c.json(schedule, 201) : c.json(schedule, 200);

@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { ApiError } from "./api-error.ts";
+import { serveFile, type StaticFile, staticFile } from "./static-file.ts";
 
 /**
  * Reads one file of the dashboard's folder, src/ui/, by its name there ("app.js",
@@ -36,31 +37,69 @@ const FILE_NAME = /^(?:[a-z0-9][a-z0-9-]*\/)*[a-z0-9][a-z0-9.-]*\.(?:html|js|css
  * Serves the dashboard at GET /ui (src/ui/index.html, then /ui/<file>) and the
  * API docs at GET /docs (src/ui/docs.html), with a strict Content-Security-Policy.
  * None needs a token: the pages are the same for everyone and hold no data; the
- * data they show comes from the API, with the token the person gives.
+ * data they show comes from the API, with the token the person gives. Each file
+ * is read once, on its first request, and then served from memory with its
+ * ETag, gzipped to a client that takes it (see static-file.ts): a change to a
+ * file shows after a restart. With `reread` (local development), each request
+ * reads its file again, so that an edit shows on the next reload.
  */
-export function uiRoutes(files: UiFiles): Hono {
+export function uiRoutes(files: UiFiles, { reread = false }: { reread?: boolean } = {}): Hono {
+  const held = heldFiles(files, reread);
   const app = new Hono();
-  app.get("/ui", () => page(files, "index.html"));
-  app.get("/docs", () => page(files, "docs.html"));
+  app.get("/ui", (c) => page(held, "index.html", c.req.raw));
+  app.get("/docs", (c) => page(held, "docs.html", c.req.raw));
   app.get("/ui/*", (c) => {
     const name = new URL(c.req.url).pathname.slice("/ui/".length);
     if (!FILE_NAME.test(name)) throw noFile(name);
-    return page(files, name);
+    return page(held, name, c.req.raw);
   });
   return app;
 }
 
-async function page(files: UiFiles, name: string): Promise<Response> {
-  const file = await files(name);
-  if (!file || !file.ok) throw noFile(name);
-  // A fresh Response: the one the Worker's assets binding answers has immutable headers.
-  const headers = new Headers(file.headers);
-  headers.set("Content-Security-Policy", UI_CSP);
-  headers.set("X-Content-Type-Options", "nosniff");
-  headers.set("Referrer-Policy", "no-referrer");
-  // Revalidated on every load, so a page and its scripts never come from two versions.
-  headers.set("Cache-Control", "no-cache");
-  return new Response(file.body, { status: 200, headers });
+/** The headers of every file of /ui and /docs. */
+const PAGE_HEADERS = {
+  "Content-Security-Policy": UI_CSP,
+  "X-Content-Type-Options": "nosniff",
+  "Referrer-Policy": "no-referrer",
+  // Revalidated on every load (a 304 while it has not changed), so a page and its scripts never come from two versions.
+  "Cache-Control": "no-cache",
+};
+
+/**
+ * The files as held in memory: the first request of a name reads it, and every
+ * later one gets what that read. With `reread`, each request reads its file
+ * again and gets the held copy while the bytes are the same: an edit shows on
+ * the next reload, at the cost of a read.
+ */
+function heldFiles(files: UiFiles, reread: boolean): (name: string) => Promise<StaticFile | null> {
+  const held = new Map<string, { bytes: Uint8Array; file: Promise<StaticFile> }>();
+  return async function heldFile(name) {
+    const known = held.get(name);
+    if (known && !reread) return known.file;
+    const read = await files(name);
+    // Only files that exist are kept, so requests for made-up names cannot fill the memory.
+    if (!read || !read.ok) {
+      held.delete(name);
+      return null;
+    }
+    const bytes = new Uint8Array(await read.arrayBuffer());
+    const again = held.get(name); // another request may have read it meanwhile
+    if (again && sameBytes(again.bytes, bytes)) return again.file;
+    const file = staticFile(bytes, read.headers.get("Content-Type") ?? "application/octet-stream");
+    held.set(name, { bytes, file });
+    file.catch(() => held.delete(name));
+    return file;
+  };
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && a.every((byte, i) => byte === b[i]);
+}
+
+async function page(held: (name: string) => Promise<StaticFile | null>, name: string, request: Request): Promise<Response> {
+  const file = await held(name);
+  if (!file) throw noFile(name);
+  return serveFile(request, file, PAGE_HEADERS);
 }
 
 function noFile(name: string): ApiError {

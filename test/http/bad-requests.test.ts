@@ -1,4 +1,4 @@
-import { expect, test } from "vitest";
+import { expect, test, vi } from "vitest";
 import { freshApp, TOKEN } from "../fresh-app.ts";
 
 const TTL = 30_000;
@@ -124,4 +124,60 @@ test("a result nested deeper than JSON can be written back is 400, not 500, and 
   expect(answer.status).toBe(400);
   expect(answer.body.error).toMatchObject({ code: "invalid_request", message: expect.stringMatching(/^result must be a JSON value/) });
   expect(await snapshot()).toEqual(before);
+});
+
+const DEEP = `${"[".repeat(100_000)}${"]".repeat(100_000)}`; // JSON.parse reads it; JSON.stringify overflows the stack
+
+test.each([
+  { field: "progress", path: "/v1/jobs/job-1/renew", body: `{"owner":"A","fence":1,"ttlMs":${TTL},"progress":${DEEP}}` },
+  { field: "leases.0.progress", path: "/v1/leases/renew", body: `{"owner":"A","ttlMs":${TTL},"leases":[{"id":"job-1","fence":1,"progress":${DEEP}}]}` },
+  { field: "result", path: "/v1/jobs/job-1/complete", body: `{"owner":"A","fence":1,"result":${DEEP}}` },
+  { field: "result", path: "/v1/leases/complete", body: `{"owner":"A","leases":[{"id":"job-1","fence":1,"result":${DEEP}}]}` },
+  { field: "payload", path: "/v1/jobs", body: `{"id":"job-2","payload":${DEEP}}` },
+  { field: "payload", path: "/v1/queues/q/jobs", body: `{"jobs":[{"id":"job-2","payload":${DEEP}}]}` },
+  { field: "payload", path: "/v1/schedules/nightly", method: "PUT", body: `{"queue":"q","everyMs":60000,"payload":${DEEP}}` },
+])("a $field nested deeper than JSON can be written back ($path) is 400 naming the field, with no stack trace, and nothing changes", async ({ field, path, method = "POST", body }) => {
+  const { call, snapshot } = await freshApp();
+  await call("POST", "/v1/jobs", { id: "job-1", queue: "q" });
+  await call("POST", "/v1/jobs/job-1/claim", { owner: "A", ttlMs: TTL });
+  const before = await snapshot();
+  const logged = vi.spyOn(console, "error");
+  try {
+    const answer = await call(method, path, body);
+    expect(answer.status).toBe(400);
+    expect(answer.body.error.code).toBe("invalid_request");
+    expect(answer.body.error.message.startsWith(`${field} must`)).toBe(true);
+    expect(logged).not.toHaveBeenCalled();
+  } finally {
+    logged.mockRestore();
+  }
+  expect(await snapshot()).toEqual(before);
+});
+
+test.each([2_500, 4_000])("an integer beyond 2^53 nested %i deep is refused like a shallow one, not stored rounded", async (depth) => {
+  const { call, snapshot } = await freshApp();
+  const payload = `${"[".repeat(depth)}12345678901234567891${"]".repeat(depth)}`;
+  const logged = vi.spyOn(console, "error");
+  try {
+    const answer = await call("POST", "/v1/jobs", `{"id":"x","payload":${payload}}`);
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toMatchObject({ code: "invalid_request", message: expect.stringMatching(/^payload(\.0)* is a number that cannot be kept exactly|^the body is nested too deeply/) });
+    expect(logged).not.toHaveBeenCalled();
+  } finally {
+    logged.mockRestore();
+  }
+  expect(await snapshot()).toEqual({});
+});
+
+test("a body that says it is far over the limit is refused at once, without waiting for it", async () => {
+  const { app } = await freshApp({ limits: { maxBodyBytes: 1024 } });
+  const endless = new ReadableStream({ pull: (controller) => new Promise((resolve) => setTimeout(() => resolve(controller.enqueue(new Uint8Array(100))), 50)) });
+  const answer = await app.request("/v1/jobs", {
+    method: "POST",
+    headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json", "Content-Length": String(1024 * 1024) },
+    body: endless,
+    duplex: "half",
+  } as RequestInit);
+  expect(answer.status).toBe(413);
+  expect(answer.headers.get("Connection")).toBe("close");
 });

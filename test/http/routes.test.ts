@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { freshApp, T } from "../fresh-app.ts";
+import { freshApp, T, TOKEN } from "../fresh-app.ts";
 import type { ErrorBody } from "../../src/http/errors.ts";
 
 const TTL = 30_000;
@@ -278,5 +278,57 @@ describe("health and documents", () => {
     ]);
     const claim = body.paths["/v1/jobs/{id}/claim"].post.requestBody.content["application/json"].schema;
     expect(claim.properties.ttlMs.maximum).toBe(60_000);
+  });
+});
+
+describe("an empty body", () => {
+  /** Every operation of the document that writes and whose body is optional or absent, with its path's placeholders filled. */
+  async function optionalBodyRoutes(): Promise<{ method: string; path: string }[]> {
+    const { body } = await (await freshApp()).call("GET", "/openapi.json");
+    return Object.entries(body.paths as Record<string, Record<string, { requestBody?: { required?: boolean } }>>).flatMap(([path, operations]) =>
+      Object.entries(operations)
+        .filter(([method, operation]) => method !== "get" && !operation.requestBody?.required)
+        .map(([method]) => ({ method: method.toUpperCase(), path: path.replace("{id}", "job-1").replace("{queue}", "q").replace("{name}", "nightly") })));
+  }
+
+  /** An app with a queued job-1 in queue q and a schedule nightly, the same each time. */
+  async function world() {
+    const fresh = await freshApp();
+    await fresh.call("POST", "/v1/jobs", { id: "job-1", queue: "q" });
+    await fresh.call("PUT", "/v1/schedules/nightly", { queue: "q", everyMs: 60_000 });
+    return fresh;
+  }
+
+  const empties: [string, () => string | ReadableStream][] = [
+    ["of length 0", () => ""],
+    ["sent in no chunks", () => new ReadableStream({ start: (controller) => controller.close() })],
+  ];
+
+  test.each(empties)("%s, with Content-Type: application/json, is no body on every route whose body is optional", async (_, empty) => {
+    const routes = await optionalBodyRoutes();
+    expect(routes.map(({ method, path }) => `${method} ${path}`)).toContain("POST /v1/jobs/job-1/cancel");
+    for (const { method, path } of routes) {
+      const without = await (await world()).call(method, path);
+      const { app } = await world();
+      const response = await app.request(path, { method, body: empty(), headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" }, duplex: "half" } as RequestInit);
+      const text = await response.text();
+      expect({ status: response.status, body: text.startsWith("{") ? JSON.parse(text) : text }, `${method} ${path}`).toEqual({ status: without.status, body: without.body });
+      expect(response.status, `${method} ${path}: ${text}`).not.toBe(400); // what it answers without a body, never "not valid JSON"
+    }
+  });
+
+  test("cancel with Content-Type: application/json and no body cancels as api, with no reason", async () => {
+    const { app, call } = await world();
+    const response = await app.request("/v1/jobs/job-1/cancel", { method: "POST", headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" } });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ changed: true, job: { status: "cancelled" } });
+    expect((await call("GET", "/v1/jobs/job-1/events")).body.events.at(-1)).toMatchObject({ kind: "cancelled", owner: "api", error: null });
+  });
+
+  test("is still refused where a body is required", async () => {
+    const { call } = await world();
+    const answer = await call("POST", "/v1/jobs/job-1/claim", "");
+    expect(answer.status).toBe(400);
+    expect(answer.body.error.message).toBe("the body is not valid JSON");
   });
 });

@@ -1,9 +1,12 @@
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { describe, expect, test } from "vitest";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, onTestFinished, test } from "vitest";
+import { createApp } from "../../src/index.ts";
 import { UI_CSP } from "../../src/http/ui.ts";
 import { uiFilesFromDisk } from "../../src/runtime/node/ui-files.ts";
-import { freshApp } from "../fresh-app.ts";
+import { freshApp, TOKEN } from "../fresh-app.ts";
 import type { ErrorBody } from "../../src/http/errors.ts";
 
 // The dashboard and the docs as the app serves them; test/ui/dashboard.test.ts drives them in Chromium.
@@ -84,5 +87,70 @@ describe("the dashboard's files", () => {
     const { app } = await freshApp();
     expect((await app.request("/ui")).status).toBe(404);
     expect((await app.request("/docs")).status).toBe(404);
+  });
+});
+
+describe("GET /", () => {
+  const CHROME_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
+
+  test("sends a browser to the dashboard, without a token", async () => {
+    const { app } = await withUi();
+    const response = await app.request("/", { headers: { Accept: CHROME_ACCEPT } });
+    expect(response.status).toBe(302);
+    expect(response.headers.get("Location")).toBe("/ui");
+  });
+
+  test.each([["curl's */*", "*/*"], ["JSON", "application/json"], ["no Accept at all", undefined]])("answers an API client (%s) a small index pointing to the OpenAPI document, without a token", async (_, accept) => {
+    const { app } = await withUi();
+    const response = await app.request("/", { headers: accept === undefined ? {} : { Accept: accept } });
+    expect(response.status).toBe(200);
+    const version = JSON.parse(readFileSync("package.json", "utf8")).version;
+    expect(await response.json()).toEqual({ name: "fencelease", version, openapi: "/openapi.json", docs: "/docs", dashboard: "/ui", health: "/healthz" });
+    expect((await app.request("/openapi.json")).status).toBe(200);
+  });
+
+  test("an app without the pages answers every caller the index, which names no page", async () => {
+    const { app } = await freshApp();
+    const response = await app.request("/", { headers: { Accept: CHROME_ACCEPT } });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ name: "fencelease", version: expect.any(String), openapi: "/openapi.json", health: "/healthz" });
+  });
+
+  test("the OpenAPI document's version is the package's", async () => {
+    const { call } = await freshApp();
+    expect((await call("GET", "/openapi.json")).body.info.version).toBe(JSON.parse(readFileSync("package.json", "utf8")).version);
+  });
+});
+
+describe("when a change to a file shows", () => {
+  /** A dashboard folder of one page, whose text the test changes. */
+  function folder(): { dir: string; write: (text: string) => void } {
+    const dir = mkdtempSync(join(tmpdir(), "fencelease-ui-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const write = (text: string) => writeFileSync(join(dir, "index.html"), text);
+    write("<p>first</p>");
+    return { dir, write };
+  }
+
+  test("with tokens, each file is read once and served from memory: an edit shows after a restart", async () => {
+    const { dir, write } = folder();
+    const { app, store } = await freshApp({ ui: uiFilesFromDisk(dir) });
+    expect(await (await app.request("/ui")).text()).toBe("<p>first</p>");
+    write("<p>second</p>");
+    expect(await (await app.request("/ui")).text()).toBe("<p>first</p>");
+    const restarted = createApp({ store, auth: { tokens: [TOKEN] }, ui: uiFilesFromDisk(dir) });
+    expect(await (await restarted.request("/ui")).text()).toBe("<p>second</p>");
+  });
+
+  test("with auth off (local development), an edit shows on the next reload, with a new ETag", async () => {
+    const { dir, write } = folder();
+    const { app } = await freshApp({ auth: "off", ui: uiFilesFromDisk(dir) });
+    const first = await app.request("http://127.0.0.1:8787/ui");
+    expect(await first.text()).toBe("<p>first</p>");
+    expect((await app.request("http://127.0.0.1:8787/ui", { headers: { "If-None-Match": first.headers.get("ETag")! } })).status).toBe(304);
+    write("<p>second</p>");
+    const second = await app.request("http://127.0.0.1:8787/ui", { headers: { "If-None-Match": first.headers.get("ETag")! } });
+    expect(second.status).toBe(200);
+    expect(await second.text()).toBe("<p>second</p>");
   });
 });

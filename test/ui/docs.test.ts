@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { launchBrowser, leave, signIn, uiServer, type UiServer, visit, type Visit, WAIT } from "./browser.ts";
@@ -37,6 +38,9 @@ describe("/docs", () => {
       `${block.querySelector(".opblock-summary-method")?.textContent} ${block.querySelector(".opblock-summary-path")?.getAttribute("data-path")}`));
     expect(shown.sort()).toEqual(operations.sort());
     expect(await page.locator(".info .title").textContent()).toContain("fencelease");
+    // Grouped by resource, not all under "default", and the version is the package's.
+    expect(await page.$$eval(".opblock-tag", (tags) => tags.map((tag) => tag.getAttribute("data-tag")))).toEqual(["jobs", "leases", "queues", "schedules", "system"]);
+    expect((await page.locator(".info .title .version").first().textContent())?.trim()).toBe(JSON.parse(readFileSync("package.json", "utf8")).version);
     await leave(visited, server.url);
   });
 
@@ -46,7 +50,7 @@ describe("/docs", () => {
     const { page } = visited;
     await signIn(page, server.url);
     await page.goto(`${server.url}/docs`);
-    const stats = page.locator("#operations-default-get_v1_stats");
+    const stats = page.locator("#operations-queues-getStats");
     await stats.locator(".opblock-summary").click();
     await stats.getByRole("button", { name: "Try it out" }).click();
     await stats.getByRole("button", { name: "Execute" }).click();

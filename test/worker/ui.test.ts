@@ -34,3 +34,21 @@ describe("the Worker's dashboard and docs", () => {
     expect((await get("/v1/stats")).status).toBe(401);
   });
 });
+
+describe("the Worker's open files from memory", () => {
+  test("swagger-ui's bundle has a strong ETag (304 on If-None-Match) and is gzipped for a client that takes gzip", async () => {
+    const path = "/ui/vendor/swagger-ui/swagger-ui-bundle.js";
+    const plain = await get(path);
+    const text = await plain.text();
+    const etag = plain.headers.get("ETag")!;
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{22}"$/);
+    expect((await SELF.fetch(`https://fencelease.test${path}`, { headers: { "If-None-Match": etag } })).status).toBe(304);
+    // "manual": the bytes as sent, not inflated by the runtime's fetch; once inflated they are the file (gzipped once, not twice).
+    const zipped = await SELF.fetch(`https://fencelease.test${path}`, { headers: { "Accept-Encoding": "gzip" }, encodeResponseBody: "manual" });
+    expect(zipped.headers.get("Content-Encoding")).toBe("gzip");
+    const bytes = await zipped.arrayBuffer();
+    expect(bytes.byteLength).toBeLessThan(text.length / 2);
+    const inflated = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
+    expect(inflated).toBe(text);
+  });
+});

@@ -43,7 +43,7 @@ export type WorkerOptions = {
   onError?: (error: unknown) => void;
 };
 
-/** The longest retryInMs the server takes: a year (FailBody in src/http/schemas.ts). */
+/** The longest retryInMs the server takes: a year (FailBody in src/http/leases.ts). */
 const MAX_RETRY_IN_MS = 365 * 24 * 60 * 60 * 1000;
 
 /** The options with every default filled in. */

@@ -19,13 +19,24 @@ function exact(value: number, source: string | undefined): boolean {
   return BigInt(source) === BigInt(value);
 }
 
-/** The path to the first INEXACT in a parsed value, or null. */
-function pathTo(value: unknown, path: (string | number)[] = []): (string | number)[] | null {
-  if (value === INEXACT) return path;
-  if (value === null || typeof value !== "object") return null;
-  for (const [key, inner] of Object.entries(value)) {
-    const found = pathTo(inner, [...path, Array.isArray(value) ? Number(key) : key]);
-    if (found) return found;
+/** The path to the first INEXACT in a parsed value, or null; without recursion, so no depth of nesting overflows the stack. */
+function pathTo(value: unknown): (string | number)[] | null {
+  type Visit = { value: unknown; key: string | number; parent: Visit | null };
+  const stack: Visit[] = [{ value, key: "", parent: null }];
+  while (stack.length > 0) {
+    const visit = stack.pop()!;
+    if (visit.value === INEXACT) {
+      const path: (string | number)[] = [];
+      for (let at: Visit | null = visit; at?.parent; at = at.parent) path.unshift(at.key);
+      return path;
+    }
+    if (visit.value === null || typeof visit.value !== "object") continue;
+    const entries = Object.entries(visit.value);
+    // Pushed last to first, so that the first in the document is found first.
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [key, inner] = entries[i]!;
+      stack.push({ value: inner, key: Array.isArray(visit.value) ? Number(key) : key, parent: visit });
+    }
   }
   return null;
 }
@@ -39,8 +50,11 @@ export function exactNumbers(): MiddlewareHandler {
     let parsed: unknown;
     try {
       parsed = JSON.parse(text, (_key, value, context?: { source?: string }) => (typeof value === "number" && !exact(value, context?.source) ? INEXACT : value));
-    } catch {
-      return next(); // not JSON: the route's validator says so
+    } catch (error) {
+      if (error instanceof SyntaxError) return next(); // not JSON: the route's validator says so
+      // The reviver recurses once per level, and overflows the stack at a depth
+      // that JSON.parse and JSON.stringify still take: let nothing through unchecked.
+      throw new ApiError(400, "invalid_request", "the body is nested too deeply for its numbers to be checked; nest it less deeply");
     }
     const path = pathTo(parsed);
     if (path) throw new ApiError(400, "invalid_request", `${path.join(".")} is a number that cannot be kept exactly (an integer beyond ±2^53, or too large for a double); send it as a string`);

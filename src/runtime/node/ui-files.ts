@@ -23,8 +23,10 @@ const TYPES: Record<string, string> = {
 };
 
 /**
- * The dashboard's files as the Node server serves them: read from disk on every
- * request, so an edit shows on the next reload. swagger-ui's files come straight
+ * The dashboard's files as the Node server serves them: read from disk when
+ * uiRoutes asks, once per file with tokens (it serves them from memory), on
+ * every request with auth off (so an edit shows on the next reload, as under
+ * `npm start`). swagger-ui's files come straight
  * from the installed package (the Worker gets a copy in src/ui/vendor/, made by
  * scripts/copy-swagger-ui.ts, since its assets are one folder). Names come
  * checked by uiRoutes (src/http/ui.ts): no ".." reaches this function.

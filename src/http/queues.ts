@@ -1,0 +1,126 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { STATUSES } from "../store/sql/lease.ts";
+import { MAX_BURST, MAX_RATE_PER_SECOND } from "../store/shapes.ts";
+import { type Api, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
+import { body, positive } from "./shapes.ts";
+import { afterAnswer } from "./wake.ts";
+
+// The queues: their numbers (GET /v1/stats) and their settings (pause, resume,
+// limits). A queue's jobs are claimed through leases.ts.
+
+/** A queue's numbers: its jobs by status, the oldest due job's age, its refused stale writes, and whether it is paused. */
+export const QueueStatsSchema = z
+  .object({
+    queue: z.string(),
+    // Every status, 0 included: an object of them all, so that the document says each is always there.
+    jobs: z.object(Object.fromEntries(STATUSES.map((status) => [status, z.number().int()])) as Record<(typeof STATUSES)[number], z.ZodNumber>),
+    oldestDueAgeMs: z.number().int().nullable(),
+    refused: z.object({ lastHour: z.number().int(), total: z.number().int() }),
+    paused: z.boolean().openapi({ description: "Whether the queue is paused: claims hand out none of its jobs" }),
+  })
+  .openapi("QueueStats");
+
+/** A queue's settings: whether it is paused, at most how many current leases it may have, and its rate limit (null: no limit). */
+export const QueueSettingsSchema = z
+  .object({
+    queue: z.string(),
+    paused: z.boolean(),
+    maxLeased: z.number().int().nullable().openapi({ description: "At most this many current leases in the queue at once; null: no limit" }),
+    ratePerSecond: z.number().nullable().openapi({ description: "The rate limit: tokens added to the queue's bucket a second, one spent per lease handed out; null: no rate limit" }),
+    burst: z.number().int().nullable().openapi({ description: "The most tokens the bucket holds: leases handed out at once after an idle spell; null without a rate limit" }),
+  })
+  .openapi("QueueSettings");
+
+/** What PUT /v1/queues/{queue} sets, all at once: maxLeased, and ratePerSecond with burst; null or absent for none. */
+export const QueueSettingsBody = body({
+  maxLeased: positive().nullable().optional().openapi({ description: "At most this many current leases at once, decided in the claim; null or absent: no limit" }),
+  ratePerSecond: z.number({ error: (issue) => (issue.input === undefined ? "is required" : "must be a number") })
+    .gt(0, { error: "must be above 0" }).max(MAX_RATE_PER_SECOND, { error: `must be at most ${MAX_RATE_PER_SECOND}` }).nullable().optional()
+    .openapi({ description: `Leases handed out per second, on average, by a token bucket decided in the claim (above 0, at most ${MAX_RATE_PER_SECOND}, in steps of 0.001); null or absent: no rate limit` }),
+  burst: positive(MAX_BURST).nullable().optional()
+    .openapi({ description: "The most tokens the bucket holds (leases at once after an idle spell); needs ratePerSecond; default max(1, ceil(ratePerSecond))" }),
+}).openapi("QueueSettingsBody", { dependentRequired: { burst: ["ratePerSecond"] } } as object);
+
+/** The tag of these routes in the OpenAPI document. */
+export const QUEUES_TAG = { name: "queues", description: "The queues: their numbers, and their settings (paused, maxLeased, a rate limit)." };
+
+/** The queue routes. */
+export function queueRoutes() {
+  return {
+    pauseQueue: createRoute({
+      method: "post",
+      path: "/v1/queues/{queue}/pause",
+      tags: [QUEUES_TAG.name],
+      operationId: "pauseQueue",
+      summary: "Pause a queue: claims hand out none of its jobs until it is resumed; leases already held go on (renew, complete, fail, release)",
+      request: { params: QueueParam },
+      responses: { 200: json(QueueSettingsSchema, "The queue's settings, paused"), ...refusals },
+    }),
+    resumeQueue: createRoute({
+      method: "post",
+      path: "/v1/queues/{queue}/resume",
+      tags: [QUEUES_TAG.name],
+      operationId: "resumeQueue",
+      summary: "Resume a paused queue: claims take its jobs again",
+      request: { params: QueueParam },
+      responses: { 200: json(QueueSettingsSchema, "The queue's settings, not paused"), ...refusals },
+    }),
+    setQueue: createRoute({
+      method: "put",
+      path: "/v1/queues/{queue}",
+      tags: [QUEUES_TAG.name],
+      operationId: "setQueue",
+      summary: "Set a queue's limits, all three at once (null or absent: none): maxLeased, and ratePerSecond with burst; keeps whether it is paused. Leases already held above a new limit go on; a new rate starts with a full bucket, a changed one keeps the tokens it holds (at most the new burst)",
+      request: { params: QueueParam, ...requestBody(QueueSettingsBody) },
+      responses: { 200: json(QueueSettingsSchema, "The queue's settings"), ...refusals },
+    }),
+    getQueue: createRoute({
+      method: "get",
+      path: "/v1/queues/{queue}",
+      tags: [QUEUES_TAG.name],
+      operationId: "getQueue",
+      summary: "A queue's settings; a queue never set is not paused and has no limits",
+      request: { params: QueueParam },
+      responses: { 200: json(QueueSettingsSchema, "The queue's settings"), ...refusals },
+    }),
+    listQueues: createRoute({
+      method: "get",
+      path: "/v1/queues",
+      tags: [QUEUES_TAG.name],
+      operationId: "listQueues",
+      summary: "The settings of every queue that has settings or jobs, by name",
+      responses: { 200: json(z.object({ queues: z.array(QueueSettingsSchema) }), "The queues"), ...refusals },
+    }),
+    stats: createRoute({
+      method: "get",
+      path: "/v1/stats",
+      tags: [QUEUES_TAG.name],
+      operationId: "getStats",
+      summary: "Per queue: jobs by status, the oldest due job's age, refused stale writes in the last hour and ever, and whether it is paused",
+      responses: { 200: json(z.object({ queues: z.array(QueueStatsSchema) }), "The numbers"), ...refusals },
+    }),
+  };
+}
+
+/** Serves the queue routes on `app`. */
+export function serveQueues(app: Api, route: ReturnType<typeof queueRoutes>, { store, clock, wake }: Served): void {
+  app.openapi(route.pauseQueue, async (c) => c.json(await store.pauseQueue(c.req.valid("param").queue, clock()), 200));
+
+  app.openapi(route.resumeQueue, async (c) => {
+    const settings = await store.resumeQueue(c.req.valid("param").queue, clock());
+    afterAnswer(c, wake.queueOpened(settings.queue));
+    return c.json(settings, 200);
+  });
+
+  app.openapi(route.setQueue, async (c) => {
+    const settings = await store.setQueue(c.req.valid("param").queue, c.req.valid("json"), clock());
+    afterAnswer(c, wake.queueOpened(settings.queue));
+    return c.json(settings, 200);
+  });
+
+  app.openapi(route.getQueue, async (c) => c.json(await store.getQueue(c.req.valid("param").queue), 200));
+
+  app.openapi(route.listQueues, async (c) => c.json({ queues: await store.listQueues() }, 200));
+
+  app.openapi(route.stats, async (c) => c.json({ queues: await store.stats(clock()) }, 200));
+}

@@ -1,0 +1,207 @@
+import { z } from "@hono/zod-openapi";
+import type { Job, Lease } from "../store/job.ts";
+import type { LeaseOutcome } from "../store/refusal.ts";
+import { STATUSES } from "../store/sql/lease.ts";
+import { describeError } from "./errors.ts";
+import { hasUnprintable, UNPRINTABLE_CLASS } from "./printable.ts";
+
+// The shapes every resource of the API shares: the limits, the rules of its
+// fields (ids, owners, queues, fences, lease lengths), the job, the lease and
+// the error as answers show them. Each resource's own shapes sit beside its
+// routes (jobs.ts, leases.ts, queues.ts, schedules.ts); the same schemas
+// validate every request, generate the OpenAPI document and type the client.
+
+/** What the operator may tune; the defaults suit most deployments. */
+export type Limits = {
+  /** The largest request body accepted, in bytes; default 1 MiB. */
+  maxBodyBytes: number;
+  /** The longest lease a claim or renew may ask for, in ms; default 1 hour. */
+  maxTtlMs: number;
+};
+
+/** The limits used where none are given. */
+export const DEFAULT_LIMITS: Limits = { maxBodyBytes: 1024 * 1024, maxTtlMs: 60 * 60 * 1000 };
+
+const utf8 = new TextEncoder();
+
+// Messages name no field: the validation hook puts the field's path before each.
+
+/** The most bytes of UTF-8 an id, an owner or a queue name may take. */
+const MAX_LABEL_BYTES = 255;
+
+/** The rules of label(), for the OpenAPI document: what a pattern and maxLength cannot say is in words. */
+export const LABEL_RULES =
+  `1 to ${MAX_LABEL_BYTES} bytes of UTF-8 (maxLength counts characters, and a character may take up to 4 bytes), ` +
+  'well-formed (no lone surrogate), with no control character (U+0000 to U+001F, U+007F to U+009F), line or paragraph separator, ' +
+  'or bidirectional mark or override; not "." or ".."';
+
+/** What a JSON Schema pattern can say of label(): none of the characters it refuses (nor these others), and not "." or "..". */
+export function labelPattern(alsoRefused = ""): string {
+  return `^(?!\\.\\.?$)[^${UNPRINTABLE_CLASS.slice(1, -1)}${alsoRefused}]+$`;
+}
+
+/** A non-empty string of at most 255 bytes of UTF-8: an id, an owner, a queue name. */
+export function label() {
+  return z
+    .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
+    .min(1, { error: "must not be empty" })
+    .refine((value) => utf8.encode(value).byteLength <= MAX_LABEL_BYTES, { error: `must be at most ${MAX_LABEL_BYTES} bytes of UTF-8` })
+    // A NUL would be cut off by SQLite, a lone surrogate would become U+FFFD, and
+    // "." or ".." would be rewritten by every URL parser on the way to /v1/jobs/:id.
+    .refine((value) => !value.includes("\u0000") && value.isWellFormed(), { error: "must be well-formed text without NUL characters" })
+    // Control characters would reach logs and terminals; ids, owners and queues never need them.
+    .refine((value) => !hasUnprintable(value), { error: "must not contain control characters (U+0000 to U+001F, U+007F to U+009F) or bidirectional overrides" })
+    .refine((value) => value !== "." && value !== "..", { error: 'must not be "." or ".."' })
+    .openapi({ maxLength: MAX_LABEL_BYTES, pattern: labelPattern(), description: LABEL_RULES });
+}
+
+/** Any JSON value, required: a field an answer always has (null at the least), or a request's that must be given. */
+export function anyJson() {
+  // Typed boolean: inferred as a type guard, it would narrow the value's type to `{} | null`.
+  return z.unknown().refine((value): boolean => value !== undefined, { error: "is required: any JSON value" });
+}
+
+/** A safe integer, negative included. */
+export function integer() {
+  return z
+    .number({ error: (issue) => (issue.input === undefined ? "is required" : "must be a number") })
+    .int({ error: "must be a whole number" })
+    .min(Number.MIN_SAFE_INTEGER, { error: "must be a safe integer" })
+    .max(Number.MAX_SAFE_INTEGER, { error: "must be a safe integer" });
+}
+
+/** A safe integer of 1 to `max`. */
+export function positive(max = Number.MAX_SAFE_INTEGER) {
+  return integer().min(1, { error: "must be at least 1" }).max(max, { error: `must be at most ${max}` });
+}
+
+/** A point in time: milliseconds since the epoch, not negative. */
+export function instant() {
+  return integer().min(0, { error: "must be milliseconds since the epoch, not negative" });
+}
+
+/** A JSON object body that refuses fields it does not know, and says which ones it knows. */
+export function body<T extends Record<string, z.ZodType>>(shape: T) {
+  const known = Object.keys(shape).join(", ");
+  return z.strictObject(shape, {
+    error: (issue) =>
+      issue.code === "unrecognized_keys"
+        ? `unknown field ${issue.keys.map((key) => JSON.stringify(key)).join(", ")}; the fields are ${known}`
+        : issue.input === null || typeof issue.input !== "object" || Array.isArray(issue.input)
+          ? "the body must be a JSON object"
+          : undefined,
+  });
+}
+
+/** A job's id. */
+export const JobId = label().openapi({ example: "invoice-42", description: `A job's id: ${LABEL_RULES}` });
+/** Who holds or asks for a lease. */
+export const Owner = label().openapi({ example: "worker-a", description: `Who holds or asks for the lease: ${LABEL_RULES}` });
+/** A queue's name. */
+export const QueueName = label().openapi({ example: "default", description: `A queue's name: ${LABEL_RULES}` });
+/** The fencing token a write names its lease by. */
+export const Fence = positive().openapi({ example: 1, description: "The fencing token of the lease, 1 to 2^53 - 1" });
+/** How long a lease lasts, up to the limits' maxTtlMs. */
+export const Ttl = (limits: Limits) =>
+  positive(limits.maxTtlMs).openapi({ example: 30_000, description: "How long the lease lasts, in ms" });
+
+/** A job as the API shows it: `result` is the JSON value that completed it. */
+export const JobSchema = z
+  .object({
+    id: z.string(),
+    queue: z.string(),
+    payload: anyJson().openapi({ description: "The JSON value it was enqueued with; null without one" }),
+    priority: z.number().int(),
+    runAt: z.number().int().openapi({ description: "When it is due (again), in ms since the epoch" }),
+    owner: z.string().nullable().openapi({ description: "Who holds or last held its lease; null before the first claim and after an expiry" }),
+    until: z.number().int().openapi({ description: "When its lease ends or ended, in ms since the epoch; 0 before the first claim" }),
+    fence: z.number().int().openapi({ description: "The fence of its latest lease; 0 before the first claim. It only grows" }),
+    result: anyJson().openapi({ description: "The JSON value that completed it; null until then" }),
+    done: z.boolean(),
+    status: z.enum(STATUSES),
+    attempts: z.number().int(),
+    maxAttempts: z.number().int(),
+    lastError: z.string().nullable(),
+    progress: anyJson().openapi({ description: "The JSON value a current lease last reported with a renew, or null; kept when the lease ends" }),
+    traceparent: z.string().nullable().openapi({ description: "The W3C traceparent it was enqueued with (its producer's span), or null: a worker continues that trace" }),
+    tracestate: z.string().nullable().openapi({ description: "The W3C tracestate that came with the traceparent, or null" }),
+    createdAt: z.number().int(),
+    updatedAt: z.number().int(),
+  })
+  .openapi("Job");
+
+/** A lease as the API shows it: its fence, its end and its job. */
+export const LeaseSchema = z
+  .object({ fence: z.number().int(), until: z.number().int(), job: JobSchema })
+  .openapi("Lease");
+
+/** The body of every error answer. */
+export const ErrorSchema = z
+  .object({
+    error: z.object({
+      code: z.string().openapi({ example: "stale_lease" }),
+      message: z.string(),
+      details: z.record(z.string(), z.unknown()).optional(),
+    }),
+  })
+  .openapi("Error");
+
+/** The most jobs or leases one many-job call carries. */
+export const MAX_MANY = 1_000;
+
+/** A list of 1 to MAX_MANY entries in which no id comes twice. */
+export function many<T extends z.ZodType<{ id: string }>>(entry: T, what: string) {
+  return z
+    .array(entry, { error: (issue) => (issue.input === undefined ? "is required" : `must be an array of ${what}`) })
+    .min(1, { error: `must hold at least one of the ${what}` })
+    .max(MAX_MANY, { error: `must hold at most ${MAX_MANY} ${what}; send the rest in another call` })
+    .superRefine((entries, context) => {
+      const seen = new Set<string>();
+      entries.forEach((entry, i) => {
+        if (seen.has(entry.id)) context.addIssue({ code: "custom", path: [i, "id"], message: `repeats the id ${JSON.stringify(entry.id)}; each id may come once` });
+        seen.add(entry.id);
+      });
+    });
+}
+
+
+/** The longest a request may wait: for a job (claim-next) or for a result (a job's read). */
+export const MAX_WAIT_MS = 30_000;
+
+/** A number sent as a query parameter. */
+export const queryInt = (max: number) =>
+  z.string().regex(/^\d+$/, { error: "must be a whole number" }).transform(Number).pipe(z.number().min(1, { error: "must be at least 1" }).max(max, { error: `must be at most ${max}` }))
+    .openapi({ type: "integer", minimum: 1, maximum: max });
+
+/** The query of a listing that refuses parameters it does not know. */
+export function query<T extends Record<string, z.ZodType>>(shape: T) {
+  const known = Object.keys(shape).join(", ");
+  return z.strictObject(shape, { error: (issue) => (issue.code === "unrecognized_keys" ? `unknown query parameter ${issue.keys.map((key) => JSON.stringify(key)).join(", ")}; the parameters are ${known}` : undefined) });
+}
+
+
+/** How one lease of a many-lease call was refused: the code and details a single call would answer. */
+export const LeaseErrorSchema = z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()).optional() });
+
+/** A job as the API shows it: the result parsed back into the JSON value it was stored from. */
+export function jobView(job: Job) {
+  return { ...job, result: job.result === null ? null : parseOr(job.result) };
+}
+
+function parseOr(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text; // a result stored through the store API as plain text
+  }
+}
+
+/** A lease as the API shows it: its fence, its end and its job. */
+export const leaseView = (lease: Lease) => ({ fence: lease.fence, until: lease.until, job: jobView(lease.job) });
+
+/** One lease of a many-lease call: its answer, or the error a single call would answer, in the API's shape. */
+export function outcomeView<T extends object>(outcome: LeaseOutcome<T>) {
+  if (!("error" in outcome)) return outcome;
+  const { code, message, details } = describeError(outcome.error);
+  return { id: outcome.id, error: { code, message, details } };
+}

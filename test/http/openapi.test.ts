@@ -1,0 +1,273 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import openapiTS, { astToString } from "openapi-typescript";
+import ts from "typescript";
+import { describe, expect, onTestFinished, test } from "vitest";
+import { freshApp } from "../fresh-app.ts";
+
+// The OpenAPI document says everything the server enforces and answers, so
+// that a client generated from it (here by openapi-typescript) meets no
+// surprise: every operation tagged by resource with an operationId, the
+// rules of every field, and every field an answer always has marked required.
+
+type Schema = {
+  $ref?: string;
+  type?: string | string[];
+  properties?: Record<string, Schema>;
+  required?: string[];
+  items?: Schema;
+  anyOf?: Schema[];
+  oneOf?: Schema[];
+  allOf?: Schema[];
+  pattern?: string;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  [key: string]: unknown;
+};
+type Operation = {
+  tags?: string[];
+  operationId?: string;
+  security?: unknown[];
+  parameters?: { name: string; in: string; schema: Schema }[];
+  requestBody?: { required?: boolean; content: Record<string, { schema: Schema }> };
+  responses: Record<string, { content?: Record<string, { schema: Schema }> }>;
+};
+type Document = {
+  servers?: { url: string }[];
+  tags?: { name: string; description?: string }[];
+  security?: unknown[];
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, Schema> };
+};
+
+const TTL = 30_000;
+
+async function openApiDocument(): Promise<Document> {
+  const { body } = await (await freshApp()).call("GET", "/openapi.json");
+  return body;
+}
+
+function operations(document: Document): { method: string; path: string; operation: Operation }[] {
+  return Object.entries(document.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ method, path, operation })));
+}
+
+function resolve(document: Document, schema: Schema): Schema {
+  return schema.$ref ? document.components.schemas[schema.$ref.replace("#/components/schemas/", "")]! : schema;
+}
+
+/** Every property of every object in `schema` that is not required, as "where.property". */
+function optionalFields(document: Document, schema: Schema, where: string, seen = new Set<Schema>()): string[] {
+  const resolved = resolve(document, schema);
+  if (seen.has(resolved)) return [];
+  seen.add(resolved);
+  const here = schema.$ref ? schema.$ref.replace("#/components/schemas/", "") : where;
+  const inner = [...(resolved.anyOf ?? []), ...(resolved.oneOf ?? []), ...(resolved.allOf ?? []), ...(resolved.items ? [resolved.items] : [])]
+    .flatMap((part) => optionalFields(document, part, here, seen));
+  const own = Object.entries(resolved.properties ?? {}).flatMap(([name, property]) => [
+    ...(resolved.required?.includes(name) ? [] : [`${here}.${name}`]),
+    ...optionalFields(document, property, `${here}.${name}`, seen),
+  ]);
+  return [...own, ...inner];
+}
+
+describe("the OpenAPI document", () => {
+  test("tags every operation by its resource and gives it a unique operationId; servers; only /healthz needs no token", async () => {
+    const document = await openApiDocument();
+    expect(document.tags!.map((tag) => tag.name)).toEqual(["jobs", "leases", "queues", "schedules", "system"]);
+    for (const tag of document.tags!) expect(tag.description, tag.name).toEqual(expect.stringMatching(/\w/));
+    expect(document.servers).toEqual([expect.objectContaining({ url: "/" })]);
+    expect(document.security).toEqual([{ bearer: [] }]);
+    const all = operations(document);
+    expect(all.length).toBe(29);
+    for (const { method, path, operation } of all) {
+      expect(operation.tags, `${method} ${path}`).toHaveLength(1);
+      expect(document.tags!.map((tag) => tag.name), `${method} ${path}`).toContain(operation.tags![0]);
+      expect(operation.operationId, `${method} ${path}`).toMatch(/^[a-z][A-Za-z]+$/);
+      expect(operation.security, `${method} ${path}`).toEqual(path === "/healthz" ? [] : undefined);
+    }
+    expect(new Set(all.map(({ operation }) => operation.operationId)).size).toBe(all.length);
+    const byTag = (tag: string) => all.filter(({ operation }) => operation.tags![0] === tag).map(({ operation }) => operation.operationId).sort();
+    expect(byTag("jobs")).toEqual(["cancelJob", "deleteJob", "enqueueJob", "enqueueJobs", "getJob", "listJobEvents", "listJobs", "retryJob"]);
+    expect(byTag("leases")).toEqual(["checkLease", "claimJob", "claimNext", "completeLease", "completeLeases", "failLease", "releaseLease", "renewLease", "renewLeases"]);
+    expect(byTag("system")).toEqual(["getHealth", "getMetrics"]);
+  });
+
+  test("marks required every field an answer always has: the only optional ones are those the server leaves out", async () => {
+    const document = await openApiDocument();
+    const optional = new Set(
+      operations(document).flatMap(({ operation }) =>
+        Object.entries(operation.responses).flatMap(([status, response]) =>
+          Object.values(response.content ?? {}).flatMap(({ schema }) => optionalFields(document, schema, `${operation.operationId} ${status}`)))),
+    );
+    expect([...optional].sort()).toEqual([
+      "Error.error.details", // only some errors have details, and some refusals of a many-lease call
+      "completeLease 200.leases", // only with next
+      "CompleteManyAnswer.completed.error.details",
+      "failLease 200.leases",
+      "RenewManyAnswer.leases.error.details",
+      "claimNext 200.retryAfterMs", // only when the rate limit stopped the claim short
+      "claimNext 200.waitedMs", // only with waitMs
+    ].sort());
+    expect(document.components.schemas.Job!.required).toEqual(expect.arrayContaining(["payload", "result", "progress"]));
+  });
+
+  test("writes the rules of ids, owners, queues and names as maxLength and pattern, and says in words what they cannot (bytes)", async () => {
+    const document = await openApiDocument();
+    const enqueue = resolve(document, document.paths["/v1/jobs"]!.post!.requestBody!.content["application/json"]!.schema);
+    const idRule = enqueue.properties!.id!;
+    const claimNext = document.paths["/v1/queues/{queue}/claim"]!.post!;
+    const nameRule = document.paths["/v1/schedules/{name}"]!.put!.parameters!.find((parameter) => parameter.name === "name")!.schema;
+    for (const rule of [idRule, enqueue.properties!.queue!, claimNext.parameters![0]!.schema, resolve(document, claimNext.requestBody!.content["application/json"]!.schema).properties!.owner!]) {
+      expect(rule).toMatchObject({ type: "string", minLength: 1, maxLength: 255, pattern: idRule.pattern });
+      expect(rule.description).toContain("255 bytes of UTF-8");
+    }
+    expect(nameRule).toMatchObject({ maxLength: 230 });
+    expect(nameRule.description).toContain("230 bytes of UTF-8");
+
+    // The pattern refuses what the server refuses, but for what only bytes can tell (length, lone surrogates).
+    const { call } = await freshApp();
+    const id = new RegExp(idRule.pattern!, "u");
+    const name = new RegExp(nameRule.pattern!, "u");
+    for (const sample of ["invoice-42", "é ü 中文 🎉", "a.b", "...", ".", "..", "a\nb", "a\tb", "a\u0000b", "a\u0085b", "a\u202eb", "a\u2028b", "a@b", "@"]) {
+      const accepted = (await call("POST", "/v1/jobs", { id: sample })).status < 300;
+      expect(id.test(sample), JSON.stringify(sample)).toBe(accepted);
+      const named = (await call("PUT", `/v1/schedules/${encodeURIComponent(sample)}`, { queue: "q", everyMs: 60_000 })).status < 300;
+      expect(name.test(sample), `schedule ${JSON.stringify(sample)}`).toBe(named);
+    }
+  });
+
+  test("writes the bounds of limit, waitMs and fence, and which fields go together or exclude each other", async () => {
+    const document = await openApiDocument();
+    const body = (path: string, method: string) => resolve(document, document.paths[path]![method]!.requestBody!.content["application/json"]!.schema);
+    const query = (path: string, name: string) => document.paths[path]!.get!.parameters!.find((parameter) => parameter.name === name)!.schema;
+
+    expect(body("/v1/queues/{queue}/claim", "post").properties).toMatchObject({ limit: { minimum: 1, maximum: 100 }, waitMs: { minimum: 0, maximum: 30_000 } });
+    expect(body("/v1/jobs/{id}/renew", "post").properties!.fence).toMatchObject({ type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+    expect(query("/v1/jobs", "limit")).toMatchObject({ type: "integer", minimum: 1, maximum: 100 });
+    expect(query("/v1/jobs/{id}/events", "limit")).toMatchObject({ type: "integer", minimum: 1, maximum: 1000 });
+    expect(query("/v1/jobs/{id}", "waitMs")).toMatchObject({ type: "integer", minimum: 0, maximum: 30_000 });
+    expect(query("/v1/jobs/{id}/lease", "fence")).toMatchObject({ type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+
+    expect(body("/v1/jobs", "post")).toMatchObject({ not: { required: ["runAt", "delayMs"] }, additionalProperties: false });
+    expect(resolve(document, body("/v1/queues/{queue}/jobs", "post").properties!.jobs!.items!)).toMatchObject({ not: { required: ["runAt", "delayMs"] } });
+    expect(body("/v1/schedules/{name}", "put")).toMatchObject({ oneOf: [{ required: ["cron"] }, { required: ["everyMs"] }], dependentRequired: { timezone: ["cron"] } });
+    expect(body("/v1/queues/{queue}", "put")).toMatchObject({ dependentRequired: { burst: ["ratePerSecond"] } });
+  });
+});
+
+/** Each operation's answer in a world that gives every one of them: its operationId, status and JSON body. */
+async function answers(): Promise<{ operationId: string; status: number; body: unknown }[]> {
+  const { call, clock } = await freshApp();
+  const seen: { operationId: string; status: number; body: unknown }[] = [];
+  const as = async (operationId: string, method: string, path: string, body?: unknown) => {
+    const answer = await call(method, path, body);
+    expect(answer.status, `${operationId}: ${JSON.stringify(answer.body)}`).toBeLessThan(300);
+    if (answer.status !== 204) seen.push({ operationId, status: answer.status, body: answer.body });
+    return answer.body;
+  };
+  await as("enqueueJob", "POST", "/v1/jobs", { id: "a", queue: "q", payload: { n: 1 }, maxAttempts: 1 });
+  await as("enqueueJob", "POST", "/v1/jobs", { id: "a", queue: "q" });
+  await as("enqueueJobs", "POST", "/v1/queues/q/jobs", { jobs: [{ id: "b" }, { id: "c", delayMs: 5 }, { id: "d" }, { id: "e" }] });
+  await as("claimJob", "POST", "/v1/jobs/a/claim", { owner: "A", ttlMs: TTL });
+  await as("renewLease", "POST", "/v1/jobs/a/renew", { owner: "A", fence: 1, ttlMs: TTL, progress: { pct: 50 } });
+  await as("checkLease", "GET", "/v1/jobs/a/lease?owner=A&fence=1");
+  await as("completeLease", "POST", "/v1/jobs/a/complete", { owner: "A", fence: 1, result: { ok: true }, next: { limit: 1, ttlMs: TTL } });
+  await as("completeLease", "POST", "/v1/jobs/a/complete", { owner: "A", fence: 1, result: { ok: true } });
+  await as("claimNext", "POST", "/v1/queues/q/claim", { owner: "B", ttlMs: TTL, limit: 1, waitMs: 10 });
+  await as("renewLeases", "POST", "/v1/leases/renew", { owner: "A", ttlMs: TTL, leases: [{ id: "b", fence: 1 }, { id: "d", fence: 9 }] });
+  await as("releaseLease", "POST", "/v1/jobs/b/release", { owner: "A", fence: 1 });
+  await as("claimJob", "POST", "/v1/jobs/b/claim", { owner: "A", ttlMs: TTL });
+  await as("failLease", "POST", "/v1/jobs/b/fail", { owner: "A", fence: 2, error: "boom", retryInMs: 0, next: { limit: 1, ttlMs: TTL } });
+  await as("completeLeases", "POST", "/v1/leases/complete", { owner: "B", leases: [{ id: "d", fence: 1, result: 1 }, { id: "e", fence: 7, result: 2 }], next: { queue: "q", limit: 1, ttlMs: TTL } });
+  await as("getJob", "GET", "/v1/jobs/a");
+  await as("getJob", "GET", "/v1/jobs/a?waitMs=10");
+  await as("listJobs", "GET", "/v1/jobs?limit=2");
+  await as("listJobEvents", "GET", "/v1/jobs/a/events");
+  await as("enqueueJob", "POST", "/v1/jobs", { id: "dies", maxAttempts: 1 });
+  await as("claimJob", "POST", "/v1/jobs/dies/claim", { owner: "A", ttlMs: TTL });
+  await as("failLease", "POST", "/v1/jobs/dies/fail", { owner: "A", fence: 1, error: "last" });
+  await as("retryJob", "POST", "/v1/jobs/dies/retry");
+  await as("cancelJob", "POST", "/v1/jobs/dies/cancel", { by: "ops", reason: "not needed" });
+  await as("deleteJob", "DELETE", "/v1/jobs/dies");
+  await as("setQueue", "PUT", "/v1/queues/q", { maxLeased: 5, ratePerSecond: 2, burst: 4 });
+  await as("pauseQueue", "POST", "/v1/queues/q/pause");
+  await as("resumeQueue", "POST", "/v1/queues/q/resume");
+  await as("getQueue", "GET", "/v1/queues/q");
+  await as("listQueues", "GET", "/v1/queues");
+  await as("getStats", "GET", "/v1/stats");
+  await as("putSchedule", "PUT", "/v1/schedules/nightly", { queue: "q", cron: "0 3 * * *", timezone: "Europe/Paris", payload: { report: true } });
+  await as("putSchedule", "PUT", "/v1/schedules/nightly", { queue: "q", everyMs: 60_000 });
+  await as("getSchedule", "GET", "/v1/schedules/nightly");
+  await as("listSchedules", "GET", "/v1/schedules");
+  await as("deleteSchedule", "DELETE", "/v1/schedules/nightly");
+  await as("getHealth", "GET", "/healthz");
+  clock.now += 1;
+  return seen;
+}
+
+/** Type-checks `files` (name to text) together, strictly; the errors, each as "file(line): message". */
+function typeErrors(dir: string, files: Record<string, string>): string[] {
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  const options: ts.CompilerOptions = {
+    strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler,
+    allowImportingTsExtensions: true, types: [], lib: ["lib.es2022.d.ts"], exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true,
+  };
+  const program = ts.createProgram(Object.keys(files).map((name) => join(dir, name)), options);
+  return ts.getPreEmitDiagnostics(program).map((diagnostic) => {
+    const where = diagnostic.file ? `${diagnostic.file.fileName.slice(dir.length + 1)}(${diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start!).line + 1})` : "";
+    return `${where}: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n")}`;
+  });
+}
+
+describe("a client generated from the document by openapi-typescript", () => {
+  test("types every real answer of every operation exactly (no field missing, none unknown), and the requests a client sends", async () => {
+    const document = await openApiDocument();
+    const generated = astToString(await openapiTS(document as never));
+    const real = await answers();
+    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(27); // all but the 204 of deleteSchedule and the text of getMetrics
+
+    const use = [
+      'import type { components, operations } from "./api.ts";',
+      "type Answer<Id extends keyof operations, Status extends keyof operations[Id][\"responses\"]> = operations[Id][\"responses\"][Status] extends { content: { \"application/json\": infer Body } } ? Body : never;",
+      "type Body<Id extends keyof operations> = operations[Id] extends { requestBody?: { content: { \"application/json\": infer B } } } ? B : never;",
+      "type OptionalKeys<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? K : never }[keyof T];",
+      "const none = <T>(check: [T] extends [never] ? true : T) => check;",
+      // Each real answer, as an object literal: a field the types lack fails as an excess property, a missing required one as missing.
+      ...real.map(({ operationId, status, body }, i) => `export const answer${i}: Answer<"${operationId}", ${status}> = ${JSON.stringify(body)};`),
+      // What answers always have is required in the types too.
+      'none<OptionalKeys<components["schemas"]["Job"]>>(true);',
+      'none<OptionalKeys<components["schemas"]["Lease"]>>(true);',
+      'none<OptionalKeys<components["schemas"]["Event"]>>(true);',
+      'none<OptionalKeys<components["schemas"]["Schedule"]>>(true);',
+      'none<OptionalKeys<components["schemas"]["QueueSettings"]>>(true);',
+      'none<Exclude<OptionalKeys<Answer<"claimNext", 200>>, "waitedMs" | "retryAfterMs">>(true);',
+      // Requests as a client writes them.
+      'export const enqueue: Body<"enqueueJob"> = { id: "x", queue: "q", payload: { any: ["json"] }, delayMs: 5 };',
+      'export const claim: Body<"claimNext"> = { owner: "A", ttlMs: 30000, limit: 10, waitMs: 1000 };',
+      'export const complete: Body<"completeLease"> = { owner: "A", fence: 1, result: null, next: { limit: 1, ttlMs: 30000 } };',
+      'export const cron: Body<"putSchedule"> = { queue: "q", cron: "0 3 * * *", timezone: "UTC" };',
+      'export const every: Body<"putSchedule"> = { queue: "q", everyMs: 60000 };',
+      'export const cancelNeedsNoBody: {} extends Pick<operations["cancelJob"], "requestBody"> ? true : false = true;',
+      'export const claimNeedsABody: {} extends Pick<operations["claimJob"], "requestBody"> ? false : true = true;',
+      // The checks above can fail: an answer with a field the document lacks, or without one it requires, does not type-check.
+      "// @ts-expect-error a field the document does not have",
+      'export const surprise: Answer<"getJob", 200> = { ...answer0.job, surprise: 1 };',
+      "const { payload: _, ...withoutPayload } = answer0.job;",
+      "// @ts-expect-error a job without its payload",
+      'export const missing: components["schemas"]["Job"] = withoutPayload;',
+      // The lines expected to fail prove the types refuse what the server refuses.
+      "// @ts-expect-error an unknown field",
+      'export const unknownField: Body<"claimJob"> = { owner: "A", ttlMs: 1, now: 0 };',
+      "// @ts-expect-error a claim without an owner",
+      'export const noOwner: Body<"claimJob"> = { ttlMs: 1 };',
+      "// @ts-expect-error a status the API does not have",
+      'export const status: components["schemas"]["Job"]["status"] = "running";',
+    ].join("\n");
+
+    const dir = mkdtempSync(join(tmpdir(), "fencelease-openapi-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    expect(typeErrors(dir, { "api.ts": generated, "use.ts": use })).toEqual([]);
+  }, 60_000);
+});
