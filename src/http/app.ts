@@ -9,6 +9,9 @@ import { JOBS_TAG, jobRoutes, serveJobs } from "./jobs.ts";
 import { LEASES_TAG, leaseRoutes, serveLeases } from "./leases.ts";
 import { QUEUES_TAG, queueRoutes, serveQueues } from "./queues.ts";
 import { requestLog } from "./middleware/request-log.ts";
+import { requestMetrics } from "./middleware/request-metrics.ts";
+import { tracing } from "./middleware/tracing.ts";
+import { RequestMetrics } from "./metrics.ts";
 import type { Served } from "./resource.ts";
 import { SCHEDULES_TAG, scheduleRoutes, serveSchedules } from "./schedules.ts";
 import { DEFAULT_LIMITS, type Limits } from "./shapes.ts";
@@ -67,6 +70,7 @@ export function createApp(options: AppOptions) {
   const route = { ...jobRoutes(), ...leaseRoutes(limits), ...queueRoutes(), ...scheduleRoutes(), ...systemRoutes() };
   const waits = options.waits ?? localWaits(store, new WaitRoom({ clock }), clock);
   const wake = wakeWith(waits);
+  const requests = new RequestMetrics();
   const served: Served = { store, clock, waits, wake, limits };
 
   const app = new OpenAPIHono({
@@ -78,6 +82,9 @@ export function createApp(options: AppOptions) {
   });
   app.onError(errorResponse);
   app.notFound(unknownRoute(Object.values(route)));
+  // First, so that every request is counted and traced, those refused by the middleware after them too.
+  app.use(requestMetrics(requests));
+  app.use(tracing());
   if (options.log) app.use(requestLog(options.log));
   app.use(requireConfiguredAuth(auth));
   app.use(localCallersOnly(auth));
@@ -94,7 +101,7 @@ export function createApp(options: AppOptions) {
   serveLeases(app, route, served);
   serveQueues(app, route, served);
   serveSchedules(app, route, served);
-  serveSystem(app, route, served, { pages: options.ui !== undefined, tags: [JOBS_TAG, LEASES_TAG, QUEUES_TAG, SCHEDULES_TAG] });
+  serveSystem(app, route, served, { pages: options.ui !== undefined, tags: [JOBS_TAG, LEASES_TAG, QUEUES_TAG, SCHEDULES_TAG], requests });
   // With auth off (local development: loopback callers only, so no anonymous loop from afar) the
   // dashboard's files are read again on every request, so that an edit shows on the next reload.
   if (options.ui) app.route("/", uiRoutes(options.ui, { reread: auth === "off" }));

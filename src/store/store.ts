@@ -1,4 +1,5 @@
 import type { Driver, Row, Statement } from "../drivers/driver.ts";
+import { traced } from "../drivers/traced.ts";
 import { NotClaimable, NotFound, WrongStatus } from "./errors.ts";
 import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf } from "./job.ts";
 import { type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
@@ -36,7 +37,7 @@ export class LeaseStore {
   /** `random` draws the backoff jitter; tests fix it. `health`: how `health()` decides (see WriteHealth), and where it logs. */
   constructor(driver: Driver, options: { random?: () => number; health?: HealthOptions } = {}) {
     this.#health = new WriteHealth(options.health);
-    this.#driver = this.#health.watch(driver);
+    this.#driver = traced(this.#health.watch(driver));
     this.#random = options.random ?? Math.random;
     this.schedules = new Schedules(this.#driver);
     this.#queues = new QueueVerbs(this.#driver);
