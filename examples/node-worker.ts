@@ -5,7 +5,13 @@
 // SIGTERM: it takes no new job, finishes the ones in hand, stores their
 // results, and exits.
 //
-//   FENCELEASE_URL=http://127.0.0.1:8787 QUEUE=thumbnails CONCURRENCY=16 node examples/node-worker.ts
+// From this repository, after `npm install` and beside `npm start`:
+//
+//   FENCELEASE_URL=http://127.0.0.1:8787 QUEUE=thumbnails CONCURRENCY=16 npx node examples/node-worker.ts
+//
+// `npx node` is the Node 24 that the devDependency `node` puts in node_modules/.bin:
+// a .ts file runs only on a Node that strips types (22.18 and later), not on Node 20.
+// Copied into a project of your own, run it with such a Node, or compile it with tsc.
 import { type HeldLease, LeaseClient, runWorker } from "fencelease/client";
 
 const client = new LeaseClient({ baseUrl: process.env.FENCELEASE_URL ?? "http://127.0.0.1:8787", token: process.env.FENCELEASE_TOKEN });

@@ -1,4 +1,5 @@
 import { FenceleaseError } from "../client/errors.ts";
+import { inFlagTerms } from "./field-flags.ts";
 
 /** The CLI's exit codes: a script can tell a refusal from a typo from an outage. */
 export const EXIT = {
@@ -25,7 +26,8 @@ export function exitFor(error: unknown): { code: number; line: string } {
   if (!(error instanceof FenceleaseError)) return { code: EXIT.failed, line: (error as Error)?.message ?? String(error) };
   const why = error.details?.reason ?? error.details?.status; // a refusal's reason, or the status a conflict found
   const detail = why === undefined ? "" : ` (${why})`;
-  const line = `${error.code}${detail}: ${error.message}`;
+  // A 400 names the API's fields; the person typed options.
+  const line = `${error.code}${detail}: ${error.status === 400 ? inFlagTerms(error.message) : error.message}`;
   if (error.status === 409) return { code: EXIT.refused, line: `refused, ${line}` };
   if (error.status === 404) return { code: EXIT.notFound, line };
   if (error.status === 400 || error.status === 413) return { code: EXIT.badInput, line };

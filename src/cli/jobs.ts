@@ -2,12 +2,19 @@ import type { Job, JobEvent, ListRequest } from "../client/types.ts";
 import { printable } from "../http/printable.ts";
 import { at, type Command, columns, more } from "./command.ts";
 import { enqueueMany } from "./enqueue-many.ts";
-import { integer, json } from "./flags.ts";
+import { integer, json, moment } from "./flags.ts";
 
 // The commands about jobs as a whole: adding them, reading them and their
 // history, and the operator's retry, delete and cancel.
 
-const jobText = (job: Job) => Object.entries(job).map(([key, value]) => `${key.padEnd(12)}${JSON.stringify(value)}`).join("\n");
+/** The job's moments, printed as ISO times like every other command's (--json keeps the API's ms). */
+const MOMENTS = new Set(["runAt", "until", "createdAt", "updatedAt"]);
+
+/** A job field by field; a lease end of 0 (never leased) is "none". */
+const jobText = (job: Job) =>
+  Object.entries(job)
+    .map(([key, value]) => `${key.padEnd(12)}${MOMENTS.has(key) && typeof value === "number" ? (value === 0 ? "none" : at(value)) : JSON.stringify(value)}`)
+    .join("\n");
 const holder = (owner: string | null, fence: number | null) => (owner === null ? `fence ${fence}` : `${owner}/${fence}`);
 
 function eventLine(event: JobEvent): string {
@@ -32,7 +39,7 @@ export const JOB_COMMANDS: Record<string, Command> = {
         queue: flags.queue,
         payload: json(flags, "payload"),
         priority: integer(flags, "priority"),
-        runAt: integer(flags, "run-at"),
+        runAt: moment(flags, "run-at"),
         delayMs: integer(flags, "delay-ms"),
         maxAttempts: integer(flags, "max-attempts"),
       });

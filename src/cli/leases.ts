@@ -1,4 +1,5 @@
-import type { Job, Lease } from "../client/types.ts";
+import type { LeaseClient } from "../client/lease-client.ts";
+import type { Job, Lease, LeaseCheck } from "../client/types.ts";
 import { at, type Command } from "./command.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
 import { type Flags, integer, json, required, requiredInteger } from "./flags.ts";
@@ -12,6 +13,31 @@ const failedLine = (job: Job) =>
   job.status === "dead"
     ? `failed ${job.id}: dead after ${job.attempts} of ${job.maxAttempts} attempts`
     : `failed ${job.id}: attempt ${job.attempts} of ${job.maxAttempts}; due again at ${at(job.runAt)}`;
+
+/** Why a lease is not the current one, after the server's reason (the stale_lease reasons). */
+const NOT_CURRENT: Record<NonNullable<LeaseCheck["reason"]>, (answer: LeaseCheck) => string> = {
+  expired: (answer) => `it ran out at ${at(answer.until)}`,
+  superseded: (answer) => `a newer lease took the job; its fence is ${answer.fence}`,
+  not_owner: (answer) => `the job's fence is ${answer.fence}, and that lease is another owner's, or was given back or ended`,
+  done: () => "the job is done",
+  cancelled: () => "the job was cancelled",
+};
+
+/**
+ * Why a claim-next that took nothing, with no rate-limit hint, was held back
+ * by its queue: paused, or at its maxLeased current leases (full); null when
+ * neither, so nothing was due. The server answers only the rate limit's hint,
+ * so this reads the queue's settings (and, under a maxLeased, its numbers)
+ * after the claim: a person's explanation, not the claim's decision.
+ */
+async function heldBack(queue: string, client: LeaseClient): Promise<{ blocked: "paused" | "full"; text: string } | null> {
+  const settings = await client.queues.get(queue);
+  if (settings.paused) return { blocked: "paused", text: `nothing claimed: queue ${queue} is paused, and claims take none of its jobs until \`fencelease resume ${queue}\`` };
+  if (settings.maxLeased === null) return null;
+  const leased = (await client.queues.stats()).find((stats) => stats.queue === queue)?.jobs.leased ?? 0;
+  if (leased < settings.maxLeased) return null;
+  return { blocked: "full", text: `nothing claimed: queue ${queue} is full (maxLeased ${settings.maxLeased}, and ${leased} held); claims take more as leases end` };
+}
 
 /** The owner and fence of the lease a command speaks for. */
 const heldBy = (flags: Flags) => ({ owner: required(flags, "owner", "the lease's owner"), fence: requiredInteger(flags, "fence") });
@@ -32,11 +58,15 @@ export const LEASE_COMMANDS: Record<string, Command> = {
       const waitMs = integer(flags, "wait");
       const request = { owner: required(flags, "owner", "who takes the leases"), ttlMs: requiredInteger(flags, "ttl-ms"), limit: integer(flags, "limit"), waitMs };
       const { leases, retryAfterMs } = await client.claimNextAnswer(queue, request);
-      const none = waitMs ? `nothing came in queue ${queue} within ${waitMs} ms` : `nothing due in queue ${queue}`;
       // Stopped short by the queue's rate limit: say when to ask again.
-      const limited = retryAfterMs === undefined ? "" : `${leases.length === 0 ? "" : "\n"}rate limited in queue ${queue}: the next claim is allowed in ${retryAfterMs} ms`;
-      const text = (leases.length === 0 && retryAfterMs === undefined ? none : leases.map(leaseLine).join("\n")) + limited;
-      return { json: retryAfterMs === undefined ? { leases } : { leases, retryAfterMs }, text };
+      if (retryAfterMs !== undefined) {
+        const limited = `rate limited in queue ${queue}: the next claim is allowed in ${retryAfterMs} ms`;
+        return { json: { leases, blocked: "rate_limited", retryAfterMs }, text: [...leases.map(leaseLine), limited].join("\n") };
+      }
+      if (leases.length > 0) return { json: { leases }, text: leases.map(leaseLine).join("\n") };
+      const held = await heldBack(queue, client);
+      if (held !== null) return { json: { leases, blocked: held.blocked }, text: held.text };
+      return { json: { leases }, text: waitMs ? `nothing came in queue ${queue} within ${waitMs} ms` : `nothing due in queue ${queue}` };
     },
   },
   renew: {
@@ -75,9 +105,9 @@ export const LEASE_COMMANDS: Record<string, Command> = {
     async run({ arg: id, flags, client }) {
       const { owner, fence } = heldBy(flags);
       const answer = await client.checkLease(id, { owner, fence });
-      return answer.current
-        ? { json: answer, text: `${owner}/${fence} is the current lease of ${id}, until ${at(answer.until)}` }
-        : { json: answer, text: `${owner}/${fence} is not the current lease of ${id}; the job's fence is ${answer.fence}`, code: EXIT.refused };
+      if (answer.current) return { json: answer, text: `${owner}/${fence} is the current lease of ${id}, until ${at(answer.until)}` };
+      const why = answer.reason === undefined ? `the job's fence is ${answer.fence}` : `${answer.reason}, ${NOT_CURRENT[answer.reason](answer)}`; // an older server says no reason
+      return { json: answer, text: `${owner}/${fence} is not the current lease of ${id}: ${why}`, code: EXIT.refused };
     },
   },
 };

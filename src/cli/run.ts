@@ -1,9 +1,8 @@
-import { parseArgs } from "node:util";
 import { LeaseClient } from "../client/lease-client.ts";
 import { printable } from "../http/printable.ts";
 import type { Command, Io } from "./command.ts";
 import { EXIT, exitFor, UsageError } from "./exit-codes.ts";
-import { bareWait, OPTIONS } from "./flags.ts";
+import { parseFlags } from "./flags.ts";
 import { JOB_COMMANDS } from "./jobs.ts";
 import { LEASE_COMMANDS } from "./leases.ts";
 import { QUEUE_COMMANDS } from "./queues.ts";
@@ -44,7 +43,7 @@ function commandOf(first: string, positionals: string[]): { command: Command; ar
 /** run carries out one command line and answers the exit code. */
 export async function run(argv: string[], io: Io): Promise<number> {
   try {
-    const { values: flags, positionals } = parseArgs({ args: bareWait(argv), options: OPTIONS, allowPositionals: true, strict: true });
+    const { flags, positionals } = parseFlags(argv);
     const [name, ...rest] = positionals;
     if (flags.help || name === "help") {
       io.out(USAGE);
@@ -67,8 +66,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     io.out(flags.json ? JSON.stringify(answer.json) : answer.text.split("\n").map(printable).join("\n"));
     return answer.code ?? EXIT.ok;
   } catch (error) {
-    const usage = (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS") ? new UsageError((error as Error).message) : error;
-    const { code, line } = exitFor(usage);
+    const { code, line } = exitFor(error);
     io.err(`fencelease: ${printable(line)}`);
     return code;
   }

@@ -9,14 +9,16 @@ Server:
   demo                           replay the design note's story and print its timeline
                                  (against --url if given, else a server of its own on a temporary database)
 Jobs:
-  enqueue <id> [--queue Q] [--payload JSON] [--priority N] [--run-at MS | --delay-ms MS] [--max-attempts N]
+  enqueue <id> [--queue Q] [--payload JSON] [--priority N] [--run-at TIME | --delay-ms MS] [--max-attempts N]
+                                 TIME: an ISO time with its zone (2026-12-01T09:00:00Z), or ms since the epoch
   enqueue-many <queue> [--file F]
                                  jobs as JSON lines ({"id":"a","payload":1} per line) from F or standard input
   get <id> [--wait [MS]]          with --wait, once the job is done, dead or cancelled (or MS has passed: as it then is)
   claim <id> --owner O --ttl-ms MS
   claim-next <queue> --owner O --ttl-ms MS [--limit N] [--wait MS]
                                  with --wait, wait up to MS (at most 30000) for a job while none is due;
-                                 held back by the queue's rate limit, it says when to ask again
+                                 held back by its queue, it says why: paused, full (its maxLeased), or
+                                 rate limited, and then when to ask again (exit 0: taking none is no refusal)
   renew <id> --owner O --fence F --ttl-ms MS [--progress JSON]
                                  with --progress, the job's progress, stored if the renew is accepted
   complete <id> --owner O --fence F --result JSON
@@ -31,7 +33,8 @@ Jobs:
                                  S: queued, scheduled, leased, done, dead or cancelled
   events <id> [--limit N] [--cursor C]
   check-lease <id> --owner O --fence F
-                                 exits 0 if that is the current lease, 4 if not
+                                 exits 0 if that is the current lease, 4 if not, saying why: expired,
+                                 superseded, not_owner, done or cancelled (as a stale write is told)
   stats                          per queue: jobs by status, oldest due, refused stale writes, paused
 Queues:
   queues                         every queue's settings: paused or running, maxLeased, rate and burst

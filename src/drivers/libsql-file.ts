@@ -158,9 +158,13 @@ function openDatabase(path: string): Database.Database {
  * connection stays usable. An error that a retry may cure (busy past the busy
  * timeout, I/O, disk full, a file that cannot be opened) becomes
  * StorageUnavailable with outcome `not_applied`, since a local batch that
- * failed was rolled back. After SQLITE_BUSY the driver drops its statements
- * and its connection, and the next attempt opens a new one with the same
- * settings: libSQL can leave the failed statement "in progress", and every
+ * failed was rolled back. A call that met SQLITE_BUSY tries again on the same
+ * connection, running the same statement first, which resets it: so a
+ * transaction the caller opened with `run("BEGIN")` holds across the wait, and
+ * SQLite's `data_version` (which the wait room reads, per connection) keeps
+ * counting. Once a call gives up (past the busy timeout), the driver drops its
+ * statements and its connection, and the next call opens a new one with the
+ * same settings: libSQL leaves the failed statement "in progress", and every
  * later commit on that connection would fail. If that reopening fails, that
  * call fails with it and the call after tries again. After `close`, every call
  * fails with StorageUnavailable (`CLIENT_CLOSED`), as @libsql/client's does.
@@ -230,7 +234,12 @@ export function libsqlFileDriver(path: string, options: LibsqlFileDriverOptions 
     return storageError(error, "local");
   }
 
-  /** Runs `call` (all of one driver call, synchronous), again on a timer while the lock is taken, until the busy timeout. */
+  /**
+   * Runs `call` (all of one driver call, synchronous), again on a timer while
+   * the lock is taken, until the busy timeout. A busy call applied nothing: a
+   * BEGIN IMMEDIATE that did not get the lock began nothing, a statement alone
+   * wrote nothing, and a batch whose COMMIT was refused was rolled back.
+   */
   async function patiently<T>(call: () => T): Promise<T> {
     if (++calls % YIELD_EVERY === 0) await yieldTurn();
     const started = performance.now();
@@ -240,7 +249,6 @@ export function libsqlFileDriver(path: string, options: LibsqlFileDriverOptions 
       } catch (error) {
         const left = busyTimeoutMs - (performance.now() - started);
         if (!isBusy(error) || left <= 0) throw failure(error);
-        dropConnection();
         const delay = Math.min(BUSY_DELAYS_MS[Math.min(attempt, BUSY_DELAYS_MS.length - 1)]!, left);
         await new Promise((resolve) => setTimeout(resolve, delay));
       }

@@ -256,7 +256,15 @@ export function leaseRoutes(limits: Limits) {
       summary: "Whether (owner, fence) is the job's current lease: for a downstream system to check a token before a side effect",
       request: { params: IdParam, query: LeaseQuery },
       responses: {
-        200: json(z.object({ current: z.boolean(), fence: z.number().int(), until: z.number().int() }), "The answer, with the job's current fence"),
+        200: json(
+          z.object({
+            current: z.boolean(),
+            fence: z.number().int(),
+            until: z.number().int(),
+            reason: z.enum(["superseded", "not_owner", "done", "cancelled", "expired"]).optional().openapi({ description: "When not current: why, as a stale write with this lease would be told (details.reason of stale_lease)" }),
+          }),
+          "The answer, with the job's current fence; when not current, the reason",
+        ),
         404: error("not_found"),
         ...refusals,
       },

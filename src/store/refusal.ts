@@ -12,7 +12,7 @@ type Holder = Pick<Job, "owner" | "fence" | "status">;
  * the lease's own fate first (superseded, not_owner), then the job's (done,
  * cancelled: a cancel keeps the owner and fence, so its holder is told so).
  */
-function leaseLostReason(current: Holder, owner: string, fence: number): LeaseLostReason {
+export function leaseLostReason(current: Holder, owner: string, fence: number): LeaseLostReason {
   if (fence < current.fence) return "superseded";
   if (fence !== current.fence || owner !== current.owner) return "not_owner";
   if (current.status === "done") return "done";

@@ -51,6 +51,11 @@ function cronOf(cron: string, timezone: string): Cron {
   } catch {
     throw new InvalidArgument(`timezone ${JSON.stringify(timezone)} is not a time zone this server knows; give an IANA name such as "Europe/Paris" or "UTC"`);
   }
+  // croner's own count error speaks of five, six or seven parts; fencelease takes five (or a nickname such as @daily).
+  const fields = cron.trim().split(/\s+/).length;
+  if (!cron.trim().startsWith("@") && fields !== 5) {
+    throw new InvalidArgument(`cron ${JSON.stringify(cron)} has ${fields} field${fields === 1 ? "" : "s"}; give five fields, minute hour day-of-month month day-of-week, e.g. "0 9 * * 1-5"`);
+  }
   try {
     return new Cron(cron, { timezone, mode: "5-part" });
   } catch (error) {

@@ -1,8 +1,8 @@
 import type { Driver, Row, Statement } from "../drivers/driver.ts";
 import { traced } from "../drivers/traced.ts";
-import { NotClaimable, NotFound, WrongStatus } from "./errors.ts";
+import { type LeaseLostReason, NotClaimable, NotFound, WrongStatus } from "./errors.ts";
 import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf } from "./job.ts";
-import { type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
+import { leaseLostReason, type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
 import { Schedules } from "./schedules.ts";
 import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./sql/lease.ts";
@@ -273,11 +273,17 @@ export class LeaseStore {
     throw new WrongStatus(id, "leased", `job ${JSON.stringify(id)} is leased; it can be deleted once its lease ends`);
   }
 
-  /** leaseCheck tells a system outside whether (owner, fence) is the current lease of a job; NotFound for an unknown id. */
-  async leaseCheck(id: string, owner: string, fence: number, now: number): Promise<{ current: boolean; fence: number; until: number }> {
+  /**
+   * leaseCheck tells a system outside whether (owner, fence) is the current
+   * lease of a job and, when it is not, why: the reason a write with it would
+   * be refused for. NotFound for an unknown id.
+   */
+  async leaseCheck(id: string, owner: string, fence: number, now: number): Promise<{ current: boolean; fence: number; until: number; reason?: LeaseLostReason }> {
     const [row] = await this.#driver.run(reads.leaseCheck(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now)));
     if (row === undefined) throw new NotFound(id);
-    return { current: row.current === 1, fence: row.fence as number, until: row.until as number };
+    const answer = { current: row.current === 1, fence: row.fence as number, until: row.until as number };
+    if (answer.current) return answer;
+    return { ...answer, reason: leaseLostReason({ owner: row.owner as string | null, fence: answer.fence, status: row.status as JobStatus }, owner, fence) };
   }
 
   /** list pages through jobs in id order, optionally of one queue and one status; stable while jobs change. */

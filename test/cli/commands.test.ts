@@ -155,9 +155,13 @@ describe("the fencelease command", () => {
     expect((await s.run("events", "nope")).stdout).toBe("no events for nope\n");
 
     expect(await s.run("check-lease", "job-1", "--owner", "A", "--fence", "1")).toMatchObject({ code: 0, stdout: expect.stringMatching(/^A\/1 is the current lease of job-1, until \S+Z\n$/) });
-    expect(await s.run("check-lease", "job-1", "--owner", "B", "--fence", "1")).toEqual({ code: 4, stdout: "B/1 is not the current lease of job-1; the job's fence is 1\n", stderr: "" });
+    expect(await s.run("check-lease", "job-1", "--owner", "B", "--fence", "1")).toEqual({
+      code: 4,
+      stdout: "B/1 is not the current lease of job-1: not_owner, the job's fence is 1, and that lease is another owner's, or was given back or ended\n",
+      stderr: "",
+    });
     const check = await s.run("check-lease", "job-1", "--owner", "A", "--fence", "2", "--json");
-    expect({ code: check.code, answer: JSON.parse(check.stdout) }).toEqual({ code: 4, answer: { current: false, fence: 1, until: expect.any(Number) } });
+    expect({ code: check.code, answer: JSON.parse(check.stdout) }).toEqual({ code: 4, answer: { current: false, fence: 1, until: expect.any(Number), reason: "not_owner" } });
 
     const stats = await s.run("stats");
     expect(stats.stdout.trim().split("\n")).toEqual([
@@ -168,13 +172,56 @@ describe("the fencelease command", () => {
     expect(await s.snapshot()).toEqual(before);
   });
 
+  test("get prints the job's times as ISO, as claim does; --run-at takes one back; a --priority may be negative", async () => {
+    await using s = await serving();
+    expect((await s.run("enqueue", "job-1", "--run-at", "2030-01-02T03:04:05.678Z", "--priority", "-2")).code).toBe(0);
+    expect(await s.store.getJob("job-1")).toMatchObject({ runAt: Date.UTC(2030, 0, 2, 3, 4, 5, 678), priority: -2 });
+    const lines = (await s.run("get", "job-1")).stdout.split("\n");
+    expect(lines).toContain("runAt       2030-01-02T03:04:05.678Z");
+    expect(lines).toContain("until       none"); // never leased
+    expect(lines).toContainEqual(expect.stringMatching(/^createdAt   \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^updatedAt   \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/));
+    expect(JSON.parse((await s.run("get", "job-1", "--json")).stdout)).toMatchObject({ runAt: Date.UTC(2030, 0, 2, 3, 4, 5, 678), until: 0 }); // the API's ms
+    await s.run("enqueue", "job-2", "--run-at", "2030-01-02T04:04:05+01:00");
+    expect(await s.store.getJob("job-2")).toMatchObject({ runAt: Date.UTC(2030, 0, 2, 3, 4, 5) });
+  });
+
+  test("check-lease says why a lease is not current: expired and when, superseded, done; --json carries the reason", async () => {
+    await using s = await serving();
+    await s.run("enqueue", "job-1");
+    const claimed = JSON.parse((await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "100", "--json")).stdout);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(await s.run("check-lease", "job-1", "--owner", "A", "--fence", "1")).toEqual({
+      code: 4,
+      stdout: `A/1 is not the current lease of job-1: expired, it ran out at ${new Date(claimed.until).toISOString()}\n`,
+      stderr: "",
+    });
+    await s.run("claim", "job-1", "--owner", "B", "--ttl-ms", "60000");
+    expect((await s.run("check-lease", "job-1", "--owner", "A", "--fence", "1")).stdout).toBe("A/1 is not the current lease of job-1: superseded, a newer lease took the job; its fence is 2\n");
+    await s.run("complete", "job-1", "--owner", "B", "--fence", "2", "--result", "1");
+    const done = await s.run("check-lease", "job-1", "--owner", "B", "--fence", "2", "--json");
+    expect({ code: done.code, answer: JSON.parse(done.stdout) }).toEqual({ code: 4, answer: { current: false, fence: 2, until: expect.any(Number), reason: "done" } });
+    expect((await s.run("check-lease", "job-1", "--owner", "B", "--fence", "2")).stdout).toBe("B/2 is not the current lease of job-1: done, the job is done\n");
+  });
+
   test.each([
     ["an unknown job", 3, ["get", "nope"], /not_found/],
     ["a missing --owner", 2, ["claim", "job-1", "--ttl-ms", "1000"], /--owner is required/],
     ["a --ttl-ms that is not a number", 2, ["claim", "job-1", "--owner", "A", "--ttl-ms", "soon"], /--ttl-ms must be a whole number/],
-    ["a --ttl-ms the server refuses", 2, ["claim", "job-1", "--owner", "A", "--ttl-ms", "0"], /ttlMs must be at least 1/],
+    ["a --ttl-ms the server refuses", 2, ["claim", "job-1", "--owner", "A", "--ttl-ms", "0"], /^fencelease: invalid_request: --ttl-ms must be at least 1\n$/],
     ["a --result that is not JSON", 2, ["complete", "job-1", "--owner", "A", "--fence", "1", "--result", "done"], /--result must be JSON/],
-    ["an unknown option", 2, ["get", "job-1", "--colour", "red"], /Unknown option '--colour'/],
+    ["an unknown option", 2, ["get", "job-1", "--colour", "red"], /^fencelease: unknown option --colour \(see fencelease --help\)\n$/],
+    ["an option short of its name", 2, ["claim", "job-1", "--owner", "A", "--ttl", "1000"], /^fencelease: unknown option --ttl; did you mean --ttl-ms\? \(see fencelease --help\)\n$/],
+    ["an option as the API names it", 2, ["claim", "job-1", "--owner", "A", "--ttlMs", "1000"], /^fencelease: unknown option --ttlMs; did you mean --ttl-ms\?/],
+    ["an option with one dash", 2, ["claim", "job-1", "--owner", "A", "-ttl-ms", "1000"], /^fencelease: unknown option -ttl-ms; did you mean --ttl-ms\?/],
+    ["an option that begins two", 2, ["enqueue", "job-2", "--max", "3"], /^fencelease: unknown option --max; did you mean --max-attempts or --max-leased\?/],
+    ["a typo in an option", 2, ["claim", "job-1", "--ownr", "A", "--ttl-ms", "1000"], /^fencelease: unknown option --ownr; did you mean --owner\?/],
+    ["an option without its value", 2, ["claim", "job-1", "--owner", "--ttl-ms", "1000"], /^fencelease: --owner needs a value, got the option --ttl-ms \(see fencelease --help\)\n$/],
+    ["an option without its value at the end", 2, ["claim", "job-1", "--ttl-ms", "1000", "--owner"], /^fencelease: --owner needs a value \(see/],
+    ["a value for --json", 2, ["get", "job-1", "--json=yes"], /^fencelease: --json takes no value, got "yes"/],
+    ["a --wait past the server's most", 2, ["claim-next", "q", "--owner", "A", "--ttl-ms", "1000", "--wait", "40000"], /^fencelease: invalid_request: --wait must be at most 30000\n$/],
+    ["a --run-at that is no time", 2, ["enqueue", "job-2", "--run-at", "tomorrow"], /^fencelease: --run-at must be ms since the epoch or an ISO time with its zone/],
+    ["a --run-at without its zone", 2, ["enqueue", "job-2", "--run-at", "2026-12-01T09:00:00"], /^fencelease: --run-at must be ms since the epoch or an ISO time with its zone/],
     ["an unknown command", 2, ["frobnicate", "job-1"], /unknown command "frobnicate"/],
     ["a command without its id", 2, ["get"], /get needs a job id/],
     ["events without its id", 2, ["events"], /events needs a job id/],

@@ -31,7 +31,13 @@ describe("the queue commands", () => {
     expect(await s.run("pause", "mail")).toEqual({ code: 0, stdout: "paused queue mail: claims take none of its jobs until resume; leases held go on\n", stderr: "" });
     expect(await s.store.getQueue("mail")).toEqual({ queue: "mail", paused: true, maxLeased: 5, ratePerSecond: null, burst: null });
     expect((await s.run("queue", "mail")).stdout).toBe("mail  paused  maxLeased 5  rate none\n");
-    expect((await s.run("claim-next", "mail", "--owner", "B", "--ttl-ms", "60000")).stdout).toBe("nothing due in queue mail\n");
+    // A job is due, and claim-next says why it took none: as a claim by id does, but exit 0 (taking none is no refusal).
+    expect(await s.run("claim-next", "mail", "--owner", "B", "--ttl-ms", "60000")).toEqual({
+      code: 0,
+      stdout: "nothing claimed: queue mail is paused, and claims take none of its jobs until `fencelease resume mail`\n",
+      stderr: "",
+    });
+    expect(JSON.parse((await s.run("claim-next", "mail", "--owner", "B", "--ttl-ms", "60000", "--json")).stdout)).toEqual({ leases: [], blocked: "paused" });
     const refused = await s.run("claim", "job-2", "--owner", "B", "--ttl-ms", "60000");
     expect(refused).toMatchObject({ code: 4, stdout: "", stderr: expect.stringMatching(/^fencelease: refused, not_claimable \(paused\): /) });
     expect((await s.run("renew", "job-1", "--owner", "A", "--fence", "1", "--ttl-ms", "60000")).code).toBe(0); // held leases go on
@@ -63,20 +69,39 @@ describe("the queue commands", () => {
     const first = await s.run("claim-next", "mail", "--owner", "A", "--ttl-ms", "60000", "--limit", "3");
     expect(first.stdout).toMatch(/^claimed job-1: fence 1, .*\nclaimed job-2: fence 1, .*\nrate limited in queue mail: the next claim is allowed in \d+ ms\n$/);
     const next = await s.run("claim-next", "mail", "--owner", "A", "--ttl-ms", "60000", "--json");
-    expect(JSON.parse(next.stdout)).toEqual({ leases: [], retryAfterMs: expect.any(Number) });
+    expect(JSON.parse(next.stdout)).toEqual({ leases: [], blocked: "rate_limited", retryAfterMs: expect.any(Number) });
     expect(JSON.parse(next.stdout).retryAfterMs).toBeGreaterThan(990_000);
     expect((await s.run("claim-next", "mail", "--owner", "A", "--ttl-ms", "60000")).stdout).toMatch(/^rate limited in queue mail: the next claim is allowed in \d+ ms\n$/);
     expect((await s.read("/v1/jobs/job-3")).status).toBe("queued");
   });
 
+  test("claim-next in a queue at its maxLeased says it is full; with room again, it claims", async () => {
+    await using s = await serving();
+    for (const id of ["job-1", "job-2"]) await s.run("enqueue", id, "--queue", "mail");
+    await s.run("queue", "mail", "--max-leased", "1");
+    await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "60000");
+    expect(await s.run("claim-next", "mail", "--owner", "B", "--ttl-ms", "60000")).toEqual({
+      code: 0,
+      stdout: "nothing claimed: queue mail is full (maxLeased 1, and 1 held); claims take more as leases end\n",
+      stderr: "",
+    });
+    expect(JSON.parse((await s.run("claim-next", "mail", "--owner", "B", "--ttl-ms", "60000", "--json")).stdout)).toEqual({ leases: [], blocked: "full" });
+    expect((await s.snapshot())["job-2"]).toMatchObject({ owner: null, fence: 0 });
+    await s.run("complete", "job-1", "--owner", "A", "--fence", "1", "--result", "1");
+    expect((await s.run("claim-next", "mail", "--owner", "B", "--ttl-ms", "60000")).stdout).toMatch(/^claimed job-2: fence 1/);
+    expect((await s.run("claim-next", "mail", "--owner", "B", "--ttl-ms", "60000")).stdout).toBe("nothing claimed: queue mail is full (maxLeased 1, and 1 held); claims take more as leases end\n");
+    await s.run("queue", "mail", "--max-leased", "none");
+    expect((await s.run("claim-next", "mail", "--owner", "B", "--ttl-ms", "60000")).stdout).toBe("nothing due in queue mail\n");
+  });
+
   test.each([
     ["a --rate that is not a number", ["queue", "mail", "--rate", "fast"], /--rate must be a number of claims per second, got "fast"/],
-    ["a --rate the server refuses", ["queue", "mail", "--rate", "0"], /^fencelease: invalid_request: .*ratePerSecond/],
-    ["a --burst without a rate", ["queue", "mail", "--burst", "4"], /^fencelease: invalid_request: .*burst/],
+    ["a --rate the server refuses", ["queue", "mail", "--rate", "0"], /^fencelease: invalid_request: --rate must be above 0/],
+    ["a --burst without a rate", ["queue", "mail", "--burst", "4"], /^fencelease: invalid_request: --burst needs --rate/],
     ["a --burst that is not a whole number", ["queue", "mail", "--rate", "1", "--burst", "1.5"], /--burst must be a whole number/],
-    ["a --max-leased the server refuses", ["queue", "mail", "--max-leased", "0"], /^fencelease: invalid_request: .*maxLeased must be at least 1/],
+    ["a --max-leased the server refuses", ["queue", "mail", "--max-leased", "0"], /^fencelease: invalid_request: --max-leased must be at least 1/],
     ["a --max-leased that is not a number", ["queue", "mail", "--max-leased", "many"], /--max-leased must be a whole number, got "many"/],
-    ["a --max-leased without a value", ["queue", "mail", "--max-leased"], /Option '--max-leased <value>' argument missing/],
+    ["a --max-leased without a value", ["queue", "mail", "--max-leased"], /^fencelease: --max-leased needs a value \(see fencelease --help\)\n$/],
     ["a queue without its name", ["queue"], /queue needs a queue/],
     ["pause without a queue", ["pause"], /pause needs a queue/],
     ["resume of two queues", ["resume", "mail", "zip"], /unexpected argument "zip"/],

@@ -340,17 +340,17 @@ describe("LeaseClient: a job's whole life, against the real Node server", () => 
     expect(await s.client.events("nope", { limit: 0 }).catch((error) => error)).toMatchObject({ name: "InvalidRequestError", message: "limit must be at least 1" });
   });
 
-  test("checkLease answers whether a lease is the current one, with the job's fence and lease end", async () => {
+  test("checkLease answers whether a lease is the current one, with the job's fence and lease end, and why not", async () => {
     const { clock, options } = handClock();
     await using s = await serving(options);
     await s.client.enqueue({ id: "invoice/42?x" });
     await s.client.claim("invoice/42?x", { owner: "A", ttlMs: TTL });
     const before = await s.snapshot();
     expect(await s.client.checkLease("invoice/42?x", { owner: "A", fence: 1 })).toEqual({ current: true, fence: 1, until: T + TTL });
-    expect(await s.client.checkLease("invoice/42?x", { owner: "B", fence: 1 })).toEqual({ current: false, fence: 1, until: T + TTL });
-    expect(await s.client.checkLease("invoice/42?x", { owner: "A", fence: 2 })).toEqual({ current: false, fence: 1, until: T + TTL });
+    expect(await s.client.checkLease("invoice/42?x", { owner: "B", fence: 1 })).toEqual({ current: false, fence: 1, until: T + TTL, reason: "not_owner" });
+    expect(await s.client.checkLease("invoice/42?x", { owner: "A", fence: 2 })).toEqual({ current: false, fence: 1, until: T + TTL, reason: "not_owner" });
     clock.now = T + TTL; // at `until` the lease has expired
-    expect(await s.client.checkLease("invoice/42?x", { owner: "A", fence: 1 })).toEqual({ current: false, fence: 1, until: T + TTL });
+    expect(await s.client.checkLease("invoice/42?x", { owner: "A", fence: 1 })).toEqual({ current: false, fence: 1, until: T + TTL, reason: "expired" });
     expect(await s.client.checkLease("nope", { owner: "A", fence: 1 }).catch((error) => error)).toBeInstanceOf(NotFoundError);
     expect(await s.snapshot()).toEqual(before);
   });

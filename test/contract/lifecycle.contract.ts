@@ -351,13 +351,15 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
   });
 
   describe("leaseCheck", () => {
-    test("answers whether (owner, fence) is the current lease, with the job's fence", async () => {
+    test("answers whether (owner, fence) is the current lease, with the job's fence, and why not as a stale write is told", async () => {
       const { store } = await leasedByA();
       expect(await store.leaseCheck("job-1", "A", 1, T + TTL - 1)).toEqual({ current: true, fence: 1, until: T + TTL });
-      expect(await store.leaseCheck("job-1", "A", 1, T + TTL)).toMatchObject({ current: false }); // expired
-      expect(await store.leaseCheck("job-1", "B", 1, T + 1)).toMatchObject({ current: false });
+      expect(await store.leaseCheck("job-1", "A", 1, T + TTL)).toEqual({ current: false, fence: 1, until: T + TTL, reason: "expired" });
+      expect(await store.leaseCheck("job-1", "B", 1, T + 1)).toEqual({ current: false, fence: 1, until: T + TTL, reason: "not_owner" });
       await store.claim("job-1", "B", T + TTL, TTL);
-      expect(await store.leaseCheck("job-1", "A", 1, T + TTL + 1)).toEqual({ current: false, fence: 2, until: T + 2 * TTL });
+      expect(await store.leaseCheck("job-1", "A", 1, T + TTL + 1)).toEqual({ current: false, fence: 2, until: T + 2 * TTL, reason: "superseded" });
+      await store.complete("job-1", "B", 2, T + TTL + 2, "r");
+      expect(await store.leaseCheck("job-1", "B", 2, T + TTL + 3)).toMatchObject({ current: false, fence: 2, reason: "done" });
       await expect(store.leaseCheck("nope", "A", 1, T)).rejects.toBeInstanceOf(NotFound);
     });
   });

@@ -109,6 +109,7 @@ describe("the OpenAPI document", () => {
       "RenewManyAnswer.leases.error.details",
       "claimNext 200.retryAfterMs", // only when the rate limit stopped the claim short
       "claimNext 200.waitedMs", // only with waitMs
+      "checkLease 200.reason", // only when the lease is not current
     ].sort());
     expect(document.components.schemas.Job!.required).toEqual(expect.arrayContaining(["payload", "result", "progress"]));
   });

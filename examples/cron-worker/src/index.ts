@@ -1,6 +1,7 @@
 // A Cloudflare Worker whose cron trigger pulls due jobs from a fencelease API
 // and writes each result to its own D1 database, fenced: the downstream write
 // carries the lease's fence, and a write from an older lease is refused there.
+// How to run it, locally or deployed: the header of examples/cron-worker/wrangler.toml.
 import type { D1Database, ExecutionContext, Fetcher, ScheduledController } from "@cloudflare/workers-types";
 import { LeaseClient, withLease } from "fencelease/client";
 

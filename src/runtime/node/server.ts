@@ -47,7 +47,7 @@ export type ServerConfig = {
 export type RunningServer = { url: string; readonly waiting: number; stop: () => Promise<void> };
 
 /** Reads HOST, PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, DATABASE_TIMEOUT_MS, RETENTION_MS, SHUTDOWN_GRACE_MS, MAX_WAITING, WAIT_RECHECK_MS, FENCELEASE_TOKENS and FENCELEASE_AUTH. */
-export function serverConfigFromEnv(env: NodeJS.ProcessEnv): ServerConfig {
+export function serverConfigFromEnv(env: Record<string, string | undefined>): ServerConfig {
   const port = Number(env.PORT ?? 8787);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got ${env.PORT}`);
   return {
@@ -71,6 +71,27 @@ function positive(name: string, value: string): number {
 }
 
 const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
+
+/**
+ * Listens on host:port. A port that cannot be had is one line that names it and
+ * says what to do, instead of an unhandled 'error' event and its stack.
+ */
+function listen(fetch: (request: Request) => Response | Promise<Response>, host: string, port: number) {
+  return new Promise<{ server: ReturnType<typeof serve>; address: AddressInfo }>((resolve, reject) => {
+    const server = serve({ fetch, hostname: host, port }, (address) => {
+      server.off("error", failed);
+      resolve({ server, address });
+    });
+    function failed(error: NodeJS.ErrnoException) {
+      const where = `${host}:${port}`;
+      if (error.code === "EADDRINUSE") reject(new Error(`port ${port} on ${host} is taken (another fencelease, or another program, listens there): stop it, or set PORT to a free port`));
+      else if (error.code === "EACCES") reject(new Error(`not allowed to listen on ${where} (ports below 1024 need privileges): set PORT to a port above 1023`));
+      else if (error.code === "EADDRNOTAVAIL" || error.code === "ENOTFOUND") reject(new Error(`cannot listen on ${where}: HOST ${host} is not an address of this machine`));
+      else reject(error);
+    }
+    server.once("error", failed);
+  });
+}
 
 /**
  * startServer opens the store (running its migrations) and serves the API.
@@ -99,8 +120,9 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const app = createApp({ store, auth: config.auth, log: config.log, clock: config.clock, ui: uiFilesFromDisk(), waits });
   const graceful = gracefulStop(app.fetch);
   graceful.onStop(() => room.stop());
-  const { server, address } = await new Promise<{ server: ReturnType<typeof serve>; address: AddressInfo }>((resolve) => {
-    const server = serve({ fetch: graceful.fetch, hostname: config.host, port: config.port }, (address) => resolve({ server, address }));
+  const { server, address } = await listen(graceful.fetch, config.host, config.port).catch((error: unknown) => {
+    store.close();
+    throw error;
   });
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const every = config.maintainEveryMs ?? 60_000;
