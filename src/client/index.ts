@@ -18,6 +18,7 @@ export { type ScheduleCalls } from "./schedules.ts";
 export { type LeaseClientOptions } from "./transport.ts";
 export { type RetryOptions } from "./retry.ts";
 export { runWorker, type WorkerHandle } from "./runner/run-worker.ts";
+export { traceJob } from "./tracing.ts";
 export { type JobHandler, type WorkerOptions } from "./runner/worker-options.ts";
 export type {
   Cancelled,
