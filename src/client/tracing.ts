@@ -1,14 +1,13 @@
 import { context, propagation, SpanKind, trace } from "@opentelemetry/api";
 import { type JobSpan, runInSpan, startJobSpan, type TracedJob } from "../tracing/job-span.ts";
 import { traceContextOf } from "../tracing/trace-context.ts";
-import { clientTracer } from "../tracing/tracer.ts";
+import { clientTracer, tracerRegistered } from "../tracing/tracer.ts";
 
 // The client's side of a job's trace (docs/traces.md), through
 // @opentelemetry/api: every call carries the active span's traceparent, an
 // enqueue is a producer span whose traceparent the server stores with the
 // job, and work on a job is a consumer span that continues that trace. With
-// no SDK registered there is no active span, and each costs one
-// non-recording span object at most.
+// no SDK registered each is skipped after one check (tracerRegistered).
 
 /**
  * Adds the active span's trace context to a call's headers: traceparent and
@@ -35,6 +34,7 @@ export function addTraceHeaders(headers: Record<string, string>): void {
  * its children. Runs `send` as it is when there is nothing to trace.
  */
 export async function inSendSpan<T>(queue: string, ids: string[], send: () => Promise<T>): Promise<T> {
+  if (!tracerRegistered()) return send();
   const span = clientTracer.startSpan(`send ${queue}`, {
     kind: SpanKind.PRODUCER,
     attributes: {

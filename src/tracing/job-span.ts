@@ -1,5 +1,6 @@
 import { type Attributes, type Context, context, type Link, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from "@opentelemetry/api";
 import { spanContextOf } from "./trace-context.ts";
+import { tracerRegistered } from "./tracer.ts";
 
 // A job's trace: the one its producer enqueued it in, whose traceparent the job
 // carries (migrations/0032). Whoever works on the job (a worker's handler, a
@@ -31,10 +32,10 @@ export type JobSpan = { span: Span; context: Context };
  * continues its producer's trace, with a link to the caller's own span if
  * one is active; else the child of the caller's span. Null when there is
  * nothing to trace: no span records and neither the job nor the caller has a
- * trace (no SDK registered, and no trace to carry on), so that work costs one
- * non-recording span and nothing else.
+ * trace to carry on; with no SDK registered, before any span is made.
  */
 export function startJobSpan(tracer: Tracer, job: TracedJob, operation: string, attributes: Attributes, kind = SpanKind.CONSUMER): JobSpan | null {
+  if (!tracerRegistered()) return null;
   const active = context.active();
   const producer = spanContextOf(job.traceparent, job.tracestate);
   const caller = trace.getSpanContext(active);

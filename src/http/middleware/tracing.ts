@@ -1,6 +1,6 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, type TextMapGetter, trace } from "@opentelemetry/api";
 import type { MiddlewareHandler } from "hono";
-import { serverTracer } from "../../tracing/tracer.ts";
+import { serverTracer, tracerRegistered } from "../../tracing/tracer.ts";
 import { knownMethod, routePattern } from "../route-pattern.ts";
 
 const fromHeaders: TextMapGetter<Headers> = {
@@ -16,11 +16,12 @@ const fromHeaders: TextMapGetter<Headers> = {
  * request is served, so that the store's transactions are its children
  * (src/drivers/traced.ts) and a claim links it to each job's trace
  * (linkJobTrace). A 5xx sets its status to error, with the exception. With no
- * SDK registered, or a span not sampled, a request costs one non-recording
- * span and the route's lookup, and nothing is made active.
+ * SDK registered a request costs one check (tracerRegistered); with a span not
+ * sampled, one non-recording span, and nothing is made active.
  */
 export function tracing(): MiddlewareHandler {
   return async function tracing(c, next) {
+    if (!tracerRegistered()) return next();
     const parent = propagation.extract(ROOT_CONTEXT, c.req.raw.headers, fromHeaders);
     const method = knownMethod(c);
     const route = routePattern(c);
