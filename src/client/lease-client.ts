@@ -93,7 +93,7 @@ export class LeaseClient {
    * the job is stored with (docs/traces.md).
    */
   enqueue(job: EnqueueRequest): Promise<{ created: boolean; job: Job }> {
-    return inSendSpan(job.queue ?? "default", [job.id], () => this.#transport.call("POST", "/v1/jobs", job, "always"));
+    return inSendSpan(job.queue ?? "default", [job], () => this.#transport.call("POST", "/v1/jobs", job, "always"));
   }
 
   /**
@@ -104,8 +104,7 @@ export class LeaseClient {
    * without one of its own is stored with.
    */
   async enqueueMany(queue: string, jobs: NewJobRequest[]): Promise<Enqueued[]> {
-    const ids = jobs.map((job) => job.id);
-    return (await inSendSpan(queue, ids, () => this.#transport.call<{ jobs: Enqueued[] }>("POST", `${queuePath(queue)}/jobs`, { jobs }, "always"))).jobs;
+    return (await inSendSpan(queue, jobs, () => this.#transport.call<{ jobs: Enqueued[] }>("POST", `${queuePath(queue)}/jobs`, { jobs }, "always"))).jobs;
   }
 
   /**

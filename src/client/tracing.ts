@@ -28,12 +28,12 @@ export function addTraceHeaders(headers: Record<string, string>): void {
 }
 
 /**
- * Runs an enqueue of the jobs `ids` to `queue` in a producer span, "send
- * {queue}", the child of the active span: its traceparent is the one the
- * call carries, so the jobs are stored with it and their workers' spans are
- * its children. Runs `send` as it is when there is nothing to trace.
+ * Runs an enqueue of `jobs` to `queue` in a producer span, "send {queue}",
+ * the child of the active span: its traceparent is the one the call carries,
+ * so the jobs are stored with it and their workers' spans are its children.
+ * Runs `send` as it is when there is nothing to trace.
  */
-export async function inSendSpan<T>(queue: string, ids: string[], send: () => Promise<T>): Promise<T> {
+export async function inSendSpan<T>(queue: string, jobs: { id: string }[], send: () => Promise<T>): Promise<T> {
   if (!tracerRegistered()) return send();
   const span = clientTracer.startSpan(`send ${queue}`, {
     kind: SpanKind.PRODUCER,
@@ -42,7 +42,7 @@ export async function inSendSpan<T>(queue: string, ids: string[], send: () => Pr
       "messaging.operation.type": "send",
       "messaging.operation.name": "send",
       "messaging.destination.name": queue,
-      ...(ids.length === 1 ? { "messaging.message.id": ids[0] } : { "messaging.batch.message_count": ids.length }),
+      ...(jobs.length === 1 ? { "messaging.message.id": jobs[0]!.id } : { "messaging.batch.message_count": jobs.length }),
     },
   });
   if (!span.isRecording() && !trace.isSpanContextValid(span.spanContext())) return send();
