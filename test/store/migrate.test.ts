@@ -86,8 +86,10 @@ describe("migrate", () => {
     const url = freshUrl();
     const before12 = (await readMigrations()).filter((m) => m.name < "0012");
     const old = await openStore({ url, migrations: before12 });
-    await old.enqueue("job-1", { queue: "q", now: T });
-    await old.enqueue("job-2", { queue: "q", now: T });
+    // Enqueued as the statement of that time did: today's enqueue writes columns of later migrations (0032).
+    const writer = createClient({ url });
+    await writer.execute({ sql: "INSERT INTO jobs (id, queue, run_at, created_at, updated_at) VALUES ('job-1', 'q', ?1, ?1, ?1), ('job-2', 'q', ?1, ?1, ?1)", args: [T] });
+    writer.close();
     expect(await old.claim("job-1", "A", T, TTL)).toBe(1);
     expect(await old.renew("job-1", "A", 1, T + 1, TTL)).toBe(true);
     expect(await old.renew("job-1", "A", 1, T + 2, TTL)).toBe(true);

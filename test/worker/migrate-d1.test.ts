@@ -12,8 +12,10 @@ describe("migrations on D1", () => {
     const rows = async (sql: string) => (await db.prepare(sql).all<Record<string, unknown>>()).results;
     await applyD1Migrations(db, env.TEST_MIGRATIONS.filter((m) => m.name < "0012"));
     const old = new LeaseStore(d1Driver(db));
-    await old.enqueue("job-1", { queue: "q", now: T });
-    await old.enqueue("job-2", { queue: "q", now: T });
+    // Enqueued as the statement of that time did: today's enqueue writes columns of later migrations (0032).
+    const enqueue = (id: string, now: number) => db.prepare("INSERT INTO jobs (id, queue, run_at, created_at, updated_at) VALUES (?1, 'q', ?2, ?2, ?2)").bind(id, now).run();
+    await enqueue("job-1", T);
+    await enqueue("job-2", T);
     expect(await old.claim("job-1", "A", T, TTL)).toBe(1);
     expect(await old.renew("job-1", "A", 1, T + 1, TTL)).toBe(true);
     expect(await old.renew("job-1", "A", 1, T + 2, TTL)).toBe(true);
@@ -36,7 +38,7 @@ describe("migrations on D1", () => {
     expect(await store.complete("job-2", "B", 1, T + 8, "stale")).toBe(false);
     expect(await store.complete("job-2", "B", 1, T + 9, "stale")).toBe(false);
     expect(await store.complete("job-2", "A", 1, T + 10, "done")).toBe(true);
-    await store.enqueue("job-3", { queue: "q", now: T + 11 });
+    await enqueue("job-3", T + 11);
     const newer = await rows(`SELECT job_id, kind, count FROM events WHERE seq > ${Number(history.at(-1)!.seq)} ORDER BY seq`);
     expect(newer).toEqual([
       { job_id: "job-2", kind: "claimed", count: 1 },
