@@ -12,10 +12,15 @@ import type { Driver, Row, Statement } from "./driver.ts";
 // their own, a second apart. With no SDK, or no recording span, a call costs
 // one look at the active context.
 
-/** What a statement does, in few words: its verb and its first table ("INSERT jobs", "SELECT jobs"). */
+// Where a statement names the table it writes or reads first, by its verb; a
+// table-valued function (json_each) or a subquery after FROM is not a table.
+const TABLE: Record<string, RegExp> = { INSERT: /\bINTO\s+(\w+)/i, UPDATE: /^\s*UPDATE\s+(\w+)/i, DELETE: /\bFROM\s+(\w+)/i };
+const READ_TABLE = /\bFROM\s+(\w+)\b(?!\s*\()/i;
+
+/** What a statement does, in few words: its verb and its table ("INSERT jobs", "SELECT jobs"). */
 function summary(sql: string): string {
   const verb = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? "";
-  const table = (verb === "UPDATE" ? /^\s*UPDATE\s+(\w+)/i : /\b(?:INTO|FROM)\s+(\w+)/i).exec(sql)?.[1];
+  const table = (TABLE[verb] ?? READ_TABLE).exec(sql)?.[1];
   return table ? `${verb} ${table}` : verb;
 }
 

@@ -151,7 +151,7 @@ export class Schedules {
       const due = await this.#driver.run(sql.dueSchedules(now, size, skipped.map((schedule) => schedule.name)));
       if (due.length === 0) return false;
       const fires = due.flatMap((row) => fireOrSkip(row, now, skipped));
-      const [enqueued = [], moved = []] = fires.length === 0 ? [] : await this.#driver.batch(sql.fireDue(fires, now));
+      const [, enqueued = [], moved = []] = fires.length === 0 ? [] : await this.#driver.batch(sql.fireDue(fires, now));
       for (const row of enqueued) jobs.push({ id: row.id as string, queue: row.queue as string });
       const jobIds = new Map(fires.map(([name, , , , , , , jobId]) => [name, jobId]));
       for (const row of moved) {

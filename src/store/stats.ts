@@ -16,16 +16,17 @@ export type QueueStats = {
 };
 
 /**
- * Reads the rows of `stats` (src/store/sql/lease.ts) into the stats of each queue.
- * A job nobody holds is scheduled while its run_at is ahead, else queued; a
- * held job is leased until its lease ends, and then, until the cron or a claim
- * ends the lease, queued or scheduled by its run_at as well.
+ * Reads the rows of `stats` (src/store/sql/reads.ts) into the stats of each queue.
+ * Of its open jobs (not done), those nobody holds wait: a waiting job is
+ * scheduled while its run_at is ahead, else queued; a held job is leased
+ * until its lease ends, and then, until the cron or a claim ends the lease,
+ * queued or scheduled by its run_at as well.
  */
 export function queueStats(rows: Row[], now: number): QueueStats[] {
   return rows.map((row) => {
     const count = (column: string) => row[column] as number;
     const expiredDue = count("expired") - count("expired_later");
-    const queued = count("waiting") - count("waiting_later") + expiredDue;
+    const queued = count("open") - count("held") - count("waiting_later") + expiredDue;
     // The earliest run_at of each part is the earliest queued one when it is due.
     const firstDue = [row.waiting_first_run_at, row.expired_first_run_at].filter((runAt): runAt is number => typeof runAt === "number" && runAt <= now);
     return {

@@ -141,8 +141,7 @@ export class LeaseStore {
    * call) is `created: false` and untouched.
    */
   async enqueueMany(queue: string, jobs: NewJob[], now: number): Promise<{ id: string; created: boolean }[]> {
-    const statement = checked.enqueueMany(queue, jobs, now);
-    const inserted = new Set((await this.#driver.batch([statement]))[0]!.map((row) => row.id as string));
+    const inserted = new Set((await this.#driver.batch(checked.enqueueMany(queue, jobs, now)))[0]!.map((row) => row.id as string));
     return jobs.map(({ id }) => {
       const created = inserted.delete(id); // a repeated id was created by its first entry only
       return { id, created };
@@ -235,7 +234,7 @@ export class LeaseStore {
     check.distinctIds("leases", completions);
     const statements = sqlMany.completeMany(check.name("owner", owner), presented, check.instant("now", now));
     const take = next === undefined ? [] : checked.claimNext(next.queue, owner, now, next.ttlMs, next.limit);
-    const [done, refused, , taken = []] = await this.#driver.batch([...statements, ...take]);
+    const [, done, refused, , taken = []] = await this.#driver.batch([...statements, ...take]);
     const ended = [...new Set(done!.map((row) => row.queue as string))];
     return { completed: outcomes(completions, owner, refused!, () => ({ done: true as const })), leases: leasesOf(taken), ended };
   }
@@ -375,7 +374,7 @@ export class LeaseStore {
     const cutoff = check.instant("now", now) - check.positiveInt("retentionMs", retentionMs);
     let purged = 0;
     await inChunks(options, async (size) => {
-      const [, jobs, events] = await this.#driver.batch(housekeeping.purge(cutoff, size));
+      const [, , jobs, events] = await this.#driver.batch(housekeeping.purge(cutoff, size));
       purged += jobs!.length;
       return jobs!.length === size || events!.filter((event) => event.kind === "deleted").length === size;
     });

@@ -134,7 +134,7 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
         { id: "nope", error: expect.any(NotFound) },
       ]);
       const after = await snapshot();
-      expect(after["job-1"]).toMatchObject({ until: T + 3 + TTL, last_event: "renewed" });
+      expect(after["job-1"]).toMatchObject({ until: T + 3 + TTL, renews: 1 });
       for (const id of ["job-2", "due-1", "later", "elsewhere"]) expect(after[id]).toEqual(mid[id]);
       const refusals = (await store.events("due-1")).items.filter((event) => event.kind === "refused");
       expect(refusals).toEqual([expect.objectContaining({ action: "renew", owner: "A", fence: 1, currentOwner: null, currentFence: 0, at: T + 3 })]);

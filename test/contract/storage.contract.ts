@@ -9,7 +9,7 @@ import type { FreshStore } from "./store.contract.ts";
 
 // What the store keeps, and what it costs to keep (issue 10): fences of
 // removed ids folded into one floor, counts per queue kept by every
-// transition, so that the stats read a few rows per queue, a lease's
+// statement that moves jobs between them, so that the stats read a few rows per queue, a lease's
 // history that stays small however often it renews or is refused, and the
 // housekeeping that runs in bounded chunks. Run on every
 // driver like the store contract; these tests also read tables other than
@@ -141,21 +141,36 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       }
     });
 
-    test("are one row per queue with a job, kept by every insert, transition and delete", async () => {
+    test("are one row per queue, kept by every insert, transition and delete; a queue with no jobs counts none", async () => {
       const { store, rows, snapshot } = await everyState();
-      // waiting: not done, nobody holds it; held: not done, an owner (leased, or expired and not yet ended);
-      // a cancelled job is neither, held or not when it was cancelled.
+      // open: not done (waiting, or held: the stats count those in jobs_held_by_until); a cancelled job is
+      // cancelled, held or not when it was cancelled; dead and cancelled jobs are done too, but not counted done.
       const counts = [
-        { queue: "a", waiting: 6, held: 3, done: 1, dead: 1, cancelled: 2 },
-        { queue: "b", waiting: 1, held: 0, done: 0, dead: 0, cancelled: 0 },
-        { queue: "c", waiting: 0, held: 1, done: 0, dead: 0, cancelled: 0 },
+        { queue: "a", open: 9, done: 1, dead: 1, cancelled: 2 },
+        { queue: "b", open: 1, done: 0, dead: 0, cancelled: 0 },
+        { queue: "c", open: 1, done: 0, dead: 0, cancelled: 0 },
       ];
       expect(await rows("SELECT * FROM queue_counts ORDER BY queue")).toEqual(counts);
-      expect(await store.reclaimExpired(T + HOUR)).toHaveLength(4); // a-expiring, a-expired-scheduled (their last attempt: dead), a-leased, c-expired
-      const held = await rows("SELECT * FROM queue_counts ORDER BY queue");
-      expect(held).toEqual([{ ...counts[0], held: 0, dead: 4 }, counts[1], { ...counts[2], held: 0, waiting: 1 }]);
+      expect(await store.reclaimExpired(T + HOUR)).toHaveLength(4); // a-expiring, a-expired-scheduled, a-leased (their last attempt: dead), c-expired
+      expect(await rows("SELECT * FROM queue_counts ORDER BY queue")).toEqual([{ ...counts[0], open: 6, dead: 4 }, counts[1], counts[2]]);
       for (const id of Object.keys(await snapshot()).filter((id) => id.startsWith("c-"))) await store.deleteJob(id, T + HOUR);
-      expect(await rows("SELECT queue FROM queue_counts ORDER BY queue")).toEqual([{ queue: "a" }, { queue: "b" }]); // a queue with no jobs has no row
+      expect(await rows("SELECT * FROM queue_counts WHERE queue = 'c'")).toEqual([{ ...counts[2], open: 0 }]);
+      expect((await store.stats(T + HOUR)).map(({ queue }) => queue)).toEqual(["a", "b"]);
+      expect((await store.listQueues()).map(({ queue }) => queue)).toEqual(["a", "b"]);
+    });
+
+    test("count the job of each schedule's fire once, in its queue, and none for a fire whose job is already there", async () => {
+      const { store, rows, reopen, exec } = await freshStore();
+      const at = Date.UTC(2026, 10, 30, 3, 0);
+      await store.schedules.put("tick", { queue: "s", cron: "* * * * *" }, at - 30_000);
+      await store.schedules.put("tock", { queue: "t", cron: "* * * * *" }, at - 30_000);
+      // The fire's id taken before fire ids were reserved: a job of its own, counted as the store counts one.
+      await exec(`INSERT INTO jobs (id, queue, created_at, updated_at) VALUES ('tick@2026-11-30T03:00:00.000Z', 's', ${at - 1}, ${at - 1})`);
+      await exec("INSERT INTO queue_counts (queue, open) VALUES ('s', 1)");
+      const other = await reopen(); // two runners fire at once
+      const fired = await Promise.all([store.schedules.fireDue(at), other.schedules.fireDue(at)]);
+      expect(fired.flatMap((answer) => answer.jobs.map((job) => job.id))).toEqual(["tock@2026-11-30T03:00:00.000Z"]);
+      expect(await rows("SELECT queue, open FROM queue_counts ORDER BY queue")).toEqual([{ queue: "s", open: 1 }, { queue: "t", open: 1 }]);
     });
 
     test("a queue whose jobs are all gone is still listed while it has refusals to count", async () => {
@@ -388,37 +403,48 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
   });
 
   describe("query plans", () => {
-    /** The lines of the database's own plan for a statement that read jobs or events. */
+    /** The lines of the database's own plan for a statement that read jobs or the history (`h`: a job's history in NEXT_SEQ). */
     async function reads(statement: Statement): Promise<string[]> {
       const { rows } = await freshStore();
       const plan = await rows(`EXPLAIN QUERY PLAN ${statement.sql}`, statement.args);
-      return plan.map((row) => String(row.detail)).filter((detail) => /^(SEARCH|SCAN) (jobs|events)\b/.test(detail));
+      return plan.map((row) => String(row.detail)).filter((detail) => /^(SEARCH|SCAN) (jobs|history|h)\b/.test(detail));
     }
 
-    test("the stats never scan every job or every event: each count is an index range of one queue", async () => {
+    /** A job by its id, or its stored history's last place (NEXT_SEQ): the primary keys. */
+    const BY_ID = /^SEARCH (jobs (EXISTS )?USING PRIMARY KEY \(id=\?\)|h USING PRIMARY KEY \(job_id=\?\))$/;
+
+    test("the stats never scan every job or every event: each count is an index range of one queue, the waiting jobs' a range a priority", async () => {
       const lines = await reads(readStatements.stats(T));
       expect(lines.length).toBeGreaterThan(0);
-      for (const line of lines) expect(line).toMatch(/^SEARCH jobs USING (COVERING )?INDEX jobs_(waiting_by_run_at|held_by_until) \(queue=\?( AND (run_at>\?|until<\?))?\)$/);
+      for (const line of lines) {
+        expect(line).toMatch(/^SEARCH jobs USING (COVERING )?INDEX (jobs_held_by_until \(queue=\?( AND until<\?)?\)|jobs_claim_waiting \(queue=\?( AND priority<\?| AND priority=\?( AND run_at>\?)?)?\))$/);
+      }
     });
 
     test("a purge chunk with nothing due is an index lookup or two: finished jobs by when they finished, deletions by when they happened", async () => {
       const lines = (await Promise.all(housekeeping.purge(T, 500).map(reads))).flat();
       for (const line of lines) {
-        expect(line).toMatch(/^SEARCH (jobs USING INDEX jobs_finished \(updated_at<\?\)|events USING INDEX events_deleted \(at<\?\)|events USING (COVERING )?INDEX events_by_job \(job_id=\?.*\)|(jobs|events) USING (COVERING )?INDEX sqlite_autoindex_jobs_1 \(id=\?\)|events USING INTEGER PRIMARY KEY \(rowid=\?\))$/);
+        expect(line).toMatch(/^SEARCH (jobs USING (COVERING )?INDEX jobs_finished \(updated_at<\?\)|history USING (COVERING )?INDEX history_deleted \(at<\?\)|history USING PRIMARY KEY \(job_id=\?( AND seq[=<]\?)?\)|jobs USING PRIMARY KEY \(id=\?\))$/);
       }
-      expect(lines.filter((line) => line.includes("jobs_finished"))).toHaveLength(2);
-      expect(lines.filter((line) => line.includes("events_deleted"))).toHaveLength(1);
+      expect(lines.filter((line) => line.includes("jobs_finished"))).toHaveLength(3);
+      expect(lines.filter((line) => line.includes("history_deleted"))).toHaveLength(1);
     });
 
     test("the cron's expiry seeks each queue's ended leases, never every lease held", async () => {
       for (const line of await reads(housekeeping.expireSome(T, 500))) {
-        expect(line).toMatch(/^SEARCH jobs USING (INDEX jobs_held_by_until \(queue=\? AND until<\?\)|(COVERING )?INDEX sqlite_autoindex_jobs_1 \(id=\?\))$/);
+        expect(line).toMatch(/^SEARCH jobs USING (COVERING )?INDEX jobs_held_by_until( \(queue>\?\)| \(queue=\? AND until<\?\))?$|^SEARCH (jobs USING PRIMARY KEY \(id=\?\)|h USING PRIMARY KEY \(job_id=\?\))$/);
       }
+    });
+
+    test("a job's events are read by its id: its stored history from the cursor on, and its row", async () => {
+      const lines = await reads(readStatements.events("job-1", 5, 100));
+      expect(lines).toContain("SEARCH history USING PRIMARY KEY (job_id=? AND seq>?)");
+      for (const line of lines) expect(line).toMatch(/^SEARCH (history USING PRIMARY KEY \(job_id=\?( AND seq>\?)?\)|jobs USING PRIMARY KEY \(id=\?\))$/);
     });
 
     test("claim-next seeks the due jobs nobody holds priority by priority, and the ended leases: never the leased or future jobs", async () => {
       const allowed = [
-        /^SEARCH jobs (EXISTS )?USING (COVERING )?INDEX sqlite_autoindex_jobs_1 \(id=\?\)$/, // the rows it takes; a complete's job
+        BY_ID, // the rows it takes; a complete's job; the last place in a job's history
         /^SEARCH jobs USING (COVERING )?INDEX jobs_claim_waiting \(queue=\?\)$/, // the highest priority (LIMIT 1)
         /^SEARCH jobs USING (COVERING )?INDEX jobs_claim_waiting \(queue=\? AND priority<\?\)$/, // the next priority down (LIMIT 1)
         /^SEARCH jobs USING INDEX jobs_claim_waiting \(queue=\? AND priority=\? AND run_at<\?\)$/, // the due jobs of a priority

@@ -38,6 +38,8 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         owner: null, until: 0, fence: 0, result: null, done: 0,
         attempts: 0, max_attempts: 25, created_at: T, updated_at: T,
         dead: 0, last_error: null, last_event: null, cancelled: 0, progress: null,
+        // What the row tells of its history (migrations/0015): its enqueue, first; no lease yet.
+        enqueued_seq: 1, claimed_seq: null, claimed_at: null, renewed_seq: null, renewed_at: null, renewed_last_at: null, renews: 0, seq: 1,
         traceparent: null, tracestate: null,
       });
     });
@@ -188,7 +190,8 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const { store, snapshot, before } = await leasedByA();
       expect(await store.renew("job-1", "A", 1, T + TTL - 1, 5_000)).toBe(true);
       const after = await snapshot();
-      expect(after["job-1"]).toEqual({ ...before["job-1"], until: T + TTL - 1 + 5_000, last_event: "renewed", updated_at: T + TTL - 1 });
+      const renewed = { renews: 1, renewed_at: T + TTL - 1, renewed_last_at: T + TTL - 1, renewed_seq: 3, seq: 3 }; // the row tells the renew
+      expect(after["job-1"]).toEqual({ ...before["job-1"], until: T + TTL - 1 + 5_000, updated_at: T + TTL - 1, ...renewed });
       expect(after.bystander).toEqual(before.bystander);
     });
 
@@ -244,7 +247,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const { store, snapshot, before } = await leasedByA();
       expect(await store.complete("job-1", "A", 1, T + TTL - 1, "result of A")).toBe(true);
       const after = await snapshot();
-      expect(after["job-1"]).toEqual({ ...before["job-1"], result: "result of A", done: 1, last_event: "completed", updated_at: T + TTL - 1 });
+      expect(after["job-1"]).toEqual({ ...before["job-1"], result: "result of A", done: 1, updated_at: T + TTL - 1, seq: 3 }); // the row tells the completion, third
       expect(after.bystander).toEqual(before.bystander);
     });
 
@@ -296,7 +299,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const { store, snapshot, before } = await leasedByA();
       expect(await store.release("job-1", "A", 1, T + 5)).toBe(true);
       const after = await snapshot();
-      expect(after["job-1"]).toEqual({ ...before["job-1"], owner: null, until: 0, fence: 1, attempts: 0, last_event: "released", updated_at: T + 5 }); // the attempt given back
+      expect(after["job-1"]).toEqual({ ...before["job-1"], owner: null, until: 0, fence: 1, attempts: 0, last_event: "released", updated_at: T + 5, seq: 3 }); // the attempt given back
       expect(after.bystander).toEqual(before.bystander);
     });
 
@@ -584,7 +587,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const before = await snapshot();
       expect(await store.reclaimExpired(T)).toHaveLength(2);
       const after = await snapshot();
-      const expired = { owner: null, until: 0, fence: 1, last_event: "expired", last_error: "the lease of A expired", updated_at: T };
+      const expired = { owner: null, until: 0, fence: 1, last_event: "expired", last_error: "the lease of A expired", updated_at: T, seq: 3 };
       expect(after.expired).toEqual({ ...before.expired, ...expired });
       expect(after["at-until"]).toEqual({ ...before["at-until"], ...expired });
       for (const id of ["held", "done", "free"]) expect(after[id]).toEqual(before[id]);

@@ -109,7 +109,7 @@ describe("group commit", () => {
     const { driver, calls } = await countingDriver();
     const store = new LeaseStore(groupCommit(driver));
     expect(await store.enqueue("job-1", { now: T })).toBe(true);
-    expect(calls.batches).toEqual([1]); // the insert, unchanged and alone
+    expect(calls.batches).toEqual([2]); // the insert and its count, unchanged and alone
     expect(await store.state("job-1", T)).toMatchObject({ id: "job-1" });
     expect(calls.runs).toBe(1);
   });

@@ -3,6 +3,19 @@ import { describe, expect, test } from "vitest";
 import { migrate } from "../../src/index.ts";
 import { BUSY_TIMEOUT_MS, connect, openStore, readMigrations, reconnect } from "../../src/node.ts";
 import { freshDir, freshStore, freshUrl } from "../fresh-db.ts";
+import { expectHistoryGoesOn, expectKeptAfter0015, type RawDatabase, writeHistoryBefore0015 } from "../contract/history-before-0015.ts";
+
+/** A raw client as the migration tests reach a database. */
+function rawDatabase(client: Client): RawDatabase {
+  return {
+    async exec(sql, args = []) {
+      await client.execute({ sql, args: args as never });
+    },
+    async rows(sql, args = []) {
+      return (await client.execute({ sql, args: args as never })).rows.map((row) => ({ ...row }));
+    },
+  };
+}
 
 const T = 1_000_000;
 const TTL = 30_000;
@@ -82,54 +95,46 @@ describe("migrate", () => {
     }
   });
 
-  test("0012 rebuilds the events without AUTOINCREMENT: the history kept, seq for seq, and new events above it, recorded as before", async () => {
+  test("0012 rebuilds the events without AUTOINCREMENT: the history kept, seq for seq, its indexes and triggers as they were", async () => {
     const url = freshUrl();
     const before12 = (await readMigrations()).filter((m) => m.name < "0012");
     const old = await openStore({ url, migrations: before12 });
-    // Enqueued as the statement of that time did: today's enqueue writes columns of later migrations (0032).
-    const writer = createClient({ url });
-    await writer.execute({ sql: "INSERT INTO jobs (id, queue, run_at, created_at, updated_at) VALUES ('job-1', 'q', ?1, ?1, ?1), ('job-2', 'q', ?1, ?1, ?1)", args: [T] });
-    writer.close();
-    expect(await old.claim("job-1", "A", T, TTL)).toBe(1);
-    expect(await old.renew("job-1", "A", 1, T + 1, TTL)).toBe(true);
-    expect(await old.renew("job-1", "A", 1, T + 2, TTL)).toBe(true);
-    expect(await old.complete("job-1", "B", 1, T + 3, "stale")).toBe(false);
-    expect(await old.complete("job-1", "A", 1, T + 4, "done")).toBe(true);
     old.close();
-
     const client = createClient({ url });
     try {
-      const rows = async (sql: string) => (await client.execute(sql)).rows.map((row) => ({ ...row }));
-      const history = await rows("SELECT * FROM events ORDER BY seq");
-      const refusals = await rows("SELECT * FROM refusal_counts");
-      expect(history.map((event) => event.kind)).toEqual(["enqueued", "enqueued", "claimed", "renewed", "refused", "completed"]);
+      const db = rawDatabase(client);
+      await db.exec("INSERT INTO jobs (id, queue, created_at, updated_at) VALUES ('job-1', 'q', ?1, ?1)", [T]);
+      await db.exec("UPDATE jobs SET owner = 'A', until = ?1, fence = 1, last_event = 'claimed', updated_at = ?1 WHERE id = 'job-1'", [T]);
+      await db.exec("UPDATE jobs SET last_event = 'renewed', updated_at = ?1 WHERE id = 'job-1'", [T + 1]);
+      await db.exec("UPDATE jobs SET last_event = 'renewed', updated_at = ?1 WHERE id = 'job-1'", [T + 2]);
+      const history = await db.rows("SELECT * FROM events ORDER BY seq");
+      expect(history.map((event) => [event.kind, event.count])).toEqual([["enqueued", 1], ["claimed", 1], ["renewed", 2]]);
       expect(await migrate(client, (await readMigrations()).filter((m) => m.name < "0013"))).toEqual(["0012_events_without_autoincrement.sql"]);
-      expect(await rows("SELECT * FROM events ORDER BY seq")).toEqual(history);
-      expect(await rows("SELECT * FROM refusal_counts")).toEqual(refusals);
-      expect((await rows("SELECT sql FROM sqlite_master WHERE name = 'events'"))[0]!.sql).not.toMatch(/AUTOINCREMENT/i);
+      expect(await db.rows("SELECT * FROM events ORDER BY seq")).toEqual(history);
+      expect((await db.rows("SELECT sql FROM sqlite_master WHERE name = 'events'"))[0]!.sql).not.toMatch(/AUTOINCREMENT/i);
+      await db.exec("UPDATE jobs SET last_event = 'renewed', updated_at = ?1 WHERE id = 'job-1'", [T + 3]);
+      await db.exec("UPDATE jobs SET done = 1, last_event = 'completed', updated_at = ?1 WHERE id = 'job-1'", [T + 4]);
+      expect((await db.rows("SELECT seq, kind, count FROM events ORDER BY seq")).slice(2)).toEqual([{ seq: 3, kind: "renewed", count: 3 }, { seq: 4, kind: "completed", count: 1 }]);
+    } finally {
+      client.close();
+    }
+  });
 
+  test("0015 keeps a job's history event for event, seq for seq, and the store goes on from it", async () => {
+    const url = freshUrl();
+    (await openStore({ url, migrations: (await readMigrations()).filter((m) => m.name < "0015") })).close();
+    const client = createClient({ url });
+    try {
+      const db = rawDatabase(client);
+      const before = await writeHistoryBefore0015(db);
+      expect(await migrate(client, (await readMigrations()).filter((m) => m.name < "0016"))).toEqual(["0015_fewer_rows_written.sql"]); // the store's open runs the later ones
+      await expectKeptAfter0015(db, before);
       const store = await openStore({ url });
       try {
-        expect(await store.claim("job-2", "A", T + 5, TTL)).toBe(1);
-        expect(await store.renew("job-2", "A", 1, T + 6, TTL)).toBe(true);
-        expect(await store.renew("job-2", "A", 1, T + 7, TTL)).toBe(true);
-        expect(await store.complete("job-2", "B", 1, T + 8, "stale")).toBe(false);
-        expect(await store.complete("job-2", "B", 1, T + 9, "stale")).toBe(false);
-        expect(await store.complete("job-2", "A", 1, T + 10, "done")).toBe(true);
-        await store.enqueue("job-3", { queue: "q", now: T + 11 });
+        await expectHistoryGoesOn(store, before);
       } finally {
         store.close();
       }
-      const newer = await rows(`SELECT * FROM events WHERE seq > ${Number(history.at(-1)!.seq)} ORDER BY seq`);
-      expect(newer.map((event) => [event.job_id, event.kind, event.count])).toEqual([
-        ["job-2", "claimed", 1],
-        ["job-2", "renewed", 2],
-        ["job-2", "refused", 2],
-        ["job-2", "completed", 1],
-        ["job-3", "enqueued", 1],
-      ]);
-      expect(await rows("SELECT count(*) AS n FROM events")).toEqual([{ n: history.length + newer.length }]);
-      expect(await rows("SELECT queue, total FROM refusal_counts")).toEqual([{ queue: "q", total: 3 }]);
     } finally {
       client.close();
     }

@@ -23,11 +23,6 @@ async function serving() {
   return { ...fresh, client: new LeaseClient({ baseUrl: server.url, token: TOKEN }) };
 }
 
-/** The spans of one trace. */
-function ofTrace(all: ReadableSpan[], traceId: string): string[] {
-  return all.filter((span) => span.spanContext().traceId === traceId).map((span) => span.name).sort();
-}
-
 const id = (span: ReadableSpan) => span.spanContext().spanId;
 
 describe("one trace from enqueue to complete", () => {
@@ -59,7 +54,7 @@ describe("one trace from enqueue to complete", () => {
     expect(producer.attributes).toMatchObject({ "messaging.system": "fencelease", "messaging.operation.type": "send", "messaging.destination.name": "mail", "messaging.message.id": "mail-1" });
     expect(parentOf(producer)).toBe(id(checkout));
     expect(parentOf(enqueue)).toBe(id(producer));
-    expect(parentOf(only(all, "INSERT jobs; SELECT jobs"))).toBe(id(enqueue));
+    expect(all.filter((span) => parentOf(span) === id(enqueue)).map((span) => span.name)).toEqual([expect.stringMatching(/^INSERT jobs/)]);
     // The job is stored with the producer span's traceparent.
     const [stored] = await rows("SELECT traceparent FROM jobs WHERE id = 'mail-1'");
     expect(stored).toEqual({ traceparent: `00-${traceId}-${id(producer)}-01` });
@@ -72,7 +67,6 @@ describe("one trace from enqueue to complete", () => {
     expect(process.status.code).toBe(SpanStatusCode.UNSET);
     expect(parentOf(work)).toBe(id(process));
     expect(parentOf(complete)).toBe(id(process));
-    expect(all.some((span) => parentOf(span) === id(complete) && span.name.startsWith("UPDATE jobs"))).toBe(true);
     // The process span lasts until the completion is stored.
     expect(process.endTime[0] * 1e9 + process.endTime[1]).toBeGreaterThanOrEqual(complete.endTime[0] * 1e9 + complete.endTime[1]);
 
@@ -80,7 +74,11 @@ describe("one trace from enqueue to complete", () => {
     expect(claim.spanContext().traceId).not.toBe(traceId);
     expect(claim.links.map((link) => [link.context.traceId, link.context.spanId])).toEqual([[traceId, id(producer)]]);
 
-    expect(ofTrace(all, traceId)).toEqual(["INSERT jobs; SELECT jobs", "POST /v1/jobs", "POST /v1/leases/complete", "checkout", "process mail", "send mail", "smtp", expect.stringMatching(/^UPDATE jobs/)].sort());
+    // Nothing else is in the trace: the runner's claims and renews are in traces of their own.
+    const inTrace = all.filter((span) => span.spanContext().traceId === traceId);
+    const transactions = inTrace.filter((span) => span.kind === SpanKind.CLIENT && span.attributes["db.system.name"] === "sqlite");
+    expect(transactions.map((span) => parentOf(span)).sort()).toEqual([id(enqueue), id(complete)].sort());
+    expect(inTrace.filter((span) => !transactions.includes(span)).map((span) => span.name).sort()).toEqual(["POST /v1/jobs", "POST /v1/leases/complete", "checkout", "process mail", "send mail", "smtp"]);
   });
 
   test("a handler that throws: its process span is an error with the exception, and the fail is its child", async () => {

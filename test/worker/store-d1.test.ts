@@ -15,7 +15,7 @@ import { traceContract } from "../contract/trace.contract.ts";
 /** A store over the D1 binding, on empty tables, with the binding itself to look at the rows. */
 async function freshD1Store(): Promise<FreshStorage> {
   // Deleting jobs raises the fence floor and records nothing else; the tables they feed are emptied after them.
-  const tables = ["jobs", "events", "refusal_counts", "refusal_minutes", "queue_counts", "queues", "schedules"];
+  const tables = ["jobs", "history", "refusal_counts", "refusal_minutes", "queue_counts", "queues", "schedules"];
   await env.DB.batch([...tables.map((table) => env.DB.prepare(`DELETE FROM ${table}`)), env.DB.prepare("UPDATE fence_floor SET fence = 0")]);
   return {
     store: new LeaseStore(d1Driver(env.DB)),

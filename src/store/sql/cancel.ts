@@ -1,4 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
+import { NEXT_SEQ } from "./lease.ts";
 
 // Cancel (issue 13), in the form of the rules of src/store/sql/lease.ts: one
 // conditional statement decides and writes, the statement after it records.
@@ -26,8 +27,8 @@ export function cancel(id: string, by: string, reason: string | null, now: numbe
       args: [id, now],
     },
     {
-      sql: `INSERT INTO events (job_id, queue, at, kind, owner, fence, error)
-            SELECT id, queue, ?4, 'cancelled', ?2, fence, ?3 FROM jobs
+      sql: `INSERT INTO history (job_id, seq, queue, at, kind, owner, fence, error)
+            SELECT id, ${NEXT_SEQ}, queue, ?4, 'cancelled', ?2, fence, ?3 FROM jobs
             WHERE id = ?1 AND changes() = 1`,
       args: [id, by, reason, now],
     },

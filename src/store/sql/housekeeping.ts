@@ -1,5 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
-import { END_LEASE } from "./lease.ts";
+import { END_LEASE, NEXT_SEQ } from "./lease.ts";
 
 // What the cron and an operator do to jobs outside any lease: end the leases
 // that ran out, bring a dead job back, delete a job, purge old ones. Each is
@@ -8,23 +8,29 @@ import { END_LEASE } from "./lease.ts";
 
 /**
  * Ends up to `limit` expired leases, as `expire` does: the cron's chunk. Each
- * queue that holds leases (migrations/0004's counts) is searched for its ended
- * ones in the index of lease ends, so the leases still held cost nothing.
+ * queue that holds leases (found in the index of lease ends, one seek a
+ * queue) is searched for its ended ones in that index, so the leases still
+ * held cost nothing.
  */
 export function expireSome(now: number, limit: number): Statement {
+  const held = "done = 0 AND owner IS NOT NULL";
   return {
     sql: `UPDATE jobs
           SET ${END_LEASE}
           WHERE id IN (
+            WITH RECURSIVE holding(queue) AS (
+              SELECT (SELECT min(queue) FROM jobs WHERE ${held})
+              UNION ALL
+              SELECT (SELECT min(queue) FROM jobs WHERE ${held} AND queue > holding.queue) FROM holding WHERE holding.queue IS NOT NULL)
             SELECT id FROM jobs
-            WHERE queue IN (SELECT queue FROM queue_counts WHERE held > 0) AND done = 0 AND owner IS NOT NULL AND until <= ?1
+            WHERE queue IN (SELECT queue FROM holding) AND ${held} AND until <= ?1
             LIMIT ?2)
           RETURNING id, queue, dead`,
     args: [now, limit],
   };
 }
 
-/** Puts a dead job back in its queue, due at once, with its attempts reset; the fence goes on growing. */
+/** Puts a dead job back in its queue, due at once, with its attempts reset, and records it; the fence goes on growing. */
 export function retry(id: string, now: number): Statement[] {
   return [
     {
@@ -34,34 +40,61 @@ export function retry(id: string, now: number): Statement[] {
             RETURNING id`,
       args: [id, now],
     },
+    {
+      sql: `INSERT INTO history (job_id, seq, queue, at, kind, owner, fence)
+            SELECT id, ${NEXT_SEQ}, queue, ?2, 'retried', owner, fence FROM jobs WHERE id = ?1 AND changes() = 1`,
+      args: [id, now],
+    },
   ];
 }
 
-/** Deletes a job that nobody holds a current lease on, recording it; its fence raises the fence floor (migrations/0003). */
+/** The columns of an event, as the history stores them and the views `events` and `row_events` (migrations/0015) tell them. */
+const EVENT = "job_id, seq, queue, at, kind, action, owner, fence, current_owner, current_fence, error, count, last_at, progress";
+
+/**
+ * Deletes a job that nobody holds a current lease on, recording it: what its
+ * row told of its history is stored first, then its deletion (which the
+ * counts see, migrations/0015); its fence raises the fence floor (migrations/0003).
+ */
 export function remove(id: string, now: number): Statement[] {
   const notLeased = "id = ?1 AND NOT (done = 0 AND owner IS NOT NULL AND until > ?2)";
   return [
-    { sql: `INSERT INTO events (job_id, queue, at, kind, fence) SELECT id, queue, ?2, 'deleted', fence FROM jobs WHERE ${notLeased}`, args: [id, now] },
+    {
+      sql: `INSERT INTO history (${EVENT})
+            SELECT ${EVENT} FROM row_events WHERE job_id = ?1 AND EXISTS (SELECT 1 FROM jobs WHERE ${notLeased})
+            UNION ALL
+            SELECT id, ${NEXT_SEQ}, queue, ?2, 'deleted', NULL, NULL, fence, NULL, NULL, NULL, 1, NULL, NULL FROM jobs WHERE ${notLeased}`,
+      args: [id, now],
+    },
     { sql: `DELETE FROM jobs WHERE ${notLeased} RETURNING id`, args: [id, now] },
   ];
 }
 
 /**
  * One purge chunk: up to `limit` done, dead and cancelled jobs last changed at or before
- * `cutoff`, those finished first, with all their events (later refusals too);
+ * `cutoff`, those finished first, with their stored history (later refusals too);
  * and the histories of up to `limit` jobs deleted at or before `cutoff`, each
  * up to its `deleted` event (a job enqueued again under that id keeps its
- * own). Answers, second, the jobs purged and, third, the events, whose
- * `deleted` ones count the histories.
+ * own). The chunk's jobs are the first of jobs_finished, so every statement
+ * finds the same ones: the first takes them off their queues' counts, one
+ * write a queue. Answers, third, the jobs purged and, fourth, the history
+ * rows, whose `deleted` ones count the histories.
  */
 export function purge(cutoff: number, limit: number): Statement[] {
-  const finished = "SELECT id FROM jobs WHERE done = 1 AND updated_at <= ?1 ORDER BY updated_at LIMIT ?2";
-  const deletions = "SELECT job_id AS deleted_id, seq AS deleted_seq FROM events WHERE kind = 'deleted' AND at <= ?1 ORDER BY at LIMIT ?2";
+  const finished = "SELECT id FROM jobs WHERE done = 1 AND updated_at <= ?1 ORDER BY updated_at, id LIMIT ?2";
+  const deletions = "SELECT job_id AS deleted_id, seq AS deleted_seq FROM history WHERE kind = 'deleted' AND at <= ?1 ORDER BY at LIMIT ?2";
   return [
-    { sql: `DELETE FROM events WHERE job_id IN (${finished})`, args: [cutoff, limit] },
+    {
+      sql: `UPDATE queue_counts SET done = done - purged_done, dead = dead - purged_dead, cancelled = cancelled - purged_cancelled
+            FROM (SELECT queue AS purged_queue, sum(dead = 0 AND cancelled = 0) AS purged_done, sum(dead) AS purged_dead, sum(cancelled) AS purged_cancelled
+                  FROM jobs WHERE id IN (${finished}) GROUP BY queue)
+            WHERE queue_counts.queue = purged_queue`,
+      args: [cutoff, limit],
+    },
+    { sql: `DELETE FROM history WHERE job_id IN (${finished})`, args: [cutoff, limit] },
     { sql: `DELETE FROM jobs WHERE id IN (${finished}) RETURNING id`, args: [cutoff, limit] },
     {
-      sql: `DELETE FROM events WHERE seq IN (SELECT seq FROM (${deletions}) JOIN events ON job_id = deleted_id AND seq <= deleted_seq)
+      sql: `DELETE FROM history WHERE (job_id, seq) IN (SELECT job_id, seq FROM (${deletions}) JOIN history ON job_id = deleted_id AND seq <= deleted_seq)
             RETURNING kind`,
       args: [cutoff, limit],
     },

@@ -7,9 +7,17 @@ import { wholeTokens } from "./bucket.ts";
 // and its write; a refused write matches no row and so changes nothing. Each
 // verb is one batch (one transaction): its write, then what it records.
 //
-// Every accepted transition sets `last_event`, and a trigger (migrations/0002)
-// writes it to `events` within the same statement. A refused write with a lease
-// is recorded by the statement after it, which sees `changes() = 0`.
+// A job's history is kept where its row cannot tell it (migrations/0015): the
+// row tells its enqueue and its current lease (the claim, the renews, the
+// completion), each write setting its place in the job's history (`*_seq`,
+// from NEXT_SEQ) in the row it writes anyway. A write that ends a lease
+// otherwise (release, fail, expiry, a claim taking an expired lease over)
+// names the end in `last_event` and reserves its place, and a trigger stores
+// that lease as one history row. A refused write with a lease is recorded by
+// the statement after it, which sees `changes() = 0`.
+//
+// The counts per queue change once per statement (migrations/0015): an
+// enqueue and a completion count what they wrote in the statement after them.
 
 /** The statuses a job can have; named once, here and in `status` below. */
 export const STATUSES = ["queued", "scheduled", "leased", "done", "dead", "cancelled"] as const;
@@ -40,8 +48,32 @@ export const EXHAUSTED = "attempts >= max_attempts";
 export const FENCE_FLOOR = "(SELECT fence FROM fence_floor)";
 
 /**
+ * The next place in a job's history, for a statement over a jobs row: above
+ * the places its row tells (`seq`) and those of its stored history.
+ */
+export const NEXT_SEQ = "(max(jobs.seq, coalesce((SELECT max(h.seq) FROM history h WHERE h.job_id = jobs.id), 0)) + 1)";
+
+/** The place of a new job's enqueue (`id` an SQL expression): after the history of a job once enqueued under that id. */
+export function firstSeq(id: string): string {
+  return `(coalesce((SELECT max(h.seq) FROM history h WHERE h.job_id = ${id}), 0) + 1)`;
+}
+
+/**
+ * Adds `count` (an SQL expression, 0 adds nothing) jobs to the open jobs of
+ * `queue`: what an enqueue writes after its INSERT, once for all its jobs.
+ */
+export function countEnqueued(queue: string, count: string, args: InValue[]): Statement {
+  return {
+    sql: `INSERT INTO queue_counts (queue, open) SELECT ${queue}, ${count} WHERE ${count} > 0
+          ON CONFLICT (queue) DO UPDATE SET open = open + excluded.open`,
+    args,
+  };
+}
+
+/**
  * Inserts a job unless its id exists, at the fence floor, with the trace
- * context it was enqueued with (migrations/0032: written here only).
+ * context it was enqueued with (migrations/0032: written here only), and
+ * counts it.
  */
 export function enqueue(job: {
   id: string;
@@ -56,12 +88,13 @@ export function enqueue(job: {
 }): Statement[] {
   return [
     {
-      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7)
+      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")})
             ON CONFLICT (id) DO NOTHING
             RETURNING id`,
       args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now, job.traceparent, job.tracestate],
     },
+    countEnqueued("?1", "changes()", [job.queue]),
   ];
 }
 
@@ -70,10 +103,24 @@ export function state(id: string, now: number): Statement {
   return { sql: `SELECT *, ${status("?2")} AS status FROM jobs WHERE id = ?1`, args: [id, now] };
 }
 
-/** What ending an expired lease writes: nobody holds it, the fence stays, and it counts as a failed attempt (the last one makes the job dead). */
+/**
+ * What ending an expired lease writes: nobody holds it, the fence stays, and
+ * it counts as a failed attempt (the last one makes the job dead); the lease
+ * is stored at its end's place.
+ */
 export const END_LEASE = `owner = NULL, until = 0, last_error = 'the lease of ' || owner || ' expired',
               dead = (${EXHAUSTED}), done = (${EXHAUSTED}),
-              last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END, updated_at = ?1`;
+              last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END, updated_at = ?1, seq = ${NEXT_SEQ}`;
+
+/**
+ * What a claim writes (?2 owner, ?3 now, ?4 ttl): a new owner and the next
+ * fence, an attempt, and the lease's claim told by the row, with no renew
+ * yet. A claim that takes an expired lease over leaves the place before its
+ * own to that lease's end (jobs_record_ended_lease stores it).
+ */
+const CLAIM = `owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1, last_event = NULL, updated_at = ?3,
+              claimed_seq = ${NEXT_SEQ} + (owner IS NOT NULL), claimed_at = ?3, seq = ${NEXT_SEQ} + (owner IS NOT NULL),
+              renewed_seq = NULL, renewed_at = NULL, renewed_last_at = NULL, renews = 0`;
 
 /**
  * Ends the expired lease of job `id`, if it has one: nobody holds it any more,
@@ -121,8 +168,7 @@ export function claim(id: string, owner: string, now: number, ttlMs: number): St
     expire(now, id),
     {
       sql: `UPDATE jobs
-            SET owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
-                last_event = 'claimed', updated_at = ?3
+            SET ${CLAIM}
             WHERE id = ?1 AND done = 0 AND until <= ?3 AND ${room("jobs.queue", "?3", "1")} > 0
             RETURNING fence, until`,
       args: [id, owner, now, ttlMs],
@@ -163,16 +209,15 @@ export function claimNextAfter(id: string, owner: string, now: number, take: { l
  * the first in claim order, as many as the queue has room for (`room`: none
  * while it is paused, up to its maxLeased and its whole tokens), at most
  * `limit`. Its `updated_at = now` is when migrations/0009's trigger spends
- * the tokens of the leases it hands out.
+ * the tokens of the leases it hands out. A claim changes no count: held jobs
+ * are counted from jobs_held_by_until.
  */
 function takeNext(queue: string, guard: string, args: InValue[]): Statement {
   const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
   const due = "run_at <= ?3 AND until <= ?3";
   return {
     sql: `UPDATE jobs
-          SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END,
-              owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1,
-              last_event = 'claimed', updated_at = ?3
+          SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END, ${CLAIM}
           WHERE id IN (
             WITH RECURSIVE level(priority, before) AS (
               SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1), 0
@@ -197,22 +242,43 @@ function takeNext(queue: string, guard: string, args: InValue[]): Statement {
 }
 
 /**
- * The end of an INSERT of refusals: the same stale lease refused again for the
- * same action, against the same current fence, counts on its event (migrations/0005)
- * instead of adding one, so a zombie that loops adds nothing.
+ * The place of a refusal of the jobs row `jobs` (`action`, `owner` and
+ * `fence` SQL expressions): that of the same stale lease refused before for
+ * the same action, against the same current fence, whose event it then
+ * counts on (migrations/0005), so a zombie that loops adds nothing; else the
+ * next place. FOLD_REFUSAL ends the INSERT that uses it.
  */
-export const FOLD_REFUSAL = `ON CONFLICT (job_id, fence, owner, action, current_fence) WHERE kind = 'refused'
+export function refusalSeq(action: string, owner: string, fence: string): string {
+  return `coalesce((SELECT h.seq FROM history h
+                    WHERE h.job_id = jobs.id AND h.kind = 'refused' AND h.action = ${action} AND h.owner = ${owner}
+                      AND h.fence = ${fence} AND h.current_fence = jobs.fence), ${NEXT_SEQ})`;
+}
+
+/** The end of an INSERT of refusals at `refusalSeq`: one refused before counts once more instead of adding an event. */
+export const FOLD_REFUSAL = `ON CONFLICT (job_id, seq)
   DO UPDATE SET count = count + 1, at = min(at, excluded.at), last_at = max(coalesce(last_at, at), excluded.at)`;
 
-/** Records a refused write with a lease, if the write just before it changed nothing. */
+/** Records a refused write with a lease, if the statement just before it changed nothing. */
 function refused(action: string, id: string, owner: string, fence: number, now: number, unless = "", more: InValue[] = []): Statement {
   return {
-    sql: `INSERT INTO events (job_id, queue, at, kind, action, owner, fence, current_owner, current_fence)
-          SELECT id, queue, ?4, 'refused', ?5, ?2, ?3, owner, fence FROM jobs
+    sql: `INSERT INTO history (job_id, seq, queue, at, kind, action, owner, fence, current_owner, current_fence)
+          SELECT id, ${refusalSeq("?5", "?2", "?3")}, queue, ?4, 'refused', ?5, ?2, ?3, owner, fence FROM jobs
           WHERE id = ?1 AND changes() = 0 ${unless}
           ${FOLD_REFUSAL}`,
     args: [id, owner, fence, now, action, ...more],
   };
+}
+
+/**
+ * What a renew writes (`now`, `ttl` and `progress` SQL expressions): the
+ * lease's new end and the progress reported (null keeps what is stored), and
+ * its renews told by the row: how many, the first (its place taken then) and
+ * the last.
+ */
+export function renewed(now: string, ttl: string, progress: string): string {
+  return `until = ${now} + ${ttl}, progress = coalesce(${progress}, progress), updated_at = ${now}, renews = renews + 1,
+          renewed_at = min(coalesce(renewed_at, ${now}), ${now}), renewed_last_at = max(coalesce(renewed_last_at, ${now}), ${now}),
+          renewed_seq = coalesce(renewed_seq, ${NEXT_SEQ}), seq = iif(renewed_seq IS NULL, ${NEXT_SEQ}, seq)`;
 }
 
 /**
@@ -223,7 +289,7 @@ export function renew(id: string, owner: string, fence: number, now: number, ttl
   return [
     {
       sql: `UPDATE jobs
-            SET until = ?4 + ?5, progress = coalesce(?6, progress), last_event = 'renewed', updated_at = ?4
+            SET ${renewed("?4", "?5", "?6")}
             WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
             RETURNING until`,
       args: [id, owner, fence, now, ttlMs, progress],
@@ -235,16 +301,32 @@ export function renew(id: string, owner: string, fence: number, now: number, ttl
 /** A job completed, neither dead nor cancelled (both are done too): a condition over a jobs row. */
 export const COMPLETED = "done = 1 AND dead = 0 AND cancelled = 0";
 
-/** Stores the result of the current lease and marks the job done. The same completion sent again is not a refusal. */
+/** What a completion writes (`result` and `now` SQL expressions): the result, done, and the completion's place. */
+export function completion(result: string, now: string): string {
+  return `result = ${result}, done = 1, updated_at = ${now}, seq = ${NEXT_SEQ}`;
+}
+
+/**
+ * Stores the result of the current lease and marks the job done; the
+ * statement after it moves the job from open to done in its queue's counts
+ * (always a write when the completion was, so the refusal record after it
+ * still sees `changes() = 0` exactly when the completion wrote nothing). The
+ * same completion sent again is not a refusal.
+ */
 export function complete(id: string, owner: string, fence: number, now: number, result: string): Statement[] {
   const sameAgain = `AND NOT (${COMPLETED} AND owner = ?2 AND fence = ?3 AND result = ?6)`;
   return [
     {
       sql: `UPDATE jobs
-            SET result = ?5, done = 1, last_event = 'completed', updated_at = ?4
+            SET ${completion("?5", "?4")}
             WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
             RETURNING fence`,
       args: [id, owner, fence, now, result],
+    },
+    {
+      sql: `INSERT INTO queue_counts (queue, open, done) SELECT queue, -1, 1 FROM jobs WHERE id = ?1 AND changes() = 1
+            ON CONFLICT (queue) DO UPDATE SET open = open - 1, done = done + 1`,
+      args: [id],
     },
     refused("complete", id, owner, fence, now, sameAgain, [result]),
   ];
@@ -265,7 +347,7 @@ export function release(id: string, owner: string, fence: number, now: number): 
                 last_error = CASE WHEN ${late} THEN 'the lease of ' || owner || ' expired' ELSE last_error END,
                 dead = (${late} AND ${EXHAUSTED}), done = (${late} AND ${EXHAUSTED}),
                 last_event = CASE WHEN NOT ${late} THEN 'released' WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END,
-                updated_at = ?4
+                updated_at = ?4, seq = ${NEXT_SEQ}
             WHERE id = ?1 AND owner = ?2 AND fence = ?3 AND done = 0
             RETURNING fence`,
       args: [id, owner, fence, now],
@@ -296,7 +378,7 @@ export function fail(failure: {
                 dead = (${EXHAUSTED}), done = (${EXHAUSTED}),
                 run_at = CASE WHEN ${EXHAUSTED} THEN run_at
                               ELSE ?4 + coalesce(?6, CAST(min(3600000, 1000 * (1 << min(attempts - 1, 12))) * ?7 AS INTEGER)) END,
-                last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'failed' END, updated_at = ?4
+                last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'failed' END, updated_at = ?4, seq = ${NEXT_SEQ}
             WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
             RETURNING fence`,
       args: [id, owner, fence, now, error, retryInMs, jitter],

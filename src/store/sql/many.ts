@@ -1,5 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
-import { COMPLETED, currentLease, FENCE_FLOOR, FOLD_REFUSAL, status } from "./lease.ts";
+import { COMPLETED, completion, countEnqueued, currentLease, FENCE_FLOOR, firstSeq, FOLD_REFUSAL, refusalSeq, renewed, status } from "./lease.ts";
 
 // The rules of src/store/sql/lease.ts applied to many jobs at once, each job still
 // decided alone by the same conditions. The jobs travel as ONE JSON array
@@ -29,21 +29,25 @@ const UNLESS_ALL_CHANGED = "iif(changes() = ?4, '[]', ?3)";
 export type NewJob = [id: string, payload: string | null, priority: number, runAt: number, maxAttempts: number, traceparent: string | null, tracestate: string | null];
 
 /**
- * Inserts every job whose id does not exist yet, in one statement; answers the
- * ids it inserted. An existing id is left untouched, and every new row starts
- * at the fence floor, as `enqueue` does.
+ * Inserts every job whose id does not exist yet, in one statement, and counts
+ * them in the next; answers, first, the ids it inserted. An existing id is
+ * left untouched, and every new row starts at the fence floor, as `enqueue`
+ * does.
  */
-export function enqueueMany(queue: string, jobs: NewJob[], now: number): Statement {
-  return {
-    sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at)
-          SELECT new_id, ?1, new_payload, new_priority, new_run_at, new_max_attempts, new_traceparent, new_tracestate,
-                 ${FENCE_FLOOR}, ?2, ?2
-          FROM ${unpacked("?3", ["new_id", "new_payload", "new_priority", "new_run_at", "new_max_attempts", "new_traceparent", "new_tracestate"])}
-          WHERE true
-          ON CONFLICT (id) DO NOTHING
-          RETURNING id`,
-    args: [queue, now, JSON.stringify(jobs)],
-  };
+export function enqueueMany(queue: string, jobs: NewJob[], now: number): Statement[] {
+  return [
+    {
+      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
+            SELECT new_id, ?1, new_payload, new_priority, new_run_at, new_max_attempts, new_traceparent, new_tracestate,
+                   ${FENCE_FLOOR}, ?2, ?2, ${firstSeq("new_id")}, ${firstSeq("new_id")}
+            FROM ${unpacked("?3", ["new_id", "new_payload", "new_priority", "new_run_at", "new_max_attempts", "new_traceparent", "new_tracestate"])}
+            WHERE true
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id`,
+      args: [queue, now, JSON.stringify(jobs)],
+    },
+    countEnqueued("?1", "changes()", [queue]),
+  ];
 }
 
 /** One lease presented: the job's id, the fence the caller holds, and the progress it reports (JSON text, or null: none). */
@@ -65,7 +69,7 @@ export function renewMany(owner: string, leases: HeldLease[], now: number, ttlMs
   const current = currentLease("?1", "lease_fence", "?2");
   return [
     {
-      sql: `UPDATE jobs SET until = ?2 + ?4, progress = coalesce(lease_progress, progress), last_event = 'renewed', updated_at = ?2
+      sql: `UPDATE jobs SET ${renewed("?2", "?4", "lease_progress")}
             FROM ${held} WHERE id = lease_id AND ${current}
             RETURNING id, until`,
       args: [owner, now, presented, ttlMs],
@@ -81,8 +85,11 @@ export type Completion = [id: string, fence: number, result: string];
 /**
  * Stores the result of every presented lease that is current and marks its job
  * done, as `complete` does one; the same completion sent again is not a
- * refusal. Answers, in order: the completed ids with their queues, the
- * refused leases (see `readRefused`), and the refusals inserted.
+ * refusal. The statement before the UPDATE counts, per queue, the jobs it is
+ * about to complete, by the same condition in the same transaction: one write
+ * a queue, not one a job. Answers, in order: the counts' update, the
+ * completed ids with their queues, the refused leases (see `readRefused`),
+ * and the refusals inserted.
  */
 export function completeMany(owner: string, completions: Completion[], now: number): Statement[] {
   const names = ["lease_id", "lease_fence", "lease_result"];
@@ -91,10 +98,17 @@ export function completeMany(owner: string, completions: Completion[], now: numb
   const args = [owner, now, JSON.stringify(completions)];
   const afterArgs = [...args, completions.length];
   const doneByThisLease = `${COMPLETED} AND owner = ?1 AND fence = lease_fence AND result = lease_result`;
+  const current = currentLease("?1", "lease_fence", "?2");
   return [
     {
-      sql: `UPDATE jobs SET result = lease_result, done = 1, last_event = 'completed', updated_at = ?2
-            FROM ${held} WHERE id = lease_id AND ${currentLease("?1", "lease_fence", "?2")}
+      sql: `UPDATE queue_counts SET open = open - completing, done = done + completing
+            FROM (SELECT queue AS completing_queue, count(*) AS completing FROM ${held} JOIN jobs ON id = lease_id WHERE ${current} GROUP BY queue)
+            WHERE queue_counts.queue = completing_queue`,
+      args,
+    },
+    {
+      sql: `UPDATE jobs SET ${completion("lease_result", "?2")}
+            FROM ${held} WHERE id = lease_id AND ${current}
             RETURNING id, queue`,
       args,
     },
@@ -106,8 +120,8 @@ export function completeMany(owner: string, completions: Completion[], now: numb
 /** Records a refusal for each presented lease (?1 owner, ?2 now) whose job exists and matches `refused`, folded as `refused` folds one. */
 function refusedMany(action: string, held: string, refused: string, args: Statement["args"]): Statement {
   return {
-    sql: `INSERT INTO events (job_id, queue, at, kind, action, owner, fence, current_owner, current_fence)
-          SELECT id, queue, ?2, 'refused', '${action}', ?1, lease_fence, owner, fence
+    sql: `INSERT INTO history (job_id, seq, queue, at, kind, action, owner, fence, current_owner, current_fence)
+          SELECT id, ${refusalSeq(`'${action}'`, "?1", "lease_fence")}, queue, ?2, 'refused', '${action}', ?1, lease_fence, owner, fence
           FROM ${held} JOIN jobs ON id = lease_id WHERE ${refused}
           ${FOLD_REFUSAL}`,
     args,

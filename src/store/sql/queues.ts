@@ -1,5 +1,6 @@
 import type { Statement } from "../../drivers/driver.ts";
 import { keptBucket } from "./bucket.ts";
+import { QUEUES_WITH_JOBS } from "./reads.ts";
 
 // The settings of a queue (migrations/0008 and 0009): whether it is paused,
 // its maxLeased, and its rate limit. These statements only store and read
@@ -51,7 +52,7 @@ export function getQueue(queue: string): Statement {
 /** The settings of every queue that has settings or jobs, by name. */
 export function listQueues(): Statement {
   return {
-    sql: `SELECT ${SETTINGS} FROM (SELECT queue FROM queue_counts UNION SELECT queue FROM queues) q
+    sql: `SELECT ${SETTINGS} FROM (${QUEUES_WITH_JOBS} UNION SELECT queue FROM queues) q
           LEFT JOIN queues s ON s.queue = q.queue ORDER BY q.queue`,
     args: [],
   };

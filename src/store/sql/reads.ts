@@ -7,12 +7,34 @@ import { refilled, steppedBack, TOKEN, tokenDueAt } from "./bucket.ts";
 // again. The rules themselves, and every write, are in src/store/sql/lease.ts.
 
 /**
+ * `aggregate` over the priorities of `queue`'s waiting jobs (`waiting_priority`
+ * in it: one row each, highest first), as a scalar: the priorities are found
+ * one seek each in jobs_claim_waiting (queue, priority, run_at), the only
+ * index of the waiting jobs (migrations/0015), so that what the aggregate
+ * asks by run_at is a range of each priority, never a walk over a backlog.
+ */
+function overWaitingPriorities(queue: string, aggregate: string): string {
+  const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
+  return `(WITH RECURSIVE waiting_priority(priority) AS (
+             SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1)
+             UNION ALL
+             SELECT (SELECT priority FROM jobs WHERE ${waiting} AND priority < waiting_priority.priority ORDER BY priority DESC LIMIT 1)
+             FROM waiting_priority WHERE waiting_priority.priority IS NOT NULL)
+           SELECT ${aggregate} FROM waiting_priority WHERE waiting_priority.priority IS NOT NULL)`;
+}
+
+/** The waiting jobs of `queue` at one of the priorities of `overWaitingPriorities`, and `more`: a range of jobs_claim_waiting. */
+function waitingAt(queue: string, more: string): string {
+  return `queue = ${queue} AND done = 0 AND owner IS NULL AND priority = waiting_priority.priority ${more}`;
+}
+
+/**
  * When a job of each of `queues` next becomes claimable by `takeNext`: the
  * earliest run_at of a job nobody holds, or the earliest end of a lease that
  * is not its job's last attempt (one row per queue; `at` null when there is
  * none). What a waiting claim sleeps until, and what the wait rooms' re-check
- * reads for every queue with waiters at once; two index ranges of each queue
- * (migrations/0004). Never while the queue is paused (null: a resume rings);
+ * reads for every queue with waiters at once; for each queue, a seek a
+ * priority and a range of the lease ends. Never while the queue is paused (null: a resume rings);
  * while it has its maxLeased current leases, not before the first of them ends
  * (migrations/0008); and not before its bucket holds a whole token (migrations/0009).
  */
@@ -23,7 +45,7 @@ export function nextClaimable(queues: string[], now: number): Statement {
           n(queue, at) AS MATERIALIZED (
             SELECT queue, coalesce(min(free, ended), free, ended) FROM (
               SELECT w.queue,
-                     (SELECT max(run_at, until) FROM jobs WHERE queue = w.queue AND done = 0 AND owner IS NULL ORDER BY run_at LIMIT 1) AS free,
+                     ${overWaitingPriorities("w.queue", `min((SELECT max(run_at, until) FROM jobs WHERE ${waitingAt("w.queue", "")} ORDER BY run_at LIMIT 1))`)} AS free,
                      (SELECT max(run_at, until) FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1) AS ended
               FROM w))
           SELECT n.queue,
@@ -61,7 +83,7 @@ const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >=
  * claim's batch, just after it: it reads nothing when the claim took `limit`.
  */
 export function retryAfter(queue: string, now: number, limit?: number): Statement {
-  const due = `EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL AND run_at <= ?2 AND until <= ?2)
+  const due = `${overWaitingPriorities("?1", `max(EXISTS (SELECT 1 FROM jobs WHERE ${waitingAt("?1", "AND run_at <= ?2 AND until <= ?2")}))`)} = 1
                OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
   return {
     sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms, ${steppedBack("s.", "?2")} AS stepped_back FROM queues s
@@ -116,30 +138,35 @@ function firstMinuteOfHour(now: number): number {
   return Math.floor(now / 60_000) - 59;
 }
 
+/** The queues that have a job (their counts are not all 0): the queues the counts list. */
+export const QUEUES_WITH_JOBS = "SELECT queue FROM queue_counts WHERE open <> 0 OR done <> 0 OR dead <> 0 OR cancelled <> 0";
+
 /**
- * Per queue: the jobs by stored state (migrations/0004's `queue_counts`,
- * cancelled since migrations/0010, kept by every transition), what of them
- * depends on `now` (index ranges of that queue: waiting jobs due later, leases
- * expired and not yet ended, and the earliest run_at of each), its refusals
- * in the last hour and ever, and whether it is paused (migrations/0008).
- * A queue is listed while it has a job, has ever had a refusal, or has
- * settings (paused or limited before its first job: zero counts). Reads a few
- * rows per queue: its cost grows with the queues, the jobs scheduled for later
- * and the leases expired since the last cron, never with the history.
+ * Per queue: the jobs by stored state (migrations/0015's `queue_counts`: open,
+ * done, dead, cancelled; of the open ones, those held are a range of
+ * jobs_held_by_until), what of them depends on `now` (index ranges of that
+ * queue: waiting jobs due later, priority by priority, leases expired and not
+ * yet ended, and the earliest run_at of each), its refusals in the last hour
+ * and ever, and whether it is paused (migrations/0008). A queue is listed
+ * while it has a job, has ever had a refusal, or has settings (paused or
+ * limited before its first job: zero counts). Reads a few rows per queue and
+ * priority, and the leases it holds: its cost grows with the queues, their
+ * priorities, the leases held and the jobs scheduled for later, never with
+ * the backlog or the history.
  */
 export function stats(now: number): Statement {
-  const waiting = "jobs.queue = q.queue AND done = 0 AND owner IS NULL";
   const expired = "jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL AND until <= ?1";
   return {
-    sql: `SELECT q.queue, coalesce(c.waiting, 0) AS waiting, coalesce(c.held, 0) AS held, coalesce(c.done, 0) AS done, coalesce(c.dead, 0) AS dead, coalesce(c.cancelled, 0) AS cancelled,
-                 (SELECT count(*) FROM jobs WHERE ${waiting} AND run_at > ?1) AS waiting_later,
-                 (SELECT min(run_at) FROM jobs WHERE ${waiting}) AS waiting_first_run_at,
+    sql: `SELECT q.queue, coalesce(c.open, 0) AS open,
+                 (SELECT count(*) FROM jobs WHERE jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL) AS held, coalesce(c.done, 0) AS done, coalesce(c.dead, 0) AS dead, coalesce(c.cancelled, 0) AS cancelled,
+                 coalesce(${overWaitingPriorities("q.queue", `sum((SELECT count(*) FROM jobs WHERE ${waitingAt("q.queue", "AND run_at > ?1")}))`)}, 0) AS waiting_later,
+                 ${overWaitingPriorities("q.queue", `min((SELECT run_at FROM jobs WHERE ${waitingAt("q.queue", "")} ORDER BY run_at LIMIT 1))`)} AS waiting_first_run_at,
                  (SELECT count(*) FROM jobs WHERE ${expired}) AS expired,
                  (SELECT count(*) FROM jobs WHERE ${expired} AND run_at > ?1) AS expired_later,
                  (SELECT min(run_at) FROM jobs WHERE ${expired}) AS expired_first_run_at,
                  (SELECT coalesce(sum(refusals), 0) FROM refusal_minutes m WHERE m.queue = q.queue AND minute >= ?2) AS refused_recent,
                  coalesce(r.total, 0) AS refused_total, coalesce(s.paused, 0) AS paused
-          FROM (SELECT queue FROM queue_counts UNION SELECT queue FROM refusal_counts UNION SELECT queue FROM queues) q
+          FROM (${QUEUES_WITH_JOBS} UNION SELECT queue FROM refusal_counts UNION SELECT queue FROM queues) q
           LEFT JOIN queue_counts c ON c.queue = q.queue
           LEFT JOIN refusal_counts r ON r.queue = q.queue
           LEFT JOIN queues s ON s.queue = q.queue

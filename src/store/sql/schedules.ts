@@ -1,6 +1,6 @@
 import type { Statement } from "../../drivers/driver.ts";
 import { STEP_BACK_MS } from "../step-back.ts";
-import { FENCE_FLOOR } from "./lease.ts";
+import { FENCE_FLOOR, firstSeq } from "./lease.ts";
 import { unpacked } from "./many.ts";
 
 // The recurring schedules of migrations/0011. Only the fire decides anything:
@@ -121,10 +121,12 @@ export type Fire = [
  * no put or delete changed when it fires, so the fire computed is one of its
  * own), enqueues its job (at the fence floor, due at its fire time, unless
  * the id exists) and stores the fire and the next one, planned at `now`, and
- * whether the fire found its id taken. Both statements test the same condition
- * against the same rows (the first writes only jobs), so a job is enqueued
- * exactly when its schedule moves on. Answers the jobs enqueued (id, queue),
- * then the schedules moved on (name, last_fire_at, last_fire_taken).
+ * whether the fire found its id taken. The INSERT and the UPDATE test the same
+ * condition against the same rows (the INSERT writes only jobs), so a job is
+ * enqueued exactly when its schedule moves on. The statement before them counts
+ * the jobs about to be enqueued, per queue, by the same condition. Answers,
+ * second, the jobs enqueued (id, queue), then the schedules moved on (name,
+ * last_fire_at, last_fire_taken).
  */
 export function fireDue(fires: Fire[], now: number): Statement[] {
   const fired = unpacked("?2", ["fire_name", "read_next", "read_cron", "read_every", "read_timezone", "read_created", "fire_at", "job_id", "fire_next"]);
@@ -137,8 +139,16 @@ export function fireDue(fires: Fire[], now: number): Statement[] {
   const args = [now, JSON.stringify(fires)];
   return [
     {
-      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at)
-            SELECT job_id, s.queue, s.payload, s.priority, fire_at, s.max_attempts, ${FENCE_FLOOR}, ?1, ?1
+      sql: `INSERT INTO queue_counts (queue, open)
+            SELECT s.queue, count(*) FROM ${fired} JOIN schedules s
+            WHERE job_id IS NOT NULL AND ${stillDue("s")} AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = job_id)
+            GROUP BY s.queue
+            ON CONFLICT (queue) DO UPDATE SET open = open + excluded.open`,
+      args,
+    },
+    {
+      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at, enqueued_seq, seq)
+            SELECT job_id, s.queue, s.payload, s.priority, fire_at, s.max_attempts, ${FENCE_FLOOR}, ?1, ?1, ${firstSeq("job_id")}, ${firstSeq("job_id")}
             FROM ${fired} JOIN schedules s WHERE job_id IS NOT NULL AND ${stillDue("s")}
             ON CONFLICT (id) DO NOTHING
             RETURNING id, queue`,

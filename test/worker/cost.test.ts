@@ -1,0 +1,319 @@
+import { applyD1Migrations, createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import type { D1Database, D1PreparedStatement, D1Result } from "@cloudflare/workers-types";
+import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
+import worker from "../../src/worker.ts";
+import costPage from "../../docs/cost.md?raw";
+
+// What each verb costs on D1, in the rows D1 bills: every query's
+// meta.rows_read and meta.rows_written, summed over the verb's HTTP call
+// through the Worker (the counting binding below stands in for env.DB). Row
+// counts are deterministic, so each verb's count is asserted: a change that
+// writes more fails here, and the table in docs/cost.md is this test's table.
+
+type Tally = { queries: number; read: number; written: number };
+
+/**
+ * A D1 binding that adds up the rows of every query run through it: as much
+ * of D1Database as src/drivers/d1.ts uses (prepare, bind, all, run, batch).
+ */
+function countingD1(db: D1Database): { db: D1Database; take(): Tally; peek(): Tally } {
+  let tally: Tally = { queries: 0, read: 0, written: 0 };
+  const add = (result: D1Result) => {
+    tally.queries++;
+    tally.read += result.meta.rows_read;
+    tally.written += result.meta.rows_written;
+  };
+  const real = new WeakMap<object, D1PreparedStatement>();
+  const wrap = (statement: D1PreparedStatement): D1PreparedStatement => {
+    const counted = {
+      bind: (...values: unknown[]) => wrap(statement.bind(...values)),
+      all: async () => {
+        const result = await statement.all();
+        add(result);
+        return result;
+      },
+      run: async () => {
+        const result = await statement.run();
+        add(result);
+        return result;
+      },
+    };
+    real.set(counted, statement);
+    return counted as unknown as D1PreparedStatement;
+  };
+  const counting = {
+    prepare: (sql: string) => wrap(db.prepare(sql)),
+    batch: async (statements: D1PreparedStatement[]) => {
+      const results = await db.batch(statements.map((statement) => real.get(statement) ?? statement));
+      results.forEach(add);
+      return results;
+    },
+  };
+  return {
+    db: counting as unknown as D1Database,
+    peek: () => ({ ...tally }),
+    take() {
+      const taken = tally;
+      tally = { queries: 0, read: 0, written: 0 };
+      return taken;
+    },
+  };
+}
+
+const T = Date.UTC(2026, 0, 1);
+const DAY = 24 * 60 * 60 * 1000;
+const TTL = 30_000;
+const TOKEN = "worker-test-token"; // FENCELEASE_TOKENS in vitest.config.ts
+const BATCH = 100;
+
+/** A payload of 60 bytes and a result of 50 bytes as JSON text, the sizes docs/cost.md prices. */
+const PAYLOAD = { order: "o".repeat(48) };
+const RESULT = { receipt: "r".repeat(36) };
+
+/** A Worker over its own counting binding of `db` (no doorbell: a waiting claim re-checks inside its request). */
+function countedWorker(db: D1Database = env.DB) {
+  const counter = countingD1(db);
+  const workerEnv = { ...env, DB: counter.db, DOORBELL: undefined };
+  return {
+    take: counter.take,
+    peek: counter.peek,
+    async call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+      const ctx = createExecutionContext();
+      const request = new Request(`https://fencelease.test${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const response = await worker.fetch(request as never, workerEnv as never, ctx);
+      await waitOnExecutionContext(ctx);
+      return { status: response.status, body: await response.json() };
+    },
+    async cron(time: number): Promise<void> {
+      await worker.scheduled({ scheduledTime: time, cron: "* * * * *", noRetry() {} } as never, workerEnv as never);
+    },
+  };
+}
+
+/** Empty tables, as a fresh database has them (the fence floor at 0). */
+async function emptyDatabase(): Promise<void> {
+  const { results } = await env.DB.prepare(
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name NOT IN ('d1_migrations', 'fence_floor')",
+  ).all<{ name: string }>();
+  await env.DB.batch([...results.map(({ name }) => env.DB.prepare(`DELETE FROM ${name}`)), env.DB.prepare("UPDATE fence_floor SET fence = 0")]);
+}
+
+const measured = new Map<string, Tally>();
+let w: ReturnType<typeof countedWorker>;
+
+/** Runs one call or cron run and keeps its tally under `verb`; answers what the call answered. */
+async function measure<R>(verb: string, run: () => Promise<R>): Promise<R> {
+  w.take();
+  const answer = await run();
+  measured.set(verb, w.take());
+  return answer;
+}
+
+function expectStatus(answer: { status: number; body: unknown }, status: number) {
+  expect(answer.status, JSON.stringify(answer.body)).toBe(status);
+}
+
+/**
+ * A queue as it is in a database in use: it already has a job (one due next
+ * year, which no claim, expiry or purge here touches) and a refusal this
+ * minute, so that the counts' rows exist and a verb pays only for what it changes.
+ */
+async function inUse(queue: string): Promise<void> {
+  const id = `${queue}-resident`;
+  expectStatus(await w.call("POST", "/v1/jobs", { id, queue, payload: PAYLOAD, delayMs: 365 * DAY }), 201);
+  expectStatus(await w.call("POST", `/v1/jobs/${id}/complete`, { owner: "Z", fence: 1, result: RESULT }), 409);
+}
+
+beforeAll(async () => {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  expect(JSON.stringify(PAYLOAD)).toHaveLength(60);
+  expect(JSON.stringify(RESULT)).toHaveLength(50);
+  w = countedWorker();
+
+  // A job's life on single calls.
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("single");
+  expectStatus(await measure("enqueue", () => w.call("POST", "/v1/jobs", { id: "one", queue: "single", payload: PAYLOAD })), 201);
+  const [lease] = (await measure("claim-next", () => w.call("POST", "/v1/queues/single/claim", { owner: "A", ttlMs: TTL }))).body.leases;
+  expect(lease).toMatchObject({ fence: 1, job: { id: "one" } });
+  vi.setSystemTime(T + 1_000);
+  expectStatus(await measure("complete", () => w.call("POST", "/v1/jobs/one/complete", { owner: "A", fence: 1, result: RESULT })), 200);
+  expectStatus(await measure("events (read)", () => w.call("GET", "/v1/jobs/one/events")), 200);
+  expectStatus(await measure("stats (read)", () => w.call("GET", "/v1/stats")), 200);
+  vi.setSystemTime(T + 8 * DAY);
+  await measure("purge (cron, one job)", () => w.cron(T + 8 * DAY));
+
+  // A job's life in batches: 100 enqueued, claimed, renewed and completed by one call each.
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("many");
+  const jobs = Array.from({ length: BATCH }, (_, i) => ({ id: `many-${String(i).padStart(3, "0")}`, payload: PAYLOAD }));
+  expectStatus(await measure(`enqueueMany of ${BATCH}`, () => w.call("POST", "/v1/queues/many/jobs", { jobs })), 200);
+  const claimed = (await measure(`claim-next of ${BATCH}`, () => w.call("POST", "/v1/queues/many/claim", { owner: "W", ttlMs: TTL, limit: BATCH }))).body.leases as { fence: number; job: { id: string } }[];
+  expect(claimed).toHaveLength(BATCH);
+  const held = claimed.map((lease) => ({ id: lease.job.id, fence: lease.fence }));
+  vi.setSystemTime(T + 1_000);
+  expectStatus(await measure(`renewMany of ${BATCH}`, () => w.call("POST", "/v1/leases/renew", { owner: "W", ttlMs: TTL, leases: held })), 200);
+  vi.setSystemTime(T + 2_000);
+  const completed = await measure(`completeMany of ${BATCH} with next (none left)`, () =>
+    w.call("POST", "/v1/leases/complete", { owner: "W", leases: held.map((lease) => ({ ...lease, result: RESULT })), next: { queue: "many", limit: BATCH, ttlMs: TTL } }));
+  expect(completed.body.leases).toHaveLength(0);
+  vi.setSystemTime(T + 8 * DAY);
+  await measure(`purge (cron, ${BATCH} jobs)`, () => w.cron(T + 8 * DAY));
+
+  // The runner's steady state: completeMany with next hands out the next 100 in the same call.
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("loop");
+  const twice = Array.from({ length: 2 * BATCH }, (_, i) => ({ id: `loop-${String(i).padStart(3, "0")}`, payload: PAYLOAD }));
+  expectStatus(await w.call("POST", "/v1/queues/loop/jobs", { jobs: twice }), 200);
+  const first = (await w.call("POST", "/v1/queues/loop/claim", { owner: "W", ttlMs: TTL, limit: BATCH })).body.leases as { fence: number; job: { id: string } }[];
+  const handedOn = await measure(`completeMany of ${BATCH} with next (takes ${BATCH})`, () =>
+    w.call("POST", "/v1/leases/complete", { owner: "W", leases: first.map((lease) => ({ id: lease.job.id, fence: lease.fence, result: RESULT })), next: { queue: "loop", limit: BATCH, ttlMs: TTL } }));
+  expect(handedOn.body.leases).toHaveLength(BATCH);
+
+  // Claim by id, and the other ends of a lease: fail, release, cancel, and the cron's expiry.
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("ends");
+  for (const id of ["by-id", "failing", "released", "cancelled", "expiring"]) expectStatus(await w.call("POST", "/v1/jobs", { id, queue: "ends", payload: PAYLOAD }), 201);
+  expectStatus(await measure("claim (by id)", () => w.call("POST", "/v1/jobs/by-id/claim", { owner: "A", ttlMs: TTL })), 200);
+  vi.setSystemTime(T + 1_000);
+  expectStatus(await measure("renew", () => w.call("POST", "/v1/jobs/by-id/renew", { owner: "A", fence: 1, ttlMs: TTL })), 200);
+  expectStatus(await measure("renew, again in the same lease", () => w.call("POST", "/v1/jobs/by-id/renew", { owner: "A", fence: 1, ttlMs: TTL })), 200);
+  expectStatus(await measure("refused stale write", () => w.call("POST", "/v1/jobs/by-id/complete", { owner: "Z", fence: 1, result: RESULT })), 409);
+  expectStatus(await measure("refused stale write, repeated", () => w.call("POST", "/v1/jobs/by-id/complete", { owner: "Z", fence: 1, result: RESULT })), 409);
+  vi.setSystemTime(T);
+  for (const id of ["failing", "released", "expiring"]) expectStatus(await w.call("POST", `/v1/jobs/${id}/claim`, { owner: "A", ttlMs: id === "expiring" ? 1_000 : TTL }), 200);
+  expectStatus(await measure("fail (retried later)", () => w.call("POST", "/v1/jobs/failing/fail", { owner: "A", fence: 1, error: "boom" })), 200);
+  expectStatus(await measure("release", () => w.call("POST", "/v1/jobs/released/release", { owner: "A", fence: 1 })), 200);
+  expectStatus(await measure("cancel (queued)", () => w.call("POST", "/v1/jobs/cancelled/cancel", { reason: "not needed" })), 200);
+  vi.setSystemTime(T + 2_000);
+  await measure("expiry (cron, one lease)", () => w.cron(T + 2_000)); // by-id's lease runs on
+  expect((await w.call("GET", "/v1/jobs/expiring")).body).toMatchObject({ owner: null, fence: 1, status: "queued" });
+
+  // A long poll: the claim waits on an empty queue until a job comes (another Worker's enqueue).
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("polled");
+  const producer = countedWorker();
+  const waiting = measure("claim-next, long poll (looks, waits, then takes one)", () => w.call("POST", "/v1/queues/polled/claim", { owner: "A", ttlMs: TTL, waitMs: 5_000 }));
+  // Once the claim has looked (a claim-next, then when a job is next due), and sleeps until its re-check a second later.
+  while (w.peek().queries < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+  expectStatus(await producer.call("POST", "/v1/jobs", { id: "polled", queue: "polled", payload: PAYLOAD }), 201);
+  expect((await waiting).body.leases).toHaveLength(1);
+}, 60_000);
+
+/** The database file's size, as D1 reports it after a query. */
+async function databaseBytes(db: D1Database): Promise<number> {
+  return (await db.prepare("SELECT 1").run()).meta.size_after;
+}
+
+/** How many bytes each finished job takes in a fresh database, kept with its history: 10,000 jobs, their ids `idLength` characters long. */
+async function bytesPerFinishedJob(idLength: number): Promise<number> {
+  const db = env.DB_UNMIGRATED;
+  await applyD1Migrations(db, env.TEST_MIGRATIONS);
+  const fresh = countedWorker(db);
+  const before = await databaseBytes(db);
+  const JOBS = 10_000;
+  const CALL = 100; // the most a claim-next takes
+  for (let start = 0; start < JOBS; start += CALL) {
+    const jobs = Array.from({ length: CALL }, (_, i) => ({ id: `${idLength}-${String(start + i).padStart(idLength - String(idLength).length - 1, "0")}`, payload: PAYLOAD }));
+    expect(jobs[0]!.id).toHaveLength(idLength);
+    expectStatus(await fresh.call("POST", `/v1/queues/bytes-${idLength}/jobs`, { jobs }), 200);
+    const { leases } = (await fresh.call("POST", `/v1/queues/bytes-${idLength}/claim`, { owner: "worker-1", ttlMs: TTL, limit: CALL })).body as { leases: { fence: number; job: { id: string } }[] };
+    expect(leases).toHaveLength(CALL);
+    const completed = await fresh.call("POST", "/v1/leases/complete", { owner: "worker-1", leases: leases.map((lease) => ({ id: lease.job.id, fence: lease.fence, result: RESULT })) });
+    expectStatus(completed, 200);
+  }
+  return ((await databaseBytes(db)) - before) / JOBS;
+}
+
+afterAll(() => {
+  vi.useRealTimers();
+});
+
+/** The lines of the table in docs/cost.md, in its order. */
+const VERBS = [
+  "enqueue",
+  "claim-next",
+  "claim (by id)",
+  "renew",
+  "renew, again in the same lease",
+  "complete",
+  "purge (cron, one job)",
+  `enqueueMany of ${BATCH}`,
+  `claim-next of ${BATCH}`,
+  `renewMany of ${BATCH}`,
+  `completeMany of ${BATCH} with next (none left)`,
+  `completeMany of ${BATCH} with next (takes ${BATCH})`,
+  `purge (cron, ${BATCH} jobs)`,
+  "refused stale write",
+  "refused stale write, repeated",
+  "fail (retried later)",
+  "release",
+  "cancel (queued)",
+  "expiry (cron, one lease)",
+  "claim-next, long poll (looks, waits, then takes one)",
+  "events (read)",
+  "stats (read)",
+];
+
+/** The table of docs/cost.md: each verb's queries and rows, as measured. */
+function costTable(): string {
+  expect([...measured.keys()].sort()).toEqual([...VERBS].sort());
+  const lines = ["| verb | queries | rows read | rows written |", "|---|---:|---:|---:|"];
+  for (const verb of VERBS) {
+    const { queries, read, written } = measured.get(verb)!;
+    lines.push(`| ${verb} | ${queries} | ${read} | ${written} |`);
+  }
+  return lines.join("\n");
+}
+
+const written = (verb: string) => measured.get(verb)!.written;
+
+/**
+ * The most rows a job's life and a few verbs may write (issue 18), and the
+ * most bytes a finished job may keep (10-character ids). Batched, a job's
+ * life writes 7 rows of its own, and its calls a row each for their queue's
+ * counts (enqueueMany, completeMany, the purge) and one for the fence floor.
+ */
+const BUDGET = { singleLife: 11, batchedLifePerJob: 7, batchedLifePerCalls: 4, renew: 2, refusal: 3, expiry: 3, finishedJobBytes: 300 };
+
+describe("what a job costs on D1", () => {
+  test("each verb writes the rows of its line in docs/cost.md, and reads no more", () => {
+    console.log(costTable());
+    expect(costPage).toContain(costTable());
+  });
+
+  test("a job's happy life, enqueue, claim, complete and purge, stays within its budget on single calls and in batches", () => {
+    const single = written("enqueue") + written("claim-next") + written("complete") + written("purge (cron, one job)");
+    const batched = written(`enqueueMany of ${BATCH}`) + written(`claim-next of ${BATCH}`) + written(`completeMany of ${BATCH} with next (none left)`) + written(`purge (cron, ${BATCH} jobs)`);
+    expect(costPage).toMatch(new RegExp(`\\| single calls \\| [\\d.]+ \\| ${single} \\|`));
+    expect(costPage).toMatch(new RegExp(`\\| batched: ${BATCH} a call \\(enqueueMany, claim-next of ${BATCH}, completeMany\\) \\| [\\d.]+ \\| ${batched / BATCH} \\|`));
+    expect(single).toBeLessThanOrEqual(BUDGET.singleLife);
+    expect(batched).toBeLessThanOrEqual(BUDGET.batchedLifePerJob * BATCH + BUDGET.batchedLifePerCalls);
+  });
+
+  test("a renew, a refused stale write and the cron's expiry of a lease stay within their budgets", () => {
+    expect(written("renew")).toBeLessThanOrEqual(BUDGET.renew);
+    expect(written("refused stale write")).toBeLessThanOrEqual(BUDGET.refusal);
+    expect(written("expiry (cron, one lease)")).toBeLessThanOrEqual(BUDGET.expiry);
+  });
+});
+
+describe("what a finished job keeps on D1", () => {
+  test("a finished job with a 60-byte payload and a 50-byte result, kept with its history", async () => {
+    vi.setSystemTime(T);
+    const bytes = { short: Math.round(await bytesPerFinishedJob(10)), uuid: Math.round(await bytesPerFinishedJob(36)) };
+    console.log(`bytes per finished job: ${JSON.stringify(bytes)}`);
+    expect(costPage).toContain(`| a finished job, kept: 10-character ids | ${bytes.short} bytes |`);
+    expect(costPage).toContain(`| a finished job, kept: 36-character ids | ${bytes.uuid} bytes |`);
+    expect(bytes.short).toBeLessThanOrEqual(BUDGET.finishedJobBytes);
+  }, 120_000);
+});
