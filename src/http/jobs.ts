@@ -42,10 +42,10 @@ const oneOfRunAtOrDelay = [
 /** oneOfRunAtOrDelay in the OpenAPI document's words. */
 const notBothRunAtAndDelay = { not: { required: ["runAt", "delayMs"] } };
 
-const tracestateOnlyWithTraceparent = [
-  (job: { traceparent?: string; tracestate?: string }) => job.tracestate === undefined || job.traceparent !== undefined,
+const tracestateOnlyWithTraceparent: [(job: { traceparent?: string; tracestate?: string }) => boolean, { error: string; path: string[] }] = [
+  (job) => job.tracestate === undefined || job.traceparent !== undefined,
   { error: "needs a traceparent: the spec gives a tracestate no meaning without one", path: ["tracestate"] },
-] as [(job: { traceparent?: string; tracestate?: string }) => boolean, { error: string; path: string[] }];
+];
 
 /** tracestateOnlyWithTraceparent in the OpenAPI document's words. */
 const tracestateNeedsTraceparent = { dependentRequired: { tracestate: ["traceparent"] } };
