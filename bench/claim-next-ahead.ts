@@ -79,9 +79,9 @@ export async function claimNextAhead(options: ClaimNextAheadOptions): Promise<vo
         for (let i = 0; i < options.cycles; i++) {
           if (i % 100 === 99) await turn();
           const t = performance.now();
-          const [lease] = await queue.store.claimNext("bench", "w", T, TTL);
+          const [lease] = await queue.store.claimNext("bench", { owner: "w", ttlMs: TTL, now: T });
           if (lease === undefined || !lease.job.id.startsWith("job-")) throw new Error(`${queue.name}: claim-next took ${lease?.job.id ?? "nothing"}, not a due job`);
-          await queue.store.complete(lease.job.id, "w", lease.fence, T, '"r"');
+          await queue.store.complete(lease.job.id, { owner: "w", fence: lease.fence, result: '"r"', now: T });
           latencies.push(performance.now() - t);
           const tail = options.due + queue.added++;
           await queue.store.enqueue(`job-${tail}`, { queue: "bench", runAt: T, now: T + tail });

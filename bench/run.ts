@@ -11,6 +11,7 @@ import { availableParallelism, cpus } from "node:os";
 import { parseArgs } from "node:util";
 import type { Client, InStatement } from "@libsql/client";
 import { openStore } from "../src/runtime/node/open.ts";
+import * as claimSql from "../src/store/sql/claim-next.ts";
 import * as sql from "../src/store/sql/lease.ts";
 import { cachedStatements, freshDatabase, rawClient, T } from "./db.ts";
 import { jsonClient, startServerProcess } from "./http-load.ts";
@@ -63,7 +64,7 @@ async function rawStoreScenarios(): Promise<void> {
       // raw: the claim and complete statements of src/store/sql/lease.ts, built before the clock starts.
       let from = next;
       next += n;
-      const claims = Array.from({ length: n }, (_, i) => statements(sql.claim(`job-${from + i}`, "w", T, TTL)));
+      const claims = Array.from({ length: n }, (_, i) => statements(claimSql.claim(`job-${from + i}`, "w", T, TTL)));
       const completes = Array.from({ length: n }, (_, i) => statements(sql.complete(`job-${from + i}`, "w", 1, T, '"r"')));
       trials.raw!.push(await timed(n, async (i) => {
         await send(client, claims[i]!);
@@ -71,10 +72,10 @@ async function rawStoreScenarios(): Promise<void> {
       }));
       await expectDone(client, from, n, "raw");
 
-      // raw+read: the same, each with the read of the job in the same batch, as LeaseStore sends them today.
+      // raw+read: the same, each with a read of the job in the same batch: what reading the job after every write would cost (LeaseStore reads it only after a write that changed nothing).
       from = next;
       next += n;
-      const readClaims = Array.from({ length: n }, (_, i) => [...statements(sql.claim(`job-${from + i}`, "w", T, TTL)), sql.state(`job-${from + i}`, T)]);
+      const readClaims = Array.from({ length: n }, (_, i) => [...statements(claimSql.claim(`job-${from + i}`, "w", T, TTL)), sql.state(`job-${from + i}`, T)]);
       const readCompletes = Array.from({ length: n }, (_, i) => [...statements(sql.complete(`job-${from + i}`, "w", 1, T, '"r"')), sql.state(`job-${from + i}`, T)]);
       trials["raw+read"]!.push(await timed(n, async (i) => {
         await client.batch(readClaims[i]!, "write");
@@ -86,15 +87,15 @@ async function rawStoreScenarios(): Promise<void> {
       from = next;
       next += n;
       trials.store!.push(await timed(n, async (i) => {
-        const fence = await store.claim(`job-${from + i}`, "w", T, TTL);
-        await store.complete(`job-${from + i}`, "w", fence!, T, '"r"');
+        const { fence } = await store.claim(`job-${from + i}`, { owner: "w", ttlMs: TTL, now: T });
+        await store.complete(`job-${from + i}`, { owner: "w", fence, result: '"r"', now: T });
       }));
       await expectDone(client, from, n, "store");
 
       // raw, cached statements: raw's statements, each prepared once, on libsql's Database.
       from = next;
       next += n;
-      const cachedClaims = Array.from({ length: n }, (_, i) => statements(sql.claim(`job-${from + i}`, "w", T, TTL)) as { sql: string; args: unknown[] }[]);
+      const cachedClaims = Array.from({ length: n }, (_, i) => statements(claimSql.claim(`job-${from + i}`, "w", T, TTL)) as { sql: string; args: unknown[] }[]);
       const cachedCompletes = Array.from({ length: n }, (_, i) => statements(sql.complete(`job-${from + i}`, "w", 1, T, '"r"')) as { sql: string; args: unknown[] }[]);
       trials["raw, cached statements"]!.push(await timed(n, async (i) => {
         cached.batch(cachedClaims[i]!);
@@ -109,7 +110,7 @@ async function rawStoreScenarios(): Promise<void> {
   }
   const raw = median(trials.raw!);
   results.push({ name: "raw", unit: "cycles/s", ...raw, note: "claim + complete statements of src/store/sql/lease.ts, bare @libsql/client" });
-  results.push({ name: "raw+read", unit: "cycles/s", ...median(trials["raw+read"]!), note: "the same, each in one batch with the read of the job, as LeaseStore sends them" });
+  results.push({ name: "raw+read", unit: "cycles/s", ...median(trials["raw+read"]!), note: "the same, each in one batch with a read of the job, which LeaseStore sends only after a refusal" });
   results.push({ name: "store", unit: "cycles/s", ...median(trials.store!), target: { of: "raw, cached statements", min: 0.8 }, note: "claim → complete through LeaseStore" });
   results.push({ name: "raw, cached statements", unit: "cycles/s", ...median(trials["raw, cached statements"]!), note: "raw's statements prepared once, on the libsql Database under @libsql/client: the floor of the store's file driver" });
   BASELINES["raw+read"] = ["raw"];
@@ -183,8 +184,8 @@ async function claimNextScenario(): Promise<void> {
         for (let i = 0; i < size.claimNextCycles; i++) {
           if (i % 100 === 99) await turn();
           const t = performance.now();
-          const [lease] = await entry.store.claimNext("bench", "w", T, TTL);
-          await entry.store.complete(lease!.job.id, "w", lease!.fence, T, '"r"');
+          const [lease] = await entry.store.claimNext("bench", { owner: "w", ttlMs: TTL, now: T });
+          await entry.store.complete(lease!.job.id, { owner: "w", fence: lease!.fence, result: '"r"', now: T });
           latencies.push(performance.now() - t);
           const tail = entry.queued + entry.added++;
           await entry.store.enqueue(`job-${tail}`, { queue: "bench", runAt: T, now: T + tail });

@@ -6,14 +6,14 @@
 // |---|---------------------------------------------------|---------------------------------------------------------------------|
 // | 1 | CREATE TABLE jobs (not idempotent; a restart       | src/store/migrate.ts: the runner no longer skips a migration already      |
 // |   |   that rebuilds the table resets the fences)       |   applied, so a reopen runs 0001_jobs.sql again                     |
-// | 2 | INSERT OR REPLACE INTO jobs                        | statements.enqueue: INSERT OR REPLACE, no ON CONFLICT DO NOTHING,   |
+// | 2 | INSERT OR REPLACE INTO jobs                        | sql/lease.ts enqueue: INSERT OR REPLACE, no ON CONFLICT DO NOTHING, |
 // |   |                                                    |   so re-enqueueing wipes a lease in progress (and its fence)        |
-// | 3 | if row else {}                                     | store.state: answers {} instead of null for an unknown id           |
-// | 4 | row[0] >= now (claim refuses at now == until)      | statements expire, claim, claimNext: `until <= now` made `< now`    |
-// | 5 | AND until>=? (renew revives an expired lease)      | statements.currentLease: `until > now` made `until >= now`          |
-// | 6 | AND done>=0 (complete ignores done)                | statements.currentLease: `done = 0` made `done >= 0`                |
-// | 7 | SET owner=NULL,until=0,fence=0 (release resets)    | statements.release: also sets `fence = 0`                           |
-// | 8 | return [claim(..., owners[0], ...)]                | claimMany: races only owners[0] and answers one value               |
+// | 3 | if row else {}                                     | noteVerbs state: answers {} instead of null for an unknown id       |
+// | 4 | row[0] >= now (claim refuses at now == until)      | sql expire, claim, claim-next: `until <= now` made `< now`          |
+// | 5 | AND until>=? (renew revives an expired lease)      | sql/lease.ts currentLease: `until > now` made `until >= now`        |
+// | 6 | AND done>=0 (complete ignores done)                | sql/lease.ts currentLease: `done = 0` made `done >= 0`              |
+// | 7 | SET owner=NULL,until=0,fence=0 (release resets)    | sql/lease.ts release: also sets `fence = 0`                         |
+// | 8 | return [claim(..., owners[0], ...)]                | noteVerbs claimMany: races only owners[0], answers one value        |
 //
 // For each mutant: copy src/, test/, migrations/ and the config files to a
 // fresh temp dir (node_modules symlinked), apply the mutation there (the real
@@ -53,7 +53,7 @@ const MUTANTS: Mutant[] = [
   },
   {
     name: "3 state answers {} for an unknown id",
-    edits: [{ file: "src/store/store.ts", search: "return row ? jobFromRow(row) : null;", replace: "return row ? jobFromRow(row) : ({} as Job);" }],
+    edits: [{ file: "src/store/note.ts", search: "(job): Job | null => job, null)", replace: "(job): Job | null => job, {} as Job)" }],
     tests: ["test/store/store.test.ts"],
   },
   {
@@ -63,8 +63,8 @@ const MUTANTS: Mutant[] = [
     // of an ended lease (takeNext; the jobs it takes unheld have until 0).
     edits: [
       { file: "src/store/sql/lease.ts", scope: "export function expire(", search: "until <= ?1", replace: "until < ?1" },
-      { file: "src/store/sql/lease.ts", scope: "export function claim(", search: "until <= ?3", replace: "until < ?3" },
-      { file: "src/store/sql/lease.ts", scope: "function takeNext(", search: "owner IS NOT NULL AND until <= ?3", replace: "owner IS NOT NULL AND until < ?3" },
+      { file: "src/store/sql/claim-next.ts", scope: "export function claim(", search: "until <= ?3", replace: "until < ?3" },
+      { file: "src/store/sql/claim-next.ts", scope: "function takeNext(", search: "owner IS NOT NULL AND until <= ?3", replace: "owner IS NOT NULL AND until < ?3" },
     ],
     tests: ["test/store/store.test.ts"],
   },
@@ -88,9 +88,9 @@ const MUTANTS: Mutant[] = [
     name: "8 claimMany races only owners[0]",
     edits: [
       {
-        file: "src/store/claim-many.ts",
-        search: "return await Promise.all(owners.map((owner, i) => stores[i]!.claim(id, owner, now, ttlMs)));",
-        replace: "return [await stores[0]!.claim(id, owners[0]!, now, ttlMs)];",
+        file: "src/store/note.ts",
+        search: "return Promise.all(owners.map((owner) => claim(id, owner, now, ttlMs)));",
+        replace: "return [await claim(id, owners[0]!, now, ttlMs)];",
       },
     ],
     tests: ["test/store/races.test.ts"],

@@ -9,7 +9,6 @@ export { type AppOptions, createApp } from "./http/app.ts";
 export { type Auth, authFromEnv } from "./http/middleware/auth.ts";
 export { DEFAULT_LIMITS, type Limits } from "./http/shapes.ts";
 export type { UiFiles } from "./http/ui.ts";
-export { claimMany } from "./store/claim-many.ts";
 export {
   InvalidArgument,
   LeaseLost,
@@ -26,9 +25,37 @@ export type { Health, HealthOptions, HealthReason } from "./store/health.ts";
 export type { Job, JobEvent, JobStatus, Lease } from "./store/job.ts";
 export { maintain, type Maintained, RETENTION_MS } from "./store/maintenance.ts";
 export { type Migration, migrate } from "./store/migrate.ts";
+export { type NoteVerbs, noteVerbs } from "./store/note.ts";
 export type { LeaseOutcome } from "./store/refusal.ts";
 export type { Fired, FiredJob, Schedule, Schedules, ScheduleSpec, TakenFire } from "./store/schedules.ts";
 export { STATUSES } from "./store/sql/lease.ts";
 export type { QueueStats } from "./store/stats.ts";
-export { type ClaimedLeases, type EnqueueOptions, type HousekeepingOptions, LeaseStore, type NewJob, type NextClaim, type Page, type QueueLimits, type QueueSettings, type Settled } from "./store/store.ts";
+export type {
+  CancelRequest,
+  ClaimedLeases,
+  ClaimNextRequest,
+  ClaimRequest,
+  CompleteManyRequest,
+  CompleteRequest,
+  EnqueueManyRequest,
+  EnqueueRequest,
+  EventsRequest,
+  ExpireRequest,
+  FailRequest,
+  HeldLease,
+  HousekeepingOptions,
+  LeaseCheck,
+  ListRequest,
+  NewJob,
+  NextClaim,
+  Page,
+  PurgeRequest,
+  QueueLimits,
+  QueueLimitsRequest,
+  QueueSettings,
+  RenewManyRequest,
+  RenewRequest,
+  Settled,
+} from "./store/shapes.ts";
+export { LeaseStore } from "./store/store.ts";
 export type { Waits } from "./wait/long-poll.ts";

@@ -1,5 +1,5 @@
 import type { Job, JobEvent, ListRequest } from "../client/types.ts";
-import { printable } from "../http/printable.ts";
+import { printable } from "../store/printable.ts";
 import { at, type Command, columns, more } from "./command.ts";
 import { enqueueMany } from "./enqueue-many.ts";
 import { integer, json, moment } from "./flags.ts";

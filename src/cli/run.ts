@@ -1,5 +1,5 @@
 import { LeaseClient } from "../client/lease-client.ts";
-import { printable } from "../http/printable.ts";
+import { printable } from "../store/printable.ts";
 import type { Command, Io } from "./command.ts";
 import { EXIT, exitFor, UsageError } from "./exit-codes.ts";
 import { parseFlags } from "./flags.ts";

@@ -231,7 +231,7 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     const { id, delayMs, runAt, ...rest } = c.req.valid("json");
     const now = clock();
     const trace = traceContextFor(rest, c.req.raw.headers);
-    const { created, job } = await store.enqueueJob(id, { ...rest, ...trace, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
+    const { created, job } = await store.enqueue(id, { ...rest, ...trace, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
     if (created) afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
     return created ? c.json({ created: true as const, job: jobView(job) }, 201) : c.json({ created: false as const, job: jobView(job) }, 200);
   });
@@ -241,7 +241,7 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     const headers = c.req.raw.headers;
     const jobs = c.req.valid("json").jobs.map(({ delayMs, runAt, ...job }) => ({ ...job, ...traceContextFor(job, headers), runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs) }));
     const queue = c.req.valid("param").queue;
-    const enqueued = await store.enqueueMany(queue, jobs, now);
+    const enqueued = await store.enqueueMany(queue, { jobs, now });
     afterAnswer(c, wake.enqueued(queue, jobs.filter((_, i) => enqueued[i]!.created).map((job) => job.runAt ?? now), now));
     return c.json({ jobs: enqueued }, 200);
   });
@@ -249,11 +249,11 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
   app.openapi(route.get, async (c) => {
     const { id } = c.req.valid("param");
     const waitMs = c.req.valid("query").waitMs ?? 0;
-    return c.json(jobView(waitMs > 0 ? await waits.job(id, waitMs, c.req.raw.signal) : await store.getJob(id, clock())), 200);
+    return c.json(jobView(waitMs > 0 ? await waits.job(id, waitMs, c.req.raw.signal) : await store.get(id, { now: clock() })), 200);
   });
 
   app.openapi(route.list, async (c) => {
-    const page = await store.list(c.req.valid("query"), clock());
+    const page = await store.list({ ...c.req.valid("query"), now: clock() });
     return c.json({ jobs: page.items.map(jobView), nextCursor: page.next }, 200);
   });
 
@@ -264,7 +264,7 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
 
   app.openapi(route.retry, async (c) => {
     const now = clock();
-    const job = await store.retryJob(c.req.valid("param").id, now);
+    const job = await store.retry(c.req.valid("param").id, { now });
     afterAnswer(c, wake.settled(job, now));
     return c.json({ job: jobView(job) }, 200);
   });
@@ -272,13 +272,13 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
   app.openapi(route.cancel, async (c) => {
     const { by = "api", reason } = c.req.valid("json");
     const now = clock();
-    const { changed, job } = await store.cancelJob(c.req.valid("param").id, { by, reason }, now);
+    const { changed, job } = await store.cancel(c.req.valid("param").id, { by, reason, now });
     if (changed) afterAnswer(c, wake.cancelled(job, now));
     return c.json({ job: jobView(job), changed }, 200);
   });
 
   app.openapi(route.delete, async (c) => {
-    await store.deleteJob(c.req.valid("param").id, clock());
+    await store.delete(c.req.valid("param").id, { now: clock() });
     wake.finished([c.req.valid("param").id]);
     return c.json({ deleted: true as const }, 200);
   });

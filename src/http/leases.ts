@@ -276,24 +276,24 @@ export function leaseRoutes(limits: Limits) {
 export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { store, clock, waits, wake }: Served): void {
   app.openapi(route.claim, async (c) => {
     const { owner, ttlMs } = c.req.valid("json");
-    return c.json(leaseView(await store.claimJob(c.req.valid("param").id, owner, clock(), ttlMs)), 200);
+    return c.json(leaseView(await store.claim(c.req.valid("param").id, { owner, ttlMs, now: clock() })), 200);
   });
 
   app.openapi(route.claimNext, async (c) => {
     const { owner, ttlMs, limit = 1, waitMs = 0 } = c.req.valid("json");
     const queue = c.req.valid("param").queue;
-    if (waitMs === 0) return c.json(claimedView(answered(await store.claimNext(queue, owner, clock(), ttlMs, limit), 0), false), 200);
+    if (waitMs === 0) return c.json(claimedView(answered(await store.claimNext(queue, { owner, ttlMs, limit, now: clock() }), 0), false), 200);
     return c.json(claimedView(await waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, c.req.raw.signal), true), 200);
   });
 
   app.openapi(route.renew, async (c) => {
     const { owner, fence, ttlMs, progress } = c.req.valid("json");
-    return c.json({ until: await store.renewLease(c.req.valid("param").id, owner, fence, clock(), ttlMs, { progress }) }, 200);
+    return c.json(await store.renew(c.req.valid("param").id, { owner, fence, ttlMs, progress, now: clock() }), 200);
   });
 
   app.openapi(route.complete, async (c) => {
     const { owner, fence, result, next } = c.req.valid("json");
-    const settled = await store.completeJob(c.req.valid("param").id, owner, fence, clock(), check.json("result", result)!, { next });
+    const settled = await store.complete(c.req.valid("param").id, { owner, fence, result: check.json("result", result)!, next, now: clock() });
     wake.finished([settled.job.id]);
     wake.ended([settled.job.queue]);
     return c.json(settledView(settled, next), 200);
@@ -302,7 +302,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
   app.openapi(route.release, async (c) => {
     const { owner, fence } = c.req.valid("json");
     const now = clock();
-    const job = await store.releaseLease(c.req.valid("param").id, owner, fence, now);
+    const job = await store.release(c.req.valid("param").id, { owner, fence, now });
     afterAnswer(c, wake.settled(job, now));
     return c.json({ job: jobView(job) }, 200);
   });
@@ -310,20 +310,20 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
   app.openapi(route.fail, async (c) => {
     const { owner, fence, error, retryInMs, next } = c.req.valid("json");
     const now = clock();
-    const settled = await store.failJob(c.req.valid("param").id, owner, fence, now, error, { retryInMs, next });
+    const settled = await store.fail(c.req.valid("param").id, { owner, fence, error, retryInMs, next, now });
     afterAnswer(c, wake.settled(settled.job, now));
     return c.json(settledView(settled, next), 200);
   });
 
   app.openapi(route.renewMany, async (c) => {
     const { owner, ttlMs, leases } = c.req.valid("json");
-    return c.json({ leases: (await store.renewMany(owner, leases, clock(), ttlMs)).map(outcomeView) }, 200);
+    return c.json({ leases: (await store.renewMany({ owner, ttlMs, leases, now: clock() })).map(outcomeView) }, 200);
   });
 
   app.openapi(route.completeMany, async (c) => {
     const { owner, leases, next } = c.req.valid("json");
     const completions = leases.map(({ id, fence, result }) => ({ id, fence, result: check.json("result", result)! }));
-    const { completed, leases: taken, ended } = await store.completeMany(owner, completions, clock(), next);
+    const { completed, leases: taken, ended } = await store.completeMany({ owner, leases: completions, next, now: clock() });
     wake.finished(completed.flatMap((outcome) => ("done" in outcome ? [outcome.id] : [])));
     wake.ended(ended);
     return c.json({ completed: completed.map(outcomeView), leases: taken.map(leaseView) }, 200);
@@ -331,6 +331,6 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
 
   app.openapi(route.lease, async (c) => {
     const { owner, fence } = c.req.valid("query");
-    return c.json(await store.leaseCheck(c.req.valid("param").id, owner, fence, clock()), 200);
+    return c.json(await store.leaseCheck(c.req.valid("param").id, { owner, fence, now: clock() }), 200);
   });
 }

@@ -104,23 +104,23 @@ export function queueRoutes() {
 
 /** Serves the queue routes on `app`. */
 export function serveQueues(app: Api, route: ReturnType<typeof queueRoutes>, { store, clock, wake }: Served): void {
-  app.openapi(route.pauseQueue, async (c) => c.json(await store.pauseQueue(c.req.valid("param").queue, clock()), 200));
+  app.openapi(route.pauseQueue, async (c) => c.json(await store.queues.pause(c.req.valid("param").queue, { now: clock() }), 200));
 
   app.openapi(route.resumeQueue, async (c) => {
-    const settings = await store.resumeQueue(c.req.valid("param").queue, clock());
+    const settings = await store.queues.resume(c.req.valid("param").queue, { now: clock() });
     afterAnswer(c, wake.queueOpened(settings.queue));
     return c.json(settings, 200);
   });
 
   app.openapi(route.setQueue, async (c) => {
-    const settings = await store.setQueue(c.req.valid("param").queue, c.req.valid("json"), clock());
+    const settings = await store.queues.set(c.req.valid("param").queue, { ...c.req.valid("json"), now: clock() });
     afterAnswer(c, wake.queueOpened(settings.queue));
     return c.json(settings, 200);
   });
 
-  app.openapi(route.getQueue, async (c) => c.json(await store.getQueue(c.req.valid("param").queue), 200));
+  app.openapi(route.getQueue, async (c) => c.json(await store.queues.get(c.req.valid("param").queue), 200));
 
-  app.openapi(route.listQueues, async (c) => c.json({ queues: await store.listQueues() }, 200));
+  app.openapi(route.listQueues, async (c) => c.json({ queues: await store.queues.list() }, 200));
 
-  app.openapi(route.stats, async (c) => c.json({ queues: await store.stats(clock()) }, 200));
+  app.openapi(route.stats, async (c) => c.json({ queues: await store.stats({ now: clock() }) }, 200));
 }

@@ -107,7 +107,7 @@ export function scheduleRoutes() {
 /** Serves the schedule routes on `app`, over `store.schedules`; a fire's jobs are enqueued by the maintenance, not here. */
 export function serveSchedules(app: Api, route: ReturnType<typeof scheduleRoutes>, { store, clock }: Served): void {
   app.openapi(route.putSchedule, async (c) => {
-    const { created, schedule } = await store.schedules.put(c.req.valid("param").name, c.req.valid("json"), clock());
+    const { created, schedule } = await store.schedules.put(c.req.valid("param").name, { ...c.req.valid("json"), now: clock() });
     return created ? c.json(schedule, 201) : c.json(schedule, 200);
   });
 

@@ -3,7 +3,7 @@ import type { Job, Lease } from "../store/job.ts";
 import type { LeaseOutcome } from "../store/refusal.ts";
 import { STATUSES } from "../store/sql/lease.ts";
 import { describeError } from "./errors.ts";
-import { hasUnprintable, UNPRINTABLE_CLASS } from "./printable.ts";
+import { hasUnprintable, UNPRINTABLE_CLASS } from "../store/printable.ts";
 import { linkJobTrace } from "../tracing/job-span.ts";
 
 // The shapes every resource of the API shares: the limits, the rules of its

@@ -1,35 +1,47 @@
-import type { EnqueueOptions, NewJob } from "./shapes.ts";
+import type { Statement } from "../drivers/driver.ts";
+import { InvalidArgument } from "./errors.ts";
+import type { CancelRequest, ClaimRequest, CompleteRequest, EnqueueRequest, FailRequest, HeldLease, NewJob, RenewRequest } from "./shapes.ts";
+import * as sqlClaims from "./sql/claim-next.ts";
 import * as sql from "./sql/lease.ts";
 import * as sqlCancel from "./sql/cancel.ts";
 import * as sqlMany from "./sql/many.ts";
 import * as check from "./validate.ts";
 
 // Each verb's arguments are checked here, before its statements are built, so
-// a bad call never reaches the database: the statements of the store's verbs.
+// a bad call never reaches the database. `now` is the request's time (see
+// timeOf), checked here with the rest.
+
+/** When a job is due: `runAt`, or `delayMs` after `now`, or `now`; both given is refused. */
+function dueAt(job: { runAt?: number; delayMs?: number }, now: number): number {
+  if (job.runAt !== undefined && job.delayMs !== undefined) throw new InvalidArgument("give runAt or delayMs, not both");
+  if (job.delayMs !== undefined) return now + check.duration("delayMs", job.delayMs);
+  return check.instant("runAt", job.runAt ?? now);
+}
+
 /** The statements of each verb, built from its checked arguments. */
 export const checked = {
-  enqueue: (id: string, options: EnqueueOptions) => {
-    const now = check.instant("now", options.now ?? Date.now());
+  enqueue: (id: string, request: EnqueueRequest, at: number) => {
+    const now = check.instant("now", at);
     return sql.enqueue({
       id: check.jobId("id", id),
-      queue: check.name("queue", options.queue ?? "default"),
-      payload: check.json("payload", options.payload),
-      priority: check.integer("priority", options.priority ?? 0),
-      runAt: check.instant("runAt", options.runAt ?? now),
-      maxAttempts: check.positiveInt("maxAttempts", options.maxAttempts ?? 25),
-      ...check.traceContext("", options.traceparent, options.tracestate),
+      queue: check.name("queue", request.queue ?? "default"),
+      payload: check.json("payload", request.payload),
+      priority: check.integer("priority", request.priority ?? 0),
+      runAt: dueAt(request, now),
+      maxAttempts: check.positiveInt("maxAttempts", request.maxAttempts ?? 25),
+      ...check.traceContext("", request.traceparent, request.tracestate),
       now,
     });
   },
-  enqueueMany: (queue: string, jobs: NewJob[], now: number) => {
-    check.instant("now", now);
+  enqueueMany: (queue: string, jobs: NewJob[], at: number) => {
+    const now = check.instant("now", at);
     const rows = jobs.map((job, i): sqlMany.NewJob => {
       const trace = check.traceContext(`jobs[${i}].`, job.traceparent, job.tracestate);
       return [
         check.jobId(`jobs[${i}].id`, job.id),
         check.json("payload", job.payload),
         check.integer("priority", job.priority ?? 0),
-        check.instant("runAt", job.runAt ?? now),
+        dueAt(job, now),
         check.positiveInt("maxAttempts", job.maxAttempts ?? 25),
         trace.traceparent,
         trace.tracestate,
@@ -37,26 +49,31 @@ export const checked = {
     });
     return sqlMany.enqueueMany(check.name("queue", queue), rows, now);
   },
-  claimNext: (queue: string, owner: string, now: number, ttlMs: number, limit: number) =>
-    sql.claimNext(check.name("queue", queue), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), check.positiveInt("limit", limit)),
-  claim: (id: string, owner: string, now: number, ttlMs: number) =>
-    sql.claim(check.name("id", id), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs)),
-  renew: (id: string, owner: string, fence: number, now: number, ttlMs: number, progress?: unknown) =>
-    sql.renew(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), check.progress("progress", progress)),
-  complete: (id: string, owner: string, fence: number, now: number, result: string) =>
-    sql.complete(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now), check.text("result", result)),
-  release: (id: string, owner: string, fence: number, now: number) =>
-    sql.release(check.name("id", id), check.name("owner", owner), check.positiveInt("fence", fence), check.instant("now", now)),
-  cancel: (id: string, cancel: { by: string; reason?: string | null }, now: number) =>
-    sqlCancel.cancel(check.name("id", id), check.name("by", cancel.by), check.shortText("reason", cancel.reason, check.MAX_REASON_BYTES), check.instant("now", now)),
-  fail: (id: string, owner: string, fence: number, now: number, error: string, retryInMs: number | undefined, jitter: number) =>
+  claim: (id: string, request: ClaimRequest, now: number) =>
+    sqlClaims.claim(check.name("id", id), check.name("owner", request.owner), check.instant("now", now), check.positiveInt("ttlMs", request.ttlMs)),
+  renew: (id: string, request: RenewRequest, now: number) =>
+    sql.renew(
+      check.name("id", id),
+      check.name("owner", request.owner),
+      check.positiveInt("fence", request.fence),
+      check.instant("now", now),
+      check.positiveInt("ttlMs", request.ttlMs),
+      check.progress("progress", request.progress),
+    ),
+  complete: (id: string, request: CompleteRequest, now: number, next?: Statement) =>
+    sql.complete(check.name("id", id), check.name("owner", request.owner), check.positiveInt("fence", request.fence), check.instant("now", now), check.text("result", request.result), next),
+  release: (id: string, request: HeldLease, now: number) =>
+    sql.release(check.name("id", id), check.name("owner", request.owner), check.positiveInt("fence", request.fence), check.instant("now", now)),
+  cancel: (id: string, request: CancelRequest, now: number) =>
+    sqlCancel.cancel(check.name("id", id), check.name("by", request.by ?? "api"), check.shortText("reason", request.reason, check.MAX_REASON_BYTES), check.instant("now", now)),
+  fail: (id: string, request: FailRequest, now: number, jitter: number) =>
     sql.fail({
       id: check.name("id", id),
-      owner: check.name("owner", owner),
-      fence: check.positiveInt("fence", fence),
+      owner: check.name("owner", request.owner),
+      fence: check.positiveInt("fence", request.fence),
       now: check.instant("now", now),
-      error: check.text("error", error),
-      retryInMs: retryInMs === undefined ? null : check.instant("retryInMs", retryInMs),
+      error: check.text("error", request.error),
+      retryInMs: request.retryInMs === undefined ? null : check.instant("retryInMs", request.retryInMs),
       jitter,
     }),
 };

@@ -13,7 +13,7 @@ export const RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 export type Maintained = { expired: number; purged: number; ended: { id: string; queue: string; dead: boolean }[]; fired: FiredJob[]; taken: TakenFire[]; skipped: SkippedSchedule[] };
 
 /**
- * How many chunks (of HOUSEKEEPING_CHUNK rows, src/store/store.ts) each part of one
+ * How many chunks (of HOUSEKEEPING_CHUNK rows, src/store/shapes.ts) each part of one
  * cron run takes at most on the Worker: a larger backlog is worked through
  * over the next runs, so that a run stays within D1's limits (about 40
  * statements, each a bounded transaction).
@@ -38,9 +38,9 @@ export const CRON_SCHEDULE_CHUNKS = 2;
  */
 export async function maintain(store: LeaseStore, now: number, retentionMs = RETENTION_MS, options: Omit<HousekeepingOptions, "chunkSize"> & { schedules?: boolean } = {}): Promise<Maintained> {
   const maxChunks = options.maxChunks === undefined ? undefined : Math.min(options.maxChunks, CRON_SCHEDULE_CHUNKS);
-  const { jobs: fired, taken, skipped } = options.schedules === false ? { jobs: [], taken: [], skipped: [] } : await store.schedules.fireDue(now, { ...options, maxChunks });
-  const ended = await store.reclaimExpired(now, options);
-  const purged = await store.purge(now, retentionMs, options);
+  const { jobs: fired, taken, skipped } = options.schedules === false ? { jobs: [], taken: [], skipped: [] } : await store.schedules.fireDue({ ...options, maxChunks, now });
+  const ended = await store.expire({ ...options, now });
+  const purged = await store.purge({ ...options, retentionMs, now });
   return { expired: ended.length, purged, ended, fired, taken, skipped };
 }
 
@@ -95,7 +95,7 @@ export function fireOnTime(store: LeaseStore, options: { clock: () => number; wa
   const sleep = () => (nextFireAt === null ? recheckMs : Math.min(recheckMs, Math.max(0, nextFireAt - clock())));
   return repeat(sleep, async (signal) => {
     try {
-      const fired = await store.schedules.fireDue(clock(), { signal });
+      const fired = await store.schedules.fireDue({ signal, now: clock() });
       nextFireAt = fired.nextFireAt;
       if (fired.skipped.length > 0) log?.(`fencelease: ${skippedLine(fired.skipped)}`);
       if (fired.taken.length > 0) log?.(`fencelease: ${takenLine(fired.taken)}`);

@@ -1,17 +1,13 @@
 import type { Driver, Row, Statement } from "../drivers/driver.ts";
-import { InvalidArgument, type NotClaimableReason } from "./errors.ts";
-import { type JobStatus, leasesOf } from "./job.ts";
-import * as reads from "./sql/reads.ts";
+import { InvalidArgument } from "./errors.ts";
 import * as sqlQueues from "./sql/queues.ts";
-import { followClock } from "./sql/bucket.ts";
-import { type ClaimedLeases, MAX_BURST, MAX_RATE_PER_SECOND, type QueueLimits, type QueueSettings } from "./shapes.ts";
+import { MAX_BURST, MAX_RATE_PER_SECOND, type QueueLimits, type QueueLimitsRequest, type QueueSettings, timeOf } from "./shapes.ts";
 import * as check from "./validate.ts";
 
-// The queue verbs of LeaseStore (pause, resume, setQueue, getQueue,
-// listQueues), and what its claims ask of a queue's settings: in how many ms
-// the rate limit lets a claim-next take more, and why a claim by id was
-// refused. The settings are decided by in the claim statements themselves
-// (`room` in src/store/sql/lease.ts); nothing here decides a claim.
+// The queue verbs of LeaseStore (`store.queues`): pause, resume, set, get and
+// list a queue's settings. The claims decide by these settings in the claim
+// statements themselves (`room` in src/store/sql/claim-next.ts); nothing here
+// decides a claim.
 
 /** A row of src/store/sql/queues.ts as a queue's settings. */
 function queueFromRow(row: Row): QueueSettings {
@@ -45,7 +41,7 @@ function refillPerMs(ratePerSecond: unknown): number {
   return refill;
 }
 
-/** A queue's limits, checked, as statements-queues stores them. */
+/** A queue's limits, checked, as src/store/sql/queues.ts stores them. */
 function limitsOf(settings: QueueLimits): sqlQueues.StoredLimits {
   const maxLeased = settings.maxLeased == null ? null : check.positiveInt("maxLeased", settings.maxLeased);
   if (settings.ratePerSecond == null) {
@@ -58,84 +54,45 @@ function limitsOf(settings: QueueLimits): sqlQueues.StoredLimits {
   return { maxLeased, refillPerMs: refill, burst };
 }
 
-/**
- * Why a claim by id was refused, from the job and its queue as read in the
- * same transaction (`claimState`): a job leased, done, dead or cancelled says
- * so by its status; a job nobody holds was refused by its queue: paused, out of tokens
- * (rate_limited), or else at its maxLeased (full).
- */
-export function whyNotClaimable(status: JobStatus, queueRefusal: unknown): NotClaimableReason {
-  if (status === "leased" || status === "done" || status === "dead" || status === "cancelled") return status;
-  return queueRefusal === "paused" || queueRefusal === "rate_limited" ? queueRefusal : "full";
-}
-
-/** Claimed leases, with the `retryAfterMs` of a row of `retryAfter` if there is one. */
-function withRetryAfter(leases: ClaimedLeases, hint: Row | undefined): ClaimedLeases {
-  if (hint !== undefined) leases.retryAfterMs = hint.ms as number;
-  return leases;
-}
-
-/** The queue verbs over a driver; LeaseStore delegates to them. */
-export class QueueVerbs {
+/** A queue's settings (`store.queues`): whether it is paused, its maxLeased, and its rate limit. */
+export class Queues {
   readonly #driver: Driver;
 
   constructor(driver: Driver) {
     this.#driver = driver;
   }
 
-  /** Pauses (true) or resumes (false) a queue, keeping its other settings; answers them. */
-  async pause(queue: string, paused: boolean, now: number): Promise<QueueSettings> {
-    return this.#write(sqlQueues.pauseQueue(check.name("queue", queue), paused ? 1 : 0, check.instant("now", now)));
+  /** pause pauses a queue: claims hand out none of its jobs until resume; leases already held go on. Answers its settings. */
+  async pause(queue: string, request: { now?: number } = {}): Promise<QueueSettings> {
+    return this.#write(sqlQueues.pauseQueue(check.name("queue", queue), 1, check.instant("now", timeOf(request))));
   }
 
-  /** Sets all of a queue's limits at once (see QueueLimits), keeping whether it is paused; answers its settings. */
-  async set(queue: string, settings: QueueLimits, now: number): Promise<QueueSettings> {
-    return this.#write(sqlQueues.setQueue(check.name("queue", queue), limitsOf(settings), check.instant("now", now)));
+  /** resume lets claims take the jobs of a paused queue again; answers its settings. */
+  async resume(queue: string, request: { now?: number } = {}): Promise<QueueSettings> {
+    return this.#write(sqlQueues.pauseQueue(check.name("queue", queue), 0, check.instant("now", timeOf(request))));
   }
 
-  /** A queue's settings; a queue never set has none. */
+  /**
+   * set sets all of a queue's limits at once, keeping whether it is paused:
+   * maxLeased, at most how many current leases it may have, and ratePerSecond
+   * with burst, its token bucket (absent or null: none; see QueueLimits);
+   * answers its settings. Leases already held above a new limit go on; a new
+   * rate starts with a full bucket, a changed one keeps the tokens it holds.
+   */
+  async set(queue: string, request: QueueLimitsRequest): Promise<QueueSettings> {
+    const now = timeOf(request);
+    return this.#write(sqlQueues.setQueue(check.name("queue", queue), limitsOf(request), check.instant("now", now)));
+  }
+
+  /** get answers a queue's settings; a queue never set is not paused and has no limit. */
   async get(queue: string): Promise<QueueSettings> {
     const [row] = await this.#driver.run(sqlQueues.getQueue(check.name("queue", queue)));
     return queueFromRow(row!);
   }
 
-  /** The settings of every queue that has settings or jobs, by name. */
+  /** list answers the settings of every queue that has settings or jobs, by name. */
   async list(): Promise<QueueSettings[]> {
     return (await this.#driver.run(sqlQueues.listQueues())).map(queueFromRow);
-  }
-
-  /**
-   * Runs a claim-next's statements (`claim`, of up to `limit` jobs of `queue`
-   * at `now`) and answers its leases, with `retryAfterMs` when the queue's
-   * rate limit is what stopped it short. Where a batch costs one round trip
-   * (a remote driver), that is read in the claim's batch; on a local file, where
-   * it would make every claim a transaction, only after a claim that came back
-   * short, on its own: a hint of when to ask again, never a decision.
-   */
-  async claimNext(claim: Statement[], queue: string, now: number, limit: number): Promise<ClaimedLeases> {
-    if (this.#driver.remote) {
-      const [rows = [], [hint] = []] = await this.#driver.batch([...claim, reads.retryAfter(queue, now, limit)]);
-      return withRetryAfter(leasesOf(rows), await this.#followed(queue, now, hint));
-    }
-    const [rows = []] = await this.#driver.batch(claim);
-    const leases = leasesOf(rows);
-    return leases.length < limit ? withRetryAfter(leases, await this.#followed(queue, now, (await this.#driver.run(reads.retryAfter(queue, now)))[0])) : leases;
-  }
-
-  /**
-   * After a claim of `queue` that its bucket refused at `now`: a bucket whose
-   * count is ahead of a clock that stepped back counts on from `now` (see
-   * `followClock`, which decides). Without this, with no whole token left,
-   * nothing would move its count until the clock came back to it.
-   */
-  async followClock(queue: string, now: number): Promise<void> {
-    await this.#driver.batch([followClock(queue, now)]);
-  }
-
-  /** The hint of a claim-next stopped short, after following a clock that stepped back if the hint says it did. */
-  async #followed(queue: string, now: number, hint: Row | undefined): Promise<Row | undefined> {
-    if (hint?.stepped_back === 1) await this.followClock(queue, now);
-    return hint;
   }
 
   async #write(statement: Statement): Promise<QueueSettings> {

@@ -1,8 +1,10 @@
-import { type LeaseLostReason, LeaseLost, NotFound } from "./errors.ts";
+import { type LeaseLostReason, LeaseLost, NotClaimable, type NotClaimableReason, NotFound } from "./errors.ts";
 import type { Row } from "../drivers/driver.ts";
 import type { Job, JobStatus } from "./job.ts";
 
-// Only explains a refusal that SQL already decided; it never decides one.
+// Only explains a refusal that SQL already decided; it never decides one. The
+// job is read after the write that changed nothing (src/store/store.ts), so a
+// reason says how things stand then.
 
 /** What a refusal's reason is read from: the job's lease and status as they are now. */
 type Holder = Pick<Job, "owner" | "fence" | "status">;
@@ -42,4 +44,21 @@ export function outcomes<T extends object>(presented: { id: string; fence: numbe
     const current = row.found === 0 ? null : { owner: row.owner as string | null, fence: row.fence as number, status: row.status as JobStatus };
     return { id, error: refusal(id, current, owner, fence) };
   });
+}
+
+/**
+ * Why a claim by id was refused, from the job and its queue as read after it
+ * (`claimState` in src/store/sql/claim-next.ts): a job leased, done, dead or
+ * cancelled says so by its status; a job nobody holds was refused by its
+ * queue: paused, out of tokens (rate_limited), or else at its maxLeased (full).
+ */
+function whyNotClaimable(status: JobStatus, queueRefusal: unknown): NotClaimableReason {
+  if (status === "leased" || status === "done" || status === "dead" || status === "cancelled") return status;
+  return queueRefusal === "paused" || queueRefusal === "rate_limited" ? queueRefusal : "full";
+}
+
+/** The error for a refused claim by id: NotFound, or NotClaimable with its reason, from a row of `claimState` (undefined: no such job). */
+export function claimRefusal(id: string, row: Row | undefined): NotClaimable | NotFound {
+  if (row === undefined) return new NotFound(id);
+  return new NotClaimable(id, whyNotClaimable(row.status as JobStatus, row.queue_refusal));
 }

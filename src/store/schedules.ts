@@ -4,7 +4,7 @@ import { inChunks } from "./in-chunks.ts";
 import { dueFire, firstCronFire, type ScheduleSpec, scheduleName, storedSpec } from "./schedule-times.ts";
 import * as sql from "./sql/schedules.ts";
 import type { Fire } from "./sql/schedules.ts";
-import type { HousekeepingOptions } from "./shapes.ts";
+import { type HousekeepingOptions, timeOf } from "./shapes.ts";
 import * as check from "./validate.ts";
 
 export type { ScheduleSpec } from "./schedule-times.ts";
@@ -103,10 +103,11 @@ export class Schedules {
   /**
    * put creates or replaces a schedule (a replace keeps its createdAt,
    * the anchor of everyMs, and its lastFireAt); its next fire is the first one
-   * after `now`. Answers whether it was created, and the schedule.
+   * after `now` (default `Date.now()`). Answers whether it was created, and the schedule.
    * InvalidArgument, naming the field, for a bad spec; nothing is written then.
    */
-  async put(name: string, spec: ScheduleSpec, now = Date.now()): Promise<{ created: boolean; schedule: Schedule }> {
+  async put(name: string, spec: ScheduleSpec & { now?: number }): Promise<{ created: boolean; schedule: Schedule }> {
+    const now = timeOf(spec);
     const checkedName = scheduleName(name);
     const stored = storedSpec(spec);
     check.instant("now", now);
@@ -142,12 +143,12 @@ export class Schedules {
    * the jobs enqueued, the fires that found their job's id taken (and enqueued
    * nothing), and when the earliest schedule fires next.
    */
-  async fireDue(now: number, options: HousekeepingOptions = {}): Promise<Fired> {
-    check.instant("now", now);
+  async fireDue(request: HousekeepingOptions & { now?: number } = {}): Promise<Fired> {
+    const now = check.instant("now", timeOf(request));
     const jobs: FiredJob[] = [];
     const taken: TakenFire[] = [];
     const skipped: SkippedSchedule[] = [];
-    await inChunks(options, async (size) => {
+    await inChunks(request, async (size) => {
       const due = await this.#driver.run(sql.dueSchedules(now, size, skipped.map((schedule) => schedule.name)));
       if (due.length === 0) return false;
       const fires = due.flatMap((row) => fireOrSkip(row, now, skipped));

@@ -1,9 +1,15 @@
+import type { LeaseLostReason } from "./errors.ts";
 import type { Job, Lease } from "./job.ts";
 
 // What the store's verbs take and answer, beside the Job itself (src/store/job.ts).
+// Each verb takes the id (or queue) and one request shaped like the body of
+// its HTTP route; every request may carry `now`.
 
-/** Options of `enqueue`; every one has a default. */
-export type EnqueueOptions = {
+/** The time a verb runs at, in ms since the epoch; default `Date.now()`. Tests and replays fix it. */
+type At = { now?: number };
+
+/** What `enqueue` takes (POST /v1/jobs, less the id); every field has a default. */
+export type EnqueueRequest = At & {
   /** The queue that claim-next takes the job from; default `"default"`. */
   queue?: string;
   /** Any JSON value, handed to the worker that claims the job; default null. */
@@ -12,35 +18,80 @@ export type EnqueueOptions = {
   priority?: number;
   /** Claim-next leaves the job alone before this time; default `now`. */
   runAt?: number;
+  /** Or: due this many ms after `now`; not with runAt. */
+  delayMs?: number;
   /** How many claims may end in failure or expiry before the job is dead; default 25. */
   maxAttempts?: number;
   /** The W3C traceparent of the producer's span, handed back with every lease of the job (docs/traces.md); default none. */
   traceparent?: string | null;
   /** The W3C tracestate that goes with `traceparent`; default none. */
   tracestate?: string | null;
-  /** The time of the enqueue, for `createdAt`; default `Date.now()`. */
-  now?: number;
 };
+
+/** One job of `enqueueMany`: its id and what `enqueue` takes, less the queue and the time, which are the call's. */
+export type NewJob = { id: string } & Omit<EnqueueRequest, "queue" | "now">;
+
+/** What `enqueueMany` takes (POST /v1/queues/:queue/jobs). */
+export type EnqueueManyRequest = At & { jobs: NewJob[] };
+
+/** What `claim` takes (POST /v1/jobs/:id/claim): who takes the lease, and for how long. */
+export type ClaimRequest = At & { owner: string; ttlMs: number };
+
+/** What `claimNext` takes (POST /v1/queues/:queue/claim, less waitMs): as `claim`, and up to how many jobs (default 1). */
+export type ClaimNextRequest = ClaimRequest & { limit?: number };
+
+/** A lease as its holder presents it: `release` (POST /v1/jobs/:id/release) and `leaseCheck` (GET /v1/jobs/:id/lease) take it. */
+export type HeldLease = At & { owner: string; fence: number };
+
+/** What `renew` takes (POST /v1/jobs/:id/renew): the lease, its new ttl, and any JSON value of at most 4 KB to store as the job's progress. */
+export type RenewRequest = HeldLease & { ttlMs: number; progress?: unknown };
 
 /** What a complete or fail may take in the same transaction: up to `limit` due jobs of the same queue, each leased for `ttlMs`. */
 export type NextClaim = { limit: number; ttlMs: number };
 
-/** A lease ended by complete or fail, and the leases of the next jobs taken with it (empty unless `next` was asked). */
-export type Settled = { job: Job; leases: Lease[] };
+/** What `complete` takes (POST /v1/jobs/:id/complete): the lease, the result as stored text, and the next jobs to take with it. */
+export type CompleteRequest = HeldLease & { result: string; next?: NextClaim };
 
-/** One job of `enqueueMany`: its id and the options of `enqueue`, less the queue and the time, which are the call's. */
-export type NewJob = { id: string } & Omit<EnqueueOptions, "queue" | "now">;
+/** What `fail` takes (POST /v1/jobs/:id/fail): the lease, why it failed, when to try again (default: the backoff), and the next jobs to take with it. */
+export type FailRequest = HeldLease & { error: string; retryInMs?: number; next?: NextClaim };
 
-/** How many rows one housekeeping transaction (a chunk of purge or reclaimExpired) takes at most, by default. */
+/** What `renewMany` takes (POST /v1/leases/renew): one owner's leases, each renewed for `ttlMs`, with the progress each reports. */
+export type RenewManyRequest = At & { owner: string; ttlMs: number; leases: { id: string; fence: number; progress?: unknown }[] };
+
+/** What `completeMany` takes (POST /v1/leases/complete): one owner's completions, and the next jobs of `next.queue` to take with them. */
+export type CompleteManyRequest = At & { owner: string; leases: { id: string; fence: number; result: string }[]; next?: NextClaim & { queue: string } };
+
+/** What `cancel` takes (POST /v1/jobs/:id/cancel): who cancels (default `"api"`), and why, both recorded in the cancelled event. */
+export type CancelRequest = At & { by?: string; reason?: string | null };
+
+/** What `list` takes (GET /v1/jobs): a queue, a status at `now`, the cursor of the page before, and a page size (default 50). */
+export type ListRequest = At & { queue?: string; status?: Job["status"]; cursor?: string; limit?: number };
+
+/** What `events` takes (GET /v1/jobs/:id/events): the cursor of the page before, and a page size (default 100). */
+export type EventsRequest = { cursor?: string; limit?: number };
+
+/** A lease ended by complete or fail, the leases of the next jobs taken with it (empty unless `next` was asked), and whether this call wrote it (false: the same completion sent again). */
+export type Settled = { job: Job; leases: Lease[]; changed: boolean };
+
+/** Whether (owner, fence) is the job's current lease, with the job's fence and until, and when it is not, why (the reason a write with it would be refused for). */
+export type LeaseCheck = { current: boolean; fence: number; until: number; reason?: LeaseLostReason };
+
+/** How many rows one housekeeping transaction (a chunk of purge or expire) takes at most, by default. */
 export const HOUSEKEEPING_CHUNK = 500;
 
 /**
- * How purge and reclaimExpired work through a backlog: in chunks of at most
+ * How purge and expire work through a backlog: in chunks of at most
  * `chunkSize` rows (default HOUSEKEEPING_CHUNK), each its own transaction, the
  * event loop given a turn between two, until a chunk is not full, `maxChunks`
  * chunks have run (default: no limit), or `signal` aborts.
  */
 export type HousekeepingOptions = { chunkSize?: number; maxChunks?: number; signal?: AbortSignal };
+
+/** What `expire` takes: the time, and how to work through the expired leases. */
+export type ExpireRequest = At & HousekeepingOptions;
+
+/** What `purge` takes: how long finished jobs are kept, the time, and how to work through them. */
+export type PurgeRequest = At & HousekeepingOptions & { retentionMs: number };
 
 /** A page of a listing, and the cursor of the next page (null on the last). */
 export type Page<T> = { items: T[]; next: string | null };
@@ -53,10 +104,13 @@ export type Page<T> = { items: T[]; next: string | null };
 export type QueueSettings = { queue: string; paused: boolean; maxLeased: number | null; ratePerSecond: number | null; burst: number | null };
 
 /**
- * What `setQueue` sets, all three at once (absent or null: none). `burst`
+ * What `queues.set` sets, all three at once (absent or null: none). `burst`
  * needs `ratePerSecond`; without it, max(1, ceil(ratePerSecond)).
  */
 export type QueueLimits = { maxLeased?: number | null; ratePerSecond?: number | null; burst?: number | null };
+
+/** What `queues.set` takes (PUT /v1/queues/:queue): the limits, and the time. */
+export type QueueLimitsRequest = At & QueueLimits;
 
 /** The highest rate a queue may have, in tokens a second; a rate is kept in steps of 0.001. */
 export const MAX_RATE_PER_SECOND = 1_000_000;
@@ -69,3 +123,8 @@ export const MAX_BURST = 1_000_000_000;
  * while a job is due), `retryAfterMs`: in how many ms the next token is due.
  */
 export type ClaimedLeases = Lease[] & { retryAfterMs?: number };
+
+/** The time of a request: its `now`, or the clock's. Checked by the verb, in the order it checks its arguments. */
+export function timeOf(request: At | undefined): number {
+  return request?.now ?? Date.now();
+}

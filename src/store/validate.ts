@@ -1,5 +1,5 @@
 import { InvalidArgument } from "./errors.ts";
-import { hasUnprintable } from "../http/printable.ts";
+import { hasUnprintable } from "./printable.ts";
 import { MAX_TRACESTATE, normalTraceparent, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
 
 // Every store verb checks its arguments here, before the database is touched,
@@ -19,6 +19,12 @@ export function positiveInt(name: string, value: unknown): number {
 export function instant(name: string, value: unknown): number {
   if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
   throw new InvalidArgument(`${name} must be integer milliseconds since the epoch, got ${describe(value)}`);
+}
+
+/** A length of time: whole milliseconds, 0 or more (a delay). */
+export function duration(name: string, value: unknown): number {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  throw new InvalidArgument(`${name} must be a whole number of milliseconds, 0 or more, got ${describe(value)}`);
 }
 
 /** Any safe integer, negative included (a priority). */

@@ -1,3 +1,4 @@
+import { LeaseLost, NotFound } from "../store/errors.ts";
 import type { Job, Lease } from "../store/job.ts";
 import type { ClaimedLeases, LeaseStore } from "../store/store.ts";
 import { MAX_WAITING, type Recheck, type Rechecked, WaitRoom } from "./wait-room.ts";
@@ -58,7 +59,7 @@ export function storeRecheck(store: LeaseStore, clock: () => number): Recheck {
     const version = await store.dataVersion();
     if (version !== null && version === seen) return NOTHING;
     const [claimable, finished] = await Promise.all([
-      queues.length === 0 ? [] : store.nextClaimableAtEach(queues, clock()),
+      queues.length === 0 ? [] : store.nextClaimableAtEach(queues, { now: clock() }),
       jobs.length === 0 ? [] : store.finishedOf(jobs),
     ]);
     seen = version;
@@ -130,14 +131,14 @@ export async function waitForJobs(store: LeaseStore, room: WaitRoom, claim: Wait
   const deadline = entered + claim.waitMs;
   const none = (retryAfterMs?: number) => ({ leases: [], waitedMs: Math.floor(performance.now() - entered), ...(retryAfterMs !== undefined && { retryAfterMs }) });
   const waiter = room.enterQueue(queue, limit);
-  if (waiter === null) return answered(await store.claimNext(queue, owner, clock(), ttlMs, limit), 0);
+  if (waiter === null) return answered(await store.claimNext(queue, { owner, ttlMs, limit, now: clock() }), 0);
   let handOn = false;
   try {
     for (;;) {
       waiter.claiming();
       const waitedMs = Math.floor(performance.now() - entered);
       const now = clock();
-      const leases = await store.claimNext(queue, owner, now, ttlMs, limit);
+      const leases = await store.claimNext(queue, { owner, ttlMs, limit, now });
       const { retryAfterMs } = leases;
       if (retryAfterMs !== undefined) room.wakeAt(queue, now + retryAfterMs); // the next token: one waiter claims it
       if (leases.length > 0) {
@@ -151,7 +152,7 @@ export async function waitForJobs(store: LeaseStore, room: WaitRoom, claim: Wait
         return answered(leases, waitedMs);
       }
       if (waiter.stopped || signal.aborted || performance.now() + (retryAfterMs ?? 0) >= deadline) return none(retryAfterMs);
-      if (!room.hasTimer(queue)) room.wakeAt(queue, await store.nextClaimableAt(queue, clock()));
+      if (!room.hasTimer(queue)) room.wakeAt(queue, await store.nextClaimableAt(queue, { now: clock() }));
       await waiter.sleep(deadline, signal);
       if (waiter.stopped || signal.aborted) return none();
     }
@@ -168,7 +169,14 @@ export function answered(leases: ClaimedLeases, waitedMs: number): Claimed {
 /** Releases leases taken for a client that has gone (the attempts given back); answers how many were, to ring for. */
 export async function giveBack(store: LeaseStore, leases: Lease[], owner: string, now: number): Promise<number> {
   let released = 0;
-  for (const lease of leases) if (await store.release(lease.job.id, owner, lease.fence, now)) released++;
+  for (const lease of leases) {
+    try {
+      await store.release(lease.job.id, { owner, fence: lease.fence, now });
+      released++;
+    } catch (error) {
+      if (!(error instanceof LeaseLost || error instanceof NotFound)) throw error; // that lease had ended already
+    }
+  }
   return released;
 }
 
@@ -185,7 +193,7 @@ async function waitForResult(store: LeaseStore, room: WaitRoom, id: string, wait
   try {
     for (;;) {
       waiter?.claiming();
-      const job = await store.getJob(id, clock());
+      const job = await store.get(id, { now: clock() });
       if (waiter === null || isFinished(job) || waiter.stopped || signal.aborted || performance.now() >= deadline) return job;
       await waiter.sleep(deadline, signal);
     }

@@ -175,7 +175,7 @@ describe("the fencelease command", () => {
   test("get prints the job's times as ISO, as claim does; --run-at takes one back; a --priority may be negative", async () => {
     await using s = await serving();
     expect((await s.run("enqueue", "job-1", "--run-at", "2030-01-02T03:04:05.678Z", "--priority", "-2")).code).toBe(0);
-    expect(await s.store.getJob("job-1")).toMatchObject({ runAt: Date.UTC(2030, 0, 2, 3, 4, 5, 678), priority: -2 });
+    expect(await s.store.get("job-1")).toMatchObject({ runAt: Date.UTC(2030, 0, 2, 3, 4, 5, 678), priority: -2 });
     const lines = (await s.run("get", "job-1")).stdout.split("\n");
     expect(lines).toContain("runAt       2030-01-02T03:04:05.678Z");
     expect(lines).toContain("until       none"); // never leased
@@ -183,7 +183,7 @@ describe("the fencelease command", () => {
     expect(lines).toContainEqual(expect.stringMatching(/^updatedAt   \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/));
     expect(JSON.parse((await s.run("get", "job-1", "--json")).stdout)).toMatchObject({ runAt: Date.UTC(2030, 0, 2, 3, 4, 5, 678), until: 0 }); // the API's ms
     await s.run("enqueue", "job-2", "--run-at", "2030-01-02T04:04:05+01:00");
-    expect(await s.store.getJob("job-2")).toMatchObject({ runAt: Date.UTC(2030, 0, 2, 3, 4, 5) });
+    expect(await s.store.get("job-2")).toMatchObject({ runAt: Date.UTC(2030, 0, 2, 3, 4, 5) });
   });
 
   test("check-lease says why a lease is not current: expired and when, superseded, done; --json carries the reason", async () => {

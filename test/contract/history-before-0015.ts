@@ -1,6 +1,7 @@
 import { expect } from "vitest";
 import type { Row } from "../../src/drivers/driver.ts";
 import type { LeaseStore } from "../../src/store/store.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 
 // A database as the schema of migrations/0001-0012 left it, and what
 // migrations/0015 must keep of it: written by the statements of that time
@@ -136,13 +137,14 @@ async function told(store: LeaseStore, id: string): Promise<[string, string | nu
  */
 export async function expectHistoryGoesOn(store: LeaseStore, before: Before): Promise<void> {
   const oldSeqs = (id: string) => before.events.filter((event) => event.job_id === id).map((event) => event.seq as number);
-  expect(await store.renew("held", "A", 1, T + 10, TTL)).toBe(true);
-  expect(await store.release("held", "A", 1, T + 11)).toBe(true);
-  expect(await store.complete("done", "Z", 1, T + 12, "late")).toBe(false);
-  expect(await store.complete("released", "B", 2, T + 13, '"b"')).toBe(true);
-  expect(await store.fail("taken-over", "B", 2, T + 14, "boom")).toBe(true);
-  expect(await store.claim("waiting", "C", T + 15, TTL)).toBe(1);
-  expect(await store.claim("again", "D", T + 16, TTL)).toBe(2);
+  const note = noteVerbs(store);
+  expect(await note.renew("held", "A", 1, T + 10, TTL)).toBe(true);
+  expect(await note.release("held", "A", 1, T + 11)).toBe(true);
+  expect(await note.complete("done", "Z", 1, T + 12, "late")).toBe(false);
+  expect(await note.complete("released", "B", 2, T + 13, '"b"')).toBe(true);
+  expect(await note.fail("taken-over", "B", 2, T + 14, "boom")).toBe(true);
+  expect(await note.claim("waiting", "C", T + 15, TTL)).toBe(1);
+  expect(await note.claim("again", "D", T + 16, TTL)).toBe(2);
 
   expect(await told(store, "held")).toEqual([["enqueued", null, null, 1], ["claimed", "A", 1, 1], ["renewed", "A", 1, 2], ["released", "A", 1, 1]]);
   expect(await told(store, "done")).toEqual([
@@ -156,7 +158,7 @@ export async function expectHistoryGoesOn(store: LeaseStore, before: Before): Pr
     const seqs = (await store.events(id, { limit: 100 })).items.map((event) => event.seq);
     expect(seqs.slice(0, oldSeqs(id).length), `${id}: the old events keep their seqs`).toEqual(oldSeqs(id));
   }
-  expect((await store.stats(T + 20)).map(({ queue, jobs, refused }) => ({ queue, jobs, refused }))).toEqual([
+  expect((await store.stats({ now: T + 20 })).map(({ queue, jobs, refused }) => ({ queue, jobs, refused }))).toEqual([
     { queue: "q", jobs: { queued: 3, scheduled: 1, leased: 2, done: 2, dead: 1, cancelled: 1 }, refused: { lastHour: 4, total: 4 } },
   ]);
 }

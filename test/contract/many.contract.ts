@@ -2,6 +2,7 @@ import { describe, expect, test } from "vitest";
 import { InvalidArgument, LeaseLost, NotFound } from "../../src/store/errors.ts";
 import type { LeaseStore } from "../../src/store/store.ts";
 import type { FreshStore } from "./store.contract.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 
 // The verbs that carry many jobs, or take the next jobs with a completion
 // (issue 9), run on every driver like the store contract. Each lease is still
@@ -21,9 +22,9 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
   async function twoLeasedAndMoreDue() {
     const fresh = await freshStore();
     const { store } = fresh;
-    await store.enqueueMany("q", [{ id: "job-1" }, { id: "job-2" }], T);
-    expect((await store.claimNext("q", "A", T, TTL, 2)).map((lease) => lease.job.id)).toEqual(["job-1", "job-2"]);
-    await store.enqueueMany("q", [{ id: "due-2", priority: 0 }, { id: "due-1", priority: 5 }, { id: "later", runAt: T + 1_000 }], T + 1);
+    await store.enqueueMany("q", { jobs: [{ id: "job-1" }, { id: "job-2" }], now: T });
+    expect((await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 2, now: T })).map((lease) => lease.job.id)).toEqual(["job-1", "job-2"]);
+    await store.enqueueMany("q", { jobs: [{ id: "due-2", priority: 0 }, { id: "due-1", priority: 5 }, { id: "later", runAt: T + 1_000 }], now: T + 1 });
     await store.enqueue("elsewhere", { queue: "other", now: T });
     return { ...fresh, before: await fresh.snapshot() };
   }
@@ -31,10 +32,10 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
   describe("enqueueMany", () => {
     test("inserts every new job with its fields, in one call, and answers created for each in order", async () => {
       const { store, snapshot } = await freshStore();
-      const answer = await store.enqueueMany("mail", [
+      const answer = await store.enqueueMany("mail", { jobs: [
         { id: "b", payload: { to: "ada" }, priority: 3, maxAttempts: 2 },
         { id: "a", runAt: T + 500 },
-      ], T);
+      ], now: T });
       expect(answer).toEqual([{ id: "b", created: true }, { id: "a", created: true }]);
       const rows = await snapshot();
       expect(rows.b).toMatchObject({ queue: "mail", payload: '{"to":"ada"}', priority: 3, run_at: T, max_attempts: 2, fence: 0, owner: null, created_at: T });
@@ -45,9 +46,9 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
     test("leaves an existing id untouched, above all a lease in progress, and creates only the first of a repeated id", async () => {
       const { store, snapshot } = await freshStore();
       await store.enqueue("old", { queue: "q", payload: 1, now: T });
-      expect(await store.claim("old", "A", T, TTL)).toBe(1);
+      expect(await noteVerbs(store).claim("old", "A", T, TTL)).toBe(1);
       const before = await snapshot();
-      const answer = await store.enqueueMany("other", [{ id: "old", payload: 2 }, { id: "new", payload: "first" }, { id: "new", payload: "second" }], T + 1);
+      const answer = await store.enqueueMany("other", { jobs: [{ id: "old", payload: 2 }, { id: "new", payload: "first" }, { id: "new", payload: "second" }], now: T + 1 });
       expect(answer).toEqual([{ id: "old", created: false }, { id: "new", created: true }, { id: "new", created: false }]);
       const after = await snapshot();
       expect(after.old).toEqual(before.old);
@@ -57,26 +58,26 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
     test("a deleted id enqueued again starts above every fence it had", async () => {
       const { store } = await freshStore();
       await store.enqueue("job-1", { now: T });
-      await store.claim("job-1", "A", T, TTL);
-      await store.release("job-1", "A", 1, T + 1);
-      await store.deleteJob("job-1", T + 2);
-      expect(await store.enqueueMany("default", [{ id: "job-1" }], T + 3)).toEqual([{ id: "job-1", created: true }]);
-      expect(await store.claim("job-1", "B", T + 3, TTL)).toBe(2);
+      await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
+      await store.release("job-1", { owner: "A", fence: 1, now: T + 1 });
+      await store.delete("job-1", { now: T + 2 });
+      expect(await store.enqueueMany("default", { jobs: [{ id: "job-1" }], now: T + 3 })).toEqual([{ id: "job-1", created: true }]);
+      expect(await noteVerbs(store).claim("job-1", "B", T + 3, TTL)).toBe(2);
     });
 
     test("a bad job refuses the whole call before the database is touched", async () => {
       const { store, snapshot } = await freshStore();
-      await expect(store.enqueueMany("q", [{ id: "fine" }, { id: "" }], T)).rejects.toBeInstanceOf(InvalidArgument);
-      await expect(store.enqueueMany("q", [{ id: "fine", maxAttempts: 0 }], T)).rejects.toThrow("maxAttempts must be a positive safe integer, got 0");
-      await expect(store.enqueueMany("", [{ id: "fine" }], T)).rejects.toBeInstanceOf(InvalidArgument);
+      await expect(store.enqueueMany("q", { jobs: [{ id: "fine" }, { id: "" }], now: T })).rejects.toBeInstanceOf(InvalidArgument);
+      await expect(store.enqueueMany("q", { jobs: [{ id: "fine", maxAttempts: 0 }], now: T })).rejects.toThrow("maxAttempts must be a positive safe integer, got 0");
+      await expect(store.enqueueMany("", { jobs: [{ id: "fine" }], now: T })).rejects.toBeInstanceOf(InvalidArgument);
       expect(await snapshot()).toEqual({});
     });
   });
 
-  describe("completeJob and failJob with next", () => {
+  describe("complete and fail with next", () => {
     test("a complete with next also leases the next due jobs of the job's queue to the same owner, in claim order", async () => {
       const { store, snapshot, before } = await twoLeasedAndMoreDue();
-      const { job, leases } = await store.completeJob("job-1", "A", 1, T + 2, '"r"', { next: { limit: 5, ttlMs: 2 * TTL } });
+      const { job, leases } = await store.complete("job-1", { owner: "A", fence: 1, result: '"r"', next: { limit: 5, ttlMs: 2 * TTL }, now: T + 2 });
       expect(job).toMatchObject({ id: "job-1", status: "done", result: '"r"' });
       expect(leases.map((lease) => [lease.job.id, lease.fence, lease.until, lease.job.owner])).toEqual([
         ["due-1", 1, T + 2 + 2 * TTL, "A"],
@@ -89,33 +90,38 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
 
     test("takes at most limit jobs, and none when none is due", async () => {
       const { store } = await twoLeasedAndMoreDue();
-      expect((await store.completeJob("job-1", "A", 1, T + 2, "r", { next: { limit: 1, ttlMs: TTL } })).leases.map((lease) => lease.job.id)).toEqual(["due-1"]);
-      expect((await store.completeJob("job-2", "A", 1, T + 2, "r", { next: { limit: 1, ttlMs: TTL } })).leases.map((lease) => lease.job.id)).toEqual(["due-2"]);
-      expect((await store.completeJob("due-1", "A", 1, T + 3, "r", { next: { limit: 3, ttlMs: TTL } })).leases).toEqual([]);
+      expect((await store.complete("job-1", { owner: "A", fence: 1, result: "r", next: { limit: 1, ttlMs: TTL }, now: T + 2 })).leases.map((lease) => lease.job.id)).toEqual(["due-1"]);
+      expect((await store.complete("job-2", { owner: "A", fence: 1, result: "r", next: { limit: 1, ttlMs: TTL }, now: T + 2 })).leases.map((lease) => lease.job.id)).toEqual(["due-2"]);
+      expect((await store.complete("due-1", { owner: "A", fence: 1, result: "r", next: { limit: 3, ttlMs: TTL }, now: T + 3 })).leases).toEqual([]);
     });
 
     test("a refused complete takes nothing and changes nothing but its refusal record", async () => {
       const { store, snapshot, before } = await twoLeasedAndMoreDue();
-      await expect(store.completeJob("job-1", "B", 1, T + 2, "r", { next: { limit: 5, ttlMs: TTL } })).rejects.toMatchObject({ reason: "not_owner" });
-      await expect(store.completeJob("job-1", "A", 1, T + TTL, "r", { next: { limit: 5, ttlMs: TTL } })).rejects.toMatchObject({ reason: "expired" });
-      await expect(store.completeJob("nope", "A", 1, T + 2, "r", { next: { limit: 5, ttlMs: TTL } })).rejects.toBeInstanceOf(NotFound);
+      await expect(store.complete("job-1", { owner: "B", fence: 1, result: "r", next: { limit: 5, ttlMs: TTL }, now: T + 2 })).rejects.toMatchObject({ reason: "not_owner" });
+      await expect(store.complete("job-1", { owner: "A", fence: 1, result: "r", next: { limit: 5, ttlMs: TTL }, now: T + TTL })).rejects.toMatchObject({ reason: "expired" });
+      await expect(store.complete("nope", { owner: "A", fence: 1, result: "r", next: { limit: 5, ttlMs: TTL }, now: T + 2 })).rejects.toBeInstanceOf(NotFound);
       expect(await snapshot()).toEqual(before);
       expect(await kinds(store, "job-1")).toEqual(["enqueued", "claimed", "refused", "refused"]);
     });
 
-    test("the same completion sent again answers again with next, as without it", async () => {
-      const { store } = await twoLeasedAndMoreDue();
-      await store.completeJob("job-1", "A", 1, T + 2, "r");
-      const again = await store.completeJob("job-1", "A", 1, T + 3, "r", { next: { limit: 1, ttlMs: TTL } });
-      expect(again.job).toMatchObject({ status: "done", updatedAt: T + 2 });
-      expect(again.leases.map((lease) => lease.job.id)).toEqual(["due-1"]);
+    test("the same completion sent again answers the job again, changed false, and takes nothing with next", async () => {
+      const { store, snapshot } = await twoLeasedAndMoreDue();
+      const first = await store.complete("job-1", { owner: "A", fence: 1, result: "r", next: { limit: 1, ttlMs: TTL }, now: T + 2 });
+      expect(first.leases.map((lease) => lease.job.id)).toEqual(["due-1"]);
+      const taken = await snapshot();
+      for (const now of [T + 2, T + 3]) {
+        const again = await store.complete("job-1", { owner: "A", fence: 1, result: "r", next: { limit: 1, ttlMs: TTL }, now });
+        expect(again).toMatchObject({ job: { status: "done", updatedAt: T + 2 }, leases: [], changed: false });
+      }
+      expect(await snapshot()).toEqual(taken); // due-2 still waits; nothing recorded
+      expect(await kinds(store, "job-1")).toEqual(["enqueued", "claimed", "completed"]);
     });
 
     test("a fail with next ends the lease as a failed attempt and leases the next due jobs; a refused fail takes nothing", async () => {
       const { store, snapshot, before } = await twoLeasedAndMoreDue();
-      await expect(store.failJob("job-1", "B", 1, T + 2, "no", { next: { limit: 5, ttlMs: TTL } })).rejects.toBeInstanceOf(LeaseLost);
+      await expect(store.fail("job-1", { owner: "B", fence: 1, error: "no", next: { limit: 5, ttlMs: TTL }, now: T + 2 })).rejects.toBeInstanceOf(LeaseLost);
       expect(await snapshot()).toEqual(before);
-      const { job, leases } = await store.failJob("job-1", "A", 1, T + 2, "boom", { retryInMs: 0, next: { limit: 5, ttlMs: TTL } });
+      const { job, leases } = await store.fail("job-1", { owner: "A", fence: 1, error: "boom", retryInMs: 0, next: { limit: 5, ttlMs: TTL }, now: T + 2 });
       expect(job).toMatchObject({ status: "leased", owner: "A", fence: 2, lastError: "boom" }); // due at once, so taken again
       expect(leases.map((lease) => [lease.job.id, lease.fence])).toEqual([["due-1", 1], ["due-2", 1], ["job-1", 2]]);
     });
@@ -124,9 +130,9 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
   describe("renewMany", () => {
     test("extends each current lease, refuses each stale one with its reason, and says NotFound for an unknown id", async () => {
       const { store, snapshot } = await twoLeasedAndMoreDue();
-      await store.completeJob("job-2", "A", 1, T + 2, "r");
+      await store.complete("job-2", { owner: "A", fence: 1, result: "r", now: T + 2 });
       const mid = await snapshot();
-      const answer = await store.renewMany("A", [{ id: "job-1", fence: 1 }, { id: "job-2", fence: 1 }, { id: "due-1", fence: 1 }, { id: "nope", fence: 1 }], T + 3, TTL);
+      const answer = await store.renewMany({ owner: "A", ttlMs: TTL, leases: [{ id: "job-1", fence: 1 }, { id: "job-2", fence: 1 }, { id: "due-1", fence: 1 }, { id: "nope", fence: 1 }], now: T + 3 });
       expect(answer).toEqual([
         { id: "job-1", until: T + 3 + TTL },
         { id: "job-2", error: expect.objectContaining({ code: "stale_lease", reason: "done", currentFence: 1 }) },
@@ -142,18 +148,18 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
 
     test("at now == until a lease has expired and stays expired; one millisecond before, it is renewed", async () => {
       const { store } = await twoLeasedAndMoreDue();
-      const answer = await store.renewMany("A", [{ id: "job-1", fence: 1 }], T + TTL - 1, TTL);
+      const answer = await store.renewMany({ owner: "A", ttlMs: TTL, leases: [{ id: "job-1", fence: 1 }], now: T + TTL - 1 });
       expect(answer).toEqual([{ id: "job-1", until: T + TTL - 1 + TTL }]);
-      const late = await store.renewMany("A", [{ id: "job-2", fence: 1 }], T + TTL, TTL);
+      const late = await store.renewMany({ owner: "A", ttlMs: TTL, leases: [{ id: "job-2", fence: 1 }], now: T + TTL });
       expect(late).toEqual([{ id: "job-2", error: expect.objectContaining({ reason: "expired", currentFence: 1 }) }]);
-      expect(await store.state("job-2", T + TTL)).toMatchObject({ until: T + TTL, owner: "A" });
+      expect(await store.get("job-2", { now: T + TTL })).toMatchObject({ until: T + TTL, owner: "A" });
     });
 
     test("a superseded fence is refused even while its owner holds the newer lease", async () => {
       const { store } = await twoLeasedAndMoreDue();
-      await store.release("job-1", "A", 1, T + 1);
-      expect(await store.claim("job-1", "A", T + 1, TTL)).toBe(2);
-      const answer = await store.renewMany("A", [{ id: "job-1", fence: 1 }], T + 2, TTL);
+      await store.release("job-1", { owner: "A", fence: 1, now: T + 1 });
+      expect(await noteVerbs(store).claim("job-1", "A", T + 1, TTL)).toBe(2);
+      const answer = await store.renewMany({ owner: "A", ttlMs: TTL, leases: [{ id: "job-1", fence: 1 }], now: T + 2 });
       expect(answer).toEqual([{ id: "job-1", error: expect.objectContaining({ reason: "superseded", currentFence: 2 }) }]);
     });
 
@@ -162,7 +168,7 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
     // change fewer, or as many rows elsewhere, and must still be read in full.
     test("every lease of a call refused: each is recorded once and answered with its reason", async () => {
       const { store } = await twoLeasedAndMoreDue();
-      const answer = await store.renewMany("B", [{ id: "job-1", fence: 1 }, { id: "job-2", fence: 1 }], T + 2, TTL);
+      const answer = await store.renewMany({ owner: "B", ttlMs: TTL, leases: [{ id: "job-1", fence: 1 }, { id: "job-2", fence: 1 }], now: T + 2 });
       expect(answer).toEqual([
         { id: "job-1", error: expect.objectContaining({ reason: "not_owner", currentFence: 1 }) },
         { id: "job-2", error: expect.objectContaining({ reason: "not_owner", currentFence: 1 }) },
@@ -174,14 +180,14 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
   describe("completeMany", () => {
     test("completes each current lease, answers the same completion again as done, and refuses the rest, each alone", async () => {
       const { store, snapshot } = await twoLeasedAndMoreDue();
-      await store.completeJob("job-2", "A", 1, T + 2, '"two"');
+      await store.complete("job-2", { owner: "A", fence: 1, result: '"two"', now: T + 2 });
       const mid = await snapshot();
-      const { completed, leases } = await store.completeMany("A", [
+      const { completed, leases } = await store.completeMany({ owner: "A", leases: [
         { id: "job-1", fence: 1, result: '"one"' },
         { id: "job-2", fence: 1, result: '"two"' },
         { id: "due-1", fence: 1, result: '"stale"' },
         { id: "nope", fence: 1, result: "1" },
-      ], T + 3);
+      ], now: T + 3 });
       expect(completed).toEqual([
         { id: "job-1", done: true },
         { id: "job-2", done: true },
@@ -199,24 +205,24 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
 
     test("a different result for a done job is refused and the stored result stays", async () => {
       const { store } = await twoLeasedAndMoreDue();
-      await store.completeJob("job-1", "A", 1, T + 2, '"first"');
-      const { completed } = await store.completeMany("A", [{ id: "job-1", fence: 1, result: '"second"' }], T + 3);
+      await store.complete("job-1", { owner: "A", fence: 1, result: '"first"', now: T + 2 });
+      const { completed } = await store.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: '"second"' }], now: T + 3 });
       expect(completed).toEqual([{ id: "job-1", error: expect.objectContaining({ reason: "done" }) }]);
-      expect(await store.state("job-1", T + 3)).toMatchObject({ result: '"first"' });
+      expect(await store.get("job-1", { now: T + 3 })).toMatchObject({ result: '"first"' });
     });
 
     test("every lease of a call accepted records no refusal; the same call again, all done already, records none either", async () => {
       const { store } = await twoLeasedAndMoreDue();
       const completions = [{ id: "job-1", fence: 1, result: "1" }, { id: "job-2", fence: 1, result: "2" }];
-      expect((await store.completeMany("A", completions, T + 2)).completed).toEqual([{ id: "job-1", done: true }, { id: "job-2", done: true }]);
-      expect((await store.completeMany("A", completions, T + 3)).completed).toEqual([{ id: "job-1", done: true }, { id: "job-2", done: true }]);
+      expect((await store.completeMany({ owner: "A", leases: completions, now: T + 2 })).completed).toEqual([{ id: "job-1", done: true }, { id: "job-2", done: true }]);
+      expect((await store.completeMany({ owner: "A", leases: completions, now: T + 3 })).completed).toEqual([{ id: "job-1", done: true }, { id: "job-2", done: true }]);
       for (const id of ["job-1", "job-2"]) expect(await kinds(store, id)).toEqual(["enqueued", "claimed", "completed"]);
     });
 
     test("every lease of a call refused: each is recorded once and answered with its reason", async () => {
       const { store, snapshot } = await twoLeasedAndMoreDue();
       const before = await snapshot();
-      const { completed } = await store.completeMany("B", [{ id: "job-1", fence: 1, result: "1" }, { id: "job-2", fence: 1, result: "2" }], T + 2);
+      const { completed } = await store.completeMany({ owner: "B", leases: [{ id: "job-1", fence: 1, result: "1" }, { id: "job-2", fence: 1, result: "2" }], now: T + 2 });
       expect(completed).toEqual([
         { id: "job-1", error: expect.objectContaining({ reason: "not_owner", currentFence: 1 }) },
         { id: "job-2", error: expect.objectContaining({ reason: "not_owner", currentFence: 1 }) },
@@ -228,19 +234,19 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
     test("a lease given twice in one call (a stale and a current fence of one job) is InvalidArgument for renewMany and completeMany, and changes nothing", async () => {
       const { store, snapshot } = await freshStore();
       await store.enqueue("job-1", { now: T });
-      await store.claim("job-1", "A", T, 1);
-      await store.claim("job-1", "A", T + 1, TTL);
+      await store.claim("job-1", { owner: "A", ttlMs: 1, now: T });
+      await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T + 1 });
       const before = await snapshot();
       const twice = [{ id: "job-1", fence: 1 }, { id: "job-1", fence: 2 }];
       const refused = { name: "InvalidArgument", message: 'leases[1].id repeats the id "job-1"; each id may come once' };
-      await expect(store.renewMany("A", twice, T + 2, TTL)).rejects.toMatchObject(refused);
-      await expect(store.completeMany("A", twice.map((lease) => ({ ...lease, result: "r" })), T + 2)).rejects.toMatchObject(refused);
+      await expect(store.renewMany({ owner: "A", ttlMs: TTL, leases: twice, now: T + 2 })).rejects.toMatchObject(refused);
+      await expect(store.completeMany({ owner: "A", leases: twice.map((lease) => ({ ...lease, result: "r" })), now: T + 2 })).rejects.toMatchObject(refused);
       expect(await snapshot()).toEqual(before);
     });
 
     test("with next, the same transaction leases the next due jobs of the named queue", async () => {
       const { store, snapshot, before } = await twoLeasedAndMoreDue();
-      const { completed, leases } = await store.completeMany("A", [{ id: "job-1", fence: 1, result: "1" }, { id: "job-2", fence: 1, result: "2" }], T + 2, { queue: "q", limit: 3, ttlMs: TTL });
+      const { completed, leases } = await store.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "1" }, { id: "job-2", fence: 1, result: "2" }], next: { queue: "q", limit: 3, ttlMs: TTL }, now: T + 2 });
       expect(completed).toEqual([{ id: "job-1", done: true }, { id: "job-2", done: true }]);
       expect(leases.map((lease) => [lease.job.id, lease.fence, lease.job.owner])).toEqual([["due-1", 1, "A"], ["due-2", 1, "A"]]);
       const after = await snapshot();

@@ -1,11 +1,13 @@
 import { describe, expect, test } from "vitest";
 import type { Row, Statement } from "../../src/drivers/driver.ts";
+import { LeaseLost } from "../../src/store/errors.ts";
 import type { JobStatus } from "../../src/store/job.ts";
-import * as sql from "../../src/store/sql/lease.ts";
+import * as claims from "../../src/store/sql/claim-next.ts";
 import * as housekeeping from "../../src/store/sql/housekeeping.ts";
 import * as readStatements from "../../src/store/sql/reads.ts";
 import type { QueueStats } from "../../src/store/stats.ts";
 import type { FreshStore } from "./store.contract.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 
 // What the store keeps, and what it costs to keep (issue 10): fences of
 // removed ids folded into one floor, counts per queue kept by every
@@ -53,38 +55,38 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       const { store, rows } = await freshStore();
       expect(await rows("SELECT * FROM fence_floor")).toEqual([{ one: 1, fence: 0 }]);
       await store.enqueue("job-1", { now: T });
-      await store.enqueueMany("default", [{ id: "job-2" }], T);
-      expect((await store.state("job-1", T))?.fence).toBe(0);
-      expect((await store.state("job-2", T))?.fence).toBe(0);
-      expect(await store.claim("job-1", "A", T, TTL)).toBe(1);
+      await store.enqueueMany("default", { jobs: [{ id: "job-2" }], now: T });
+      expect((await store.get("job-1", { now: T }))?.fence).toBe(0);
+      expect((await store.get("job-2", { now: T }))?.fence).toBe(0);
+      expect(await noteVerbs(store).claim("job-1", "A", T, TTL)).toBe(1);
     });
 
     test("deleting and purging ids keeps one floor, the highest fence removed, and no row per id", async () => {
       const { store, rows, exec } = await freshStore();
       for (const id of ["purged", "deleted", "raw-deleted", "kept"]) await store.enqueue(id, { now: T });
-      for (let fence = 1; fence <= 3; fence++) expect(await store.claim("purged", "A", T + fence * TTL, TTL)).toBe(fence);
-      await store.complete("purged", "A", 3, T + 3 * TTL, "r");
-      expect(await store.claim("deleted", "A", T, TTL)).toBe(1);
-      await store.release("deleted", "A", 1, T + 1);
-      expect(await store.claim("raw-deleted", "A", T, TTL)).toBe(1);
-      expect(await store.claim("raw-deleted", "A", T + TTL, TTL)).toBe(2);
-      expect(await store.claim("kept", "A", T, TTL)).toBe(1);
-      const kept = await store.state("kept", T);
+      for (let fence = 1; fence <= 3; fence++) expect(await noteVerbs(store).claim("purged", "A", T + fence * TTL, TTL)).toBe(fence);
+      await store.complete("purged", { owner: "A", fence: 3, result: "r", now: T + 3 * TTL });
+      expect(await noteVerbs(store).claim("deleted", "A", T, TTL)).toBe(1);
+      await store.release("deleted", { owner: "A", fence: 1, now: T + 1 });
+      expect(await noteVerbs(store).claim("raw-deleted", "A", T, TTL)).toBe(1);
+      expect(await noteVerbs(store).claim("raw-deleted", "A", T + TTL, TTL)).toBe(2);
+      expect(await noteVerbs(store).claim("kept", "A", T, TTL)).toBe(1);
+      const kept = await store.get("kept", { now: T });
 
-      await store.deleteJob("deleted", T + 2);
+      await store.delete("deleted", { now: T + 2 });
       expect(await rows("SELECT * FROM fence_floor")).toEqual([{ one: 1, fence: 1 }]);
       await exec("DELETE FROM jobs WHERE id = 'raw-deleted'"); // whoever deletes a row raises the floor
       expect(await rows("SELECT * FROM fence_floor")).toEqual([{ one: 1, fence: 2 }]);
-      expect(await store.purge(T + 3 * TTL + HOUR, HOUR)).toBe(1);
+      expect(await store.purge({ retentionMs: HOUR, now: T + 3 * TTL + HOUR })).toBe(1);
       expect(await rows("SELECT * FROM fence_floor")).toEqual([{ one: 1, fence: 3 }]);
       expect(await rows("SELECT name FROM sqlite_master WHERE name = 'retired_fences'")).toEqual([]);
-      expect(await store.state("kept", T)).toEqual(kept);
+      expect(await store.get("kept", { now: T })).toEqual(kept);
 
       // Every id, removed or new, starts at the floor: above every fence it ever had.
       for (const id of ["purged", "deleted", "raw-deleted", "new"]) {
-        expect(await store.enqueue(id, { now: T + 2 * HOUR })).toBe(true);
-        expect((await store.state(id, T + 2 * HOUR))?.fence).toBe(3);
-        expect(await store.claim(id, "B", T + 2 * HOUR, TTL)).toBe(4);
+        expect(await noteVerbs(store).enqueue(id, { now: T + 2 * HOUR })).toBe(true);
+        expect((await store.get(id, { now: T + 2 * HOUR }))?.fence).toBe(3);
+        expect(await noteVerbs(store).claim(id, "B", T + 2 * HOUR, TTL)).toBe(4);
       }
     });
 
@@ -92,10 +94,10 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       const { store, rows } = await freshStore();
       await store.enqueue("high", { now: T });
       await store.enqueue("low", { now: T });
-      for (let fence = 1; fence <= 2; fence++) await store.claim("high", "A", T + fence * TTL, TTL);
-      await store.release("high", "A", 2, T + 2 * TTL);
-      await store.deleteJob("high", T + 3 * TTL);
-      await store.deleteJob("low", T + 3 * TTL);
+      for (let fence = 1; fence <= 2; fence++) await store.claim("high", { owner: "A", ttlMs: TTL, now: T + fence * TTL });
+      await store.release("high", { owner: "A", fence: 2, now: T + 2 * TTL });
+      await store.delete("high", { now: T + 3 * TTL });
+      await store.delete("low", { now: T + 3 * TTL });
       expect(await rows("SELECT * FROM fence_floor")).toEqual([{ one: 1, fence: 2 }]);
     });
   });
@@ -105,30 +107,30 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
     async function everyState() {
       const fresh = await freshStore();
       const { store } = fresh;
-      await store.enqueueMany("a", [{ id: "a-queued" }, { id: "a-scheduled", runAt: T + HOUR }, { id: "a-high-later", priority: 9, runAt: T + 2 * HOUR }], T);
+      await store.enqueueMany("a", { jobs: [{ id: "a-queued" }, { id: "a-scheduled", runAt: T + HOUR }, { id: "a-high-later", priority: 9, runAt: T + 2 * HOUR }], now: T });
       for (const id of ["a-leased", "a-expiring", "a-done", "a-dead", "a-retried", "a-released", "a-never-claimed", "a-deleted", "a-cancelled", "a-cancelled-leased"]) await store.enqueue(id, { queue: "a", maxAttempts: 1, now: T - MINUTE });
       await store.enqueue("a-expired-scheduled", { queue: "a", runAt: T + HOUR, maxAttempts: 1, now: T - MINUTE });
-      await store.claim("a-leased", "A", T, HOUR);
-      await store.claim("a-expiring", "A", T - MINUTE, MINUTE + 10); // until T + 10
-      await store.claim("a-expired-scheduled", "A", T - MINUTE, MINUTE); // by id, before its runAt; until T: expired, not ended
-      await store.claim("a-done", "A", T, TTL);
-      await store.complete("a-done", "A", 1, T + 1, "r");
-      await store.claim("a-dead", "A", T, TTL);
-      await store.fail("a-dead", "A", 1, T + 1, "x");
-      await store.claim("a-retried", "A", T, TTL);
-      await store.fail("a-retried", "A", 1, T + 1, "x");
-      await store.retryJob("a-retried", T + 2);
-      await store.claim("a-released", "A", T, TTL);
-      await store.release("a-released", "A", 1, T + 1);
-      await store.cancelJob("a-cancelled", { by: "ops" }, T + 1);
-      await store.claim("a-cancelled-leased", "A", T, TTL);
-      await store.cancelJob("a-cancelled-leased", { by: "ops" }, T + 1);
-      await store.deleteJob("a-deleted", T);
+      await store.claim("a-leased", { owner: "A", ttlMs: HOUR, now: T });
+      await store.claim("a-expiring", { owner: "A", ttlMs: MINUTE + 10, now: T - MINUTE }); // until T + 10
+      await store.claim("a-expired-scheduled", { owner: "A", ttlMs: MINUTE, now: T - MINUTE }); // by id, before its runAt; until T: expired, not ended
+      await store.claim("a-done", { owner: "A", ttlMs: TTL, now: T });
+      await store.complete("a-done", { owner: "A", fence: 1, result: "r", now: T + 1 });
+      await store.claim("a-dead", { owner: "A", ttlMs: TTL, now: T });
+      await store.fail("a-dead", { owner: "A", fence: 1, error: "x", now: T + 1 });
+      await store.claim("a-retried", { owner: "A", ttlMs: TTL, now: T });
+      await store.fail("a-retried", { owner: "A", fence: 1, error: "x", now: T + 1 });
+      await store.retry("a-retried", { now: T + 2 });
+      await store.claim("a-released", { owner: "A", ttlMs: TTL, now: T });
+      await store.release("a-released", { owner: "A", fence: 1, now: T + 1 });
+      await store.cancel("a-cancelled", { by: "ops", now: T + 1 });
+      await store.claim("a-cancelled-leased", { owner: "A", ttlMs: TTL, now: T });
+      await store.cancel("a-cancelled-leased", { by: "ops", now: T + 1 });
+      await store.delete("a-deleted", { now: T });
       await store.enqueue("b-1", { queue: "b", maxAttempts: 5, now: T });
-      await store.claim("b-1", "B", T, TTL);
-      await store.fail("b-1", "B", 1, T + 1, "again", 10 * MINUTE); // scheduled again
+      await store.claim("b-1", { owner: "B", ttlMs: TTL, now: T });
+      await store.fail("b-1", { owner: "B", fence: 1, error: "again", retryInMs: 10 * MINUTE, now: T + 1 }); // scheduled again
       await store.enqueue("c-expired", { queue: "c", runAt: T - HOUR, now: T - HOUR });
-      await store.claimNext("c", "C", T - HOUR, TTL); // expired at T - HOUR + TTL
+      await store.claimNext("c", { owner: "C", ttlMs: TTL, now: T - HOUR }); // expired at T - HOUR + TTL
       return fresh;
     }
 
@@ -136,7 +138,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       const { store, snapshot } = await everyState();
       const rows = Object.values(await snapshot());
       for (const now of [T - HOUR, T - 1, T, T + 1, T + 10, T + HOUR - 1, T + HOUR, T + 2 * HOUR, T + 3 * HOUR]) {
-        const stats = (await store.stats(now)).map(({ queue, jobs, oldestDueAgeMs }) => ({ queue, jobs, oldestDueAgeMs }));
+        const stats = (await store.stats({ now })).map(({ queue, jobs, oldestDueAgeMs }) => ({ queue, jobs, oldestDueAgeMs }));
         expect(stats, `at T + ${now - T}`).toEqual(expectedJobs(rows, now));
       }
     });
@@ -151,24 +153,24 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
         { queue: "c", open: 1, done: 0, dead: 0, cancelled: 0 },
       ];
       expect(await rows("SELECT * FROM queue_counts ORDER BY queue")).toEqual(counts);
-      expect(await store.reclaimExpired(T + HOUR)).toHaveLength(4); // a-expiring, a-expired-scheduled, a-leased (their last attempt: dead), c-expired
+      expect(await store.expire({ now: T + HOUR })).toHaveLength(4); // a-expiring, a-expired-scheduled, a-leased (their last attempt: dead), c-expired
       expect(await rows("SELECT * FROM queue_counts ORDER BY queue")).toEqual([{ ...counts[0], open: 6, dead: 4 }, counts[1], counts[2]]);
-      for (const id of Object.keys(await snapshot()).filter((id) => id.startsWith("c-"))) await store.deleteJob(id, T + HOUR);
+      for (const id of Object.keys(await snapshot()).filter((id) => id.startsWith("c-"))) await store.delete(id, { now: T + HOUR });
       expect(await rows("SELECT * FROM queue_counts WHERE queue = 'c'")).toEqual([{ ...counts[2], open: 0 }]);
-      expect((await store.stats(T + HOUR)).map(({ queue }) => queue)).toEqual(["a", "b"]);
-      expect((await store.listQueues()).map(({ queue }) => queue)).toEqual(["a", "b"]);
+      expect((await store.stats({ now: T + HOUR })).map(({ queue }) => queue)).toEqual(["a", "b"]);
+      expect((await store.queues.list()).map(({ queue }) => queue)).toEqual(["a", "b"]);
     });
 
     test("count the job of each schedule's fire once, in its queue, and none for a fire whose job is already there", async () => {
       const { store, rows, reopen, exec } = await freshStore();
       const at = Date.UTC(2026, 10, 30, 3, 0);
-      await store.schedules.put("tick", { queue: "s", cron: "* * * * *" }, at - 30_000);
-      await store.schedules.put("tock", { queue: "t", cron: "* * * * *" }, at - 30_000);
+      await store.schedules.put("tick", { queue: "s", cron: "* * * * *", now: at - 30_000 });
+      await store.schedules.put("tock", { queue: "t", cron: "* * * * *", now: at - 30_000 });
       // The fire's id taken before fire ids were reserved: a job of its own, counted as the store counts one.
       await exec(`INSERT INTO jobs (id, queue, created_at, updated_at) VALUES ('tick@2026-11-30T03:00:00.000Z', 's', ${at - 1}, ${at - 1})`);
       await exec("INSERT INTO queue_counts (queue, open) VALUES ('s', 1)");
       const other = await reopen(); // two runners fire at once
-      const fired = await Promise.all([store.schedules.fireDue(at), other.schedules.fireDue(at)]);
+      const fired = await Promise.all([store.schedules.fireDue({ now: at }), other.schedules.fireDue({ now: at })]);
       expect(fired.flatMap((answer) => answer.jobs.map((job) => job.id))).toEqual(["tock@2026-11-30T03:00:00.000Z"]);
       expect(await rows("SELECT queue, open FROM queue_counts ORDER BY queue")).toEqual([{ queue: "s", open: 1 }, { queue: "t", open: 1 }]);
     });
@@ -176,11 +178,11 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
     test("a queue whose jobs are all gone is still listed while it has refusals to count", async () => {
       const { store } = await freshStore();
       await store.enqueue("job-1", { queue: "gone", now: T });
-      await store.claim("job-1", "A", T, TTL);
-      await store.complete("job-1", "A", 1, T + 1, "r");
-      expect(await store.complete("job-1", "Z", 1, T + 2, "stale")).toBe(false);
-      expect(await store.purge(T + 1 + HOUR, HOUR)).toBe(1);
-      expect(await store.stats(T + 1 + HOUR)).toEqual([
+      await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
+      await store.complete("job-1", { owner: "A", fence: 1, result: "r", now: T + 1 });
+      expect(await noteVerbs(store).complete("job-1", "Z", 1, T + 2, "stale")).toBe(false);
+      expect(await store.purge({ retentionMs: HOUR, now: T + 1 + HOUR })).toBe(1);
+      expect(await store.stats({ now: T + 1 + HOUR })).toEqual([
         { queue: "gone", jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 1 }, paused: false },
       ]);
     });
@@ -191,17 +193,17 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       const { store } = await freshStore();
       for (const queue of ["q", "r"]) {
         await store.enqueue(`${queue}-job`, { queue, now: 0 });
-        await store.claim(`${queue}-job`, "A", 0, 1_000 * HOUR);
+        await store.claim(`${queue}-job`, { owner: "A", ttlMs: 1_000 * HOUR, now: 0 });
       }
       const now = T + 30_000; // half a minute into a minute
       const windowStart = T - 59 * MINUTE; // the start of the 60th minute, counting now's
-      for (const at of [windowStart - 1, windowStart, now - 1, now]) await store.renew("q-job", "Z", 1, at, TTL);
-      await store.renew("r-job", "Z", 1, windowStart - MINUTE, TTL);
-      expect((await store.stats(now)).map(({ queue, refused }) => ({ queue, refused }))).toEqual([
+      for (const at of [windowStart - 1, windowStart, now - 1, now]) await expect(store.renew("q-job", { owner: "Z", fence: 1, ttlMs: TTL, now: at })).rejects.toBeInstanceOf(LeaseLost);
+      await expect(store.renew("r-job", { owner: "Z", fence: 1, ttlMs: TTL, now: windowStart - MINUTE })).rejects.toBeInstanceOf(LeaseLost);
+      expect((await store.stats({ now })).map(({ queue, refused }) => ({ queue, refused }))).toEqual([
         { queue: "q", refused: { lastHour: 3, total: 4 } },
         { queue: "r", refused: { lastHour: 0, total: 1 } },
       ]);
-      expect((await store.stats(now + HOUR)).map(({ refused }) => refused)).toEqual([{ lastHour: 0, total: 4 }, { lastHour: 0, total: 1 }]);
+      expect((await store.stats({ now: now + HOUR })).map(({ refused }) => refused)).toEqual([{ lastHour: 0, total: 4 }, { lastHour: 0, total: 1 }]);
     });
   });
 
@@ -215,13 +217,13 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       const { store, rows } = await freshStore();
       await store.enqueue("job-1", { now: T });
       await store.enqueue("bystander", { now: T });
-      await store.claim("job-1", "A", T, TTL);
-      await store.claim("bystander", "A", T, TTL);
-      await store.renew("bystander", "A", 1, T + 1, TTL);
+      await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
+      await store.claim("bystander", { owner: "A", ttlMs: TTL, now: T });
+      await store.renew("bystander", { owner: "A", fence: 1, ttlMs: TTL, now: T + 1 });
       const renews = (3 * HOUR) / 10_000;
-      await store.renewMany("A", [{ id: "job-1", fence: 1 }], T + 10_000, TTL); // the heartbeat of many leases coalesces too
-      for (let i = 2; i <= renews; i++) expect(await store.renew("job-1", "A", 1, T + i * 10_000, TTL)).toBe(true);
-      await store.complete("job-1", "A", 1, T + 3 * HOUR + 1, "r");
+      await store.renewMany({ owner: "A", ttlMs: TTL, leases: [{ id: "job-1", fence: 1 }], now: T + 10_000 }); // the heartbeat of many leases coalesces too
+      for (let i = 2; i <= renews; i++) expect(await noteVerbs(store).renew("job-1", "A", 1, T + i * 10_000, TTL)).toBe(true);
+      await store.complete("job-1", { owner: "A", fence: 1, result: "r", now: T + 3 * HOUR + 1 });
       const lease = { action: null, owner: "A", fence: 1, currentFence: null };
       expect(await history(store, "job-1")).toEqual([
         { ...lease, kind: "enqueued", owner: null, fence: null, at: T, count: 1, lastAt: T },
@@ -236,11 +238,11 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
     test("the renews of the next lease are an event of their own, after its claim", async () => {
       const { store } = await freshStore();
       await store.enqueue("job-1", { now: T });
-      await store.claim("job-1", "A", T, TTL);
-      await store.renew("job-1", "A", 1, T + 1, TTL);
-      await store.renew("job-1", "A", 1, T + 2, TTL);
-      expect(await store.claim("job-1", "B", T + 2 + TTL, TTL)).toBe(2);
-      await store.renew("job-1", "B", 2, T + 3 + TTL, TTL);
+      await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
+      await store.renew("job-1", { owner: "A", fence: 1, ttlMs: TTL, now: T + 1 });
+      await store.renew("job-1", { owner: "A", fence: 1, ttlMs: TTL, now: T + 2 });
+      expect(await noteVerbs(store).claim("job-1", "B", T + 2 + TTL, TTL)).toBe(2);
+      await store.renew("job-1", { owner: "B", fence: 2, ttlMs: TTL, now: T + 3 + TTL });
       expect((await history(store, "job-1")).map(({ kind, owner, fence, count }) => [kind, owner, fence, count])).toEqual([
         ["enqueued", null, null, 1], ["claimed", "A", 1, 1], ["renewed", "A", 1, 2], ["expired", "A", 1, 1], ["claimed", "B", 2, 1], ["renewed", "B", 2, 1],
       ]);
@@ -249,13 +251,13 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
     test("a zombie refused again and again is one event, while the live lease renews beside it; the stats count every refusal", async () => {
       const { store, rows } = await freshStore();
       await store.enqueue("job-1", { queue: "q", now: T });
-      await store.claim("job-1", "A", T, TTL);
-      await store.claim("job-1", "B", T + TTL, HOUR); // A's lease expired: B holds fence 2
+      await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
+      await store.claim("job-1", { owner: "B", ttlMs: HOUR, now: T + TTL }); // A's lease expired: B holds fence 2
       for (let i = 1; i <= 50; i++) {
-        expect(await store.renew("job-1", "A", 1, T + TTL + i, TTL)).toBe(false);
-        expect(await store.renew("job-1", "B", 2, T + TTL + i, HOUR)).toBe(true);
+        expect(await noteVerbs(store).renew("job-1", "A", 1, T + TTL + i, TTL)).toBe(false);
+        expect(await noteVerbs(store).renew("job-1", "B", 2, T + TTL + i, HOUR)).toBe(true);
       }
-      const refusedMany = await store.renewMany("A", [{ id: "job-1", fence: 1 }], T + TTL + 51, TTL);
+      const refusedMany = await store.renewMany({ owner: "A", ttlMs: TTL, leases: [{ id: "job-1", fence: 1 }], now: T + TTL + 51 });
       expect(refusedMany).toEqual([{ id: "job-1", error: expect.objectContaining({ reason: "superseded" }) }]);
       expect((await history(store, "job-1")).slice(3)).toEqual([
         { kind: "claimed", action: null, owner: "B", fence: 2, currentFence: null, at: T + TTL, count: 1, lastAt: T + TTL },
@@ -263,27 +265,27 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
         { kind: "renewed", action: null, owner: "B", fence: 2, currentFence: null, at: T + TTL + 1, count: 50, lastAt: T + TTL + 50 },
       ]);
       expect(await rows("SELECT count(*) AS n FROM events")).toEqual([{ n: 6 }]);
-      expect((await store.stats(T + TTL + 60)).map(({ refused }) => refused)).toEqual([{ lastHour: 51, total: 51 }]);
+      expect((await store.stats({ now: T + TTL + 60 })).map(({ refused }) => refused)).toEqual([{ lastHour: 51, total: 51 }]);
     });
 
     test("refusals of another action, another fence or against another lease are events of their own", async () => {
       const { store } = await freshStore();
       await store.enqueue("job-1", { now: T });
-      await store.claim("job-1", "A", T, TTL);
-      await store.claim("job-1", "B", T + TTL, TTL); // fence 2
-      expect(await store.renew("job-1", "A", 1, T + TTL + 1, TTL)).toBe(false);
-      expect(await store.complete("job-1", "A", 1, T + TTL + 2, "x")).toBe(false);
-      expect(await store.complete("job-1", "A", 1, T + TTL + 3, "y")).toBe(false); // the same refusal again
-      expect(await store.completeMany("A", [{ id: "job-1", fence: 1, result: "z" }], T + TTL + 4)).toMatchObject({ completed: [{ id: "job-1", error: expect.anything() }] });
-      expect(await store.renew("job-1", "Z", 1, T + TTL + 5, TTL)).toBe(false);
-      expect(await store.renew("job-1", "A", 3, T + TTL + 6, TTL)).toBe(false);
-      expect(await store.claim("job-1", "C", T + 2 * TTL, TTL)).toBe(3);
-      expect(await store.renew("job-1", "A", 1, T + 2 * TTL + 1, TTL)).toBe(false); // against C's lease now
+      await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
+      await store.claim("job-1", { owner: "B", ttlMs: TTL, now: T + TTL }); // fence 2
+      expect(await noteVerbs(store).renew("job-1", "A", 1, T + TTL + 1, TTL)).toBe(false);
+      expect(await noteVerbs(store).complete("job-1", "A", 1, T + TTL + 2, "x")).toBe(false);
+      expect(await noteVerbs(store).complete("job-1", "A", 1, T + TTL + 3, "y")).toBe(false); // the same refusal again
+      expect(await store.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "z" }], now: T + TTL + 4 })).toMatchObject({ completed: [{ id: "job-1", error: expect.anything() }] });
+      expect(await noteVerbs(store).renew("job-1", "Z", 1, T + TTL + 5, TTL)).toBe(false);
+      expect(await noteVerbs(store).renew("job-1", "A", 3, T + TTL + 6, TTL)).toBe(false);
+      expect(await noteVerbs(store).claim("job-1", "C", T + 2 * TTL, TTL)).toBe(3);
+      expect(await noteVerbs(store).renew("job-1", "A", 1, T + 2 * TTL + 1, TTL)).toBe(false); // against C's lease now
       const refusals = (await history(store, "job-1")).filter((event) => event.kind === "refused");
       expect(refusals.map(({ action, owner, fence, currentFence, count }) => [action, owner, fence, currentFence, count])).toEqual([
         ["renew", "A", 1, 2, 1], ["complete", "A", 1, 2, 3], ["renew", "Z", 1, 2, 1], ["renew", "A", 3, 2, 1], ["renew", "A", 1, 3, 1],
       ]);
-      expect((await store.stats(T + 2 * TTL + 2))[0]?.refused).toEqual({ lastHour: 7, total: 7 });
+      expect((await store.stats({ now: T + 2 * TTL + 2 }))[0]?.refused).toEqual({ lastHour: 7, total: 7 });
     });
   });
 
@@ -307,9 +309,9 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       const add = async (priority: number, runIn: number, setup?: "leased" | "ended" | "ended-last" | "done") => {
         const id = `p${priority}-${String(n++).padStart(3, "0")}`;
         await store.enqueue(id, { queue: "q", priority, runAt: now + runIn - HOUR, maxAttempts: setup === "ended-last" ? 1 : 5, now: now - HOUR - (n % 7) });
-        if (setup === "leased") await store.claim(id, "X", now - HOUR, 2 * HOUR);
-        if (setup === "ended" || setup === "ended-last") await store.claim(id, "X", now - HOUR, HOUR - (n % 3)); // until now or before
-        if (setup === "done") await store.complete(id, "X", (await store.claim(id, "X", now - HOUR, TTL))!, now - HOUR, "r");
+        if (setup === "leased") await store.claim(id, { owner: "X", ttlMs: 2 * HOUR, now: now - HOUR });
+        if (setup === "ended" || setup === "ended-last") await store.claim(id, { owner: "X", ttlMs: HOUR - (n % 3), now: now - HOUR }); // until now or before
+        if (setup === "done") await store.complete(id, { owner: "X", fence: (await store.claim(id, { owner: "X", ttlMs: TTL, now: now - HOUR })).fence, result: "r", now: now - HOUR });
       };
       for (const priority of [9, 7, 5, 3, 0, -2]) {
         // Each priority has jobs held and scheduled (ahead of its due ones in the index), and some due ones.
@@ -324,11 +326,11 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       for (const limit of [1, 2, 4, 5, 3, 100]) {
         const expected = expectedTake(Object.values(await snapshot()).filter((row) => row.queue === "q"), now, limit);
         expect(expected.length).toBeGreaterThan(0);
-        const taken = await store.claimNext("q", `W${limit}`, now, TTL, limit);
+        const taken = await store.claimNext("q", { owner: `W${limit}`, ttlMs: TTL, limit, now });
         expect(taken.map((lease) => lease.job.id), `limit ${limit}`).toEqual(expected);
       }
-      expect(await store.claimNext("q", "W", now, TTL, 100)).toEqual([]);
-      expect((await store.state("elsewhere", now))?.owner).toBeNull();
+      expect(await store.claimNext("q", { owner: "W", ttlMs: TTL, limit: 100, now })).toEqual([]);
+      expect((await store.get("elsewhere", { now }))?.owner).toBeNull();
     });
 
     test("a complete with next takes from the same order", async () => {
@@ -337,8 +339,8 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       await store.enqueue("later", { queue: "q", priority: 9, runAt: T + HOUR, now: T - HOUR });
       await store.enqueue("due-low", { queue: "q", priority: 1, runAt: T - 10, now: T - HOUR });
       await store.enqueue("due-high", { queue: "q", priority: 2, runAt: T - 5, now: T - HOUR });
-      expect(await store.claim("held", "A", T, TTL)).toBe(1);
-      const { leases } = await store.completeJob("held", "A", 1, T + 1, "r", { next: { limit: 5, ttlMs: TTL } });
+      expect(await noteVerbs(store).claim("held", "A", T, TTL)).toBe(1);
+      const { leases } = await store.complete("held", { owner: "A", fence: 1, result: "r", next: { limit: 5, ttlMs: TTL }, now: T + 1 });
       expect(leases.map((lease) => lease.job.id)).toEqual(["due-high", "due-low"]);
     });
   });
@@ -348,48 +350,49 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       const { store, snapshot, rows } = await freshStore();
       for (let i = 1; i <= 5; i++) {
         await store.enqueue(`done-${i}`, { now: T });
-        await store.claim(`done-${i}`, "A", T, TTL);
-        await store.complete(`done-${i}`, "A", 1, T + 10 - i, "r"); // done-5 finished first
+        await store.claim(`done-${i}`, { owner: "A", ttlMs: TTL, now: T });
+        await store.complete(`done-${i}`, { owner: "A", fence: 1, result: "r", now: T + 10 - i }); // done-5 finished first
       }
       await store.enqueue("young", { now: T });
-      await store.complete("young", "A", (await store.claim("young", "A", T, TTL))!, T + HOUR, "r");
+      const young = await store.claim("young", { owner: "A", ttlMs: 2 * HOUR, now: T });
+      await store.complete("young", { owner: "A", fence: young.fence, result: "r", now: T + HOUR }); // finished, but less than the retention ago
       await store.enqueue("open", { now: T });
       const kept = await snapshot();
-      expect(await store.purge(T + 9 + HOUR, HOUR, { chunkSize: 2, maxChunks: 2 })).toBe(4);
+      expect(await store.purge({ retentionMs: HOUR, now: T + 9 + HOUR, chunkSize: 2, maxChunks: 2 })).toBe(4);
       expect(Object.keys(await snapshot())).toEqual(["done-1", "open", "young"]);
       expect(await snapshot()).toEqual({ "done-1": kept["done-1"], open: kept.open, young: kept.young });
       expect(await rows("SELECT DISTINCT job_id FROM events ORDER BY job_id")).toEqual([{ job_id: "done-1" }, { job_id: "open" }, { job_id: "young" }]);
-      expect(await store.purge(T + 9 + HOUR, HOUR, { chunkSize: 2 })).toBe(1);
-      expect(await store.purge(T + 9 + HOUR, HOUR)).toBe(0);
+      expect(await store.purge({ retentionMs: HOUR, now: T + 9 + HOUR, chunkSize: 2 })).toBe(1);
+      expect(await store.purge({ retentionMs: HOUR, now: T + 9 + HOUR })).toBe(0);
       expect(Object.keys(await snapshot())).toEqual(["open", "young"]);
     });
 
     test("a deleted job's history goes once its deletion is older than the retention; a new job under its id keeps its own", async () => {
       const { store, rows } = await freshStore();
       await store.enqueue("again", { now: T });
-      await store.claim("again", "A", T, TTL);
-      await store.release("again", "A", 1, T + 1);
-      await store.deleteJob("again", T + 2);
+      await store.claim("again", { owner: "A", ttlMs: TTL, now: T });
+      await store.release("again", { owner: "A", fence: 1, now: T + 1 });
+      await store.delete("again", { now: T + 2 });
       await store.enqueue("again", { now: T + 3 });
-      await store.claim("again", "B", T + 3, HOUR);
+      await store.claim("again", { owner: "B", ttlMs: HOUR, now: T + 3 });
       await store.enqueue("recent", { now: T });
-      await store.deleteJob("recent", T + 10);
-      expect(await store.purge(T + 9 + HOUR, HOUR)).toBe(0); // jobs purged: none finished
+      await store.delete("recent", { now: T + 10 });
+      expect(await store.purge({ retentionMs: HOUR, now: T + 9 + HOUR })).toBe(0); // jobs purged: none finished
       expect((await store.events("again")).items.map((event) => [event.kind, event.owner])).toEqual([["enqueued", null], ["claimed", "B"]]);
       expect((await store.events("recent")).items.map((event) => event.kind)).toEqual(["enqueued", "deleted"]); // deleted less than an hour ago
-      expect(await store.purge(T + 10 + HOUR, HOUR)).toBe(0);
+      expect(await store.purge({ retentionMs: HOUR, now: T + 10 + HOUR })).toBe(0);
       expect(await rows("SELECT job_id, kind FROM events ORDER BY seq")).toEqual([{ job_id: "again", kind: "enqueued" }, { job_id: "again", kind: "claimed" }]);
     });
 
-    test("reclaimExpired ends at most chunkSize leases a transaction and maxChunks chunks a call, in every queue", async () => {
+    test("expire ends at most chunkSize leases a transaction and maxChunks chunks a call, in every queue", async () => {
       const { store, snapshot } = await freshStore();
       for (const [id, queue] of [["a-1", "a"], ["a-2", "a"], ["b-1", "b"], ["held", "b"]]) {
         await store.enqueue(id!, { queue, now: T });
-        await store.claim(id!, "A", T, id === "held" ? HOUR : TTL);
+        await store.claim(id!, { owner: "A", ttlMs: id === "held" ? HOUR : TTL, now: T });
       }
-      expect(await store.reclaimExpired(T + TTL, { chunkSize: 2, maxChunks: 1 })).toHaveLength(2);
+      expect(await store.expire({ now: T + TTL, chunkSize: 2, maxChunks: 1 })).toHaveLength(2);
       expect(Object.values(await snapshot()).filter((row) => row.owner === null)).toHaveLength(2);
-      expect(await store.reclaimExpired(T + TTL, { chunkSize: 2 })).toHaveLength(1);
+      expect(await store.expire({ now: T + TTL, chunkSize: 2 })).toHaveLength(1);
       const after = await snapshot();
       expect(["a-1", "a-2", "b-1"].map((id) => after[id]!.owner)).toEqual([null, null, null]);
       expect(after.held).toMatchObject({ owner: "A", until: T + HOUR });
@@ -397,8 +400,8 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
 
     test.each([["chunkSize", { chunkSize: 0 }], ["maxChunks", { maxChunks: 1.5 }]])("refuses a bad %s by name, before touching the database", async (name, options) => {
       const { store } = await freshStore();
-      await expect(store.purge(T, HOUR, options)).rejects.toMatchObject({ name: "InvalidArgument", message: expect.stringContaining(name) });
-      await expect(store.reclaimExpired(T, options)).rejects.toMatchObject({ name: "InvalidArgument", message: expect.stringContaining(name) });
+      await expect(store.purge({ retentionMs: HOUR, now: T, ...options })).rejects.toMatchObject({ name: "InvalidArgument", message: expect.stringContaining(name) });
+      await expect(store.expire({ now: T, ...options })).rejects.toMatchObject({ name: "InvalidArgument", message: expect.stringContaining(name) });
     });
   });
 
@@ -451,7 +454,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
         /^SEARCH jobs USING INDEX jobs_held_by_until \(queue=\? AND until<\?\)$/, // the leases that have ended
         /^SEARCH jobs USING (COVERING )?INDEX jobs_held_by_until \(queue=\? AND until>\?\)$/, // a limited queue's current leases
       ];
-      for (const statement of [...sql.claimNext("q", "A", T, TTL, 10), sql.claimNextAfter("job-1", "A", T, { limit: 10, ttlMs: TTL })]) {
+      for (const statement of [...claims.claimNext("q", "A", T, TTL, 10), claims.claimNextAfter("job-1", "A", T, { limit: 10, ttlMs: TTL })]) {
         const lines = await reads(statement);
         expect(lines.some((line) => line.includes("priority=? AND run_at<?"))).toBe(true);
         for (const line of lines) expect(allowed.some((pattern) => pattern.test(line)), line).toBe(true);
@@ -460,7 +463,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
 
     test("claims find their queue's settings by its primary key, never by a scan", async () => {
       const { rows } = await freshStore();
-      for (const statement of [...sql.claimNext("q", "A", T, TTL, 10), sql.claim("job-1", "A", T, TTL)[1]!]) {
+      for (const statement of [...claims.claimNext("q", "A", T, TTL, 10), claims.claim("job-1", "A", T, TTL)[1]!]) {
         const plan = (await rows(`EXPLAIN QUERY PLAN ${statement.sql}`, statement.args)).map((row) => String(row.detail));
         const settings = plan.filter((detail) => detail.includes("queues"));
         expect(settings.length).toBeGreaterThan(0);

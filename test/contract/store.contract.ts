@@ -2,6 +2,7 @@ import { describe, expect, test } from "vitest";
 import type { Row } from "../../src/drivers/driver.ts";
 import { InvalidArgument, LeaseLost, NotClaimable, NotFound } from "../../src/store/errors.ts";
 import type { LeaseStore } from "../../src/store/store.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 
 // The contract of the lease store, written once and run against every driver:
 // libSQL on a file (test/store/store.test.ts) and D1 in the Workers runtime
@@ -32,7 +33,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
   describe("enqueue", () => {
     test("inserts a new job in the default state and answers true", async () => {
       const { store, snapshot } = await freshStore();
-      expect(await store.enqueue("job-1", { now: T })).toBe(true);
+      expect(await noteVerbs(store).enqueue("job-1", { now: T })).toBe(true);
       expect((await snapshot())["job-1"]).toEqual({
         id: "job-1", queue: "default", payload: null, priority: 0, run_at: T,
         owner: null, until: 0, fence: 0, result: null, done: 0,
@@ -48,7 +49,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const { store } = await freshStore();
       const payload = { to: "ada@example.com", tags: ["a", 1, null], nested: { ok: true } };
       await store.enqueue("job-1", { queue: "mail", payload, priority: -3, runAt: T + 500, maxAttempts: 2, now: T });
-      expect(await store.state("job-1")).toMatchObject({
+      expect(await store.get("job-1")).toMatchObject({
         queue: "mail", payload, priority: -3, runAt: T + 500, maxAttempts: 2, createdAt: T,
       });
     });
@@ -56,9 +57,9 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
     test("answers false and changes nothing when the id exists, above all not a lease in progress", async () => {
       const { store, snapshot } = await freshStore();
       await store.enqueue("job-1", { now: T });
-      await store.claim("job-1", "A", T, TTL);
+      await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
       const before = await snapshot();
-      expect(await store.enqueue("job-1", { queue: "other", payload: 1, priority: 9, runAt: 0, now: T + 1 })).toBe(false);
+      expect(await noteVerbs(store).enqueue("job-1", { queue: "other", payload: 1, priority: 9, runAt: 0, now: T + 1 })).toBe(false);
       expect(await snapshot()).toEqual(before);
     });
 
@@ -75,7 +76,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       ["a fractional now", "job-1", { now: 1.5 }],
     ])("refuses %s with a RangeError and writes nothing", async (_, id, options) => {
       const { store, snapshot } = await freshStore();
-      await expect(store.enqueue(id as string, options)).rejects.toThrow(RangeError);
+      await expect(noteVerbs(store).enqueue(id as string, options)).rejects.toThrow(RangeError);
       expect(await snapshot()).toEqual({});
     });
   });
@@ -83,7 +84,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
   describe("state", () => {
     test("answers null, not an empty object, for an unknown id", async () => {
       const { store } = await freshStore();
-      expect(await store.state("nope")).toBeNull();
+      expect(await noteVerbs(store).state("nope")).toBeNull();
     });
 
     test("reads what is stored, including another connection's writes", async () => {
@@ -91,11 +92,11 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       await store.enqueue("job-1", { now: T });
       const other = await reopen();
       try {
-        await other.claim("job-1", "B", T, TTL);
+        await other.claim("job-1", { owner: "B", ttlMs: TTL, now: T });
       } finally {
         other.close();
       }
-      expect(await store.state("job-1", T)).toEqual({
+      expect(await noteVerbs(store).state("job-1", T)).toEqual({
         id: "job-1", queue: "default", payload: null, priority: 0, runAt: T,
         owner: "B", until: T + TTL, fence: 1, result: null, done: false,
         attempts: 1, maxAttempts: 25, createdAt: T, updatedAt: T,
@@ -110,7 +111,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       await store.enqueue("job-1", { now: T });
       await store.enqueue("bystander", { now: T });
       const bystander = (await snapshot()).bystander;
-      expect(await store.claim("job-1", "A", T + 10, TTL)).toBe(1);
+      expect(await noteVerbs(store).claim("job-1", "A", T + 10, TTL)).toBe(1);
       const after = await snapshot();
       expect(after["job-1"]).toMatchObject({ owner: "A", until: T + 10 + TTL, fence: 1, attempts: 1, done: 0, updated_at: T + 10 });
       expect(after.bystander).toEqual(bystander);
@@ -119,34 +120,34 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
     test("gives null and changes nothing while the lease is held (now == until - 1)", async () => {
       const { store, snapshot } = await freshStore();
       await store.enqueue("job-1", { now: T });
-      await store.claim("job-1", "A", T, TTL);
+      await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
       const before = await snapshot();
-      expect(await store.claim("job-1", "B", T + TTL - 1, TTL)).toBeNull();
-      expect(await store.claim("job-1", "A", T + TTL - 1, TTL)).toBeNull();
+      expect(await noteVerbs(store).claim("job-1", "B", T + TTL - 1, TTL)).toBeNull();
+      expect(await noteVerbs(store).claim("job-1", "A", T + TTL - 1, TTL)).toBeNull();
       expect(await snapshot()).toEqual(before);
     });
 
     test("takes over an expired lease at exactly now == until, with the next fence", async () => {
       const { store, snapshot } = await freshStore();
       await store.enqueue("job-1", { now: T });
-      await store.claim("job-1", "A", T, TTL);
-      expect(await store.claim("job-1", "B", T + TTL, TTL)).toBe(2);
+      await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
+      expect(await noteVerbs(store).claim("job-1", "B", T + TTL, TTL)).toBe(2);
       expect((await snapshot())["job-1"]).toMatchObject({ owner: "B", until: T + 2 * TTL, fence: 2, attempts: 2 });
     });
 
     test("gives null and changes nothing for a done job, even long after its lease", async () => {
       const { store, snapshot } = await freshStore();
       await store.enqueue("job-1", { now: T });
-      await store.claim("job-1", "A", T, TTL);
-      await store.complete("job-1", "A", 1, T + 1, "ok");
+      await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
+      await store.complete("job-1", { owner: "A", fence: 1, result: "ok", now: T + 1 });
       const before = await snapshot();
-      expect(await store.claim("job-1", "B", T + 10 * TTL, TTL)).toBeNull();
+      expect(await noteVerbs(store).claim("job-1", "B", T + 10 * TTL, TTL)).toBeNull();
       expect(await snapshot()).toEqual(before);
     });
 
     test("gives null and creates nothing for an unknown id", async () => {
       const { store, snapshot } = await freshStore();
-      expect(await store.claim("nope", "A", T, TTL)).toBeNull();
+      expect(await noteVerbs(store).claim("nope", "A", T, TTL)).toBeNull();
       expect(await snapshot()).toEqual({});
     });
 
@@ -154,7 +155,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const { store, snapshot } = await freshStore();
       await store.enqueue("job-1", { now: T });
       const before = await snapshot();
-      await expect(store.claim("job-1", "A", T, ttl as number)).rejects.toThrow(RangeError);
+      await expect(noteVerbs(store).claim("job-1", "A", T, ttl as number)).rejects.toThrow(RangeError);
       expect(await snapshot()).toEqual(before);
     });
 
@@ -162,16 +163,16 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const { store, snapshot } = await freshStore();
       await store.enqueue("job-1", { now: T });
       const before = await snapshot();
-      await expect(store.claim("job-1", owner as string, T, TTL)).rejects.toThrow(InvalidArgument);
+      await expect(noteVerbs(store).claim("job-1", owner as string, T, TTL)).rejects.toThrow(InvalidArgument);
       expect(await snapshot()).toEqual(before);
     });
 
     test("refuses a negative or fractional now", async () => {
       const { store } = await freshStore();
       await store.enqueue("job-1", { now: T });
-      await expect(store.claim("job-1", "A", -1, TTL)).rejects.toThrow(RangeError);
-      await expect(store.claim("job-1", "A", 1.5, TTL)).rejects.toThrow(RangeError);
-      expect((await store.state("job-1"))?.fence).toBe(0);
+      await expect(noteVerbs(store).claim("job-1", "A", -1, TTL)).rejects.toThrow(RangeError);
+      await expect(noteVerbs(store).claim("job-1", "A", 1.5, TTL)).rejects.toThrow(RangeError);
+      expect((await store.get("job-1"))?.fence).toBe(0);
     });
   });
 
@@ -180,15 +181,15 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
     const fresh = await freshStore();
     await fresh.store.enqueue("job-1", { now: T });
     await fresh.store.enqueue("bystander", { now: T });
-    expect(await fresh.store.claim("job-1", "A", T, TTL)).toBe(1);
-    expect(await fresh.store.claim("bystander", "A", T, TTL)).toBe(1);
+    expect(await noteVerbs(fresh.store).claim("job-1", "A", T, TTL)).toBe(1);
+    expect(await noteVerbs(fresh.store).claim("bystander", "A", T, TTL)).toBe(1);
     return { ...fresh, before: await fresh.snapshot() };
   }
 
   describe("renew", () => {
     test("extends the current lease to now + ttl and touches nothing else", async () => {
       const { store, snapshot, before } = await leasedByA();
-      expect(await store.renew("job-1", "A", 1, T + TTL - 1, 5_000)).toBe(true);
+      expect(await noteVerbs(store).renew("job-1", "A", 1, T + TTL - 1, 5_000)).toBe(true);
       const after = await snapshot();
       const renewed = { renews: 1, renewed_at: T + TTL - 1, renewed_last_at: T + TTL - 1, renewed_seq: 3, seq: 3 }; // the row tells the renew
       expect(after["job-1"]).toEqual({ ...before["job-1"], until: T + TTL - 1 + 5_000, updated_at: T + TTL - 1, ...renewed });
@@ -197,7 +198,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
 
     test("cannot revive a lease that expired at now == until", async () => {
       const { store, snapshot, before } = await leasedByA();
-      expect(await store.renew("job-1", "A", 1, T + TTL, TTL)).toBe(false);
+      expect(await noteVerbs(store).renew("job-1", "A", 1, T + TTL, TTL)).toBe(false);
       expect(await snapshot()).toEqual(before);
     });
 
@@ -206,38 +207,38 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       ["a fence from the future (fence + 1)", "A", 2],
     ])("refuses %s and changes nothing", async (_, owner, fence) => {
       const { store, snapshot, before } = await leasedByA();
-      expect(await store.renew("job-1", owner, fence, T + 1, TTL)).toBe(false);
+      expect(await noteVerbs(store).renew("job-1", owner, fence, T + 1, TTL)).toBe(false);
       expect(await snapshot()).toEqual(before);
     });
 
     test("refuses the fence before the current one after a takeover", async () => {
       const { store, snapshot } = await leasedByA();
-      expect(await store.claim("job-1", "A", T + TTL, TTL)).toBe(2);
+      expect(await noteVerbs(store).claim("job-1", "A", T + TTL, TTL)).toBe(2);
       const before = await snapshot();
-      expect(await store.renew("job-1", "A", 1, T + TTL + 1, TTL)).toBe(false);
+      expect(await noteVerbs(store).renew("job-1", "A", 1, T + TTL + 1, TTL)).toBe(false);
       expect(await snapshot()).toEqual(before);
     });
 
     test("refuses a done job, a released lease and an unknown id", async () => {
       const { store, snapshot } = await leasedByA();
-      await store.complete("bystander", "A", 1, T + 1, "ok");
-      await store.release("job-1", "A", 1, T + 1);
+      await store.complete("bystander", { owner: "A", fence: 1, result: "ok", now: T + 1 });
+      await store.release("job-1", { owner: "A", fence: 1, now: T + 1 });
       const before = await snapshot();
-      expect(await store.renew("bystander", "A", 1, T + 2, TTL)).toBe(false);
-      expect(await store.renew("job-1", "A", 1, T + 2, TTL)).toBe(false);
-      expect(await store.renew("nope", "A", 1, T + 2, TTL)).toBe(false);
+      expect(await noteVerbs(store).renew("bystander", "A", 1, T + 2, TTL)).toBe(false);
+      expect(await noteVerbs(store).renew("job-1", "A", 1, T + 2, TTL)).toBe(false);
+      expect(await noteVerbs(store).renew("nope", "A", 1, T + 2, TTL)).toBe(false);
       expect(await snapshot()).toEqual(before);
     });
 
     test.each(NOT_POSITIVE_INTS)("refuses ttlMs %s with a RangeError and changes nothing", async (ttl) => {
       const { store, snapshot, before } = await leasedByA();
-      await expect(store.renew("job-1", "A", 1, T + 1, ttl as number)).rejects.toThrow(RangeError);
+      await expect(noteVerbs(store).renew("job-1", "A", 1, T + 1, ttl as number)).rejects.toThrow(RangeError);
       expect(await snapshot()).toEqual(before);
     });
 
     test.each(NOT_POSITIVE_INTS)("refuses fence %s with a RangeError and changes nothing", async (fence) => {
       const { store, snapshot, before } = await leasedByA();
-      await expect(store.renew("job-1", "A", fence as number, T + 1, TTL)).rejects.toThrow(RangeError);
+      await expect(noteVerbs(store).renew("job-1", "A", fence as number, T + 1, TTL)).rejects.toThrow(RangeError);
       expect(await snapshot()).toEqual(before);
     });
   });
@@ -245,7 +246,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
   describe("complete", () => {
     test("stores the result of the current lease and marks the job done", async () => {
       const { store, snapshot, before } = await leasedByA();
-      expect(await store.complete("job-1", "A", 1, T + TTL - 1, "result of A")).toBe(true);
+      expect(await noteVerbs(store).complete("job-1", "A", 1, T + TTL - 1, "result of A")).toBe(true);
       const after = await snapshot();
       expect(after["job-1"]).toEqual({ ...before["job-1"], result: "result of A", done: 1, updated_at: T + TTL - 1, seq: 3 }); // the row tells the completion, third
       expect(after.bystander).toEqual(before.bystander);
@@ -253,13 +254,13 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
 
     test("stores an empty string as a result", async () => {
       const { store } = await leasedByA();
-      expect(await store.complete("job-1", "A", 1, T + 1, "")).toBe(true);
-      expect(await store.state("job-1")).toMatchObject({ result: "", done: true });
+      expect(await noteVerbs(store).complete("job-1", "A", 1, T + 1, "")).toBe(true);
+      expect(await store.get("job-1")).toMatchObject({ result: "", done: true });
     });
 
     test("refuses a completion at now == until and keeps the job open", async () => {
       const { store, snapshot, before } = await leasedByA();
-      expect(await store.complete("job-1", "A", 1, T + TTL, "late")).toBe(false);
+      expect(await noteVerbs(store).complete("job-1", "A", 1, T + TTL, "late")).toBe(false);
       expect(await snapshot()).toEqual(before);
     });
 
@@ -268,28 +269,36 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       ["a fence from the future (fence + 1)", "A", 2],
     ])("refuses %s and changes nothing", async (_, owner, fence) => {
       const { store, snapshot, before } = await leasedByA();
-      expect(await store.complete("job-1", owner, fence, T + 1, "forged")).toBe(false);
+      expect(await noteVerbs(store).complete("job-1", owner, fence, T + 1, "forged")).toBe(false);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test("answers false for the same completion sent again: it writes nothing", async () => {
+      const { store, snapshot } = await leasedByA();
+      expect(await noteVerbs(store).complete("job-1", "A", 1, T + 1, "r")).toBe(true);
+      const before = await snapshot();
+      expect(await noteVerbs(store).complete("job-1", "A", 1, T + 2, "r")).toBe(false);
       expect(await snapshot()).toEqual(before);
     });
 
     test("refuses a second completion and keeps the first result", async () => {
       const { store, snapshot } = await leasedByA();
-      expect(await store.complete("job-1", "A", 1, T + 1, "first")).toBe(true);
+      expect(await noteVerbs(store).complete("job-1", "A", 1, T + 1, "first")).toBe(true);
       const before = await snapshot();
-      expect(await store.complete("job-1", "A", 1, T + 2, "second")).toBe(false);
+      expect(await noteVerbs(store).complete("job-1", "A", 1, T + 2, "second")).toBe(false);
       expect(await snapshot()).toEqual(before);
-      expect((await store.state("job-1"))?.result).toBe("first");
+      expect((await store.get("job-1"))?.result).toBe("first");
     });
 
     test("refuses an unknown id and creates nothing", async () => {
       const { store, snapshot, before } = await leasedByA();
-      expect(await store.complete("nope", "A", 1, T + 1, "x")).toBe(false);
+      expect(await noteVerbs(store).complete("nope", "A", 1, T + 1, "x")).toBe(false);
       expect(await snapshot()).toEqual(before);
     });
 
     test.each([[42], [null], [undefined], [{ ok: true }]])("refuses result %j: it must be a string", async (result) => {
       const { store, snapshot, before } = await leasedByA();
-      await expect(store.complete("job-1", "A", 1, T + 1, result as unknown as string)).rejects.toThrow(RangeError);
+      await expect(noteVerbs(store).complete("job-1", "A", 1, T + 1, result as unknown as string)).rejects.toThrow(RangeError);
       expect(await snapshot()).toEqual(before);
     });
   });
@@ -297,7 +306,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
   describe("release", () => {
     test("gives the lease back: owner NULL, until 0, the fence kept", async () => {
       const { store, snapshot, before } = await leasedByA();
-      expect(await store.release("job-1", "A", 1, T + 5)).toBe(true);
+      expect(await noteVerbs(store).release("job-1", "A", 1, T + 5)).toBe(true);
       const after = await snapshot();
       expect(after["job-1"]).toEqual({ ...before["job-1"], owner: null, until: 0, fence: 1, attempts: 0, last_event: "released", updated_at: T + 5, seq: 3 }); // the attempt given back
       expect(after.bystander).toEqual(before.bystander);
@@ -305,30 +314,30 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
 
     test("makes the job claimable at once, with a fence above the released one", async () => {
       const { store } = await leasedByA();
-      await store.release("job-1", "A", 1, T + 5);
-      expect(await store.claim("job-1", "B", T + 6, TTL)).toBe(2);
+      await store.release("job-1", { owner: "A", fence: 1, now: T + 5 });
+      expect(await noteVerbs(store).claim("job-1", "B", T + 6, TTL)).toBe(2);
     });
 
     test("still works after the lease expired, while nobody else has claimed the job", async () => {
       const { store } = await leasedByA();
-      expect(await store.release("job-1", "A", 1, T + TTL + 1)).toBe(true);
-      expect(await store.state("job-1")).toMatchObject({ owner: null, until: 0, fence: 1 });
+      expect(await noteVerbs(store).release("job-1", "A", 1, T + TTL + 1)).toBe(true);
+      expect(await noteVerbs(store).state("job-1")).toMatchObject({ owner: null, until: 0, fence: 1 });
     });
 
     test("refuses another owner, fence - 1, fence + 1, a done job, a second release and an unknown id", async () => {
       const { store, snapshot } = await leasedByA();
-      expect(await store.claim("job-1", "A", T + TTL, TTL)).toBe(2); // A's own takeover: fence 2
-      await store.complete("bystander", "A", 1, T + 1, "ok");
+      expect(await noteVerbs(store).claim("job-1", "A", T + TTL, TTL)).toBe(2); // A's own takeover: fence 2
+      await store.complete("bystander", { owner: "A", fence: 1, result: "ok", now: T + 1 });
       const before = await snapshot();
-      expect(await store.release("job-1", "B", 2, T + TTL + 1)).toBe(false);
-      expect(await store.release("job-1", "A", 1, T + TTL + 1)).toBe(false);
-      expect(await store.release("job-1", "A", 3, T + TTL + 1)).toBe(false);
-      expect(await store.release("bystander", "A", 1, T + TTL + 1)).toBe(false);
-      expect(await store.release("nope", "A", 1, T + TTL + 1)).toBe(false);
+      expect(await noteVerbs(store).release("job-1", "B", 2, T + TTL + 1)).toBe(false);
+      expect(await noteVerbs(store).release("job-1", "A", 1, T + TTL + 1)).toBe(false);
+      expect(await noteVerbs(store).release("job-1", "A", 3, T + TTL + 1)).toBe(false);
+      expect(await noteVerbs(store).release("bystander", "A", 1, T + TTL + 1)).toBe(false);
+      expect(await noteVerbs(store).release("nope", "A", 1, T + TTL + 1)).toBe(false);
       expect(await snapshot()).toEqual(before);
-      expect(await store.release("job-1", "A", 2, T + TTL + 1)).toBe(true);
+      expect(await noteVerbs(store).release("job-1", "A", 2, T + TTL + 1)).toBe(true);
       const released = await snapshot();
-      expect(await store.release("job-1", "A", 2, T + TTL + 2)).toBe(false);
+      expect(await noteVerbs(store).release("job-1", "A", 2, T + TTL + 2)).toBe(false);
       expect(await snapshot()).toEqual(released);
     });
   });
@@ -340,7 +349,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       await store.enqueue("high-due-later", { priority: 5, runAt: T - 10, now: T - 300 });
       await store.enqueue("high-due-first", { priority: 5, runAt: T - 20, now: T - 200 });
       await store.enqueue("high-same-due-newer", { priority: 5, runAt: T - 10, now: T - 250 });
-      const leases = await store.claimNext("default", "A", T, TTL, 10);
+      const leases = await store.claimNext("default", { owner: "A", ttlMs: TTL, limit: 10, now: T });
       expect(leases.map((lease) => lease.job.id)).toEqual(["high-due-first", "high-due-later", "high-same-due-newer", "low"]);
     });
 
@@ -352,14 +361,14 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       await store.enqueue("d-older", { priority: 5, runAt: T - 10, now: T - 100 });
       await store.enqueue("e-twin-1", { priority: 1, runAt: T - 10, now: T - 10 });
       await store.enqueue("e-twin-2", { priority: 1, runAt: T - 10, now: T - 10 });
-      const leases = await store.claimNext("default", "A", T, TTL, 10);
+      const leases = await store.claimNext("default", { owner: "A", ttlMs: TTL, limit: 10, now: T });
       expect(leases.map((lease) => lease.job.id)).toEqual(["d-older", "c-newer", "b-due-last", "e-twin-1", "e-twin-2", "a-lowest"]);
     });
 
     test("answers each lease with its fence and until, and writes them", async () => {
       const { store, snapshot } = await freshStore();
       await store.enqueue("job-1", { payload: { n: 1 }, now: T });
-      const [lease] = await store.claimNext("default", "A", T, TTL);
+      const [lease] = await store.claimNext("default", { owner: "A", ttlMs: TTL, now: T });
       expect(lease).toEqual({ fence: 1, until: T + TTL, job: expect.objectContaining({ id: "job-1", owner: "A", fence: 1, attempts: 1, payload: { n: 1 } }) });
       expect((await snapshot())["job-1"]).toMatchObject({ owner: "A", until: T + TTL, fence: 1, attempts: 1 });
     });
@@ -369,12 +378,12 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       for (const id of ["done", "leased", "expired", "free"]) await store.enqueue(id, { now: T });
       await store.enqueue("scheduled", { runAt: T + 1, now: T });
       await store.enqueue("elsewhere", { queue: "other", now: T });
-      await store.claim("done", "X", T, TTL);
-      await store.complete("done", "X", 1, T, "ok");
-      await store.claim("leased", "X", T, TTL);
-      await store.claim("expired", "X", T - TTL, TTL); // until == T
+      await store.claim("done", { owner: "X", ttlMs: TTL, now: T });
+      await store.complete("done", { owner: "X", fence: 1, result: "ok", now: T });
+      await store.claim("leased", { owner: "X", ttlMs: TTL, now: T });
+      await store.claim("expired", { owner: "X", ttlMs: TTL, now: T - TTL }); // until == T
       const untouched = await snapshot();
-      const leases = await store.claimNext("default", "A", T, TTL, 100);
+      const leases = await store.claimNext("default", { owner: "A", ttlMs: TTL, limit: 100, now: T });
       expect(leases.map((lease) => lease.job.id).sort()).toEqual(["expired", "free"]);
       expect(leases.find((lease) => lease.job.id === "expired")?.fence).toBe(2);
       const after = await snapshot();
@@ -384,8 +393,8 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
     test("takes no more than limit, and never the same job twice in a row", async () => {
       const { store } = await freshStore();
       for (let i = 0; i < 5; i++) await store.enqueue(`job-${i}`, { now: T + i });
-      const first = await store.claimNext("default", "A", T + 10, TTL, 2);
-      const second = await store.claimNext("default", "B", T + 10, TTL, 2);
+      const first = await store.claimNext("default", { owner: "A", ttlMs: TTL, limit: 2, now: T + 10 });
+      const second = await store.claimNext("default", { owner: "B", ttlMs: TTL, limit: 2, now: T + 10 });
       expect(first.map((lease) => lease.job.id)).toEqual(["job-0", "job-1"]);
       expect(second.map((lease) => lease.job.id)).toEqual(["job-2", "job-3"]);
     });
@@ -394,8 +403,8 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const { store, snapshot } = await freshStore();
       await store.enqueue("later", { runAt: T + 1, now: T });
       const before = await snapshot();
-      expect(await store.claimNext("default", "A", T, TTL)).toEqual([]);
-      expect(await store.claimNext("empty", "A", T, TTL)).toEqual([]);
+      expect(await store.claimNext("default", { owner: "A", ttlMs: TTL, now: T })).toEqual([]);
+      expect(await store.claimNext("empty", { owner: "A", ttlMs: TTL, now: T })).toEqual([]);
       expect(await snapshot()).toEqual(before);
     });
 
@@ -403,7 +412,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const { store, snapshot } = await freshStore();
       await store.enqueue("job-1", { now: T });
       const before = await snapshot();
-      await expect(store.claimNext("default", "A", T, TTL, limit as number)).rejects.toThrow(RangeError);
+      await expect(store.claimNext("default", { owner: "A", ttlMs: TTL, limit: limit as number, now: T })).rejects.toThrow(RangeError);
       expect(await snapshot()).toEqual(before);
     });
   });
@@ -412,64 +421,64 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
     // Each row: the call, and the message it must be refused with. The message
     // names the argument and shows the value (a string quoted), for a person to read.
     const cases: [string, (store: LeaseStore) => Promise<unknown>, string][] = [
-      ["enqueue id", (s) => s.enqueue("", { now: T }), 'id must be a non-empty string of printable text, got ""'],
-      ["enqueue queue", (s) => s.enqueue("job-2", { queue: "", now: T }), 'queue must be a non-empty string of printable text, got ""'],
-      ["enqueue payload", (s) => s.enqueue("job-2", { payload: { n: [1, Number.NaN] }, now: T }), "payload must not hold NaN or Infinity, which JSON cannot carry"],
-      ["enqueue payload", (s) => s.enqueue("job-2", { payload: Symbol("x"), now: T }), "payload must be a JSON value, got Symbol(x)"],
-      ["enqueue payload with a bigint", (s) => s.enqueue("job-2", { payload: 1n, now: T }), "payload must be a JSON value: Do not know how to serialize a BigInt"],
-      ["enqueue priority", (s) => s.enqueue("job-2", { priority: 1.5, now: T }), "priority must be a safe integer, got 1.5"],
-      ["enqueue runAt", (s) => s.enqueue("job-2", { runAt: -1, now: T }), "runAt must be integer milliseconds since the epoch, got -1"],
-      ["enqueue maxAttempts", (s) => s.enqueue("job-2", { maxAttempts: 0, now: T }), "maxAttempts must be a positive safe integer, got 0"],
-      ["enqueue now", (s) => s.enqueue("job-2", { now: "1000" as unknown as number }), 'now must be integer milliseconds since the epoch, got "1000"'],
-      ["state id", (s) => s.state(""), 'id must be a non-empty string of printable text, got ""'],
-      ["claim id", (s) => s.claim("", "B", T, TTL), 'id must be a non-empty string of printable text, got ""'],
-      ["claim owner", (s) => s.claim("job-1", 7 as unknown as string, T, TTL), "owner must be a non-empty string of printable text, got 7"],
-      ["claim now", (s) => s.claim("job-1", "B", Number.NaN, TTL), "now must be integer milliseconds since the epoch, got NaN"],
-      ["claim ttlMs", (s) => s.claim("job-1", "B", T, 0), "ttlMs must be a positive safe integer, got 0"],
-      ["claimNext queue", (s) => s.claimNext("", "B", T, TTL), 'queue must be a non-empty string of printable text, got ""'],
-      ["claimNext owner", (s) => s.claimNext("default", "", T, TTL), 'owner must be a non-empty string of printable text, got ""'],
-      ["claimNext now", (s) => s.claimNext("default", "B", -1, TTL), "now must be integer milliseconds since the epoch, got -1"],
-      ["claimNext ttlMs", (s) => s.claimNext("default", "B", T, -1), "ttlMs must be a positive safe integer, got -1"],
-      ["claimNext limit", (s) => s.claimNext("default", "B", T, TTL, 0), "limit must be a positive safe integer, got 0"],
-      ["renew id", (s) => s.renew("", "A", 1, T, TTL), 'id must be a non-empty string of printable text, got ""'],
-      ["renew owner", (s) => s.renew("job-1", "", 1, T, TTL), 'owner must be a non-empty string of printable text, got ""'],
-      ["renew fence", (s) => s.renew("job-1", "A", 0, T, TTL), "fence must be a positive safe integer, got 0"],
-      ["renew now", (s) => s.renew("job-1", "A", 1, -1, TTL), "now must be integer milliseconds since the epoch, got -1"],
-      ["renew ttlMs", (s) => s.renew("job-1", "A", 1, T, 0), "ttlMs must be a positive safe integer, got 0"],
-      ["complete id", (s) => s.complete("", "A", 1, T, "x"), 'id must be a non-empty string of printable text, got ""'],
-      ["complete owner", (s) => s.complete("job-1", "", 1, T, "x"), 'owner must be a non-empty string of printable text, got ""'],
-      ["complete fence", (s) => s.complete("job-1", "A", 0, T, "x"), "fence must be a positive safe integer, got 0"],
-      ["complete now", (s) => s.complete("job-1", "A", 1, -1, "x"), "now must be integer milliseconds since the epoch, got -1"],
-      ["complete result", (s) => s.complete("job-1", "A", 1, T, 42 as unknown as string), "result must be a string, got 42"],
-      ["release id", (s) => s.release("", "A", 1, T), 'id must be a non-empty string of printable text, got ""'],
-      ["release owner", (s) => s.release("job-1", "", 1, T), 'owner must be a non-empty string of printable text, got ""'],
-      ["release fence", (s) => s.release("job-1", "A", 0, T), "fence must be a positive safe integer, got 0"],
-      ["release now", (s) => s.release("job-1", "A", 1, -1), "now must be integer milliseconds since the epoch, got -1"],
-      ["state now", (s) => s.state("job-1", -1), "now must be integer milliseconds since the epoch, got -1"],
-      ["fail id", (s) => s.fail("", "A", 1, T, "x"), 'id must be a non-empty string of printable text, got ""'],
-      ["fail owner", (s) => s.fail("job-1", "", 1, T, "x"), 'owner must be a non-empty string of printable text, got ""'],
-      ["fail fence", (s) => s.fail("job-1", "A", 0, T, "x"), "fence must be a positive safe integer, got 0"],
-      ["fail now", (s) => s.fail("job-1", "A", 1, -1, "x"), "now must be integer milliseconds since the epoch, got -1"],
-      ["fail error", (s) => s.fail("job-1", "A", 1, T, 7 as unknown as string), "error must be a string, got 7"],
-      ["fail retryInMs", (s) => s.fail("job-1", "A", 1, T, "x", -5), "retryInMs must be integer milliseconds since the epoch, got -5"],
-      ["retryJob id", (s) => s.retryJob("", T), 'id must be a non-empty string of printable text, got ""'],
-      ["retryJob now", (s) => s.retryJob("job-1", -1), "now must be integer milliseconds since the epoch, got -1"],
-      ["deleteJob id", (s) => s.deleteJob("", T), 'id must be a non-empty string of printable text, got ""'],
-      ["deleteJob now", (s) => s.deleteJob("job-1", -1), "now must be integer milliseconds since the epoch, got -1"],
-      ["leaseCheck id", (s) => s.leaseCheck("", "A", 1, T), 'id must be a non-empty string of printable text, got ""'],
-      ["leaseCheck owner", (s) => s.leaseCheck("job-1", "", 1, T), 'owner must be a non-empty string of printable text, got ""'],
-      ["leaseCheck fence", (s) => s.leaseCheck("job-1", "A", 0, T), "fence must be a positive safe integer, got 0"],
-      ["leaseCheck now", (s) => s.leaseCheck("job-1", "A", 1, -1), "now must be integer milliseconds since the epoch, got -1"],
-      ["list limit", (s) => s.list({ limit: 0 }, T), "limit must be a positive safe integer, got 0"],
-      ["list queue", (s) => s.list({ queue: "" }, T), 'queue must be a non-empty string of printable text, got ""'],
-      ["list cursor", (s) => s.list({ cursor: "" }, T), 'cursor must be a non-empty string of printable text, got ""'],
-      ["list now", (s) => s.list({}, -1), "now must be integer milliseconds since the epoch, got -1"],
+      ["enqueue id", (s) => noteVerbs(s).enqueue("", { now: T }), 'id must be a non-empty string of printable text, got ""'],
+      ["enqueue queue", (s) => noteVerbs(s).enqueue("job-2", { queue: "", now: T }), 'queue must be a non-empty string of printable text, got ""'],
+      ["enqueue payload", (s) => noteVerbs(s).enqueue("job-2", { payload: { n: [1, Number.NaN] }, now: T }), "payload must not hold NaN or Infinity, which JSON cannot carry"],
+      ["enqueue payload", (s) => noteVerbs(s).enqueue("job-2", { payload: Symbol("x"), now: T }), "payload must be a JSON value, got Symbol(x)"],
+      ["enqueue payload with a bigint", (s) => noteVerbs(s).enqueue("job-2", { payload: 1n, now: T }), "payload must be a JSON value: Do not know how to serialize a BigInt"],
+      ["enqueue priority", (s) => noteVerbs(s).enqueue("job-2", { priority: 1.5, now: T }), "priority must be a safe integer, got 1.5"],
+      ["enqueue runAt", (s) => noteVerbs(s).enqueue("job-2", { runAt: -1, now: T }), "runAt must be integer milliseconds since the epoch, got -1"],
+      ["enqueue maxAttempts", (s) => noteVerbs(s).enqueue("job-2", { maxAttempts: 0, now: T }), "maxAttempts must be a positive safe integer, got 0"],
+      ["enqueue now", (s) => noteVerbs(s).enqueue("job-2", { now: "1000" as unknown as number }), 'now must be integer milliseconds since the epoch, got "1000"'],
+      ["get id", (s) => s.get(""), 'id must be a non-empty string of printable text, got ""'],
+      ["claim id", (s) => noteVerbs(s).claim("", "B", T, TTL), 'id must be a non-empty string of printable text, got ""'],
+      ["claim owner", (s) => noteVerbs(s).claim("job-1", 7 as unknown as string, T, TTL), "owner must be a non-empty string of printable text, got 7"],
+      ["claim now", (s) => noteVerbs(s).claim("job-1", "B", Number.NaN, TTL), "now must be integer milliseconds since the epoch, got NaN"],
+      ["claim ttlMs", (s) => noteVerbs(s).claim("job-1", "B", T, 0), "ttlMs must be a positive safe integer, got 0"],
+      ["claimNext queue", (s) => s.claimNext("", { owner: "B", ttlMs: TTL, now: T }), 'queue must be a non-empty string of printable text, got ""'],
+      ["claimNext owner", (s) => s.claimNext("default", { owner: "", ttlMs: TTL, now: T }), 'owner must be a non-empty string of printable text, got ""'],
+      ["claimNext now", (s) => s.claimNext("default", { owner: "B", ttlMs: TTL, now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
+      ["claimNext ttlMs", (s) => s.claimNext("default", { owner: "B", ttlMs: -1, now: T }), "ttlMs must be a positive safe integer, got -1"],
+      ["claimNext limit", (s) => s.claimNext("default", { owner: "B", ttlMs: TTL, limit: 0, now: T }), "limit must be a positive safe integer, got 0"],
+      ["renew id", (s) => noteVerbs(s).renew("", "A", 1, T, TTL), 'id must be a non-empty string of printable text, got ""'],
+      ["renew owner", (s) => noteVerbs(s).renew("job-1", "", 1, T, TTL), 'owner must be a non-empty string of printable text, got ""'],
+      ["renew fence", (s) => noteVerbs(s).renew("job-1", "A", 0, T, TTL), "fence must be a positive safe integer, got 0"],
+      ["renew now", (s) => noteVerbs(s).renew("job-1", "A", 1, -1, TTL), "now must be integer milliseconds since the epoch, got -1"],
+      ["renew ttlMs", (s) => noteVerbs(s).renew("job-1", "A", 1, T, 0), "ttlMs must be a positive safe integer, got 0"],
+      ["complete id", (s) => noteVerbs(s).complete("", "A", 1, T, "x"), 'id must be a non-empty string of printable text, got ""'],
+      ["complete owner", (s) => noteVerbs(s).complete("job-1", "", 1, T, "x"), 'owner must be a non-empty string of printable text, got ""'],
+      ["complete fence", (s) => noteVerbs(s).complete("job-1", "A", 0, T, "x"), "fence must be a positive safe integer, got 0"],
+      ["complete now", (s) => noteVerbs(s).complete("job-1", "A", 1, -1, "x"), "now must be integer milliseconds since the epoch, got -1"],
+      ["complete result", (s) => noteVerbs(s).complete("job-1", "A", 1, T, 42 as unknown as string), "result must be a string, got 42"],
+      ["release id", (s) => noteVerbs(s).release("", "A", 1, T), 'id must be a non-empty string of printable text, got ""'],
+      ["release owner", (s) => noteVerbs(s).release("job-1", "", 1, T), 'owner must be a non-empty string of printable text, got ""'],
+      ["release fence", (s) => noteVerbs(s).release("job-1", "A", 0, T), "fence must be a positive safe integer, got 0"],
+      ["release now", (s) => noteVerbs(s).release("job-1", "A", 1, -1), "now must be integer milliseconds since the epoch, got -1"],
+      ["get now", (s) => s.get("job-1", { now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
+      ["fail id", (s) => noteVerbs(s).fail("", "A", 1, T, "x"), 'id must be a non-empty string of printable text, got ""'],
+      ["fail owner", (s) => noteVerbs(s).fail("job-1", "", 1, T, "x"), 'owner must be a non-empty string of printable text, got ""'],
+      ["fail fence", (s) => noteVerbs(s).fail("job-1", "A", 0, T, "x"), "fence must be a positive safe integer, got 0"],
+      ["fail now", (s) => noteVerbs(s).fail("job-1", "A", 1, -1, "x"), "now must be integer milliseconds since the epoch, got -1"],
+      ["fail error", (s) => noteVerbs(s).fail("job-1", "A", 1, T, 7 as unknown as string), "error must be a string, got 7"],
+      ["fail retryInMs", (s) => noteVerbs(s).fail("job-1", "A", 1, T, "x", -5), "retryInMs must be integer milliseconds since the epoch, got -5"],
+      ["retry id", (s) => s.retry("", { now: T }), 'id must be a non-empty string of printable text, got ""'],
+      ["retry now", (s) => s.retry("job-1", { now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
+      ["delete id", (s) => s.delete("", { now: T }), 'id must be a non-empty string of printable text, got ""'],
+      ["delete now", (s) => s.delete("job-1", { now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
+      ["leaseCheck id", (s) => s.leaseCheck("", { owner: "A", fence: 1, now: T }), 'id must be a non-empty string of printable text, got ""'],
+      ["leaseCheck owner", (s) => s.leaseCheck("job-1", { owner: "", fence: 1, now: T }), 'owner must be a non-empty string of printable text, got ""'],
+      ["leaseCheck fence", (s) => s.leaseCheck("job-1", { owner: "A", fence: 0, now: T }), "fence must be a positive safe integer, got 0"],
+      ["leaseCheck now", (s) => s.leaseCheck("job-1", { owner: "A", fence: 1, now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
+      ["list limit", (s) => s.list({ limit: 0, now: T }), "limit must be a positive safe integer, got 0"],
+      ["list queue", (s) => s.list({ queue: "", now: T }), 'queue must be a non-empty string of printable text, got ""'],
+      ["list cursor", (s) => s.list({ cursor: "", now: T }), 'cursor must be a non-empty string of printable text, got ""'],
+      ["list now", (s) => s.list({ now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
       ["events id", (s) => s.events(""), 'id must be a non-empty string of printable text, got ""'],
       ["events limit", (s) => s.events("job-1", { limit: 0 }), "limit must be a positive safe integer, got 0"],
       ["events cursor", (s) => s.events("job-1", { cursor: "-1" }), "cursor must be integer milliseconds since the epoch, got -1"],
-      ["stats now", (s) => s.stats(-1), "now must be integer milliseconds since the epoch, got -1"],
-      ["purge now", (s) => s.purge(-1, 1), "now must be integer milliseconds since the epoch, got -1"],
-      ["purge retentionMs", (s) => s.purge(T, 0), "retentionMs must be a positive safe integer, got 0"],
+      ["stats now", (s) => s.stats({ now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
+      ["purge now", (s) => s.purge({ retentionMs: 1, now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
+      ["purge retentionMs", (s) => s.purge({ retentionMs: 0, now: T }), "retentionMs must be a positive safe integer, got 0"],
     ];
 
     test.each(cases)("%s: a bad value is refused with a message naming it, and nothing changes", async (_, call, message) => {
@@ -479,124 +488,142 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
     });
   });
 
+  // The store's verbs themselves, which the HTTP API calls: each answers the
+  // job, the lease, or what changed, or throws the domain error that says why
+  // it refused. The note's operations above are noteVerbs over these.
+  describe("the store's verbs", () => {
+    describe("enqueue and get", () => {
+      test("enqueue answers created and the new job; an existing id answers the job unchanged", async () => {
+        const { store, snapshot, before } = await leasedByA();
+        const fresh = await store.enqueue("job-2", { now: T + 1 });
+        expect(fresh).toEqual({ created: true, job: expect.objectContaining({ id: "job-2", owner: null, fence: 0, createdAt: T + 1 }) });
+        const again = await store.enqueue("job-1", { priority: 9, now: T + 2 });
+        expect(again).toEqual({ created: false, job: expect.objectContaining({ id: "job-1", owner: "A", fence: 1, priority: 0 }) });
+        expect(await snapshot()).toEqual({ ...before, "job-2": expect.objectContaining({ fence: 0 }) });
+      });
 
-  // The twins of the note's verbs that the HTTP API uses: the same statements,
-  // read back in the same batch, so they answer the job or say why they refused.
-  describe("enqueueJob and getJob", () => {
-    test("enqueueJob answers created and the new job; an existing id answers the job unchanged", async () => {
-      const { store, snapshot, before } = await leasedByA();
-      const fresh = await store.enqueueJob("job-2", { now: T + 1 });
-      expect(fresh).toEqual({ created: true, job: expect.objectContaining({ id: "job-2", owner: null, fence: 0, createdAt: T + 1 }) });
-      const again = await store.enqueueJob("job-1", { priority: 9, now: T + 2 });
-      expect(again).toEqual({ created: false, job: expect.objectContaining({ id: "job-1", owner: "A", fence: 1, priority: 0 }) });
-      expect(await snapshot()).toEqual({ ...before, "job-2": expect.objectContaining({ fence: 0 }) });
+      test("enqueue takes delayMs: due that many ms after now; with runAt too, or below 0, it is InvalidArgument and writes nothing", async () => {
+        const { store, snapshot, before } = await leasedByA();
+        expect((await store.enqueue("job-2", { delayMs: 500, now: T + 1 })).job).toMatchObject({ runAt: T + 501, status: "scheduled" });
+        expect(await store.enqueueMany("q", { jobs: [{ id: "job-3", delayMs: 0 }, { id: "job-4", delayMs: 70 }], now: T + 2 })).toEqual([{ id: "job-3", created: true }, { id: "job-4", created: true }]);
+        expect((await store.get("job-3")).runAt).toBe(T + 2);
+        expect((await store.get("job-4")).runAt).toBe(T + 72);
+        const written = await snapshot();
+        await expect(store.enqueue("job-5", { runAt: T, delayMs: 1, now: T })).rejects.toMatchObject({ name: "InvalidArgument", message: "give runAt or delayMs, not both" });
+        await expect(store.enqueue("job-5", { delayMs: -1, now: T })).rejects.toMatchObject({ name: "InvalidArgument", message: "delayMs must be a whole number of milliseconds, 0 or more, got -1" });
+        await expect(store.enqueueMany("q", { jobs: [{ id: "job-5" }, { id: "job-6", delayMs: 1.5 }], now: T })).rejects.toMatchObject({ name: "InvalidArgument" });
+        expect(await snapshot()).toEqual(written);
+        expect(Object.keys(written)).toEqual([...Object.keys(before), "job-2", "job-3", "job-4"].sort());
+      });
+
+      test("get answers the job, and throws NotFound for an unknown id", async () => {
+        const { store } = await leasedByA();
+        expect(await store.get("job-1")).toMatchObject({ id: "job-1", owner: "A", fence: 1 });
+        await expect(store.get("nope")).rejects.toMatchObject({ name: "NotFound", code: "not_found", id: "nope" });
+        await expect(store.get("nope")).rejects.toBeInstanceOf(NotFound);
+      });
     });
 
-    test("getJob answers the job, and throws NotFound for an unknown id", async () => {
-      const { store } = await leasedByA();
-      expect(await store.getJob("job-1")).toMatchObject({ id: "job-1", owner: "A", fence: 1 });
-      await expect(store.getJob("nope")).rejects.toMatchObject({ name: "NotFound", code: "not_found", id: "nope" });
-      await expect(store.getJob("nope")).rejects.toBeInstanceOf(NotFound);
+    describe("claim", () => {
+      test("answers the lease taken: fence, until and the job as now held", async () => {
+        const { store, snapshot } = await freshStore();
+        await store.enqueue("job-1", { now: T });
+        const lease = await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T + 5 });
+        expect(lease).toEqual({ fence: 1, until: T + 5 + TTL, job: expect.objectContaining({ owner: "A", fence: 1, until: T + 5 + TTL }) });
+        expect((await snapshot())["job-1"]).toMatchObject({ owner: "A", fence: 1, until: T + 5 + TTL });
+      });
+
+      test("throws NotClaimable leased while another lease holds the job, and changes nothing", async () => {
+        const { store, snapshot, before } = await leasedByA();
+        const refused = store.claim("job-1", { owner: "B", ttlMs: TTL, now: T + TTL - 1 });
+        await expect(refused).rejects.toBeInstanceOf(NotClaimable);
+        await expect(refused).rejects.toMatchObject({ code: "not_claimable", reason: "leased", id: "job-1" });
+        expect(await snapshot()).toEqual(before);
+      });
+
+      test("throws NotClaimable done for a done job, and NotFound for an unknown id without creating it", async () => {
+        const { store, snapshot } = await leasedByA();
+        await store.complete("job-1", { owner: "A", fence: 1, result: "ok", now: T + 1 });
+        const before = await snapshot();
+        await expect(store.claim("job-1", { owner: "B", ttlMs: TTL, now: T + 10 * TTL })).rejects.toMatchObject({ code: "not_claimable", reason: "done" });
+        await expect(store.claim("nope", { owner: "B", ttlMs: TTL, now: T })).rejects.toBeInstanceOf(NotFound);
+        expect(await snapshot()).toEqual(before);
+      });
+    });
+
+    describe("renew, complete and release", () => {
+      test("renew answers the new until; a superseded fence throws LeaseLost naming the current fence", async () => {
+        const { store, snapshot } = await leasedByA();
+        expect((await store.renew("job-1", { owner: "A", fence: 1, ttlMs: 5_000, now: T + 1 })).until).toBe(T + 1 + 5_000);
+        expect(await noteVerbs(store).claim("job-1", "B", T + 1 + 5_000, TTL)).toBe(2);
+        const before = await snapshot();
+        const refused = store.renew("job-1", { owner: "A", fence: 1, ttlMs: TTL, now: T + 6_000 });
+        await expect(refused).rejects.toBeInstanceOf(LeaseLost);
+        await expect(refused).rejects.toMatchObject({ code: "stale_lease", reason: "superseded", currentFence: 2 });
+        await expect(store.renew("nope", { owner: "A", fence: 1, ttlMs: TTL, now: T + 6_000 })).rejects.toBeInstanceOf(NotFound);
+        expect(await snapshot()).toEqual(before);
+      });
+
+      test("complete answers the done job, and again, changed false, for the same completion sent twice", async () => {
+        const { store, snapshot } = await leasedByA();
+        const first = await store.complete("job-1", { owner: "A", fence: 1, result: "r", now: T + 1 });
+        expect(first).toMatchObject({ changed: true, leases: [], job: { done: true, result: "r", owner: "A", fence: 1 } });
+        const done = await snapshot();
+        const again = await store.complete("job-1", { owner: "A", fence: 1, result: "r", now: T + 2 });
+        expect(again).toMatchObject({ changed: false, leases: [], job: { done: true, result: "r", updatedAt: T + 1 } });
+        expect(await snapshot()).toEqual(done);
+      });
+
+      test.each([
+        ["another result", "A", 1, "other", "done"],
+        ["another owner", "B", 1, "r", "not_owner"],
+        ["another fence", "A", 2, "r", "not_owner"],
+      ])("complete on a done job with %s throws LeaseLost and keeps the first result", async (_, owner, fence, result, reason) => {
+        const { store, snapshot } = await leasedByA();
+        await store.complete("job-1", { owner: "A", fence: 1, result: "r", now: T + 1 });
+        const before = await snapshot();
+        await expect(store.complete("job-1", { owner, fence, result, now: T + 2 })).rejects.toMatchObject({ code: "stale_lease", reason });
+        expect(await snapshot()).toEqual(before);
+      });
+
+      test("complete on an expired lease throws LeaseLost expired and leaves the job open; an unknown id throws NotFound", async () => {
+        const { store, snapshot, before } = await leasedByA();
+        await expect(store.complete("job-1", { owner: "A", fence: 1, result: "late", now: T + TTL })).rejects.toMatchObject({ reason: "expired", currentFence: 1 });
+        await expect(store.complete("nope", { owner: "A", fence: 1, result: "x", now: T + 1 })).rejects.toBeInstanceOf(NotFound);
+        expect(await snapshot()).toEqual(before);
+      });
+
+      test("release answers the released job with its fence kept; another owner throws LeaseLost not_owner", async () => {
+        const { store, snapshot } = await leasedByA();
+        await expect(store.release("job-1", { owner: "B", fence: 1, now: T + 1 })).rejects.toMatchObject({ code: "stale_lease", reason: "not_owner" });
+        expect(await store.release("job-1", { owner: "A", fence: 1, now: T + 2 })).toMatchObject({ owner: null, until: 0, fence: 1, updatedAt: T + 2 });
+        expect((await snapshot())["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, updated_at: T + 2 });
+      });
     });
   });
 
-  describe("claimJob", () => {
-    test("answers the lease taken: fence, until and the job as now held", async () => {
-      const { store, snapshot } = await freshStore();
-      await store.enqueue("job-1", { now: T });
-      const lease = await store.claimJob("job-1", "A", T + 5, TTL);
-      expect(lease).toEqual({ fence: 1, until: T + 5 + TTL, job: expect.objectContaining({ owner: "A", fence: 1, until: T + 5 + TTL }) });
-      expect((await snapshot())["job-1"]).toMatchObject({ owner: "A", fence: 1, until: T + 5 + TTL });
-    });
-
-    test("throws NotClaimable leased while another lease holds the job, and changes nothing", async () => {
-      const { store, snapshot, before } = await leasedByA();
-      const refused = store.claimJob("job-1", "B", T + TTL - 1, TTL);
-      await expect(refused).rejects.toBeInstanceOf(NotClaimable);
-      await expect(refused).rejects.toMatchObject({ code: "not_claimable", reason: "leased", id: "job-1" });
-      expect(await snapshot()).toEqual(before);
-    });
-
-    test("throws NotClaimable done for a done job, and NotFound for an unknown id without creating it", async () => {
-      const { store, snapshot } = await leasedByA();
-      await store.complete("job-1", "A", 1, T + 1, "ok");
-      const before = await snapshot();
-      await expect(store.claimJob("job-1", "B", T + 10 * TTL, TTL)).rejects.toMatchObject({ code: "not_claimable", reason: "done" });
-      await expect(store.claimJob("nope", "B", T, TTL)).rejects.toBeInstanceOf(NotFound);
-      expect(await snapshot()).toEqual(before);
-    });
-  });
-
-  describe("renewLease, completeJob and releaseLease", () => {
-    test("renewLease answers the new until; a superseded fence throws LeaseLost naming the current fence", async () => {
-      const { store, snapshot } = await leasedByA();
-      expect(await store.renewLease("job-1", "A", 1, T + 1, 5_000)).toBe(T + 1 + 5_000);
-      expect(await store.claim("job-1", "B", T + 1 + 5_000, TTL)).toBe(2);
-      const before = await snapshot();
-      const refused = store.renewLease("job-1", "A", 1, T + 6_000, TTL);
-      await expect(refused).rejects.toBeInstanceOf(LeaseLost);
-      await expect(refused).rejects.toMatchObject({ code: "stale_lease", reason: "superseded", currentFence: 2 });
-      await expect(store.renewLease("nope", "A", 1, T + 6_000, TTL)).rejects.toBeInstanceOf(NotFound);
-      expect(await snapshot()).toEqual(before);
-    });
-
-    test("completeJob answers the done job, and again for the same completion sent twice", async () => {
-      const { store, snapshot } = await leasedByA();
-      expect((await store.completeJob("job-1", "A", 1, T + 1, "r")).job).toMatchObject({ done: true, result: "r", owner: "A", fence: 1 });
-      const done = await snapshot();
-      expect((await store.completeJob("job-1", "A", 1, T + 2, "r")).job).toMatchObject({ done: true, result: "r", updatedAt: T + 1 });
-      expect(await snapshot()).toEqual(done);
-    });
-
-    test.each([
-      ["another result", "A", 1, "other", "done"],
-      ["another owner", "B", 1, "r", "not_owner"],
-      ["another fence", "A", 2, "r", "not_owner"],
-    ])("completeJob on a done job with %s throws LeaseLost and keeps the first result", async (_, owner, fence, result, reason) => {
-      const { store, snapshot } = await leasedByA();
-      await store.completeJob("job-1", "A", 1, T + 1, "r");
-      const before = await snapshot();
-      await expect(store.completeJob("job-1", owner, fence, T + 2, result)).rejects.toMatchObject({ code: "stale_lease", reason });
-      expect(await snapshot()).toEqual(before);
-    });
-
-    test("completeJob on an expired lease throws LeaseLost expired and leaves the job open; an unknown id throws NotFound", async () => {
-      const { store, snapshot, before } = await leasedByA();
-      await expect(store.completeJob("job-1", "A", 1, T + TTL, "late")).rejects.toMatchObject({ reason: "expired", currentFence: 1 });
-      await expect(store.completeJob("nope", "A", 1, T + 1, "x")).rejects.toBeInstanceOf(NotFound);
-      expect(await snapshot()).toEqual(before);
-    });
-
-    test("releaseLease answers the released job with its fence kept; another owner throws LeaseLost not_owner", async () => {
-      const { store, snapshot } = await leasedByA();
-      await expect(store.releaseLease("job-1", "B", 1, T + 1)).rejects.toMatchObject({ code: "stale_lease", reason: "not_owner" });
-      expect(await store.releaseLease("job-1", "A", 1, T + 2)).toMatchObject({ owner: null, until: 0, fence: 1, updatedAt: T + 2 });
-      expect((await snapshot())["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, updated_at: T + 2 });
-    });
-  });
-
-  describe("reclaimExpired", () => {
+  describe("expire", () => {
     test("clears the owner of every lease expired at now (now == until included), keeps fences, and answers how many", async () => {
       const { store, snapshot } = await freshStore();
       for (const id of ["expired", "at-until", "held", "done", "free"]) await store.enqueue(id, { now: T });
-      await store.claim("expired", "A", T - 2 * TTL, TTL);
-      await store.claim("at-until", "A", T - TTL, TTL); // until == T
-      await store.claim("held", "A", T - TTL + 1, TTL);
-      await store.claim("done", "A", T - 2 * TTL, TTL);
-      await store.complete("done", "A", 1, T - 2 * TTL, "ok");
+      await store.claim("expired", { owner: "A", ttlMs: TTL, now: T - 2 * TTL });
+      await store.claim("at-until", { owner: "A", ttlMs: TTL, now: T - TTL }); // until == T
+      await store.claim("held", { owner: "A", ttlMs: TTL, now: T - TTL + 1 });
+      await store.claim("done", { owner: "A", ttlMs: TTL, now: T - 2 * TTL });
+      await store.complete("done", { owner: "A", fence: 1, result: "ok", now: T - 2 * TTL });
       const before = await snapshot();
-      expect(await store.reclaimExpired(T)).toHaveLength(2);
+      expect(await store.expire({ now: T })).toHaveLength(2);
       const after = await snapshot();
       const expired = { owner: null, until: 0, fence: 1, last_event: "expired", last_error: "the lease of A expired", updated_at: T, seq: 3 };
       expect(after.expired).toEqual({ ...before.expired, ...expired });
       expect(after["at-until"]).toEqual({ ...before["at-until"], ...expired });
       for (const id of ["held", "done", "free"]) expect(after[id]).toEqual(before[id]);
-      expect(await store.reclaimExpired(T)).toHaveLength(0);
+      expect(await store.expire({ now: T })).toHaveLength(0);
     });
 
     test("refuses a bad now by name", async () => {
       const { store, snapshot, before } = await leasedByA();
-      await expect(store.reclaimExpired(-1)).rejects.toMatchObject({ message: "now must be integer milliseconds since the epoch, got -1" });
+      await expect(store.expire({ now: -1 })).rejects.toMatchObject({ message: "now must be integer milliseconds since the epoch, got -1" });
       expect(await snapshot()).toEqual(before);
     });
   });
@@ -616,24 +643,24 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       const { store, snapshot } = await freshStore();
       await store.enqueue("invoice-42", { now: T });
 
-      const fenceA = await store.claim("invoice-42", "A", T, TTL);
+      const fenceA = await noteVerbs(store).claim("invoice-42", "A", T, TTL);
       expect(fenceA).toBe(1);
 
-      const fenceB = await store.claim("invoice-42", "B", T + TTL, TTL);
+      const fenceB = await noteVerbs(store).claim("invoice-42", "B", T + TTL, TTL);
       expect(fenceB).toBe(2);
-      expect(await store.complete("invoice-42", "B", 2, T + TTL + 10, "paid by B")).toBe(true);
+      expect(await noteVerbs(store).complete("invoice-42", "B", 2, T + TTL + 10, "paid by B")).toBe(true);
       const settled = await snapshot();
 
       const late = T + TTL + 20;
-      expect(await store.renew("invoice-42", "A", 1, late, TTL)).toBe(false);
-      expect(await store.complete("invoice-42", "A", 1, late, "paid by A")).toBe(false);
-      expect(await store.release("invoice-42", "A", 1, late)).toBe(false);
+      expect(await noteVerbs(store).renew("invoice-42", "A", 1, late, TTL)).toBe(false);
+      expect(await noteVerbs(store).complete("invoice-42", "A", 1, late, "paid by A")).toBe(false);
+      expect(await noteVerbs(store).release("invoice-42", "A", 1, late)).toBe(false);
       // Even borrowing B's name with its old fence, or B's fence with its own name, gets nowhere.
-      expect(await store.complete("invoice-42", "A", 2, late, "paid by A")).toBe(false);
-      expect(await store.complete("invoice-42", "B", 1, late, "paid by A")).toBe(false);
+      expect(await noteVerbs(store).complete("invoice-42", "A", 2, late, "paid by A")).toBe(false);
+      expect(await noteVerbs(store).complete("invoice-42", "B", 1, late, "paid by A")).toBe(false);
 
       expect(await snapshot()).toEqual(settled);
-      expect(await store.state("invoice-42")).toMatchObject({ owner: "B", fence: 2, result: "paid by B", done: true });
+      expect(await store.get("invoice-42")).toMatchObject({ owner: "B", fence: 2, result: "paid by B", done: true });
     });
   });
 
@@ -641,23 +668,23 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
     test("a deleted and re-enqueued id starts above every fence it ever had", async () => {
       const { store, exec } = await freshStore();
       await store.enqueue("job-1", { now: T });
-      await store.claim("job-1", "A", T, TTL);
-      await store.claim("job-1", "B", T + TTL, TTL); // fence 2
+      await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
+      await store.claim("job-1", { owner: "B", ttlMs: TTL, now: T + TTL }); // fence 2
       await exec("DELETE FROM jobs WHERE id = 'job-1'");
-      expect(await store.enqueue("job-1", { now: T + 2 * TTL })).toBe(true);
-      expect(await store.state("job-1")).toMatchObject({ fence: 2, owner: null, done: false });
-      expect(await store.complete("job-1", "B", 2, T + 2 * TTL, "stale")).toBe(false);
-      expect(await store.claim("job-1", "C", T + 2 * TTL, TTL)).toBe(3);
+      expect(await noteVerbs(store).enqueue("job-1", { now: T + 2 * TTL })).toBe(true);
+      expect(await noteVerbs(store).state("job-1")).toMatchObject({ fence: 2, owner: null, done: false });
+      expect(await noteVerbs(store).complete("job-1", "B", 2, T + 2 * TTL, "stale")).toBe(false);
+      expect(await noteVerbs(store).claim("job-1", "C", T + 2 * TTL, TTL)).toBe(3);
 
       await exec("DELETE FROM jobs WHERE id = 'job-1'");
       await store.enqueue("job-1", { now: T + 3 * TTL });
-      expect(await store.claim("job-1", "D", T + 3 * TTL, TTL)).toBe(4);
+      expect(await noteVerbs(store).claim("job-1", "D", T + 3 * TTL, TTL)).toBe(4);
     });
 
     test("the database itself refuses to lower a fence, whoever writes", async () => {
       const { store, exec, snapshot } = await freshStore();
       await store.enqueue("job-1", { now: T });
-      await store.claim("job-1", "A", T, TTL);
+      await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
       const before = await snapshot();
       await expect(exec("UPDATE jobs SET fence = 0 WHERE id = 'job-1'")).rejects.toThrow(/a fence may only grow/);
       expect(await snapshot()).toEqual(before);

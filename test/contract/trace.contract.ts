@@ -17,55 +17,58 @@ export function traceContract(freshStore: () => Promise<FreshStore>): void {
   describe("trace context", () => {
     test("an enqueue stores its traceparent and tracestate, and every lease of the job hands them back", async () => {
       const { store, snapshot } = await freshStore();
-      const { job } = await store.enqueueJob("traced", { queue: "q", traceparent: PARENT, tracestate: STATE, now: T });
+      const { job } = await store.enqueue("traced", { queue: "q", traceparent: PARENT, tracestate: STATE, now: T });
       expect(job).toMatchObject({ traceparent: PARENT, tracestate: STATE });
       expect((await snapshot()).traced).toMatchObject({ traceparent: PARENT, tracestate: STATE });
 
-      const [first] = await store.claimNext("q", "A", T, TTL);
+      const [first] = await store.claimNext("q", { owner: "A", ttlMs: TTL, now: T });
       expect(first!.job).toMatchObject({ id: "traced", traceparent: PARENT, tracestate: STATE });
-      await store.failJob("traced", "A", 1, T, "boom", { retryInMs: 0 });
-      const again = await store.claimJob("traced", "B", T + 1, TTL);
+      await store.fail("traced", { owner: "A", fence: 1, error: "boom", retryInMs: 0, now: T });
+      const again = await store.claim("traced", { owner: "B", ttlMs: TTL, now: T + 1 });
       expect(again.job).toMatchObject({ fence: 2, traceparent: PARENT, tracestate: STATE });
-      expect(await store.getJob("traced", T + 1)).toMatchObject({ traceparent: PARENT, tracestate: STATE });
+      expect(await store.get("traced", { now: T + 1 })).toMatchObject({ traceparent: PARENT, tracestate: STATE });
     });
 
     test("a job enqueued without one has null for both, and so do its leases", async () => {
       const { store, snapshot } = await freshStore();
       await store.enqueue("plain", { queue: "q", now: T });
       expect((await snapshot()).plain).toMatchObject({ traceparent: null, tracestate: null });
-      const [lease] = await store.claimNext("q", "A", T, TTL);
+      const [lease] = await store.claimNext("q", { owner: "A", ttlMs: TTL, now: T });
       expect(lease!.job).toMatchObject({ traceparent: null, tracestate: null });
     });
 
     test("enqueueMany stores each job's own, and the leases a completion takes next hand them back", async () => {
       const { store, snapshot } = await freshStore();
-      await store.enqueueMany("q", [
-        { id: "a", priority: 2, traceparent: PARENT, tracestate: STATE },
-        { id: "b", priority: 1, traceparent: OTHER },
-        { id: "c" },
-      ], T);
+      await store.enqueueMany("q", {
+        jobs: [
+          { id: "a", priority: 2, traceparent: PARENT, tracestate: STATE },
+          { id: "b", priority: 1, traceparent: OTHER },
+          { id: "c" },
+        ],
+        now: T,
+      });
       const rows = await snapshot();
       expect([rows.a, rows.b, rows.c].map((row) => [row!.traceparent, row!.tracestate])).toEqual([[PARENT, STATE], [OTHER, null], [null, null]]);
-      const [a] = await store.claimNext("q", "W", T, TTL);
+      const [a] = await store.claimNext("q", { owner: "W", ttlMs: TTL, now: T });
       expect(a!.job.traceparent).toBe(PARENT);
-      const { leases } = await store.completeJob("a", "W", 1, T, "1", { next: { limit: 2, ttlMs: TTL } });
+      const { leases } = await store.complete("a", { owner: "W", fence: 1, result: "1", next: { limit: 2, ttlMs: TTL }, now: T });
       expect(leases.map((lease) => [lease.job.id, lease.job.traceparent, lease.job.tracestate])).toEqual([["b", OTHER, null], ["c", null, null]]);
     });
 
     test("a later version is read as version 00 and stored as one; an existing id keeps the context it had", async () => {
       const { store } = await freshStore();
       const later = "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-comes-next";
-      expect((await store.enqueueJob("v", { traceparent: later, now: T })).job.traceparent).toBe(PARENT);
-      const again = await store.enqueueJob("v", { traceparent: OTHER, now: T + 1 });
+      expect((await store.enqueue("v", { traceparent: later, now: T })).job.traceparent).toBe(PARENT);
+      const again = await store.enqueue("v", { traceparent: OTHER, now: T + 1 });
       expect(again).toMatchObject({ created: false, job: { traceparent: PARENT } });
     });
 
     test("a retried dead job keeps its trace context: its next attempt continues the same trace", async () => {
       const { store } = await freshStore();
       await store.enqueue("once", { traceparent: PARENT, maxAttempts: 1, now: T });
-      await store.claimJob("once", "A", T, TTL);
-      await store.failJob("once", "A", 1, T, "boom");
-      expect((await store.retryJob("once", T + 1)).traceparent).toBe(PARENT);
+      await store.claim("once", { owner: "A", ttlMs: TTL, now: T });
+      await store.fail("once", { owner: "A", fence: 1, error: "boom", now: T });
+      expect((await store.retry("once", { now: T + 1 })).traceparent).toBe(PARENT);
     });
 
     test.each([
@@ -83,7 +86,7 @@ export function traceContract(freshStore: () => Promise<FreshStore>): void {
       const { store, snapshot } = await freshStore();
       await expect(store.enqueue("bad", { ...trace, now: T })).rejects.toThrow(InvalidArgument);
       await expect(store.enqueue("bad", { ...trace, now: T })).rejects.toThrow(message);
-      await expect(store.enqueueMany("q", [{ id: "fine" }, { id: "bad", ...trace }], T)).rejects.toThrow(/^jobs\[1\]\./);
+      await expect(store.enqueueMany("q", { jobs: [{ id: "fine" }, { id: "bad", ...trace }], now: T })).rejects.toThrow(/^jobs\[1\]\./);
       expect(await snapshot()).toEqual({});
     });
   });

@@ -5,6 +5,7 @@ import { groupCommit } from "../../src/drivers/group-commit.ts";
 import { migrate } from "../../src/store/migrate.ts";
 import { readMigrations } from "../../src/runtime/node/migrations-dir.ts";
 import { freshUrl } from "../fresh-db.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 
 // src/drivers/group-commit.ts: concurrent writes share one transaction, yet each
 // statement decides alone and only a failing caller fails.
@@ -33,7 +34,7 @@ describe("group commit", () => {
     const store = new LeaseStore(groupCommit(driver));
     await Promise.all(Array.from({ length: 20 }, (_, i) => store.enqueue(`job-${i}`, { now: T })));
     calls.batches.length = 0;
-    const leases = await Promise.all(Array.from({ length: 20 }, (_, i) => store.claimJob(`job-${i}`, `w${i}`, T, TTL + i)));
+    const leases = await Promise.all(Array.from({ length: 20 }, (_, i) => store.claim(`job-${i}`, { owner: `w${i}`, ttlMs: TTL + i, now: T })));
     expect(calls.batches).toHaveLength(1);
     expect(leases.map((lease) => [lease.job.id, lease.job.owner, lease.fence, lease.until])).toEqual(
       Array.from({ length: 20 }, (_, i) => [`job-${i}`, `w${i}`, 1, T + TTL + i]),
@@ -45,12 +46,12 @@ describe("group commit", () => {
     const store = new LeaseStore(groupCommit(driver));
     await store.enqueue("job-1", { now: T });
     calls.batches.length = 0;
-    const answers = await Promise.allSettled(Array.from({ length: 64 }, (_, i) => store.claimJob("job-1", `w${i}`, T, TTL)));
+    const answers = await Promise.allSettled(Array.from({ length: 64 }, (_, i) => store.claim("job-1", { owner: `w${i}`, ttlMs: TTL, now: T })));
     expect(calls.batches).toHaveLength(1);
     const won = answers.flatMap((answer, i) => (answer.status === "fulfilled" ? [i] : []));
     expect(won).toEqual([0]); // the first to arrive
     expect(answers.slice(1).every((answer) => answer.status === "rejected" && answer.reason instanceof NotClaimable)).toBe(true);
-    expect(await store.state("job-1", T)).toMatchObject({ owner: "w0", fence: 1, attempts: 1 });
+    expect(await store.get("job-1", { now: T })).toMatchObject({ owner: "w0", fence: 1, attempts: 1 });
   });
 
   test("a statement that fails fails only its own caller; the others in its group are committed", async () => {
@@ -59,11 +60,11 @@ describe("group commit", () => {
     const store = new LeaseStore(grouped);
     await Promise.all(["a", "b"].map((id) => store.enqueue(id, { now: T })));
     const broken: Statement = { sql: "INSERT INTO jobs (id) VALUES ('c')", args: [] }; // created_at is NOT NULL
-    const [a, bad, b] = await Promise.allSettled([store.claimJob("a", "w", T, TTL), grouped.batch([broken]), store.claimJob("b", "w", T, TTL)]);
+    const [a, bad, b] = await Promise.allSettled([store.claim("a", { owner: "w", ttlMs: TTL, now: T }), grouped.batch([broken]), store.claim("b", { owner: "w", ttlMs: TTL, now: T })]);
     expect(a).toMatchObject({ status: "fulfilled", value: { fence: 1 } });
     expect(bad).toMatchObject({ status: "rejected", reason: expect.objectContaining({ message: expect.stringMatching(/NOT NULL/) }) });
     expect(b).toMatchObject({ status: "fulfilled", value: { fence: 1 } });
-    expect(await store.state("c", T)).toBeNull();
+    expect(await noteVerbs(store).state("c", T)).toBeNull();
   });
 
   test("when the database is unavailable, every caller of the group gets that error and nothing is written", async () => {
@@ -93,10 +94,10 @@ describe("group commit", () => {
     const store = new LeaseStore(groupCommit(committedThenLost));
     for (const id of ["a", "b", "c", "d"]) await store.enqueue(id, { queue: "q", now: T });
     lose = true;
-    const answers = await Promise.allSettled([store.claimJob("a", "w1", T, TTL), store.claimNext("q", "w2", T, TTL), store.claimJob("c", "w3", T, TTL)]);
+    const answers = await Promise.allSettled([store.claim("a", { owner: "w1", ttlMs: TTL, now: T }), store.claimNext("q", { owner: "w2", ttlMs: TTL, now: T }), store.claim("c", { owner: "w3", ttlMs: TTL, now: T })]);
     expect(answers.map((answer) => answer.status === "rejected" && answer.reason)).toEqual([lost, lost, lost]);
     // Applied once: a to w1, the next due job (b) to w2, c to w3; d untouched.
-    const jobs = await Promise.all(["a", "b", "c", "d"].map(async (id) => (({ owner, fence, attempts }) => ({ id, owner, fence, attempts }))((await store.state(id, T))!)));
+    const jobs = await Promise.all(["a", "b", "c", "d"].map(async (id) => (({ owner, fence, attempts }) => ({ id, owner, fence, attempts }))((await store.get(id, { now: T }))!)));
     expect(jobs).toEqual([
       { id: "a", owner: "w1", fence: 1, attempts: 1 },
       { id: "b", owner: "w2", fence: 1, attempts: 1 },
@@ -108,9 +109,9 @@ describe("group commit", () => {
   test("a write alone runs at once on its own, and a read bypasses the group", async () => {
     const { driver, calls } = await countingDriver();
     const store = new LeaseStore(groupCommit(driver));
-    expect(await store.enqueue("job-1", { now: T })).toBe(true);
+    expect(await noteVerbs(store).enqueue("job-1", { now: T })).toBe(true);
     expect(calls.batches).toEqual([2]); // the insert and its count, unchanged and alone
-    expect(await store.state("job-1", T)).toMatchObject({ id: "job-1" });
+    expect(await store.get("job-1", { now: T })).toMatchObject({ id: "job-1" });
     expect(calls.runs).toBe(1);
   });
 

@@ -7,6 +7,7 @@ import { BUSY_TIMEOUT_MS, libsqlFileDriver, STATEMENT_CACHE_SIZE } from "../../s
 import { LeaseStore, migrate, StorageUnavailable } from "../../src/index.ts";
 import { readMigrations } from "../../src/node.ts";
 import { freshDir } from "../fresh-db.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 
 // src/drivers/libsql-file.ts, the driver of a store on a `file:` database: one
 // native connection with the store's settings, each SQL text prepared once.
@@ -52,11 +53,11 @@ describe("prepared statements", () => {
     const store = new LeaseStore(driver);
     const cycle = async (i: number) => {
       await store.enqueue(`job-${i}`, { now: T });
-      const fence = await store.claim(`job-${i}`, "A", T, 1_000);
-      expect(await store.renew(`job-${i}`, "A", fence!, T, 2_000)).toBe(true);
-      expect(await store.complete(`job-${i}`, "A", fence!, T, "r")).toBe(true);
-      expect(await store.complete(`job-${i}`, "B", fence!, T, "stale")).toBe(false);
-      expect(await store.getJob(`job-${i}`, T)).toMatchObject({ status: "done", result: "r" });
+      const fence = await noteVerbs(store).claim(`job-${i}`, "A", T, 1_000);
+      expect(await noteVerbs(store).renew(`job-${i}`, "A", fence!, T, 2_000)).toBe(true);
+      expect(await noteVerbs(store).complete(`job-${i}`, "A", fence!, T, "r")).toBe(true);
+      expect(await noteVerbs(store).complete(`job-${i}`, "B", fence!, T, "stale")).toBe(false);
+      expect(await store.get(`job-${i}`, { now: T })).toMatchObject({ status: "done", result: "r" });
     };
     const prepares = countPrepares();
     await cycle(0);

@@ -168,10 +168,10 @@ describe("HTTP fuzz", () => {
     };
     // One job of each kind a request can meet: open, held by A, done, and held but expired.
     for (const id of ["open", "held", "done", "expired"]) await store.enqueue(id, { now: T });
-    await store.claim("held", "A", T, 3_600_000);
-    await store.claim("done", "A", T, 60_000);
-    await store.complete("done", "A", 1, T, '"ok"');
-    await store.claim("expired", "B", T - 10_000, 1_000);
+    await store.claim("held", { owner: "A", ttlMs: 3_600_000, now: T });
+    await store.claim("done", { owner: "A", ttlMs: 60_000, now: T });
+    await store.complete("done", { owner: "A", fence: 1, result: '"ok"', now: T });
+    await store.claim("expired", { owner: "B", ttlMs: 1_000, now: T - 10_000 });
 
     await fc.assert(
       fc.asyncProperty(request, async ({ sent: { method, path, headers, body }, tick }) => {

@@ -25,7 +25,7 @@ describe("PUT /v1/schedules/:name", () => {
     clock.now = T + 5_000;
     const answer = await call("PUT", "/v1/schedules/nightly", { queue: "other", everyMs: 60_000 });
     expect(answer).toMatchObject({ status: 200, body: { name: "nightly", queue: "other", cron: null, everyMs: 60_000, timezone: null, payload: null, createdAt: T, updatedAt: T + 5_000, nextFireAt: T + 60_000 } });
-    expect((await store.schedules.fireDue(T + 60_000)).jobs).toEqual([{ id: `nightly@${new Date(T + 60_000).toISOString()}`, queue: "other" }]);
+    expect((await store.schedules.fireDue({ now: T + 60_000 })).jobs).toEqual([{ id: `nightly@${new Date(T + 60_000).toISOString()}`, queue: "other" }]);
     expect((await call("GET", `/v1/jobs/${encodeURIComponent(`nightly@${new Date(T + 60_000).toISOString()}`)}`)).body).toMatchObject({ queue: "other", runAt: T + 60_000 });
   });
 
@@ -80,11 +80,11 @@ describe("GET /v1/schedules, GET and DELETE /v1/schedules/:name", () => {
   test("DELETE answers 204 with no body; the schedule is gone and never fires, its jobs stay", async () => {
     const { call, store } = await freshApp();
     await call("PUT", "/v1/schedules/beat", { queue: "q", everyMs: 1_000 });
-    await store.schedules.fireDue(T + 1_000);
+    await store.schedules.fireDue({ now: T + 1_000 });
     const answer = await call("DELETE", "/v1/schedules/beat");
     expect(answer).toMatchObject({ status: 204, body: "" });
     expect((await call("GET", "/v1/schedules")).body).toEqual({ schedules: [] });
-    expect(await store.schedules.fireDue(T + 10_000)).toEqual({ jobs: [], taken: [], skipped: [], nextFireAt: null });
+    expect(await store.schedules.fireDue({ now: T + 10_000 })).toEqual({ jobs: [], taken: [], skipped: [], nextFireAt: null });
     expect((await call("GET", "/v1/jobs")).body.jobs.map((job: { id: string }) => job.id)).toEqual([`beat@${new Date(T + 1_000).toISOString()}`]);
   });
 });
@@ -110,7 +110,7 @@ describe("a schedule's fires cannot be taken by a client", () => {
     const { call, store, exec } = await freshApp();
     await call("PUT", "/v1/schedules/beat", { queue: "q", everyMs: 60_000 });
     await exec(`INSERT INTO jobs (id, queue, created_at, updated_at) VALUES ('${fireId}', 'q', ${T}, ${T})`); // a job of that id from before
-    expect(await store.schedules.fireDue(T + 60_000)).toMatchObject({ jobs: [], taken: [{ name: "beat", id: fireId }] });
+    expect(await store.schedules.fireDue({ now: T + 60_000 })).toMatchObject({ jobs: [], taken: [{ name: "beat", id: fireId }] });
     expect((await call("GET", "/v1/schedules/beat")).body).toMatchObject({ lastFireAt: T + 60_000, lastFireTaken: true });
   });
 });

@@ -123,7 +123,7 @@ describe("the store outside a request", () => {
   test("makes no span: its background calls (wait rooms, maintenance, the health probe) would each be a trace of their own", async () => {
     const { store } = await freshStore();
     await store.enqueue("job-1", { now: T });
-    await store.getJob("job-1", T);
+    await store.get("job-1", { now: T });
     await store.health();
     expect(spans.getFinishedSpans()).toEqual([]);
   });

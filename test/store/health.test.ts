@@ -27,7 +27,7 @@ describe("health", () => {
     const store = new LeaseStore(driver);
     await store.enqueue("job-1", { now: T });
     expect(await store.health()).toEqual({ ok: true });
-    expect(await store.state("job-1", T)).toMatchObject({ id: "job-1", fence: 0, owner: null });
+    expect(await store.get("job-1", { now: T })).toMatchObject({ id: "job-1", fence: 0, owner: null });
   });
 
   test("a write that has waited longer than stuckAfterMs makes it stuck, until that write ends", async () => {
@@ -54,7 +54,7 @@ describe("health", () => {
     expect(await store.health()).toMatchObject({ ok: false, reason: "stuck" });
     held = false;
     open();
-    expect(await pending).toBe(true);
+    expect((await pending).created).toBe(true);
     expect(await store.health()).toEqual({ ok: true });
     expect(lines).toEqual([expect.stringMatching(/writes are failing \(stuck\)/), expect.stringMatching(/writes succeed again/)]); // once each
   });

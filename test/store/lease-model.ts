@@ -146,7 +146,8 @@ export class LeaseModel {
     return { ok: true };
   }
 
-  // The twins the HTTP layer uses: the same rule, and on a refusal the reason read from the job as it is now.
+  // The store's verbs with their rich answers (the methods above answer as the design note's
+  // operations do): the same rule, and on a refusal the reason read from the job as it is now.
 
   enqueueJob(id: string, options: EnqueueOptions): Outcome {
     const created = (this.enqueue(id, options) as { ok: boolean }).ok;

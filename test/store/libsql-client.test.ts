@@ -7,6 +7,7 @@ import { manyContract } from "../contract/many.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
 import { freshStore, freshUrl } from "../fresh-db.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 
 // The store on libsqlDriver over @libsql/client, the driver of a store opened
 // with a remote URL (sqld, Turso) or with a client of one's own; here the
@@ -29,12 +30,12 @@ describe("a busy database, on a client", () => {
     try {
       await store.enqueue("job-1", { now: 1 });
       const lock = await holder.transaction("write");
-      await expect(store.claimJob("job-1", "A", 1, 1_000)).rejects.toBeInstanceOf(StorageUnavailable);
-      await expect(store.complete("job-1", "A", 1, 1, "early")).rejects.toBeInstanceOf(StorageUnavailable);
+      await expect(store.claim("job-1", { owner: "A", ttlMs: 1_000, now: 1 })).rejects.toBeInstanceOf(StorageUnavailable);
+      await expect(store.complete("job-1", { owner: "A", fence: 1, result: "early", now: 1 })).rejects.toBeInstanceOf(StorageUnavailable);
       lock.close();
       // libSQL would leave the failed statements "in progress" and refuse every later commit on that connection.
-      expect(await store.claimJob("job-1", "A", 2, 1_000)).toMatchObject({ fence: 1 });
-      expect(await store.complete("job-1", "A", 1, 3, "done")).toBe(true);
+      expect(await store.claim("job-1", { owner: "A", ttlMs: 1_000, now: 2 })).toMatchObject({ fence: 1 });
+      expect(await noteVerbs(store).complete("job-1", "A", 1, 3, "done")).toBe(true);
     } finally {
       holder.close();
       store.close();
@@ -46,9 +47,9 @@ describe("an in-memory database", () => {
   test("keeps the client that migrated it, since a second connection would be another, empty database", async () => {
     const store = await openStore({ url: ":memory:" });
     try {
-      expect(await store.enqueue("job-1", { now: 1 })).toBe(true);
-      expect(await store.claim("job-1", "A", 1, 1_000)).toBe(1);
-      expect(await store.state("job-1", 2)).toMatchObject({ status: "leased", owner: "A" });
+      expect(await noteVerbs(store).enqueue("job-1", { now: 1 })).toBe(true);
+      expect(await noteVerbs(store).claim("job-1", "A", 1, 1_000)).toBe(1);
+      expect(await store.get("job-1", { now: 2 })).toMatchObject({ status: "leased", owner: "A" });
     } finally {
       store.close();
     }
@@ -62,7 +63,7 @@ describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("a long tight lo
       const before = process.memoryUsage().rss;
       for (let i = 0; i < 4_000; i++) {
         await store.enqueue(`job-${i}`, { now: 1 });
-        await store.complete(`job-${i}`, "A", (await store.claim(`job-${i}`, "A", 1, 1_000))!, 2, "r");
+        await store.complete(`job-${i}`, { owner: "A", fence: (await store.claim(`job-${i}`, { owner: "A", ttlMs: 1_000, now: 1 })).fence, result: "r", now: 2 });
       }
       // Without the driver's yield this loop grows by several hundred MB (450 to 700 MB, as measured).
       expect(process.memoryUsage().rss - before).toBeLessThan(250 * 1024 * 1024);

@@ -71,9 +71,9 @@ describe("schedules in the maintenance", () => {
 
   test("maintain enqueues the due schedules' jobs, the log line names them, and wakeAfter rings their queues", async () => {
     const { store, snapshot } = await freshStore();
-    await store.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *" }, T);
-    await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
-    await store.schedules.put("later", { queue: "q", cron: "0 4 * * *" }, T);
+    await store.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *", now: T });
+    await store.schedules.put("tick", { queue: "q", cron: "* * * * *", now: T });
+    await store.schedules.put("later", { queue: "q", cron: "0 4 * * *", now: T });
     expect((await maintain(store, AT_3 - 1)).fired).toEqual([]);
     const done = await maintain(store, AT_3);
     expect(done.fired).toEqual([{ id: "nightly@2026-11-30T03:00:00.000Z", queue: "reports" }, { id: "tick@2026-11-30T03:00:00.000Z", queue: "q" }]);
@@ -87,8 +87,8 @@ describe("schedules in the maintenance", () => {
 
   test("a fire that finds its job's id taken is named in maintain's answer and log line, and in the schedule timer's log", async () => {
     const { store, exec } = await freshStore();
-    await store.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *" }, T);
-    await store.schedules.put("tick", { queue: "q", cron: "* * * * *" }, T);
+    await store.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *", now: T });
+    await store.schedules.put("tick", { queue: "q", cron: "* * * * *", now: T });
     await exec(`INSERT INTO jobs (id, queue, created_at, updated_at) VALUES ('nightly@2026-11-30T03:00:00.000Z', 'reports', ${T}, ${T})`); // from before such ids were refused
     const done = await maintain(store, AT_3);
     expect(done).toMatchObject({ fired: [{ id: "tick@2026-11-30T03:00:00.000Z", queue: "q" }], taken: [{ name: "nightly", id: "nightly@2026-11-30T03:00:00.000Z" }] });
@@ -106,7 +106,7 @@ describe("schedules in the maintenance", () => {
 
   test("a run told schedules: false (the Node server, whose schedule timer fires them) leaves a due schedule to that timer", async () => {
     const { store, snapshot } = await freshStore();
-    await store.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *" }, T);
+    await store.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *", now: T });
     expect((await maintain(store, AT_3, undefined, { schedules: false })).fired).toEqual([]);
     expect(await snapshot()).toEqual({});
     expect((await store.schedules.get("nightly")).nextFireAt).toBe(AT_3); // still due, for the timer
@@ -127,7 +127,7 @@ describe("schedules in the maintenance", () => {
     const { waits, rung } = recordingWaits();
     const lines: string[] = [];
     const putAt = Date.now();
-    await store.schedules.put("beat", { queue: "q", everyMs: 1_000 }, putAt);
+    await store.schedules.put("beat", { queue: "q", everyMs: 1_000, now: putAt });
     const timer = fireOnTime(store, { clock: Date.now, waits, recheckMs: 60_000, log: (line) => lines.push(line) });
     try {
       for (const started = Date.now(); rung.length === 0 && Date.now() - started < 10_000; ) await sleep(5);

@@ -3,6 +3,7 @@ import { describe, expect, test } from "vitest";
 import { migrate } from "../../src/index.ts";
 import { BUSY_TIMEOUT_MS, connect, openStore, readMigrations, reconnect } from "../../src/node.ts";
 import { freshDir, freshStore, freshUrl } from "../fresh-db.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 import { expectHistoryGoesOn, expectKeptAfter0015, type RawDatabase, writeHistoryBefore0015 } from "../contract/history-before-0015.ts";
 
 /** A raw client as the migration tests reach a database. */
@@ -54,7 +55,7 @@ describe("migrate", () => {
   test("applies nothing the second time and leaves the data alone", async () => {
     const { store, url, snapshot } = await freshStore();
     await store.enqueue("job-1", { now: T });
-    await store.claim("job-1", "A", T, TTL);
+    await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
     const before = await snapshot();
     const client = createClient({ url });
     try {
@@ -82,14 +83,14 @@ describe("migrate", () => {
     const url = freshUrl();
     const first = await openStore({ url });
     await first.enqueue("job-1", { now: T });
-    expect(await first.claim("job-1", "A", T, TTL)).toBe(1);
+    expect(await noteVerbs(first).claim("job-1", "A", T, TTL)).toBe(1);
     first.close();
 
     const second = await openStore({ url });
     try {
-      expect(await second.state("job-1")).toMatchObject({ owner: "A", fence: 1 });
-      expect(await second.claim("job-1", "B", T + TTL, TTL)).toBe(2);
-      expect(await second.complete("job-1", "A", 1, T + TTL + 1, "stale")).toBe(false);
+      expect(await second.get("job-1")).toMatchObject({ owner: "A", fence: 1 });
+      expect(await noteVerbs(second).claim("job-1", "B", T + TTL, TTL)).toBe(2);
+      expect(await noteVerbs(second).complete("job-1", "A", 1, T + TTL + 1, "stale")).toBe(false);
     } finally {
       second.close();
     }
@@ -207,7 +208,7 @@ describe("connection settings of a file database, on a client of connect", () =>
     const url = `file:${freshDir()}/deeper/still/fencelease.db`;
     const store = await openStore({ url });
     try {
-      expect(await store.enqueue("job-1", { now: T })).toBe(true);
+      expect(await noteVerbs(store).enqueue("job-1", { now: T })).toBe(true);
     } finally {
       store.close();
     }

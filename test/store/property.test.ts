@@ -2,10 +2,12 @@ import { join } from "node:path";
 import { createClient } from "@libsql/client";
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
+import { LeaseLost, NotFound } from "../../src/store/errors.ts";
 import { openStore } from "../../src/node.ts";
 import type { LeaseStore } from "../../src/store/store.ts";
 import { freshDir } from "../fresh-db.ts";
 import { LeaseModel, type ModelJob, type Outcome } from "./lease-model.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 
 // Random sequences of lease verbs, with a clock that only moves forward, run
 // against the real store on a fresh file database and against the in-memory
@@ -26,12 +28,12 @@ type FenceRef = { fixed: number } | { current: -1 | 0 | 1 };
 type Tick = { by: number } | { toUntilOf: string; plus: -1 | 0 | 1 };
 
 type Op = { tick: Tick } & (
-  | { verb: "enqueue"; id: string; queue: string; priority: number; runIn: number; twin: boolean }
-  | { verb: "claim"; id: string; who: Who; ttl: number; twin: boolean }
+  | { verb: "enqueue"; id: string; queue: string; priority: number; runIn: number; rich: boolean }
+  | { verb: "claim"; id: string; who: Who; ttl: number; rich: boolean }
   | { verb: "claimNext"; queue: string; who: Who; ttl: number; limit: number }
-  | { verb: "renew"; id: string; who: Who; fence: FenceRef; ttl: number; twin: boolean; progress: Progress }
-  | { verb: "complete"; id: string; who: Who; fence: FenceRef; result: string; twin: boolean }
-  | { verb: "release"; id: string; who: Who; fence: FenceRef; twin: boolean }
+  | { verb: "renew"; id: string; who: Who; fence: FenceRef; ttl: number; rich: boolean; progress: Progress }
+  | { verb: "complete"; id: string; who: Who; fence: FenceRef; result: string; rich: boolean }
+  | { verb: "release"; id: string; who: Who; fence: FenceRef; rich: boolean }
   | { verb: "cancel"; id: string }
   | { verb: "state"; id: string }
 );
@@ -52,7 +54,8 @@ const tick = fc.oneof(
   { arbitrary: fc.record({ by: fc.oneof({ arbitrary: fc.constant(0), weight: 2 }, { arbitrary: fc.integer({ min: 1, max: 40 }), weight: 1 }) }), weight: 3 },
   { arbitrary: fc.record({ toUntilOf: id, plus: fc.constantFrom<-1 | 0 | 1>(-1, 0, 1) }), weight: 1 },
 );
-const twin = fc.boolean();
+// Each verb runs either as the store's (its rich answer) or through noteVerbs (the note's answer).
+const rich = fc.boolean();
 const progress = fc.oneof(
   { arbitrary: fc.constant<Progress>({}), weight: 2 },
   // Not null: the rows keep a reported null as the JSON text "null", which the model does not tell from none.
@@ -60,18 +63,18 @@ const progress = fc.oneof(
 );
 
 const enqueue = fc.record({
-  tick, verb: fc.constant("enqueue" as const), id, queue, priority: fc.integer({ min: 0, max: 2 }), runIn: fc.constantFrom(0, 0, 10, 30), twin,
+  tick, verb: fc.constant("enqueue" as const), id, queue, priority: fc.integer({ min: 0, max: 2 }), runIn: fc.constantFrom(0, 0, 10, 30), rich,
 });
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: enqueue, weight: 1 },
-  { arbitrary: fc.record({ tick, verb: fc.constant("claim" as const), id, who, ttl, twin }), weight: 3 },
+  { arbitrary: fc.record({ tick, verb: fc.constant("claim" as const), id, who, ttl, rich }), weight: 3 },
   { arbitrary: fc.record({ tick, verb: fc.constant("claimNext" as const), queue, who, ttl, limit: fc.integer({ min: 1, max: 3 }) }), weight: 3 },
-  { arbitrary: fc.record({ tick, verb: fc.constant("renew" as const), id, who, fence, ttl, twin, progress }), weight: 2 },
+  { arbitrary: fc.record({ tick, verb: fc.constant("renew" as const), id, who, fence, ttl, rich, progress }), weight: 2 },
   // The holder's heartbeat soon after: mostly accepted, so that progress is stored, kept and refused in turn.
-  { arbitrary: fc.record({ tick: fc.record({ by: fc.integer({ min: 0, max: 3 }) }), verb: fc.constant("renew" as const), id, who: fc.constant<Who>("holder"), fence: fc.constant<FenceRef>({ current: 0 }), ttl, twin, progress }), weight: 1 },
-  { arbitrary: fc.record({ tick, verb: fc.constant("complete" as const), id, who, fence, result: fc.constantFrom("r1", "r2", ""), twin }), weight: 2 },
-  { arbitrary: fc.record({ tick, verb: fc.constant("release" as const), id, who, fence, twin }), weight: 1 },
+  { arbitrary: fc.record({ tick: fc.record({ by: fc.integer({ min: 0, max: 3 }) }), verb: fc.constant("renew" as const), id, who: fc.constant<Who>("holder"), fence: fc.constant<FenceRef>({ current: 0 }), ttl, rich, progress }), weight: 1 },
+  { arbitrary: fc.record({ tick, verb: fc.constant("complete" as const), id, who, fence, result: fc.constantFrom("r1", "r2", ""), rich }), weight: 2 },
+  { arbitrary: fc.record({ tick, verb: fc.constant("release" as const), id, who, fence, rich }), weight: 1 },
   { arbitrary: fc.record({ tick, verb: fc.constant("cancel" as const), id }), weight: 1 },
   { arbitrary: fc.record({ tick, verb: fc.constant("state" as const), id }), weight: 1 },
 );
@@ -117,32 +120,48 @@ async function step(store: LeaseStore, model: LeaseModel, op: Op, now: number): 
   switch (op.verb) {
     case "enqueue": {
       const options = { queue: op.queue, priority: op.priority, runAt: now + op.runIn, maxAttempts: MAX_ATTEMPTS, now };
-      return op.twin
-        ? [await outcome(() => store.enqueueJob(op.id, options)), model.enqueueJob(op.id, options)]
-        : [await outcome(() => store.enqueue(op.id, options)), model.enqueue(op.id, options)];
+      return op.rich
+        ? [await outcome(() => store.enqueue(op.id, options)), model.enqueueJob(op.id, options)]
+        : [await outcome(() => noteVerbs(store).enqueue(op.id, options)), model.enqueue(op.id, options)];
     }
     case "claim":
-      return op.twin
-        ? [await outcome(() => store.claimJob(op.id, owner, now, op.ttl)), model.claimJob(op.id, owner, now, op.ttl)]
-        : [await outcome(() => store.claim(op.id, owner, now, op.ttl)), model.claim(op.id, owner, now, op.ttl)];
+      return op.rich
+        ? [await outcome(() => store.claim(op.id, { owner, ttlMs: op.ttl, now })), model.claimJob(op.id, owner, now, op.ttl)]
+        : [await outcome(() => noteVerbs(store).claim(op.id, owner, now, op.ttl)), model.claim(op.id, owner, now, op.ttl)];
     case "claimNext":
-      return [await outcome(() => store.claimNext(op.queue, owner, now, op.ttl, op.limit)), model.claimNext(op.queue, owner, now, op.ttl, op.limit)];
+      return [await outcome(() => store.claimNext(op.queue, { owner, ttlMs: op.ttl, limit: op.limit, now })), model.claimNext(op.queue, owner, now, op.ttl, op.limit)];
     case "renew":
-      return op.twin
-        ? [await outcome(() => store.renewLease(op.id, owner, f, now, op.ttl, { progress: op.progress.report })), model.renewLease(op.id, owner, f, now, op.ttl, op.progress.report)]
-        : [await outcome(() => store.renew(op.id, owner, f, now, op.ttl, { progress: op.progress.report })), model.renew(op.id, owner, f, now, op.ttl, op.progress.report)];
+      return op.rich
+        ? [await outcome(async () => (await store.renew(op.id, { owner, fence: f, ttlMs: op.ttl, progress: op.progress.report, now })).until), model.renewLease(op.id, owner, f, now, op.ttl, op.progress.report)]
+        : [await outcome(() => noteRenew(store, op.id, owner, f, now, op.ttl, op.progress.report)), model.renew(op.id, owner, f, now, op.ttl, op.progress.report)];
     case "cancel":
-      return [await outcome(() => store.cancelJob(op.id, { by: "ops" }, now)), model.cancelJob(op.id, now)];
+      return [await outcome(() => store.cancel(op.id, { by: "ops", now })), model.cancelJob(op.id, now)];
     case "complete":
-      return op.twin
-        ? [await outcome(async () => (await store.completeJob(op.id, owner, f, now, op.result)).job), model.completeJob(op.id, owner, f, now, op.result)]
-        : [await outcome(() => store.complete(op.id, owner, f, now, op.result)), model.complete(op.id, owner, f, now, op.result)];
+      return op.rich
+        ? [await outcome(async () => (await store.complete(op.id, { owner, fence: f, result: op.result, now })).job), model.completeJob(op.id, owner, f, now, op.result)]
+        : [await outcome(() => noteVerbs(store).complete(op.id, owner, f, now, op.result)), model.complete(op.id, owner, f, now, op.result)];
     case "release":
-      return op.twin
-        ? [await outcome(() => store.releaseLease(op.id, owner, f, now)), model.releaseLease(op.id, owner, f, now)]
-        : [await outcome(() => store.release(op.id, owner, f, now)), model.release(op.id, owner, f, now)];
+      return op.rich
+        ? [await outcome(() => store.release(op.id, { owner, fence: f, now })), model.releaseLease(op.id, owner, f, now)]
+        : [await outcome(() => noteVerbs(store).release(op.id, owner, f, now)), model.release(op.id, owner, f, now)];
     case "state":
-      return [await outcome(() => store.state(op.id)), { ok: model.state(op.id) }];
+      return [await outcome(() => noteVerbs(store).state(op.id)), { ok: model.state(op.id) }];
+  }
+}
+
+/**
+ * A renew with the note's answer (true, or false when refused). The note's
+ * renew carries no progress (issue 13 added it to the store's verb), so one
+ * that reports progress is the verb, its refusal read as false.
+ */
+async function noteRenew(store: LeaseStore, id: string, owner: string, fence: number, now: number, ttlMs: number, progress: unknown): Promise<boolean> {
+  if (progress === undefined) return noteVerbs(store).renew(id, owner, fence, now, ttlMs);
+  try {
+    await store.renew(id, { owner, fence, ttlMs, progress, now });
+    return true;
+  } catch (error) {
+    if (error instanceof LeaseLost || error instanceof NotFound) return false;
+    throw error;
   }
 }
 

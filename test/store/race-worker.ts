@@ -8,6 +8,7 @@
 //   stdin: "complete ID FENCE"  -> true if the completion was accepted
 import { createInterface } from "node:readline";
 import { openStore } from "../../src/node.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 
 const [url, owner, now, ttl] = process.argv.slice(2) as [string, string, string, string];
 const store = await openStore({ url, migrations: false });
@@ -16,13 +17,13 @@ process.stdout.write("ready\n");
 for await (const line of createInterface({ input: process.stdin })) {
   const [command, target, limit, at = now] = line.split(" ") as [string, string, string, string?];
   if (command === "claim") {
-    const fence = await store.claim(target, owner, Number(now), Number(ttl));
+    const fence = await noteVerbs(store).claim(target, owner, Number(now), Number(ttl));
     process.stdout.write(`${JSON.stringify(fence)}\n`);
   } else if (command === "complete") {
-    const done = await store.complete(target, owner, Number(limit), Number(now), "ok");
+    const done = await noteVerbs(store).complete(target, owner, Number(limit), Number(now), "ok");
     process.stdout.write(`${JSON.stringify(done)}\n`);
   } else {
-    const leases = await store.claimNext(target, owner, Number(at), Number(ttl), Number(limit));
+    const leases = await store.claimNext(target, { owner, ttlMs: Number(ttl), limit: Number(limit), now: Number(at) });
     process.stdout.write(`${JSON.stringify(leases.map((lease) => [lease.job.id, lease.fence]))}\n`);
   }
 }

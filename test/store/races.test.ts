@@ -1,23 +1,21 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
 import { createClient } from "@libsql/client";
 import { describe, expect, test } from "vitest";
-import { claimMany } from "../../src/index.ts";
-import { startServer } from "../../src/node.ts";
-import { freshStore, freshUrl } from "../fresh-db.ts";
+import { noteVerbs } from "../../src/index.ts";
+import { openStore, startServer } from "../../src/node.ts";
+import { freshStore } from "../fresh-db.ts";
 
 const T = 1_000_000;
 const TTL = 60_000;
 
 describe("claimMany", () => {
   test("32 owners racing for one job: exactly one fence, 31 nulls, round after round", async () => {
-    const { store, url, snapshot } = await freshStore();
+    const { store, snapshot } = await freshStore();
     const owners = Array.from({ length: 32 }, (_, i) => `owner-${i}`);
     for (let round = 0; round < 20; round++) {
       await store.enqueue(`round-${round}`, { now: T });
-      const fences = await claimMany(url, `round-${round}`, owners, T, TTL);
+      const fences = await noteVerbs(store).claimMany(`round-${round}`, owners, T, TTL);
       expect(fences).toHaveLength(32);
       expect(fences.filter((fence) => fence === 1)).toHaveLength(1);
       expect(fences.filter((fence) => fence === null)).toHaveLength(31);
@@ -25,23 +23,44 @@ describe("claimMany", () => {
     }
   });
 
-  test("answers in input order, and the winner is the owner the row names", async () => {
-    const { store, url } = await freshStore();
-    await store.enqueue("job-1", { now: T });
-    const owners = ["a", "b", "c", "d"];
-    const fences = await claimMany(url, "job-1", owners, T, TTL);
-    const winner = owners[fences.findIndex((fence) => fence !== null)];
-    expect(await store.state("job-1")).toMatchObject({ owner: winner, fence: 1 });
-
-    const again = await claimMany(url, "job-1", owners, T + TTL, TTL); // the lease has expired: one new winner
-    expect(again.filter((fence) => fence === 2)).toHaveLength(1);
-    expect(again.filter((fence) => fence === null)).toHaveLength(3);
-    expect(await store.state("job-1")).toMatchObject({ owner: owners[again.indexOf(2)], fence: 2, attempts: 2 });
+  test("32 owners, each on its own connection to the file, racing for one job: exactly one fence, round after round", async () => {
+    const { store, url, snapshot } = await freshStore();
+    const owners = Array.from({ length: 32 }, (_, i) => `owner-${i}`);
+    const stores = await Promise.all(owners.map(() => openStore({ url, migrations: false })));
+    try {
+      for (let round = 0; round < 20; round++) {
+        await store.enqueue(`round-${round}`, { now: T });
+        const fences = await Promise.all(owners.map((owner, i) => noteVerbs(stores[i]!).claim(`round-${round}`, owner, T, TTL)));
+        expect(fences.filter((fence) => fence === 1)).toHaveLength(1);
+        expect(fences.filter((fence) => fence === null)).toHaveLength(31);
+        expect((await snapshot())[`round-${round}`]).toMatchObject({ owner: owners[fences.indexOf(1)], fence: 1, attempts: 1 });
+      }
+    } finally {
+      for (const other of stores) other.close();
+    }
   });
 
-  test("refuses a bad ttl before opening a single connection", async () => {
-    await expect(claimMany(freshUrl(), "job-1", ["a", "b"], T, 0)).rejects.toThrow(RangeError);
-    await expect(claimMany(freshUrl(), "job-1", ["a", ""], T, TTL)).rejects.toThrow(RangeError);
+  test("answers in input order, and the winner is the owner the row names", async () => {
+    const { store } = await freshStore();
+    await store.enqueue("job-1", { now: T });
+    const owners = ["a", "b", "c", "d"];
+    const fences = await noteVerbs(store).claimMany("job-1", owners, T, TTL);
+    const winner = owners[fences.findIndex((fence) => fence !== null)];
+    expect(await store.get("job-1")).toMatchObject({ owner: winner, fence: 1 });
+
+    const again = await noteVerbs(store).claimMany("job-1", owners, T + TTL, TTL); // the lease has expired: one new winner
+    expect(again.filter((fence) => fence === 2)).toHaveLength(1);
+    expect(again.filter((fence) => fence === null)).toHaveLength(3);
+    expect(await store.get("job-1")).toMatchObject({ owner: owners[again.indexOf(2)], fence: 2, attempts: 2 });
+  });
+
+  test("refuses a bad ttl or owner before any claim runs", async () => {
+    const { store, snapshot } = await freshStore();
+    await store.enqueue("job-1", { now: T });
+    const before = await snapshot();
+    await expect(noteVerbs(store).claimMany("job-1", ["a", "b"], T, 0)).rejects.toThrow(RangeError);
+    await expect(noteVerbs(store).claimMany("job-1", ["a", ""], T, TTL)).rejects.toThrow(RangeError);
+    expect(await snapshot()).toEqual(before);
   });
 
   test.each([
@@ -49,17 +68,21 @@ describe("claimMany", () => {
     ["owner", ["job-1", ["a", ""], T, TTL], 'owners[1] must be a non-empty string of printable text, got ""'],
     ["now", ["job-1", ["a"], -1, TTL], "now must be integer milliseconds since the epoch, got -1"],
     ["ttlMs", ["job-1", ["a"], T, 0], "ttlMs must be a positive safe integer, got 0"],
-  ] as const)("refuses a bad %s by name before the database file is even created", async (_, args, message) => {
-    const url = freshUrl();
+  ] as const)("refuses a bad %s by name, and nothing changes", async (_, args, message) => {
+    const { store, snapshot } = await freshStore();
+    await store.enqueue("job-1", { now: T });
+    const before = await snapshot();
     const [id, owners, now, ttl] = args;
-    await expect(claimMany(url, id, owners, now, ttl)).rejects.toMatchObject({ name: "InvalidArgument", message });
-    expect(existsSync(fileURLToPath(url))).toBe(false);
+    await expect(noteVerbs(store).claimMany(id, owners, now, ttl)).rejects.toMatchObject({ name: "InvalidArgument", message });
+    expect(await snapshot()).toEqual(before);
   });
 
-  test("answers [] for no owners without opening the database", async () => {
-    const url = freshUrl();
-    expect(await claimMany(url, "job-1", [], T, TTL)).toEqual([]);
-    expect(existsSync(fileURLToPath(url))).toBe(false);
+  test("answers [] for no owners, and changes nothing", async () => {
+    const { store, snapshot } = await freshStore();
+    await store.enqueue("job-1", { now: T });
+    const before = await snapshot();
+    expect(await noteVerbs(store).claimMany("job-1", [], T, TTL)).toEqual([]);
+    expect(await snapshot()).toEqual(before);
   });
 });
 
@@ -92,7 +115,7 @@ describe("maxLeased under 64 concurrent HTTP claimers", () => {
   test("64 claim-nexts at once on the Node server against maxLeased 5 never leave more than 5 current leases, round after round", async () => {
     const { store, url } = await freshStore();
     for (let i = 0; i < 200; i++) await store.enqueue(`job-${i}`, { queue: "work", now: T });
-    await store.setQueue("work", { maxLeased: 5 }, T);
+    await store.queues.set("work", { maxLeased: 5, now: T });
     const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: ["race"] }, clock: () => T });
     try {
       const claimNext = (owner: string, limit: number) => claimOver(server.url, owner, limit);
@@ -103,7 +126,7 @@ describe("maxLeased under 64 concurrent HTTP claimers", () => {
         held.push(...taken);
         expect(held, `round ${round}`).toHaveLength(5); // the limit exactly reached, never exceeded
         expect(await currentLeases(url, "work"), `round ${round}`).toBe(5);
-        for (const lease of held.splice(0, 1 + (round % 3))) expect(await store.complete(lease.id, lease.owner, lease.fence, T, "ok")).toBe(true);
+        for (const lease of held.splice(0, 1 + (round % 3))) expect(await noteVerbs(store).complete(lease.id, lease.owner, lease.fence, T, "ok")).toBe(true);
       }
     } finally {
       await server.stop();
@@ -114,8 +137,8 @@ describe("maxLeased under 64 concurrent HTTP claimers", () => {
 describe("the rate limit under 64 concurrent HTTP claimers", () => {
   test("64 claim-nexts at once at a frozen clock hand out exactly burst 5 leases; as the clock moves, exactly burst + floor(elapsed x rate) in all", async () => {
     const { store, url } = await freshStore();
-    await store.enqueueMany("work", Array.from({ length: 300 }, (_, i) => ({ id: `job-${i}` })), T);
-    await store.setQueue("work", { ratePerSecond: 3, burst: 5 }, T);
+    await store.enqueueMany("work", { jobs: Array.from({ length: 300 }, (_, i) => ({ id: `job-${i}` })), now: T });
+    await store.queues.set("work", { ratePerSecond: 3, burst: 5, now: T });
     let now = T;
     const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: ["race"] }, clock: () => now });
     try {
@@ -229,7 +252,7 @@ describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("races between O
   test("4 processes claiming from a queue with maxLeased 5 never leave more than 5 current leases", async () => {
     const { store, url } = await freshStore();
     for (let i = 0; i < 200; i++) await store.enqueue(`job-${i}`, { queue: "work", now: T });
-    await store.setQueue("work", { maxLeased: 5 }, T);
+    await store.queues.set("work", { maxLeased: 5, now: T });
     const race = await racers(url, owners);
     const held: { racer: number; id: string; fence: number }[] = [];
     for (let round = 0; round < 50; round++) {
@@ -248,13 +271,13 @@ describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("races between O
       }
     }
     await race.stop();
-    expect(await store.getQueue("work")).toEqual({ queue: "work", paused: false, maxLeased: 5, ratePerSecond: null, burst: null });
+    expect(await store.queues.get("work")).toEqual({ queue: "work", paused: false, maxLeased: 5, ratePerSecond: null, burst: null });
   });
 
   test("4 processes claiming from a queue with a rate limit: exactly burst 5 at a frozen clock, and never more than burst + floor(elapsed x rate)", async () => {
     const { store, url } = await freshStore();
-    await store.enqueueMany("work", Array.from({ length: 300 }, (_, i) => ({ id: `job-${i}` })), T);
-    await store.setQueue("work", { ratePerSecond: 3, burst: 5 }, T);
+    await store.enqueueMany("work", { jobs: Array.from({ length: 300 }, (_, i) => ({ id: `job-${i}` })), now: T });
+    await store.queues.set("work", { ratePerSecond: 3, burst: 5, now: T });
     const race = await racers(url, owners);
     let handedOut = 0;
     for (let round = 0; round < 30; round++) {

@@ -39,7 +39,7 @@ describe("a connection cut mid-answer", () => {
     const { store, fake, rows } = await remoteStore();
     await store.enqueue("job-1", { now: T });
     fake.fault({ kind: "cut-after", times: 1 });
-    await expect(store.claimJob("job-1", "A", T, TTL)).rejects.toMatchObject({ name: "StorageUnavailable", outcome: "unknown", reason: "connection_lost" });
+    await expect(store.claim("job-1", { owner: "A", ttlMs: TTL, now: T })).rejects.toMatchObject({ name: "StorageUnavailable", outcome: "unknown", reason: "connection_lost" });
     expect(await rows("SELECT id, owner, fence, attempts FROM jobs")).toEqual([{ id: "job-1", owner: "A", fence: 1, attempts: 1 }]);
   });
 
@@ -47,7 +47,7 @@ describe("a connection cut mid-answer", () => {
     const { store, fake, rows } = await remoteStore();
     await store.enqueue("job-1", { now: T });
     fake.fault({ kind: "truncate-after", times: 1 });
-    await expect(store.claimJob("job-1", "A", T, TTL)).rejects.toMatchObject({ name: "StorageUnavailable", outcome: "unknown", reason: "connection_lost" });
+    await expect(store.claim("job-1", { owner: "A", ttlMs: TTL, now: T })).rejects.toMatchObject({ name: "StorageUnavailable", outcome: "unknown", reason: "connection_lost" });
     expect(await rows("SELECT owner, fence FROM jobs")).toEqual([{ owner: "A", fence: 1 }]);
   });
 
@@ -55,15 +55,15 @@ describe("a connection cut mid-answer", () => {
     const { store, fake, rows } = await remoteStore();
     await store.enqueue("job-1", { now: T });
     fake.fault({ kind: "cut-before", times: 1 });
-    await expect(store.claimJob("job-1", "A", T, TTL)).rejects.toMatchObject({ name: "StorageUnavailable", outcome: "unknown" });
+    await expect(store.claim("job-1", { owner: "A", ttlMs: TTL, now: T })).rejects.toMatchObject({ name: "StorageUnavailable", outcome: "unknown" });
     expect(await rows("SELECT owner, fence FROM jobs")).toEqual([{ owner: null, fence: 0 }]);
-    expect(await store.claimJob("job-1", "A", T, TTL)).toMatchObject({ fence: 1 }); // and the next call works
+    expect(await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T })).toMatchObject({ fence: 1 }); // and the next call works
   });
 
   test("a statement the database refused is passed on as it is: the batch was rolled back", async () => {
     const { store, fake, rows } = await remoteStore();
     await store.enqueue("job-1", { now: T });
-    await store.claim("job-1", "A", T, TTL);
+    await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T });
     const driver = libsqlDriver(createClient({ url: fake.url }));
     onTestFinished(() => driver.close());
     const lower = driver.batch([
@@ -94,7 +94,7 @@ describe("group commit on a remote database", () => {
     for (const id of ids) await store.enqueue(id, { now: T });
     const before = fake.seen.batches;
     fake.fault({ kind: "cut-after", match: "batch", times: 1 });
-    const answers = await Promise.allSettled(ids.map((id, i) => store.claimJob(id, `w${i}`, T, TTL)));
+    const answers = await Promise.allSettled(ids.map((id, i) => store.claim(id, { owner: `w${i}`, ttlMs: TTL, now: T })));
     expect(answers.map((answer) => answer.status === "rejected" && answer.reason instanceof StorageUnavailable && answer.reason.outcome)).toEqual(ids.map(() => "unknown"));
     expect(fake.seen.batches - before).toBe(1); // one group, sent once
     expect(await rows("SELECT id, owner, fence, attempts FROM jobs ORDER BY id")).toEqual(ids.map((id, i) => ({ id, owner: `w${i}`, fence: 1, attempts: 1 })));
@@ -104,7 +104,7 @@ describe("group commit on a remote database", () => {
     const { store, fake, rows } = await remoteStore({ groupCommit: true });
     for (let i = 0; i < 16; i++) await store.enqueue(`job-${String(i).padStart(2, "0")}`, { queue: "q", now: T });
     fake.fault({ kind: "cut-after", match: "batch", times: 1 });
-    const answers = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => store.claimNext("q", `w${i}`, T, TTL)));
+    const answers = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => store.claimNext("q", { owner: `w${i}`, ttlMs: TTL, now: T })));
     expect(answers.every((answer) => answer.status === "rejected" && answer.reason instanceof StorageUnavailable && answer.reason.outcome === "unknown")).toBe(true);
     // The group committed once: 8 jobs leased, one to each caller, and 8 still queued.
     const leased = await rows("SELECT owner, count(*) AS jobs, max(attempts) AS attempts FROM jobs WHERE owner IS NOT NULL GROUP BY owner ORDER BY owner");
@@ -121,14 +121,14 @@ describe("a remote database that stops answering", () => {
     await store.enqueue("job-1", { now: T });
     fake.fault({ kind: "stall" });
     const started = performance.now();
-    await expect(store.claimJob("job-1", "A", T, TTL)).rejects.toMatchObject({ name: "StorageUnavailable", outcome: "unknown", reason: "timeout" });
+    await expect(store.claim("job-1", { owner: "A", ttlMs: TTL, now: T })).rejects.toMatchObject({ name: "StorageUnavailable", outcome: "unknown", reason: "timeout" });
     expect(performance.now() - started).toBeGreaterThanOrEqual(TIMEOUT - 1);
     expect(performance.now() - started).toBeLessThan(TIMEOUT + 1_000);
     fake.fault({ kind: "none" });
     await expect.poll(() => fake.abandoned).toBe(1); // the client gave the request up, so the database never runs it
     fake.release();
     expect(await rows("SELECT owner, fence FROM jobs")).toEqual([{ owner: null, fence: 0 }]);
-    expect(await store.claimJob("job-1", "A", T, TTL)).toMatchObject({ fence: 1 });
+    expect(await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T })).toMatchObject({ fence: 1 });
   });
 
   test("calls that timed out leave nothing behind in the client: after 25 of them (more than @libsql/client runs at once), the next call works", { timeout: 10_000 }, async () => {
@@ -138,7 +138,7 @@ describe("a remote database that stops answering", () => {
     const answers = await Promise.allSettled(Array.from({ length: 25 }, (_, i) => store.enqueue(`stuck-${i}`, { now: T })));
     expect(answers.every((answer) => answer.status === "rejected" && answer.reason.reason === "timeout")).toBe(true);
     fake.fault({ kind: "none" }); // the held requests stay held: only the client's giving up frees it
-    expect(await store.claimJob("job-1", "A", T, TTL)).toMatchObject({ fence: 1 });
+    expect(await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T })).toMatchObject({ fence: 1 });
   });
 
   test("with group commit, writes that wait behind a stuck group are told at once when it times out, not_applied, and never sent", { timeout: 10_000 }, async () => {
@@ -147,9 +147,9 @@ describe("a remote database that stops answering", () => {
     const before = fake.seen.batches;
     fake.fault({ kind: "stall" });
     const started = performance.now();
-    const first = Promise.allSettled([store.claimJob("a", "w", T, TTL), store.claimJob("b", "w", T, TTL)]);
+    const first = Promise.allSettled([store.claim("a", { owner: "w", ttlMs: TTL, now: T }), store.claim("b", { owner: "w", ttlMs: TTL, now: T })]);
     await expect.poll(() => fake.held).toBe(1); // the first group is on its way, and stuck
-    const behind = Promise.allSettled([store.claimJob("c", "w", T, TTL), store.claimJob("d", "w", T, TTL)]);
+    const behind = Promise.allSettled([store.claim("c", { owner: "w", ttlMs: TTL, now: T }), store.claim("d", { owner: "w", ttlMs: TTL, now: T })]);
     const reasons = (answers: PromiseSettledResult<unknown>[]) => answers.map((answer) => answer.status === "rejected" && [answer.reason.outcome, answer.reason.reason]);
     expect(reasons(await first)).toEqual([["unknown", "timeout"], ["unknown", "timeout"]]);
     expect(reasons(await behind)).toEqual([["not_applied", "timeout"], ["not_applied", "timeout"]]);
@@ -176,10 +176,10 @@ describe("a remote database that stops answering", () => {
     const { store, fake } = await remoteStore({ statementTimeoutMs: TIMEOUT, log: () => {} });
     await store.enqueue("job-1", { now: T });
     fake.fault({ kind: "stall", match: "batch" }); // statements alone, the health check's probe among them, still answer
-    await expect(store.claimJob("job-1", "A", T, TTL)).rejects.toMatchObject({ reason: "timeout" });
+    await expect(store.claim("job-1", { owner: "A", ttlMs: TTL, now: T })).rejects.toMatchObject({ reason: "timeout" });
     expect(await health(store)).toMatchObject({ status: 503, body: { error: { details: { reason: "timeout", outcome: "unknown" } } } });
     fake.fault({ kind: "none" });
-    expect(await store.claimJob("job-1", "A", T, TTL)).toMatchObject({ fence: 1 });
+    expect(await store.claim("job-1", { owner: "A", ttlMs: TTL, now: T })).toMatchObject({ fence: 1 });
     expect((await health(store)).status).toBe(200);
   });
 });

@@ -28,7 +28,7 @@ describe("stats", () => {
     const lock = await holder.transaction("write");
     try {
       await lock.execute("UPDATE jobs SET owner = 'X', until = 1e15"); // not committed: the stats see the job as it was
-      expect(await store.stats(T)).toEqual([
+      expect(await store.stats({ now: T })).toEqual([
         { queue: "q", jobs: { queued: 1, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: 0, refused: { lastHour: 0, total: 0 }, paused: false },
       ]);
     } finally {
@@ -49,7 +49,7 @@ describe("stats", () => {
     };
     const store = new LeaseStore(spy);
     onTestFinished(() => store.close());
-    await store.stats(T);
+    await store.stats({ now: T });
     expect(calls).toEqual(["run SELECT"]);
   });
 });
@@ -60,7 +60,7 @@ describe("purge", () => {
     const store = await openStore({ url });
     for (let i = 0; i < 5; i++) {
       await store.enqueue(`done-${i}`, { now: T });
-      await store.complete(`done-${i}`, "A", (await store.claim(`done-${i}`, "A", T, 1_000))!, T, "r");
+      await store.complete(`done-${i}`, { owner: "A", fence: (await store.claim(`done-${i}`, { owner: "A", ttlMs: 1_000, now: T })).fence, result: "r", now: T });
     }
     store.close();
     const inner = libsqlDriver(createClient({ url }));
@@ -79,7 +79,7 @@ describe("purge", () => {
     const spied = new LeaseStore(spy);
     onTestFinished(() => spied.close());
     setImmediate(tick);
-    expect(await spied.purge(T + 1_000, 1_000, { chunkSize: 2 })).toBe(5);
+    expect(await spied.purge({ retentionMs: 1_000, now: T + 1_000, chunkSize: 2 })).toBe(5);
     purging = false;
     expect(batches).toHaveLength(3); // 2, 2, then 1: fewer than a chunk, so the last
     expect(batches[1]! > batches[0]! && batches[2]! > batches[1]!).toBe(true);

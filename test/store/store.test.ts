@@ -1,6 +1,9 @@
 import { createClient } from "@libsql/client";
 import { describe, expect, test } from "vitest";
-import { StorageUnavailable } from "../../src/index.ts";
+import { fileURLToPath } from "node:url";
+import type { Driver } from "../../src/drivers/driver.ts";
+import { libsqlFileDriver } from "../../src/drivers/libsql-file.ts";
+import { LeaseStore, StorageUnavailable } from "../../src/index.ts";
 import { openStore } from "../../src/node.ts";
 import { cancelContract } from "../contract/cancel.contract.ts";
 import { manyContract } from "../contract/many.contract.ts";
@@ -11,6 +14,7 @@ import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
 import { traceContract } from "../contract/trace.contract.ts";
 import { freshStore, freshUrl } from "../fresh-db.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 
 // The store contract on libSQL over a real file, on the native file driver that
 // openStore gives a `file:` URL (src/drivers/libsql-file.ts); the same suite
@@ -30,12 +34,79 @@ describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {
     const { store, snapshot } = await freshStore();
     await store.enqueue("job-1", { now: 1 });
-    await store.claim("job-1", "A", 1, 1_000);
+    await store.claim("job-1", { owner: "A", ttlMs: 1_000, now: 1 });
     const before = await snapshot();
     store.close();
-    await expect(store.state("job-1")).rejects.toThrow();
+    await expect(store.get("job-1")).rejects.toThrow();
     await expect(store.ping()).rejects.toThrow(); // so /healthz answers 503
     expect(await snapshot()).toEqual(before);
+  });
+});
+
+describe("what each verb sends", () => {
+  /** A store over a driver that notes each call: "batch N" (N statements) or "read". */
+  async function counted() {
+    const url = freshUrl();
+    (await openStore({ url })).close(); // the migrations
+    const driver = libsqlFileDriver(fileURLToPath(url));
+    const calls: string[] = [];
+    const counting: Driver = {
+      run: (statement) => (calls.push("read"), driver.run(statement)),
+      batch: (statements) => (calls.push(`batch ${statements.length}`), driver.batch(statements)),
+      close: () => driver.close(),
+    };
+    const store = new LeaseStore(counting);
+    /** The calls `verb` made. */
+    const sent = async (verb: () => Promise<unknown>) => {
+      calls.length = 0;
+      await verb().catch(() => {});
+      return [...calls];
+    };
+    return { store, sent };
+  }
+
+  test("an accepted write is its batch alone: the answer comes from what its statement returned", async () => {
+    const { store, sent } = await counted();
+    try {
+      const lease = { owner: "A", fence: 1, now: 2 };
+      expect(await sent(() => store.enqueue("a", { now: 1 }))).toEqual(["batch 2"]);
+      expect(await sent(() => store.claim("a", { owner: "A", ttlMs: 1_000, now: 2 }))).toEqual(["batch 2"]);
+      expect(await sent(() => store.renew("a", { ...lease, ttlMs: 1_000 }))).toEqual(["batch 2"]);
+      expect(await sent(() => store.complete("a", { ...lease, result: "r" }))).toEqual(["batch 3"]);
+      await store.enqueue("b", { maxAttempts: 1, now: 1 });
+      await store.claim("b", { owner: "A", ttlMs: 1_000, now: 2 });
+      expect(await sent(() => store.fail("b", { ...lease, error: "x" }))).toEqual(["batch 2"]);
+      expect(await sent(() => store.retry("b", { now: 3 }))).toEqual(["batch 2"]);
+      await store.claim("b", { owner: "A", ttlMs: 1_000, now: 3 });
+      expect(await sent(() => store.release("b", { owner: "A", fence: 2, now: 4 }))).toEqual(["batch 2"]);
+      expect(await sent(() => store.cancel("b", { now: 5 }))).toEqual(["batch 2"]);
+      expect(await sent(() => store.delete("b", { now: 6 }))).toEqual(["batch 2"]);
+    } finally {
+      store.close();
+    }
+  });
+
+  test("a write that changed nothing reads the job once, after it, to say why (or to answer the same completion again)", async () => {
+    const { store, sent } = await counted();
+    try {
+      await store.enqueue("a", { now: 1 });
+      await store.claim("a", { owner: "A", ttlMs: 1_000, now: 2 });
+      expect(await sent(() => store.enqueue("a", { now: 3 }))).toEqual(["batch 2", "read"]);
+      expect(await sent(() => store.claim("a", { owner: "B", ttlMs: 1_000, now: 3 }))).toEqual(["batch 2", "read"]);
+      expect(await sent(() => store.renew("a", { owner: "B", fence: 1, ttlMs: 1_000, now: 3 }))).toEqual(["batch 2", "read"]);
+      expect(await sent(() => store.fail("a", { owner: "B", fence: 1, error: "x", now: 3 }))).toEqual(["batch 2", "read"]);
+      expect(await sent(() => store.release("a", { owner: "B", fence: 1, now: 3 }))).toEqual(["batch 2", "read"]);
+      await store.complete("a", { owner: "A", fence: 1, result: "r", now: 3 });
+      expect(await sent(() => store.complete("a", { owner: "A", fence: 1, result: "r", now: 4 }))).toEqual(["batch 3", "read"]);
+      expect(await sent(() => store.complete("a", { owner: "B", fence: 1, result: "r", now: 4 }))).toEqual(["batch 3", "read"]);
+      expect(await sent(() => store.retry("a", { now: 4 }))).toEqual(["batch 2", "read"]);
+      expect(await sent(() => store.cancel("a", { now: 4 }))).toEqual(["batch 2", "read"]);
+      await store.enqueue("held", { now: 1 });
+      await store.claim("held", { owner: "A", ttlMs: 1_000, now: 2 });
+      expect(await sent(() => store.delete("held", { now: 3 }))).toEqual(["batch 2", "read"]);
+    } finally {
+      store.close();
+    }
   });
 });
 
@@ -48,13 +119,13 @@ describe("a busy database", () => {
       await store.enqueue("job-1", { now: 1 });
       const lock = await holder.transaction("write"); // another writer holds the lock past our timeout
       const started = performance.now();
-      await expect(store.claimJob("job-1", "A", 1, 1_000)).rejects.toBeInstanceOf(StorageUnavailable);
-      await expect(store.claim("job-1", "A", 1, 1_000)).rejects.toBeInstanceOf(StorageUnavailable);
+      await expect(store.claim("job-1", { owner: "A", ttlMs: 1_000, now: 1 })).rejects.toBeInstanceOf(StorageUnavailable);
+      await expect(store.claim("job-1", { owner: "A", ttlMs: 1_000, now: 1 })).rejects.toBeInstanceOf(StorageUnavailable);
       expect(performance.now() - started).toBeLessThan(2_000); // the 20 ms asked for, not the default 5 s
       lock.close();
       // libSQL would leave the failed statements "in progress" and refuse every later commit on that connection.
-      expect(await store.claimJob("job-1", "A", 2, 1_000)).toMatchObject({ fence: 1 });
-      expect(await store.complete("job-1", "A", 1, 3, "done")).toBe(true);
+      expect(await store.claim("job-1", { owner: "A", ttlMs: 1_000, now: 2 })).toMatchObject({ fence: 1 });
+      expect(await noteVerbs(store).complete("job-1", "A", 1, 3, "done")).toBe(true);
     } finally {
       holder.close();
       store.close();
@@ -69,7 +140,7 @@ describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("a long tight lo
       const before = process.memoryUsage().rss;
       for (let i = 0; i < 4_000; i++) {
         await store.enqueue(`job-${i}`, { now: 1 });
-        await store.complete(`job-${i}`, "A", (await store.claim(`job-${i}`, "A", 1, 1_000))!, 2, "r");
+        await store.complete(`job-${i}`, { owner: "A", fence: (await store.claim(`job-${i}`, { owner: "A", ttlMs: 1_000, now: 1 })).fence, result: "r", now: 2 });
       }
       // On @libsql/client, without its driver's yield, this loop grew by about
       // 700 MB; the file driver prepares each statement once, and without its

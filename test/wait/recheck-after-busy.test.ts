@@ -2,6 +2,7 @@ import Database from "libsql";
 import { expect, onTestFinished, test } from "vitest";
 import { libsqlFileDriver } from "../../src/drivers/libsql-file.ts";
 import { LeaseStore } from "../../src/store/store.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 import { localWaits } from "../../src/wait/long-poll.ts";
 import { WaitRoom } from "../../src/wait/wait-room.ts";
 import { freshStore } from "../fresh-db.ts";
@@ -31,7 +32,7 @@ test("a job another process commits while this process's write waited for its lo
   const now = Date.now();
   other.exec(`INSERT INTO jobs (id, queue, run_at, created_at, updated_at) VALUES ('theirs', 'q', ${now}, ${now}, ${now})`);
   // Meanwhile this process writes (to another queue) and meets SQLITE_BUSY.
-  const mine = store.enqueue("mine", { queue: "elsewhere" });
+  const mine = noteVerbs(store).enqueue("mine", { queue: "elsewhere" });
   await sleep(300);
   other.exec("COMMIT");
   const committedAt = performance.now();

@@ -2,6 +2,7 @@ import { describe, expect, test } from "vitest";
 import type { Driver, Statement } from "../../src/drivers/driver.ts";
 import { libsqlFileDriver } from "../../src/drivers/libsql-file.ts";
 import { LeaseStore } from "../../src/store/store.ts";
+import { noteVerbs } from "../../src/store/note.ts";
 import { connect, openStore } from "../../src/node.ts";
 import { localWaits } from "../../src/wait/long-poll.ts";
 import { WaitRoom } from "../../src/wait/wait-room.ts";
@@ -37,7 +38,7 @@ function noting(driver: Driver): { driver: Driver; sql: string[] } {
   };
 }
 
-/** A store that counts the reads a waiter makes before it sleeps: a claim's nextClaimableAt, a result's getJob. */
+/** A store that counts the reads a waiter makes before it sleeps: a claim's nextClaimableAt, a result's get. */
 class CountingStore extends LeaseStore {
   lookups = 0;
   reads = 0;
@@ -46,8 +47,8 @@ class CountingStore extends LeaseStore {
     this.lookups++;
     return at;
   }
-  override async getJob(...args: Parameters<LeaseStore["getJob"]>) {
-    const job = await super.getJob(...args);
+  override async get(...args: Parameters<LeaseStore["get"]>) {
+    const job = await super.get(...args);
     this.reads++;
     return job;
   }
@@ -109,8 +110,8 @@ describe("the wait room's re-check over a store", () => {
     const { share, statements } = await idleCost(w, 4_000);
     expect(share, `${(share * 100).toFixed(2)} % of a core`).toBeLessThan(0.05);
     expect(statements.every((sql) => sql.startsWith(VERSION)), statements.slice(0, 5).join("; ")).toBe(true);
-    const fence = (await w.other.claim("job-1", "elsewhere", Date.now(), TTL))!;
-    await w.other.complete("job-1", "elsewhere", fence, Date.now(), "done");
+    const fence = (await noteVerbs(w.other).claim("job-1", "elsewhere", Date.now(), TTL))!;
+    await noteVerbs(w.other).complete("job-1", "elsewhere", fence, Date.now(), "done");
     expect((await Promise.all(reads)).every((job) => job.status === "done")).toBe(true); // woken together by one re-check
   }, 120_000);
 
@@ -121,7 +122,7 @@ describe("the wait room's re-check over a store", () => {
     await sleep(250); // a tick or two with nothing to read
     w.sql.length = 0;
     const enqueuedAt = performance.now();
-    expect(await w.other.enqueue("elsewhere", { queue: "b" })).toBe(true);
+    expect(await noteVerbs(w.other).enqueue("elsewhere", { queue: "b" })).toBe(true);
     const [lease] = (await claims[1]!).leases;
     expect(lease?.job.id).toBe("elsewhere");
     expect(performance.now() - enqueuedAt).toBeLessThan(100 + 900); // the re-check, not the claim's 10 s
@@ -160,9 +161,9 @@ describe("the wait room's re-check over a store", () => {
     await w.store.enqueue("job-1", { queue: "q" });
     const read = w.waits.job("job-1", 10_000, w.stop.signal);
     await until(() => w.room.waiting === 1, "the read");
-    const fence = (await w.other.claim("job-1", "elsewhere", Date.now(), TTL))!;
+    const fence = (await noteVerbs(w.other).claim("job-1", "elsewhere", Date.now(), TTL))!;
     const completedAt = performance.now();
-    expect(await w.other.complete("job-1", "elsewhere", fence, Date.now(), "42")).toBe(true);
+    expect(await noteVerbs(w.other).complete("job-1", "elsewhere", fence, Date.now(), "42")).toBe(true);
     expect(await read).toMatchObject({ id: "job-1", status: "done", result: "42" });
     expect(performance.now() - completedAt).toBeLessThan(100 + 900);
   });
@@ -181,8 +182,8 @@ describe("dataVersion, what the re-check compares", () => {
       const first = await store.dataVersion();
       expect(first).toEqual(expect.any(Number));
       await store.enqueue("own", { queue: "q" });
-      await store.claimNext("q", "w", Date.now(), TTL);
-      await other.stats(Date.now());
+      await store.claimNext("q", { owner: "w", ttlMs: TTL, now: Date.now() });
+      await other.stats({ now: Date.now() });
       expect(await store.dataVersion()).toBe(first);
       await other.enqueue("theirs", { queue: "q" });
       const second = await store.dataVersion();

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { printable } from "../printable.ts";
+import { printable } from "../../store/printable.ts";
 
 /** Writes one line per request: method, path (control characters escaped), status and milliseconds. Never headers, so never a token. */
 export function requestLog(write: (line: string) => void): MiddlewareHandler {

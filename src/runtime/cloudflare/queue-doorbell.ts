@@ -92,7 +92,7 @@ export function durableWaits(namespace: DurableObjectNamespace, store: LeaseStor
   return {
     async claimNext(claim, signal) {
       const started = performance.now();
-      const leases = await store.claimNext(claim.queue, claim.owner, clock(), claim.ttlMs, claim.limit);
+      const leases = await store.claimNext(claim.queue, { owner: claim.owner, ttlMs: claim.ttlMs, limit: claim.limit, now: clock() });
       // Taken, or no token before the wait would end: no hop to the object.
       if (leases.length > 0 || (leases.retryAfterMs ?? 0) >= claim.waitMs) return answered(leases, 0);
       const spent = Math.floor(performance.now() - started);

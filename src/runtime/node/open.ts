@@ -52,7 +52,7 @@ export { BUSY_TIMEOUT_MS, STATEMENT_TIMEOUT_MS };
  * @example
  * const store = await openStore({ url: "file:./data/fencelease.db" });
  * await store.enqueue("job-1");
- * const fence = await store.claim("job-1", "worker-a", Date.now(), 30_000);
+ * const { fence } = await store.claim("job-1", { owner: "worker-a", ttlMs: 30_000 });
  */
 export async function openStore(options: OpenOptions): Promise<LeaseStore> {
   let client = "client" in options ? options.client : await connect(options.url, options);

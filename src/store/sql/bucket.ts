@@ -3,7 +3,7 @@ import { STEP_BACK_MS } from "../step-back.ts";
 
 // The token bucket of a rate-limited queue (migrations/0009), as SQL
 // expressions over its `queues` row: what the claims decide by (`room` in
-// src/store/sql/lease.ts), what the reads say (when the next token is due), and
+// src/store/sql/claim-next.ts), what the reads say (when the next token is due), and
 // what setQueue keeps of a bucket whose rate changes. The trigger of
 // migrations/0009 spends tokens with the same `refilled` expression.
 //

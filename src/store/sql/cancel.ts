@@ -1,5 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
-import { NEXT_SEQ } from "./lease.ts";
+import { NEXT_SEQ, returningJob } from "./lease.ts";
 
 // Cancel (issue 13), in the form of the rules of src/store/sql/lease.ts: one
 // conditional statement decides and writes, the statement after it records.
@@ -23,7 +23,7 @@ export function cancel(id: string, by: string, reason: string | null, now: numbe
       sql: `UPDATE jobs
             SET done = 1, cancelled = 1, last_event = 'cancelled', updated_at = ?2
             WHERE id = ?1 AND done = 0
-            RETURNING id`,
+            ${returningJob("?2")}`,
       args: [id, now],
     },
     {

@@ -1,5 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
-import { END_LEASE, NEXT_SEQ } from "./lease.ts";
+import { END_LEASE, NEXT_SEQ, returningJob } from "./lease.ts";
 
 // What the cron and an operator do to jobs outside any lease: end the leases
 // that ran out, bring a dead job back, delete a job, purge old ones. Each is
@@ -37,7 +37,7 @@ export function retry(id: string, now: number): Statement[] {
       sql: `UPDATE jobs
             SET dead = 0, done = 0, attempts = 0, run_at = ?2, last_event = 'retried', updated_at = ?2
             WHERE id = ?1 AND dead = 1
-            RETURNING id`,
+            ${returningJob("?2")}`,
       args: [id, now],
     },
     {

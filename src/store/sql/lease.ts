@@ -1,11 +1,13 @@
 import type { InValue } from "@libsql/client";
 import type { Statement } from "../../drivers/driver.ts";
-import { wholeTokens } from "./bucket.ts";
 
-// The lease rules, all of them. Each write is one conditional statement that
-// decides and writes together, so no other writer can slip in between a check
-// and its write; a refused write matches no row and so changes nothing. Each
-// verb is one batch (one transaction): its write, then what it records.
+// The lease rules. Each write is one conditional statement that decides and
+// writes together, so no other writer can slip in between a check and its
+// write; a refused write matches no row and so changes nothing. Each verb is
+// one batch (one transaction): its write, then what it records. An accepted
+// write answers the job as it left it (RETURNING), so the store reads nothing
+// more; a refused one answers no row. The claims, and what decides one (a
+// queue's settings, due, priority), are in src/store/sql/claim-next.ts.
 //
 // A job's history is kept where its row cannot tell it (migrations/0015): the
 // row tells its enqueue and its current lease (the claim, the renews, the
@@ -70,6 +72,11 @@ export function countEnqueued(queue: string, count: string, args: InValue[]): St
   };
 }
 
+/** What an accepted write answers: the job as it left it, with its status at `now` (the parameter that holds it). */
+export function returningJob(now: string): string {
+  return `RETURNING *, ${status(now)} AS status`;
+}
+
 /**
  * Inserts a job unless its id exists, at the fence floor, with the trace
  * context it was enqueued with (migrations/0032: written here only), and
@@ -91,7 +98,7 @@ export function enqueue(job: {
       sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")})
             ON CONFLICT (id) DO NOTHING
-            RETURNING id`,
+            ${returningJob("?7")}`,
       args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now, job.traceparent, job.tracestate],
     },
     countEnqueued("?1", "changes()", [job.queue]),
@@ -118,7 +125,7 @@ export const END_LEASE = `owner = NULL, until = 0, last_error = 'the lease of ' 
  * yet. A claim that takes an expired lease over leaves the place before its
  * own to that lease's end (jobs_record_ended_lease stores it).
  */
-const CLAIM = `owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1, last_event = NULL, updated_at = ?3,
+export const CLAIM = `owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1, last_event = NULL, updated_at = ?3,
               claimed_seq = ${NEXT_SEQ} + (owner IS NOT NULL), claimed_at = ?3, seq = ${NEXT_SEQ} + (owner IS NOT NULL),
               renewed_seq = NULL, renewed_at = NULL, renewed_last_at = NULL, renews = 0`;
 
@@ -131,113 +138,6 @@ export function expire(now: number, id: string): Statement {
   return {
     sql: `UPDATE jobs SET ${END_LEASE} WHERE done = 0 AND owner IS NOT NULL AND until <= ?1 AND id = ?2`,
     args: [now, id],
-  };
-}
-
-/**
- * The current leases of `queue` (an SQL expression) at `now`: a range of
- * jobs_held_by_until (migrations/0004), so a lease is counted until `now == until`.
- */
-export function currentLeases(queue: string, now: string): string {
-  return `(SELECT count(*) FROM jobs WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until > ${now})`;
-}
-
-/**
- * How many leases a claim may hand out in `queue` (an SQL expression) at
- * `now`, at most `limit`: none while the queue is paused, no more than its
- * maxLeased less its current leases (migrations/0008), and no more than the
- * whole tokens its bucket holds at `now` (migrations/0009, whose trigger
- * spends them in the same statement). A queue without settings is one
- * primary-key lookup; its leases are not counted, nor its tokens.
- */
-function room(queue: string, now: string, limit: string): string {
-  return `coalesce((SELECT CASE WHEN s.paused = 1 THEN 0
-                                ELSE max(0, min(${limit},
-                                  CASE WHEN s.max_leased IS NULL THEN ${limit} ELSE s.max_leased - ${currentLeases("s.queue", now)} END,
-                                  CASE WHEN s.refill_per_ms IS NULL THEN ${limit} ELSE ${wholeTokens("s.", now)} END)) END
-                    FROM queues s WHERE s.queue = ${queue}), ${limit})`;
-}
-
-/**
- * Takes the lease of one job if nobody holds it: a new owner and the next
- * fence; not while its queue is paused, has its maxLeased current leases, or
- * has no whole token in its bucket.
- */
-export function claim(id: string, owner: string, now: number, ttlMs: number): Statement[] {
-  return [
-    expire(now, id),
-    {
-      sql: `UPDATE jobs
-            SET ${CLAIM}
-            WHERE id = ?1 AND done = 0 AND until <= ?3 AND ${room("jobs.queue", "?3", "1")} > 0
-            RETURNING fence, until`,
-      args: [id, owner, now, ttlMs],
-    },
-  ];
-}
-
-/**
- * Takes the leases of the next due jobs of a queue, in claim order, as one
- * statement. An expired lease is taken over (its expiry recorded), unless it
- * was the job's last attempt: that job is left for `expire` to make dead.
- */
-export function claimNext(queue: string, owner: string, now: number, ttlMs: number, limit: number): Statement[] {
-  return [takeNext("?1", "", [queue, owner, now, ttlMs, limit])];
-}
-
-/**
- * The claim-next that follows a complete or fail of job `id` (the next jobs of
- * its queue, for the same owner, in the same batch): it takes nothing unless
- * the write before it was accepted. The refusal record just before it wrote
- * no row (`changes() = 0`) exactly when the write was accepted, or when the job
- * does not exist, which the second condition rules out.
- */
-export function claimNextAfter(id: string, owner: string, now: number, take: { limit: number; ttlMs: number }): Statement {
-  return takeNext("(SELECT queue FROM jobs WHERE id = ?1)", "AND changes() = 0 AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1)", [id, owner, now, take.ttlMs, take.limit]);
-}
-
-/**
- * The one claim-next statement: `queue` an SQL expression over ?1, `guard` a
- * further condition; ?2 owner, ?3 now, ?4 ttl, ?5 limit.
- *
- * Its candidates are read so that their cost does not grow with the jobs it
- * must pass over (migrations/0006): the jobs nobody holds, priority by
- * priority from the highest (`level`: each step seeks the next priority down,
- * and counts, up to the limit, the due jobs of the one before, so it stops
- * once it has enough), seeking at each priority straight to the due ones; and
- * the held jobs whose lease has ended, from the index of lease ends. Of those,
- * the first in claim order, as many as the queue has room for (`room`: none
- * while it is paused, up to its maxLeased and its whole tokens), at most
- * `limit`. Its `updated_at = now` is when migrations/0009's trigger spends
- * the tokens of the leases it hands out. A claim changes no count: held jobs
- * are counted from jobs_held_by_until.
- */
-function takeNext(queue: string, guard: string, args: InValue[]): Statement {
-  const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
-  const due = "run_at <= ?3 AND until <= ?3";
-  return {
-    sql: `UPDATE jobs
-          SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END, ${CLAIM}
-          WHERE id IN (
-            WITH RECURSIVE level(priority, before) AS (
-              SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1), 0
-              UNION ALL
-              SELECT (SELECT priority FROM jobs WHERE ${waiting} AND priority < level.priority ORDER BY priority DESC LIMIT 1),
-                     before + (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE ${waiting} AND priority = level.priority AND ${due} LIMIT ?5))
-              FROM level WHERE level.priority IS NOT NULL AND before < ?5)
-            SELECT id FROM (
-              SELECT * FROM (
-                SELECT id, priority, run_at, created_at FROM jobs
-                WHERE ${waiting} AND priority IN (SELECT priority FROM level WHERE before < ?5) AND ${due}
-                ORDER BY priority DESC, run_at, created_at, id LIMIT ?5)
-              UNION ALL
-              SELECT id, priority, run_at, created_at FROM jobs
-              WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until <= ?3 AND run_at <= ?3 AND NOT (${EXHAUSTED}))
-            WHERE true ${guard}
-            ORDER BY priority DESC, run_at, created_at, id
-            LIMIT ${room(queue, "?3", "?5")})
-          RETURNING *, ${status("?3")} AS status`,
-    args,
   };
 }
 
@@ -259,11 +159,11 @@ export const FOLD_REFUSAL = `ON CONFLICT (job_id, seq)
   DO UPDATE SET count = count + 1, at = min(at, excluded.at), last_at = max(coalesce(last_at, at), excluded.at)`;
 
 /** Records a refused write with a lease, if the statement just before it changed nothing. */
-function refused(action: string, id: string, owner: string, fence: number, now: number, unless = "", more: InValue[] = []): Statement {
+function refused(action: string, id: string, owner: string, fence: number, now: number, unless = "", more: InValue[] = [], wasRefused = "changes() = 0"): Statement {
   return {
     sql: `INSERT INTO history (job_id, seq, queue, at, kind, action, owner, fence, current_owner, current_fence)
           SELECT id, ${refusalSeq("?5", "?2", "?3")}, queue, ?4, 'refused', ?5, ?2, ?3, owner, fence FROM jobs
-          WHERE id = ?1 AND changes() = 0 ${unless}
+          WHERE id = ?1 AND ${wasRefused} ${unless}
           ${FOLD_REFUSAL}`,
     args: [id, owner, fence, now, action, ...more],
   };
@@ -313,14 +213,13 @@ export function completion(result: string, now: string): string {
  * still sees `changes() = 0` exactly when the completion wrote nothing). The
  * same completion sent again is not a refusal.
  */
-export function complete(id: string, owner: string, fence: number, now: number, result: string): Statement[] {
-  const sameAgain = `AND NOT (${COMPLETED} AND owner = ?2 AND fence = ?3 AND result = ?6)`;
+export function complete(id: string, owner: string, fence: number, now: number, result: string, next?: Statement): Statement[] {
   return [
     {
       sql: `UPDATE jobs
             SET ${completion("?5", "?4")}
             WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
-            RETURNING fence`,
+            ${returningJob("?4")}`,
       args: [id, owner, fence, now, result],
     },
     {
@@ -328,7 +227,15 @@ export function complete(id: string, owner: string, fence: number, now: number, 
             ON CONFLICT (queue) DO UPDATE SET open = open - 1, done = done + 1`,
       args: [id],
     },
-    refused("complete", id, owner, fence, now, sameAgain, [result]),
+    // The claim of `next` goes here, right after the count, which changed a row
+    // exactly when this completion was accepted: the same completion sent again
+    // (done already, by this owner, fence and result) changes nothing, so it
+    // takes nothing either.
+    ...(next ? [next] : []),
+    // Refused unless the job is done by this very lease with this result: this
+    // call's completion, or the same one sent again. Told by the row, since the
+    // statement before may be the claim.
+    refused("complete", id, owner, fence, now, "", [result], `NOT (${COMPLETED} AND owner = ?2 AND fence = ?3 AND result = ?6)`),
   ];
 }
 
@@ -349,7 +256,7 @@ export function release(id: string, owner: string, fence: number, now: number): 
                 last_event = CASE WHEN NOT ${late} THEN 'released' WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END,
                 updated_at = ?4, seq = ${NEXT_SEQ}
             WHERE id = ?1 AND owner = ?2 AND fence = ?3 AND done = 0
-            RETURNING fence`,
+            ${returningJob("?4")}`,
       args: [id, owner, fence, now],
     },
     refused("release", id, owner, fence, now),
@@ -380,7 +287,7 @@ export function fail(failure: {
                               ELSE ?4 + coalesce(?6, CAST(min(3600000, 1000 * (1 << min(attempts - 1, 12))) * ?7 AS INTEGER)) END,
                 last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'failed' END, updated_at = ?4, seq = ${NEXT_SEQ}
             WHERE id = ?1 AND ${currentLease("?2", "?3", "?4")}
-            RETURNING fence`,
+            ${returningJob("?4")}`,
       args: [id, owner, fence, now, error, retryInMs, jitter],
     },
     refused("fail", id, owner, fence, now),

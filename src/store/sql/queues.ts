@@ -5,7 +5,7 @@ import { QUEUES_WITH_JOBS } from "./reads.ts";
 // The settings of a queue (migrations/0008 and 0009): whether it is paused,
 // its maxLeased, and its rate limit. These statements only store and read
 // them; the claims decide by them, in the claim statement itself (`room` in
-// src/store/sql/lease.ts).
+// src/store/sql/claim-next.ts).
 
 /** The settings a statement answers, as columns of the `queues` row. */
 const RETURNED = "queue, paused, max_leased, refill_per_ms, burst";

@@ -1,63 +1,12 @@
 import type { Statement } from "../../drivers/driver.ts";
-import { currentLease, currentLeases, EXHAUSTED, status } from "./lease.ts";
-import { refilled, steppedBack, TOKEN, tokenDueAt } from "./bucket.ts";
+import { currentLease, status } from "./lease.ts";
+import { overWaitingPriorities, waitingAt } from "./claim-next.ts";
 
 // The reads that decide nothing: a job's lease for a system outside, pages of
-// jobs and events, the numbers per queue, and when a waiting claim should look
-// again. The rules themselves, and every write, are in src/store/sql/lease.ts.
-
-/**
- * `aggregate` over the priorities of `queue`'s waiting jobs (`waiting_priority`
- * in it: one row each, highest first), as a scalar: the priorities are found
- * one seek each in jobs_claim_waiting (queue, priority, run_at), the only
- * index of the waiting jobs (migrations/0015), so that what the aggregate
- * asks by run_at is a range of each priority, never a walk over a backlog.
- */
-function overWaitingPriorities(queue: string, aggregate: string): string {
-  const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
-  return `(WITH RECURSIVE waiting_priority(priority) AS (
-             SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1)
-             UNION ALL
-             SELECT (SELECT priority FROM jobs WHERE ${waiting} AND priority < waiting_priority.priority ORDER BY priority DESC LIMIT 1)
-             FROM waiting_priority WHERE waiting_priority.priority IS NOT NULL)
-           SELECT ${aggregate} FROM waiting_priority WHERE waiting_priority.priority IS NOT NULL)`;
-}
-
-/** The waiting jobs of `queue` at one of the priorities of `overWaitingPriorities`, and `more`: a range of jobs_claim_waiting. */
-function waitingAt(queue: string, more: string): string {
-  return `queue = ${queue} AND done = 0 AND owner IS NULL AND priority = waiting_priority.priority ${more}`;
-}
-
-/**
- * When a job of each of `queues` next becomes claimable by `takeNext`: the
- * earliest run_at of a job nobody holds, or the earliest end of a lease that
- * is not its job's last attempt (one row per queue; `at` null when there is
- * none). What a waiting claim sleeps until, and what the wait rooms' re-check
- * reads for every queue with waiters at once; for each queue, a seek a
- * priority and a range of the lease ends. Never while the queue is paused (null: a resume rings);
- * while it has its maxLeased current leases, not before the first of them ends
- * (migrations/0008); and not before its bucket holds a whole token (migrations/0009).
- */
-export function nextClaimable(queues: string[], now: number): Statement {
-  const held = "queue = w.queue AND done = 0 AND owner IS NOT NULL";
-  return {
-    sql: `WITH w(queue) AS (SELECT DISTINCT value FROM json_each(?1)),
-          n(queue, at) AS MATERIALIZED (
-            SELECT queue, coalesce(min(free, ended), free, ended) FROM (
-              SELECT w.queue,
-                     ${overWaitingPriorities("w.queue", `min((SELECT max(run_at, until) FROM jobs WHERE ${waitingAt("w.queue", "")} ORDER BY run_at LIMIT 1))`)} AS free,
-                     (SELECT max(run_at, until) FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1) AS ended
-              FROM w))
-          SELECT n.queue,
-                 CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
-                      ELSE max(n.at,
-                               CASE WHEN s.max_leased <= ${currentLeases("n.queue", "?2")}
-                                    THEN (SELECT min(until) FROM jobs WHERE queue = n.queue AND done = 0 AND owner IS NOT NULL AND until > ?2) ELSE n.at END,
-                               coalesce(${tokenDueAt("s.", "?2")}, n.at)) END AS at
-          FROM n LEFT JOIN queues s ON s.queue = n.queue`,
-    args: [JSON.stringify(queues), now],
-  };
-}
+// jobs and events, the numbers per queue, and which waited-on jobs are
+// finished. The rules themselves, and every write, are in src/store/sql/lease.ts;
+// when a waiting claim should look again, and why a claim was refused, with
+// the claims in src/store/sql/claim-next.ts.
 
 /**
  * Which of the jobs `ids` are finished (done, dead or cancelled) or gone: what
@@ -67,45 +16,6 @@ export function finished(ids: string[]): Statement {
   return {
     sql: `SELECT value AS id FROM json_each(?1) WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = value AND done = 0)`,
     args: [JSON.stringify(ids)],
-  };
-}
-
-/** The queue's row `s` (at ?2) has its maxLeased current leases: no token would let a claim through. */
-const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >= s.max_leased)`;
-
-/**
- * In how many ms `queue`'s bucket next holds a whole token, when its rate
- * limit is what holds back a claim-next at `now`: it has a rate, is not
- * paused, not full (its maxLeased current leases), holds no whole token, and
- * a job is due; and whether its count is ahead of a clock that stepped back
- * (`stepped_back`: see `followClock`). One row, or none; a queue
- * without settings is one primary-key lookup. With `limit`, it is sent in the
- * claim's batch, just after it: it reads nothing when the claim took `limit`.
- */
-export function retryAfter(queue: string, now: number, limit?: number): Statement {
-  const due = `${overWaitingPriorities("?1", `max(EXISTS (SELECT 1 FROM jobs WHERE ${waitingAt("?1", "AND run_at <= ?2 AND until <= ?2")}))`)} = 1
-               OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
-  return {
-    sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms, ${steppedBack("s.", "?2")} AS stepped_back FROM queues s
-          WHERE ${limit === undefined ? "" : "changes() < ?3 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
-            AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
-    args: limit === undefined ? [queue, now] : [queue, now, limit],
-  };
-}
-
-/**
- * A job as `state` reads it, and what of its queue refuses a claim now
- * (`queue_refusal`: paused, else null when it has its maxLeased current leases
- * (full), else rate_limited when its bucket holds no whole token, else null):
- * why a claim by id was refused.
- */
-export function claimState(id: string, now: number): Statement {
-  return {
-    sql: `SELECT *, ${status("?2")} AS status,
-                 (SELECT CASE WHEN s.paused = 1 THEN 'paused' WHEN ${FULL} THEN NULL WHEN ${refilled("s.", "?2")} < ${TOKEN} THEN 'rate_limited' END
-                  FROM queues s WHERE s.queue = jobs.queue) AS queue_refusal
-          FROM jobs WHERE id = ?1`,
-    args: [id, now],
   };
 }
 

@@ -1,0 +1,230 @@
+import type { InValue } from "@libsql/client";
+import type { Statement } from "../../drivers/driver.ts";
+import { refilled, steppedBack, TOKEN, tokenDueAt, wholeTokens } from "./bucket.ts";
+import { CLAIM, EXHAUSTED, expire, returningJob, status } from "./lease.ts";
+
+// The claims, and everything that decides one. A claim is one UPDATE that
+// picks its jobs and takes their leases in the same statement, so two
+// claimers can never take one job; a job it does not take is left as it is.
+//
+// What decides a claim, in the order the statements ask:
+// - the job: not done (nor dead, nor cancelled), and no lease in force
+//   (`until <= now`; at `now == until` the old lease has ended). A claim by id
+//   ends an expired lease first (`expire`); claim-next takes one over, unless
+//   it was the job's last attempt, which is left for `expire` to make dead.
+// - due (claim-next only): `run_at <= now`. A claim by id takes a job before
+//   its time.
+// - priority (claim-next only): the highest first, then the job due longest,
+//   then the oldest, then by id (`takeNext`).
+// - the queue (`room`, migrations/0008 and 0009): none while it is paused, no
+//   more than its maxLeased less its current leases, and no more than the
+//   whole tokens its bucket holds (src/store/sql/bucket.ts; a trigger spends
+//   them in the same statement). A claim refused for want of a token after
+//   the clock stepped back is followed by `followClock` (bucket.ts), which
+//   the store sends after it.
+// The reads at the end decide nothing: when a waiting claim should look again
+// (`nextClaimable`, `retryAfter`), and why a claim by id was refused (`claimState`).
+
+/**
+ * The current leases of `queue` (an SQL expression) at `now`: a range of
+ * jobs_held_by_until (migrations/0004), so a lease is counted until `now == until`.
+ */
+export function currentLeases(queue: string, now: string): string {
+  return `(SELECT count(*) FROM jobs WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until > ${now})`;
+}
+
+/**
+ * How many leases a claim may hand out in `queue` (an SQL expression) at
+ * `now`, at most `limit`: none while the queue is paused, no more than its
+ * maxLeased less its current leases (migrations/0008), and no more than the
+ * whole tokens its bucket holds at `now` (migrations/0009, whose trigger
+ * spends them in the same statement). A queue without settings is one
+ * primary-key lookup; its leases are not counted, nor its tokens.
+ */
+function room(queue: string, now: string, limit: string): string {
+  return `coalesce((SELECT CASE WHEN s.paused = 1 THEN 0
+                                ELSE max(0, min(${limit},
+                                  CASE WHEN s.max_leased IS NULL THEN ${limit} ELSE s.max_leased - ${currentLeases("s.queue", now)} END,
+                                  CASE WHEN s.refill_per_ms IS NULL THEN ${limit} ELSE ${wholeTokens("s.", now)} END)) END
+                    FROM queues s WHERE s.queue = ${queue}), ${limit})`;
+}
+
+/**
+ * Takes the lease of one job if nobody holds it: a new owner and the next
+ * fence; not while its queue is paused, has its maxLeased current leases, or
+ * has no whole token in its bucket. Answers the job as now held.
+ */
+export function claim(id: string, owner: string, now: number, ttlMs: number): Statement[] {
+  return [
+    expire(now, id),
+    {
+      sql: `UPDATE jobs
+            SET ${CLAIM}
+            WHERE id = ?1 AND done = 0 AND until <= ?3 AND ${room("jobs.queue", "?3", "1")} > 0
+            ${returningJob("?3")}`,
+      args: [id, owner, now, ttlMs],
+    },
+  ];
+}
+
+/**
+ * Takes the leases of the next due jobs of a queue, in claim order, as one
+ * statement. An expired lease is taken over (its expiry recorded), unless it
+ * was the job's last attempt: that job is left for `expire` to make dead.
+ */
+export function claimNext(queue: string, owner: string, now: number, ttlMs: number, limit: number): Statement[] {
+  return [takeNext("?1", "", [queue, owner, now, ttlMs, limit])];
+}
+
+/**
+ * The claim-next that follows a complete or fail of job `id` (the next jobs of
+ * its queue, for the same owner, in the same batch): it takes nothing unless
+ * the write before it was accepted. The refusal record just before it wrote
+ * no row (`changes() = 0`) exactly when the write was accepted, or when the job
+ * does not exist, which the second condition rules out.
+ */
+export function claimNextAfter(id: string, owner: string, now: number, take: { limit: number; ttlMs: number }, accepted = "changes() = 0 AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1)"): Statement {
+  return takeNext("(SELECT queue FROM jobs WHERE id = ?1)", `AND ${accepted}`, [id, owner, now, take.ttlMs, take.limit]);
+}
+
+/** The claim-next that follows a complete, placed just after its count of the done job (sql/lease.ts complete): that count changed a row exactly when the completion was accepted. */
+export function claimNextAfterCompletion(id: string, owner: string, now: number, take: { limit: number; ttlMs: number }): Statement {
+  return claimNextAfter(id, owner, now, take, "changes() = 1");
+}
+
+/**
+ * The one claim-next statement: `queue` an SQL expression over ?1, `guard` a
+ * further condition; ?2 owner, ?3 now, ?4 ttl, ?5 limit.
+ *
+ * Its candidates are read so that their cost does not grow with the jobs it
+ * must pass over (migrations/0006): the jobs nobody holds, priority by
+ * priority from the highest (`level`: each step seeks the next priority down,
+ * and counts, up to the limit, the due jobs of the one before, so it stops
+ * once it has enough), seeking at each priority straight to the due ones; and
+ * the held jobs whose lease has ended, from the index of lease ends. Of those,
+ * the first in claim order, as many as the queue has room for (`room`: none
+ * while it is paused, up to its maxLeased and its whole tokens), at most
+ * `limit`. Its `updated_at = now` is when migrations/0009's trigger spends
+ * the tokens of the leases it hands out. A claim changes no count: held jobs
+ * are counted from jobs_held_by_until.
+ */
+function takeNext(queue: string, guard: string, args: InValue[]): Statement {
+  const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
+  const due = "run_at <= ?3 AND until <= ?3";
+  return {
+    sql: `UPDATE jobs
+          SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END, ${CLAIM}
+          WHERE id IN (
+            WITH RECURSIVE level(priority, before) AS (
+              SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1), 0
+              UNION ALL
+              SELECT (SELECT priority FROM jobs WHERE ${waiting} AND priority < level.priority ORDER BY priority DESC LIMIT 1),
+                     before + (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE ${waiting} AND priority = level.priority AND ${due} LIMIT ?5))
+              FROM level WHERE level.priority IS NOT NULL AND before < ?5)
+            SELECT id FROM (
+              SELECT * FROM (
+                SELECT id, priority, run_at, created_at FROM jobs
+                WHERE ${waiting} AND priority IN (SELECT priority FROM level WHERE before < ?5) AND ${due}
+                ORDER BY priority DESC, run_at, created_at, id LIMIT ?5)
+              UNION ALL
+              SELECT id, priority, run_at, created_at FROM jobs
+              WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until <= ?3 AND run_at <= ?3 AND NOT (${EXHAUSTED}))
+            WHERE true ${guard}
+            ORDER BY priority DESC, run_at, created_at, id
+            LIMIT ${room(queue, "?3", "?5")})
+          ${returningJob("?3")}`,
+    args,
+  };
+}
+
+/**
+ * `aggregate` over the priorities of `queue`'s waiting jobs (`waiting_priority`
+ * in it: one row each, highest first), as a scalar: the priorities are found
+ * one seek each in jobs_claim_waiting (queue, priority, run_at), the only
+ * index of the waiting jobs (migrations/0015), so that what the aggregate
+ * asks by run_at is a range of each priority, never a walk over a backlog.
+ */
+export function overWaitingPriorities(queue: string, aggregate: string): string {
+  const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
+  return `(WITH RECURSIVE waiting_priority(priority) AS (
+             SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1)
+             UNION ALL
+             SELECT (SELECT priority FROM jobs WHERE ${waiting} AND priority < waiting_priority.priority ORDER BY priority DESC LIMIT 1)
+             FROM waiting_priority WHERE waiting_priority.priority IS NOT NULL)
+           SELECT ${aggregate} FROM waiting_priority WHERE waiting_priority.priority IS NOT NULL)`;
+}
+
+/** The waiting jobs of `queue` at one of the priorities of `overWaitingPriorities`, and `more`: a range of jobs_claim_waiting. */
+export function waitingAt(queue: string, more: string): string {
+  return `queue = ${queue} AND done = 0 AND owner IS NULL AND priority = waiting_priority.priority ${more}`;
+}
+
+/**
+ * When a job of each of `queues` next becomes claimable by `takeNext`: the
+ * earliest run_at of a job nobody holds, or the earliest end of a lease that
+ * is not its job's last attempt (one row per queue; `at` null when there is
+ * none). What a waiting claim sleeps until, and what the wait rooms' re-check
+ * reads for every queue with waiters at once; for each queue, a seek a
+ * priority and a range of the lease ends. Never while the queue is paused (null: a resume rings);
+ * while it has its maxLeased current leases, not before the first of them ends
+ * (migrations/0008); and not before its bucket holds a whole token (migrations/0009).
+ */
+export function nextClaimable(queues: string[], now: number): Statement {
+  const held = "queue = w.queue AND done = 0 AND owner IS NOT NULL";
+  return {
+    sql: `WITH w(queue) AS (SELECT DISTINCT value FROM json_each(?1)),
+          n(queue, at) AS MATERIALIZED (
+            SELECT queue, coalesce(min(free, ended), free, ended) FROM (
+              SELECT w.queue,
+                     ${overWaitingPriorities("w.queue", `min((SELECT max(run_at, until) FROM jobs WHERE ${waitingAt("w.queue", "")} ORDER BY run_at LIMIT 1))`)} AS free,
+                     (SELECT max(run_at, until) FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1) AS ended
+              FROM w))
+          SELECT n.queue,
+                 CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
+                      ELSE max(n.at,
+                               CASE WHEN s.max_leased <= ${currentLeases("n.queue", "?2")}
+                                    THEN (SELECT min(until) FROM jobs WHERE queue = n.queue AND done = 0 AND owner IS NOT NULL AND until > ?2) ELSE n.at END,
+                               coalesce(${tokenDueAt("s.", "?2")}, n.at)) END AS at
+          FROM n LEFT JOIN queues s ON s.queue = n.queue`,
+    args: [JSON.stringify(queues), now],
+  };
+}
+
+/** The queue's row `s` (at ?2) has its maxLeased current leases: no token would let a claim through. */
+const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >= s.max_leased)`;
+
+/**
+ * In how many ms `queue`'s bucket next holds a whole token, when its rate
+ * limit is what holds back a claim-next at `now`: it has a rate, is not
+ * paused, not full (its maxLeased current leases), holds no whole token, and
+ * a job is due; and whether its count is ahead of a clock that stepped back
+ * (`stepped_back`: see `followClock`). One row, or none; a queue
+ * without settings is one primary-key lookup. With `limit`, it is sent in the
+ * claim's batch, just after it: it reads nothing when the claim took `limit`.
+ */
+export function retryAfter(queue: string, now: number, limit?: number): Statement {
+  const due = `${overWaitingPriorities("?1", `max(EXISTS (SELECT 1 FROM jobs WHERE ${waitingAt("?1", "AND run_at <= ?2 AND until <= ?2")}))`)} = 1
+               OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
+  return {
+    sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms, ${steppedBack("s.", "?2")} AS stepped_back FROM queues s
+          WHERE ${limit === undefined ? "" : "changes() < ?3 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
+            AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
+    args: limit === undefined ? [queue, now] : [queue, now, limit],
+  };
+}
+
+/**
+ * A job as `state` reads it, and what of its queue refuses a claim now
+ * (`queue_refusal`: paused, else null when it has its maxLeased current leases
+ * (full), else rate_limited when its bucket holds no whole token, else null):
+ * why a claim by id was refused, read only after it was.
+ */
+export function claimState(id: string, now: number): Statement {
+  return {
+    sql: `SELECT *, ${status("?2")} AS status,
+                 (SELECT CASE WHEN s.paused = 1 THEN 'paused' WHEN ${FULL} THEN NULL WHEN ${refilled("s.", "?2")} < ${TOKEN} THEN 'rate_limited' END
+                  FROM queues s WHERE s.queue = jobs.queue) AS queue_refusal
+          FROM jobs WHERE id = ?1`,
+    args: [id, now],
+  };
+}
