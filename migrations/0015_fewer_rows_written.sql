@@ -112,7 +112,8 @@ CREATE TABLE jobs_rebuilt (
   renewed_at      INTEGER,
   renewed_last_at INTEGER,
   renews          INTEGER NOT NULL DEFAULT 0,
-  seq             INTEGER NOT NULL DEFAULT 1
+  seq             INTEGER NOT NULL DEFAULT 1,
+  claim_clock     TEXT               -- the clock of its last claim (migrations/0013), read by queues_spend_token
 ) WITHOUT ROWID;
 
 -- Each job's current incarnation: its latest enqueue; its lease, when it has
@@ -149,7 +150,7 @@ UPDATE told SET completed_seq = NULL WHERE claimed_seq IS NULL;
 
 INSERT INTO jobs_rebuilt (id, queue, payload, priority, run_at, owner, until, fence, result, done, attempts, max_attempts,
                           created_at, updated_at, dead, last_error, last_event, cancelled, progress,
-                          enqueued_seq, claimed_seq, claimed_at, renewed_seq, renewed_at, renewed_last_at, renews, seq)
+                          enqueued_seq, claimed_seq, claimed_at, renewed_seq, renewed_at, renewed_last_at, renews, seq, claim_clock)
 SELECT j.id, j.queue, j.payload, j.priority, j.run_at, j.owner, j.until, j.fence, j.result, j.done, j.attempts, j.max_attempts,
        j.created_at, j.updated_at, j.dead, j.last_error,
        CASE WHEN j.last_event IN ('released', 'failed', 'expired', 'dead', 'cancelled', 'retried') THEN j.last_event END, j.cancelled, j.progress,
@@ -158,7 +159,7 @@ SELECT j.id, j.queue, j.payload, j.priority, j.run_at, j.owner, j.until, j.fence
        CASE WHEN t.renewed_seq IS NOT NULL AND t.claimed_seq IS NOT NULL THEN t.renewed_at END,
        CASE WHEN t.renewed_seq IS NOT NULL AND t.claimed_seq IS NOT NULL THEN t.renewed_last_at END,
        CASE WHEN t.renewed_seq IS NOT NULL AND t.claimed_seq IS NOT NULL THEN t.renews ELSE 0 END,
-       coalesce(t.completed_seq, t.last_seq, 0)
+       coalesce(t.completed_seq, t.last_seq, 0), j.claim_clock
 FROM jobs j JOIN told t ON t.id = j.id;
 
 DELETE FROM history WHERE (job_id, seq) IN (
@@ -221,7 +222,7 @@ BEGIN
   UPDATE fence_floor SET fence = old.fence WHERE fence < old.fence;
 END;
 
--- The token a claim spends (migrations/0009, with the step back of 0013): only a claim raises a fence.
+-- The token a claim spends (migrations/0009, with the clocks of 0013): only a claim raises a fence.
 CREATE TRIGGER queues_spend_token AFTER UPDATE OF fence ON jobs
 WHEN new.fence > old.fence
 BEGIN
@@ -229,8 +230,13 @@ BEGIN
     micro_tokens = min(burst * 1000000,
                        micro_tokens + min(max(0, CAST(new.updated_at AS INTEGER) - tokens_at), burst * 1000000 / refill_per_ms + 1) * refill_per_ms)
                    - 1000000,
-    tokens_at = CASE WHEN tokens_at - CAST(new.updated_at AS INTEGER) > 1000 THEN CAST(new.updated_at AS INTEGER)
-                     ELSE max(tokens_at, CAST(new.updated_at AS INTEGER)) END
+    tokens_at = CASE WHEN tokens_at > CAST(new.updated_at AS INTEGER)
+                          AND (tokens_clock IS new.claim_clock OR tokens_at - CAST(new.updated_at AS INTEGER) > 600000)
+                     THEN CAST(new.updated_at AS INTEGER)
+                     ELSE max(tokens_at, CAST(new.updated_at AS INTEGER)) END,
+    tokens_clock = CASE WHEN tokens_at > CAST(new.updated_at AS INTEGER)
+                             AND NOT (tokens_clock IS new.claim_clock OR tokens_at - CAST(new.updated_at AS INTEGER) > 600000)
+                        THEN tokens_clock ELSE new.claim_clock END
   WHERE queue = new.queue AND refill_per_ms IS NOT NULL;
 END;
 

@@ -57,9 +57,12 @@ function limitsOf(settings: QueueLimits): sqlQueues.StoredLimits {
 /** A queue's settings (`store.queues`): whether it is paused, its maxLeased, and its rate limit. */
 export class Queues {
   readonly #driver: Driver;
+  readonly #clock: string;
 
-  constructor(driver: Driver) {
+  /** `clock`: the store's clock id (src/store/step-back.ts), which its bucket writes carry. */
+  constructor(driver: Driver, clock: string) {
     this.#driver = driver;
+    this.#clock = clock;
   }
 
   /** pause pauses a queue: claims hand out none of its jobs until resume; leases already held go on. Answers its settings. */
@@ -81,7 +84,7 @@ export class Queues {
    */
   async set(queue: string, request: QueueLimitsRequest): Promise<QueueSettings> {
     const now = timeOf(request);
-    return this.#write(sqlQueues.setQueue(check.name("queue", queue), limitsOf(request), check.instant("now", now)));
+    return this.#write(sqlQueues.setQueue(check.name("queue", queue), limitsOf(request), check.instant("now", now), this.#clock));
   }
 
   /** get answers a queue's settings; a queue never set is not paused and has no limit. */

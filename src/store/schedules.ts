@@ -89,15 +89,19 @@ const notFound = (name: string) => new NotFound(name, `no schedule has the name 
  * Each due fire enqueues one job, `{name}@{fire time as ISO 8601}`, in the
  * transaction that moves the schedule on to its next fire: at most once per
  * fire, however many runners fire together, and after downtime (or a clock
- * that steps forward) only the latest missed fire. After a clock steps back
- * (src/store/step-back.ts), the next fire is planned again from the corrected
- * clock; a fire whose job is there already enqueues nothing.
+ * that steps forward) only the latest missed fire. After this store's clock
+ * steps back (src/store/step-back.ts), the next fire is planned again from the
+ * corrected clock; a fire whose job is there already enqueues nothing. A
+ * store whose clock is behind another's, up to SKEW_LIMIT_MS, waits for it.
  */
 export class Schedules {
   readonly #driver: Driver;
+  readonly #clock: string;
 
-  constructor(driver: Driver) {
+  /** `clock`: the store's clock id (src/store/step-back.ts), which planned_at is kept with. */
+  constructor(driver: Driver, clock: string) {
     this.#driver = driver;
+    this.#clock = clock;
   }
 
   /**
@@ -112,7 +116,7 @@ export class Schedules {
     const stored = storedSpec(spec);
     check.instant("now", now);
     const cronNext = stored.cron === null ? null : firstCronFire(stored.cron, stored.timezone!, now);
-    const [existed, written] = await this.#driver.batch(sql.putSchedule(checkedName, stored, cronNext, now));
+    const [existed, written] = await this.#driver.batch(sql.putSchedule(checkedName, stored, cronNext, now, this.#clock));
     return { created: existed![0]!.existed === 0, schedule: scheduleFromRow(written![0]!) };
   }
 
@@ -138,8 +142,8 @@ export class Schedules {
    * fireDue enqueues the job of every schedule due at `now` (the
    * latest fire at or before `now` of each; one of a schedule another runner
    * fired or a put replaced meanwhile is left to it), and plans again from
-   * `now` the next fire of each schedule planned by a clock that has since
-   * stepped back, in chunks of schedules (see HousekeepingOptions). Answers
+   * `now` the next fire of each schedule planned by this store's clock before
+   * it stepped back (or by another clock far ahead, see src/store/step-back.ts), in chunks of schedules (see HousekeepingOptions). Answers
    * the jobs enqueued, the fires that found their job's id taken (and enqueued
    * nothing), and when the earliest schedule fires next.
    */
@@ -149,10 +153,10 @@ export class Schedules {
     const taken: TakenFire[] = [];
     const skipped: SkippedSchedule[] = [];
     await inChunks(request, async (size) => {
-      const due = await this.#driver.run(sql.dueSchedules(now, size, skipped.map((schedule) => schedule.name)));
+      const due = await this.#driver.run(sql.dueSchedules(now, size, skipped.map((schedule) => schedule.name), this.#clock));
       if (due.length === 0) return false;
       const fires = due.flatMap((row) => fireOrSkip(row, now, skipped));
-      const [, enqueued = [], moved = []] = fires.length === 0 ? [] : await this.#driver.batch(sql.fireDue(fires, now));
+      const [, enqueued = [], moved = []] = fires.length === 0 ? [] : await this.#driver.batch(sql.fireDue(fires, now, this.#clock));
       for (const row of enqueued) jobs.push({ id: row.id as string, queue: row.queue as string });
       const jobIds = new Map(fires.map(([name, , , , , , , jobId]) => [name, jobId]));
       for (const row of moved) {

@@ -15,6 +15,7 @@ import * as sqlMany from "./sql/many.ts";
 import { checked } from "./checked.ts";
 import { inChunks } from "./in-chunks.ts";
 import { type Health, type HealthOptions, WriteHealth } from "./health.ts";
+import { clockId } from "./step-back.ts";
 import * as check from "./validate.ts";
 import {
   type CancelRequest,
@@ -44,11 +45,12 @@ export type * from "./shapes.ts";
 export { HOUSEKEEPING_CHUNK, MAX_BURST, MAX_RATE_PER_SECOND } from "./shapes.ts";
 
 /**
- * The statements of a claim-next of up to `limit` jobs of `queue` at `now`,
- * its arguments checked; the rules are those of src/store/sql/claim-next.ts.
+ * The statements of a claim-next of up to `limit` jobs of `queue` at `now`
+ * read from `clock`, its arguments checked; the rules are those of
+ * src/store/sql/claim-next.ts.
  */
-function takeNext(queue: string, owner: string, now: number, ttlMs: number, limit: number): Statement[] {
-  return claims.claimNext(check.name("queue", queue), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), check.positiveInt("limit", limit));
+function takeNext(queue: string, owner: string, now: number, ttlMs: number, limit: number, clock: string): Statement[] {
+  return claims.claimNext(check.name("queue", queue), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), check.positiveInt("limit", limit), clock);
 }
 
 /** Claimed leases, with the `retryAfterMs` of a row of `retryAfter` if there is one. */
@@ -85,14 +87,16 @@ export class LeaseStore {
   readonly queues: Queues;
   /** The recurring schedules (src/store/schedules.ts): put, get, list, delete, fireDue. */
   readonly schedules: Schedules;
+  /** This store's clock id: which clock wrote a stored time (src/store/step-back.ts). */
+  readonly #clock = clockId();
 
   /** `random` draws the backoff jitter; tests fix it. `health`: how `health()` decides (see WriteHealth), and where it logs. */
   constructor(driver: Driver, options: { random?: () => number; health?: HealthOptions } = {}) {
     this.#health = new WriteHealth(options.health);
     this.#driver = traced(this.#health.watch(driver));
     this.#random = options.random ?? Math.random;
-    this.queues = new Queues(this.#driver);
-    this.schedules = new Schedules(this.#driver);
+    this.queues = new Queues(this.#driver, this.#clock);
+    this.schedules = new Schedules(this.#driver, this.#clock);
   }
 
   /** enqueue adds a job and answers it, `created: true`; an id that exists answers its job as stored, untouched, `created: false`. */
@@ -136,7 +140,7 @@ export class LeaseStore {
    */
   async claim(id: string, request: ClaimRequest): Promise<Lease> {
     const now = timeOf(request);
-    const [, [row] = []] = await this.#driver.batch(checked.claim(id, request, now));
+    const [, [row] = []] = await this.#driver.batch(checked.claim(id, request, now, this.#clock));
     if (row !== undefined) return leaseOf(row);
     const [read] = await this.#driver.run(claims.claimState(id, now));
     const refused = claimRefusal(id, read);
@@ -158,25 +162,25 @@ export class LeaseStore {
   async claimNext(queue: string, request: ClaimNextRequest): Promise<ClaimedLeases> {
     const now = timeOf(request);
     const limit = request.limit ?? 1;
-    const take = takeNext(queue, request.owner, now, request.ttlMs, limit);
+    const take = takeNext(queue, request.owner, now, request.ttlMs, limit, this.#clock);
     if (this.#driver.remote) {
-      const [rows = [], [hint] = []] = await this.#driver.batch([...take, claims.retryAfter(queue, now, limit)]);
+      const [rows = [], [hint] = []] = await this.#driver.batch([...take, claims.retryAfter(queue, now, this.#clock, limit)]);
       return withRetryAfter(leasesOf(rows), await this.#followed(queue, now, hint));
     }
     const [rows = []] = await this.#driver.batch(take);
     const leases = leasesOf(rows);
-    return leases.length < limit ? withRetryAfter(leases, await this.#followed(queue, now, (await this.#driver.run(claims.retryAfter(queue, now)))[0])) : leases;
+    return leases.length < limit ? withRetryAfter(leases, await this.#followed(queue, now, (await this.#driver.run(claims.retryAfter(queue, now, this.#clock)))[0])) : leases;
   }
 
   /** nextClaimableAt answers when a job of `queue` next becomes claimable by claimNext (maybe already), or null if none will. */
   async nextClaimableAt(queue: string, request: { now?: number } = {}): Promise<number | null> {
-    const [row] = await this.#driver.run(claims.nextClaimable([check.name("queue", queue)], check.instant("now", timeOf(request))));
+    const [row] = await this.#driver.run(claims.nextClaimable([check.name("queue", queue)], check.instant("now", timeOf(request)), this.#clock));
     return (row?.at as number | null | undefined) ?? null;
   }
 
   /** nextClaimableAtEach is nextClaimableAt of many queues in one read (the wait rooms' re-check): those that have a time, with it. */
   async nextClaimableAtEach(queues: string[], request: { now?: number } = {}): Promise<{ queue: string; at: number }[]> {
-    const rows = await this.#driver.run(claims.nextClaimable(queues.map((queue) => check.name("queue", queue)), check.instant("now", timeOf(request))));
+    const rows = await this.#driver.run(claims.nextClaimable(queues.map((queue) => check.name("queue", queue)), check.instant("now", timeOf(request)), this.#clock));
     return rows.filter((row) => row.at !== null).map((row) => ({ queue: row.queue as string, at: row.at as number }));
   }
 
@@ -282,7 +286,7 @@ export class LeaseStore {
     const presented = completions.map(({ id, fence, result }): sqlMany.Completion => [check.name("id", id), check.positiveInt("fence", fence), check.text("result", result)]);
     check.distinctIds("leases", completions);
     const statements = sqlMany.completeMany(check.name("owner", owner), presented, check.instant("now", now));
-    const take = next === undefined ? [] : takeNext(next.queue, owner, now, next.ttlMs, next.limit);
+    const take = next === undefined ? [] : takeNext(next.queue, owner, now, next.ttlMs, next.limit, this.#clock);
     const [, done, refused, , taken = []] = await this.#driver.batch([...statements, ...take]);
     const ended = [...new Set(done!.map((row) => row.queue as string))];
     return { completed: outcomes(completions, owner, refused!, () => ({ done: true as const })), leases: leasesOf(taken), ended };
@@ -435,12 +439,12 @@ export class LeaseStore {
 
   /**
    * After a claim of `queue` that its bucket refused at `now`: a bucket whose
-   * count is ahead of a clock that stepped back counts on from `now` (see
+   * count is followed back to this store's clock counts on from `now` (see
    * `followClock`, which decides). Without this, with no whole token left,
    * nothing would move its count until the clock came back to it.
    */
   async #followClock(queue: string, now: number): Promise<void> {
-    await this.#driver.batch([followClock(queue, now)]);
+    await this.#driver.batch([followClock(queue, now, this.#clock)]);
   }
 
   /** The hint of a claim-next stopped short, after following a clock that stepped back if the hint says it did. */
@@ -455,17 +459,17 @@ export class LeaseStore {
     return row ? jobFromRow(row) : null;
   }
 
+  /** What `next` asks, checked, with this store's clock: up to `limit` due jobs of the same queue, each leased for `ttlMs`. */
+  #take(next: NextClaim): NextClaim & { clock: string } {
+    return { limit: check.positiveInt("limit", next.limit), ttlMs: check.positiveInt("ttlMs", next.ttlMs), clock: this.#clock };
+  }
+
   /**
    * Runs the batch of a verb that ends a lease, then the claim of `next` if
    * asked, in one transaction; answers the job as its write left it, if it
    * wrote, and the leases taken. A job failed and due at once may be among
    * them: then it is answered as that claim left it, leased again.
    */
-  /** What `next` asks, checked: up to `limit` due jobs of the same queue, each leased for `ttlMs`. */
-  #take(next: NextClaim): NextClaim {
-    return { limit: check.positiveInt("limit", next.limit), ttlMs: check.positiveInt("ttlMs", next.ttlMs) };
-  }
-
   async #settle(statements: Statement[], id: string, owner: string, now: number, next: NextClaim | undefined): Promise<{ written: Job | undefined; leases: Lease[] }> {
     const take = next === undefined ? [] : [claims.claimNextAfter(id, owner, now, this.#take(next))];
     const results = await this.#driver.batch([...statements, ...take]);

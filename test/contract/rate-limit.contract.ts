@@ -308,19 +308,68 @@ export function rateLimitContract(freshStore: () => Promise<FreshStorage>): void
       expect((await store.claim("q-2", { owner: "B", ttlMs: TTL, now: BACK + 100 })).fence).toBe(1);
     });
 
-    test("a clock up to a second behind the bucket's last count (another server's) waits for it: no token twice", async () => {
+    test("after a step back of half a second of the clock that counted, the bucket refills from the corrected clock", async () => {
       const fresh = await freshStore();
       const { store } = fresh;
       await dueJobs(store, "q", 10);
       await store.queues.set("q", { ratePerSecond: 10, burst: 1, now: T });
       expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, now: T + 1_000 })).toHaveLength(1);
-      const behind = await store.claimNext("q", { owner: "B", ttlMs: TTL, now: T + 300 }); // 700 ms behind
-      expect([...behind]).toEqual([]);
-      expect(behind.retryAfterMs).toBe(800); // when the token is due by the bucket's count: T + 1100
-      expect(await store.claimNext("q", { owner: "B", ttlMs: TTL, now: T + 1_099 })).toHaveLength(0);
-      expect(await bucketOf(fresh, "q")).toEqual({ micro_tokens: 0, tokens_at: T + 1_000 }); // not moved back
-      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, now: T + 1_100 })).toHaveLength(1);
-      expect(await store.claimNext("q", { owner: "B", ttlMs: TTL, now: T + 1_150 })).toHaveLength(0); // 50 ms behind the last spend
+      const stepped = await store.claimNext("q", { owner: "A", ttlMs: TTL, now: T + 500 }); // the same store's clock, 500 ms back
+      expect([...stepped]).toEqual([]);
+      expect(stepped.retryAfterMs).toBe(100);
+      expect(await bucketOf(fresh, "q")).toEqual({ micro_tokens: 0, tokens_at: T + 500 });
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 5, now: T + 600 })).toHaveLength(1);
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 5, now: T + 650 })).toHaveLength(0);
+    });
+
+    test("a server whose clock is behind another's count, by up to ten minutes, waits for it: no token twice", async () => {
+      for (const behindMs of [700, 5 * 60_000]) {
+        const fresh = await freshStore();
+        const { store } = fresh;
+        const other = await fresh.reopen();
+        await dueJobs(store, "q", 10);
+        await store.queues.set("q", { ratePerSecond: 10, burst: 1, now: T });
+        const AHEAD = T + 10 * 60_000;
+        expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, now: AHEAD })).toHaveLength(1);
+        const behind = await other.claimNext("q", { owner: "B", ttlMs: TTL, now: AHEAD - behindMs });
+        expect([...behind]).toEqual([]);
+        expect(behind.retryAfterMs).toBe(behindMs + 100); // when the token is due by the bucket's count: AHEAD + 100
+        expect(await other.claim("q-5", { owner: "B", ttlMs: TTL, now: AHEAD - behindMs + 200 }).catch((error) => error.reason)).toBe("rate_limited");
+        expect(await bucketOf(fresh, "q")).toEqual({ micro_tokens: 0, tokens_at: AHEAD }); // not moved back
+        expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, now: AHEAD + 100 })).toHaveLength(1);
+        expect(await other.claimNext("q", { owner: "B", ttlMs: TTL, now: AHEAD + 150 })).toHaveLength(0); // 50 ms after the last spend
+      }
+    });
+
+    test("two servers whose clocks differ by 2 s or 9 minutes, claiming in turn for a second, hand out no more than burst + rate x 1 s", async () => {
+      for (const skewMs of [2_000, 9 * 60_000]) {
+        const fresh = await freshStore();
+        const { store } = fresh;
+        const other = await fresh.reopen();
+        const NOW = T + DAY; // the jobs are due by both clocks
+        await store.queues.set("q", { ratePerSecond: 1, burst: 1, now: NOW });
+        await dueJobs(store, "q", 50);
+        let handedOut = 0;
+        for (let ms = 0; ms <= 1_000; ms += 50) {
+          handedOut += (await store.claimNext("q", { owner: "A", ttlMs: TTL, now: NOW + ms })).length;
+          handedOut += (await other.claimNext("q", { owner: "B", ttlMs: TTL, now: NOW + ms - skewMs })).length;
+        }
+        expect(handedOut).toBe(1 + 1);
+      }
+    });
+
+    test("a clock more than ten minutes behind another clock's count takes that clock for broken, and the bucket counts on from it", async () => {
+      const fresh = await freshStore();
+      const { store } = fresh;
+      const other = await fresh.reopen();
+      await dueJobs(store, "q", 10);
+      await store.queues.set("q", { ratePerSecond: 10, burst: 1, now: T });
+      const AHEAD = T + DAY;
+      expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, now: AHEAD })).toHaveLength(1);
+      const behind = await other.claimNext("q", { owner: "B", ttlMs: TTL, now: AHEAD - 10 * 60_000 - 1 });
+      expect(behind.retryAfterMs).toBe(100);
+      expect(await bucketOf(fresh, "q")).toEqual({ micro_tokens: 0, tokens_at: AHEAD - 10 * 60_000 - 1 });
+      expect(await other.claimNext("q", { owner: "B", ttlMs: TTL, now: AHEAD - 10 * 60_000 + 99 })).toHaveLength(1);
     });
 
     test("a step forward fills the bucket to its burst, no more", async () => {

@@ -180,14 +180,53 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       expect((await store.schedules.fireDue({ now: AT_3 + MINUTE })).jobs).toEqual([{ id: `tick@${at(AT_3 + MINUTE)}`, queue: "q" }]);
     });
 
-    test("a runner whose clock is up to a second behind (another server's) leaves the schedule as the runner ahead moved it", async () => {
+    test("after a step back of half a second of the clock that planned it, a schedule plans again from the corrected clock, and the fire done is not enqueued twice", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *", now: T });
+      expect((await store.schedules.fireDue({ now: AT_3 + 100 })).jobs).toEqual([{ id: `tick@${at(AT_3)}`, queue: "q" }]);
+      // The same store's clock, 500 ms back: 03:00 is its next fire again, and its job exists.
+      expect(await store.schedules.fireDue({ now: AT_3 - 400 })).toMatchObject({ jobs: [], taken: [], nextFireAt: AT_3 });
+      expect(await store.schedules.fireDue({ now: AT_3 })).toMatchObject({ jobs: [], taken: [{ name: "tick", id: `tick@${at(AT_3)}` }], nextFireAt: AT_3 + MINUTE });
+      expect((await store.schedules.fireDue({ now: AT_3 + MINUTE })).jobs).toEqual([{ id: `tick@${at(AT_3 + MINUTE)}`, queue: "q" }]);
+      expect(Object.keys(await snapshot())).toEqual([`tick@${at(AT_3)}`, `tick@${at(AT_3 + MINUTE)}`]);
+    });
+
+    test("a runner whose clock is behind another's, by up to ten minutes, leaves the schedule as the runner ahead moved it", async () => {
+      for (const behindMs of [500, 9 * MINUTE]) {
+        const { store, reopen } = await freshStore();
+        const behind = await reopen();
+        await store.schedules.put("tick", { queue: "q", cron: "* * * * *", now: T });
+        expect((await store.schedules.fireDue({ now: AT_3 + 100 })).jobs).toHaveLength(1);
+        const moved = await store.schedules.get("tick");
+        expect(await behind.schedules.fireDue({ now: AT_3 + 100 - behindMs })).toMatchObject({ jobs: [], taken: [], nextFireAt: AT_3 + MINUTE });
+        expect(await store.schedules.get("tick")).toEqual(moved);
+      }
+    });
+
+    test("two servers whose clocks differ by 2 s or 9 minutes, each firing every 5 s, enqueue each fire once, in order, and report no fire as taken", async () => {
+      for (const skewMs of [2_000, 9 * MINUTE]) {
+        const { store, reopen } = await freshStore();
+        const other = await reopen();
+        await store.schedules.put("tick", { queue: "q", everyMs: MINUTE, now: T });
+        const fired: string[] = [];
+        const taken: string[] = [];
+        for (let s = 0; s <= 180; s += 5) {
+          for (const fire of [await store.schedules.fireDue({ now: T + s * 1_000 }), await other.schedules.fireDue({ now: T + s * 1_000 - skewMs })]) {
+            fired.push(...fire.jobs.map((job) => `${s}:${job.id}`));
+            taken.push(...fire.taken.map((job) => job.id));
+          }
+        }
+        expect(fired).toEqual([1, 2, 3].map((k) => `${60 * k}:tick@${at(T + k * MINUTE)}`));
+        expect({ taken, lastFireTaken: (await store.schedules.get("tick")).lastFireTaken }).toEqual({ taken: [], lastFireTaken: false });
+      }
+    });
+
+    test("a runner more than ten minutes behind another clock's plan takes that clock for broken, and plans again from its own", async () => {
       const { store, reopen } = await freshStore();
       const behind = await reopen();
-      await store.schedules.put("tick", { queue: "q", cron: "* * * * *", now: T });
-      expect((await store.schedules.fireDue({ now: AT_3 + 100 })).jobs).toHaveLength(1);
-      const moved = await store.schedules.get("tick");
-      expect(await behind.schedules.fireDue({ now: AT_3 - 400 })).toMatchObject({ jobs: [], nextFireAt: AT_3 + MINUTE });
-      expect(await store.schedules.get("tick")).toEqual(moved);
+      await store.schedules.put("tick", { queue: "q", cron: "* * * * *", now: AT_3 + HOUR + 30_000 });
+      expect(await behind.schedules.fireDue({ now: AT_3 + HOUR + 30_000 - 10 * MINUTE - 1 })).toMatchObject({ jobs: [], nextFireAt: AT_3 + 51 * MINUTE });
+      expect((await behind.schedules.fireDue({ now: AT_3 + 51 * MINUTE })).jobs).toEqual([{ id: `tick@${at(AT_3 + 51 * MINUTE)}`, queue: "q" }]);
     });
 
     test("a step forward of a day enqueues the latest missed fire only", async () => {

@@ -454,7 +454,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
         /^SEARCH jobs USING INDEX jobs_held_by_until \(queue=\? AND until<\?\)$/, // the leases that have ended
         /^SEARCH jobs USING (COVERING )?INDEX jobs_held_by_until \(queue=\? AND until>\?\)$/, // a limited queue's current leases
       ];
-      for (const statement of [...claims.claimNext("q", "A", T, TTL, 10), claims.claimNextAfter("job-1", "A", T, { limit: 10, ttlMs: TTL })]) {
+      for (const statement of [...claims.claimNext("q", "A", T, TTL, 10, "clock"), claims.claimNextAfter("job-1", "A", T, { limit: 10, ttlMs: TTL, clock: "clock" })]) {
         const lines = await reads(statement);
         expect(lines.some((line) => line.includes("priority=? AND run_at<?"))).toBe(true);
         for (const line of lines) expect(allowed.some((pattern) => pattern.test(line)), line).toBe(true);
@@ -463,7 +463,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
 
     test("claims find their queue's settings by its primary key, never by a scan", async () => {
       const { rows } = await freshStore();
-      for (const statement of [...claims.claimNext("q", "A", T, TTL, 10), claims.claim("job-1", "A", T, TTL)[1]!]) {
+      for (const statement of [...claims.claimNext("q", "A", T, TTL, 10, "clock"), claims.claim("job-1", "A", T, TTL, "clock")[1]!]) {
         const plan = (await rows(`EXPLAIN QUERY PLAN ${statement.sql}`, statement.args)).map((row) => String(row.detail));
         const settings = plan.filter((detail) => detail.includes("queues"));
         expect(settings.length).toBeGreaterThan(0);

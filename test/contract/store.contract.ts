@@ -41,6 +41,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         dead: 0, last_error: null, last_event: null, cancelled: 0, progress: null,
         // What the row tells of its history (migrations/0015): its enqueue, first; no lease yet.
         enqueued_seq: 1, claimed_seq: null, claimed_at: null, renewed_seq: null, renewed_at: null, renewed_last_at: null, renews: 0, seq: 1,
+        claim_clock: null, // the clock of its last claim (migrations/0013): none yet
         traceparent: null, tracestate: null,
       });
     });

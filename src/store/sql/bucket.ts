@@ -1,5 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
-import { STEP_BACK_MS } from "../step-back.ts";
+import { followsBack } from "../step-back.ts";
 
 // The token bucket of a rate-limited queue (migrations/0009), as SQL
 // expressions over its `queues` row: what the claims decide by (`room` in
@@ -11,13 +11,14 @@ import { STEP_BACK_MS } from "../step-back.ts";
 // `refill_per_ms` of them, so a refill is exact to the millisecond. A queue
 // without a rate has NULL in these columns, and every expression here is NULL.
 //
-// A clock behind the last count (`tokens_at`) adds nothing. Up to
-// STEP_BACK_MS behind (src/store/step-back.ts), it is taken for another
-// server's clock a little behind: the count stays where it is and that clock
-// waits for it, so two servers never count the same ms twice. Further behind,
-// the clock stepped back: the bucket keeps its tokens and counts on from the
-// corrected clock (`countedFrom`), moved there by the next claim that spends
+// A clock behind the last count (`tokens_at`) adds nothing. The bucket keeps
+// which clock counted (`tokens_clock`), and src/store/step-back.ts says when a
+// clock behind is followed: behind its own count (it stepped back), or far
+// behind another's. Then the bucket keeps its tokens and counts on from that
+// clock (`countedFrom`), moved there by the next claim that spends
 // (migrations/0013's trigger) or is refused for want of a token (`followClock`).
+// Else the count stays where it is and that clock waits for it, so two servers
+// never count the same ms twice.
 
 /** Micro-tokens in one token: what one lease costs. */
 export const TOKEN = 1_000_000;
@@ -33,18 +34,37 @@ function ms(now: string): string {
 
 /** The bucket's columns of a `queues` row, under a table prefix such as "s." (or ""). */
 function columns(row: string) {
-  return { rate: `${row}refill_per_ms`, cap: `(${row}burst * ${TOKEN})`, tokens: `${row}micro_tokens`, at: `${row}tokens_at` };
+  return { rate: `${row}refill_per_ms`, cap: `(${row}burst * ${TOKEN})`, tokens: `${row}micro_tokens`, at: `${row}tokens_at`, by: `${row}tokens_clock` };
 }
 
 /**
- * When the bucket's count runs from, seen at `now` (an SQL expression): its
- * last count, or `now` if later; `now` itself when `now` is more than
- * STEP_BACK_MS behind it (a clock stepped back). What a spend stores as its
- * new `tokens_at`, and what the next token is counted from.
+ * Whether the bucket's last count is followed back to `now` read from
+ * `clock` (SQL expressions, 1 or 0; NULL without a rate): see `followsBack`.
  */
-export function countedFrom(row: string, now: string): string {
+export function followedBack(row: string, now: string, clock: string): string {
+  const { at, by } = columns(row);
+  return followsBack(at, by, ms(now), clock);
+}
+
+/**
+ * When the bucket's count runs from, seen at `now` read from `clock` (SQL
+ * expressions): its last count, or `now` if later; `now` itself when the
+ * count is followed back (`followedBack`). What a spend stores as its new
+ * `tokens_at`, and what the next token is counted from.
+ */
+export function countedFrom(row: string, now: string, clock: string): string {
   const { at } = columns(row);
-  return `CASE WHEN ${at} - ${ms(now)} > ${STEP_BACK_MS} THEN ${ms(now)} ELSE max(${at}, ${ms(now)}) END`;
+  return `CASE WHEN ${followedBack(row, now, clock)} THEN ${ms(now)} ELSE max(${at}, ${ms(now)}) END`;
+}
+
+/**
+ * Which clock made the count that `countedFrom` answers: `clock`, unless the
+ * count stays ahead of it (it waits for another clock's count, which keeps
+ * its writer).
+ */
+export function countedBy(row: string, now: string, clock: string): string {
+  const { at, by } = columns(row);
+  return `CASE WHEN ${at} > ${ms(now)} AND NOT ${followedBack(row, now, clock)} THEN ${by} ELSE ${clock} END`;
 }
 
 /**
@@ -65,39 +85,29 @@ export function wholeTokens(row: string, now: string): string {
 }
 
 /**
- * When the bucket next holds a whole token, seen at `now`: `now` if it holds
- * one; else the first ms at which the refill reaches one, counted from
- * `countedFrom`. NULL without a rate.
+ * When the bucket next holds a whole token, seen at `now` read from `clock`:
+ * `now` if it holds one; else the first ms at which the refill reaches one,
+ * counted from `countedFrom`. NULL without a rate.
  */
-export function tokenDueAt(row: string, now: string): string {
+export function tokenDueAt(row: string, now: string, clock: string): string {
   const { rate } = columns(row);
   const short = `(${TOKEN} - ${refilled(row, now)})`;
   return `CASE WHEN ${rate} IS NULL THEN NULL WHEN ${short} <= 0 THEN ${ms(now)}
-               ELSE ${countedFrom(row, now)} + (${short} + ${rate} - 1) / ${rate} END`;
+               ELSE ${countedFrom(row, now, clock)} + (${short} + ${rate} - 1) / ${rate} END`;
 }
 
 /**
- * Whether the bucket's last count is more than STEP_BACK_MS ahead of `now`
- * (an SQL expression, 1 or 0; NULL without a rate): a clock stepped back,
- * which a claim refused for want of a token follows with `followClock`.
+ * After a claim of `queue` refused for want of a token, at `now` read from
+ * `clock`: a bucket whose count is followed back to `now` (`followedBack`)
+ * keeps its tokens and counts on from `now`, as `clock`'s; any other row is
+ * left as it is. Without it, a bucket with no whole token would wait for the
+ * clock to come back to its last count, however far ahead that is: nothing
+ * but a spend moves the count, and nothing could be spent.
  */
-export function steppedBack(row: string, now: string): string {
-  const { at } = columns(row);
-  return `(${at} - ${ms(now)} > ${STEP_BACK_MS})`;
-}
-
-/**
- * After a claim of `queue` refused for want of a token: a bucket whose last
- * count is more than STEP_BACK_MS ahead of `now` (the clock stepped back)
- * keeps its tokens and counts on from `now`; any other row is left as it is.
- * Without it, a bucket with no whole token would wait for the clock to come
- * back to its last count, however far ahead that is: nothing but a spend
- * moves the count, and nothing could be spent.
- */
-export function followClock(queue: string, now: number): Statement {
+export function followClock(queue: string, now: number, clock: string): Statement {
   return {
-    sql: `UPDATE queues SET tokens_at = ${ms("?2")} WHERE queue = ?1 AND refill_per_ms IS NOT NULL AND ${steppedBack("", "?2")}`,
-    args: [queue, now],
+    sql: `UPDATE queues SET tokens_at = ${ms("?2")}, tokens_clock = ?3 WHERE queue = ?1 AND refill_per_ms IS NOT NULL AND ${followedBack("", "?2", "?3")}`,
+    args: [queue, now, clock],
   };
 }
 
@@ -106,13 +116,15 @@ export function followClock(queue: string, now: number): Statement {
  * `newBurst` (SQL expressions; `row` the stored settings) at `now`: none
  * without a rate; full when the queue had no rate before; otherwise what it
  * holds at `now` under the old rate, at most the new burst (a new rate gives
- * no tokens and takes none away). Answers the new micro_tokens and tokens_at.
+ * no tokens and takes none away). Answers the new micro_tokens, tokens_at and
+ * tokens_clock; `clock` is the clock `now` was read from.
  */
-export function keptBucket(row: string, newRate: string, newBurst: string, now: string): { tokens: string; at: string } {
+export function keptBucket(row: string, newRate: string, newBurst: string, now: string, clock: string): { tokens: string; at: string; by: string } {
   const { rate } = columns(row);
   return {
     tokens: `CASE WHEN ${newRate} IS NULL THEN NULL WHEN ${rate} IS NULL THEN ${newBurst} * ${TOKEN}
                   ELSE min(${newBurst} * ${TOKEN}, ${refilled(row, now)}) END`,
-    at: `CASE WHEN ${newRate} IS NULL THEN NULL WHEN ${rate} IS NULL THEN ${ms(now)} ELSE ${countedFrom(row, now)} END`,
+    at: `CASE WHEN ${newRate} IS NULL THEN NULL WHEN ${rate} IS NULL THEN ${ms(now)} ELSE ${countedFrom(row, now, clock)} END`,
+    by: `CASE WHEN ${newRate} IS NULL THEN NULL WHEN ${rate} IS NULL THEN ${clock} ELSE ${countedBy(row, now, clock)} END`,
   };
 }

@@ -1,6 +1,6 @@
 import type { InValue } from "@libsql/client";
 import type { Statement } from "../../drivers/driver.ts";
-import { refilled, steppedBack, TOKEN, tokenDueAt, wholeTokens } from "./bucket.ts";
+import { followedBack, refilled, TOKEN, tokenDueAt, wholeTokens } from "./bucket.ts";
 import { CLAIM, EXHAUSTED, expire, returningJob, status } from "./lease.ts";
 
 // The claims, and everything that decides one. A claim is one UPDATE that
@@ -19,9 +19,10 @@ import { CLAIM, EXHAUSTED, expire, returningJob, status } from "./lease.ts";
 // - the queue (`room`, migrations/0008 and 0009): none while it is paused, no
 //   more than its maxLeased less its current leases, and no more than the
 //   whole tokens its bucket holds (src/store/sql/bucket.ts; a trigger spends
-//   them in the same statement). A claim refused for want of a token after
-//   the clock stepped back is followed by `followClock` (bucket.ts), which
-//   the store sends after it.
+//   them in the same statement, reading the claim's clock from `claim_clock`,
+//   migrations/0013). A claim refused for want of a token after the clock
+//   stepped back is followed by `followClock` (bucket.ts), which the store
+//   sends after it.
 // The reads at the end decide nothing: when a waiting claim should look again
 // (`nextClaimable`, `retryAfter`), and why a claim by id was refused (`claimState`).
 
@@ -52,17 +53,19 @@ function room(queue: string, now: string, limit: string): string {
 /**
  * Takes the lease of one job if nobody holds it: a new owner and the next
  * fence; not while its queue is paused, has its maxLeased current leases, or
- * has no whole token in its bucket. Answers the job as now held.
+ * has no whole token in its bucket. Answers the job as now held. `clock` is
+ * the store's clock id, which migrations/0013's trigger reads from
+ * `claim_clock` (src/store/step-back.ts).
  */
-export function claim(id: string, owner: string, now: number, ttlMs: number): Statement[] {
+export function claim(id: string, owner: string, now: number, ttlMs: number, clock: string): Statement[] {
   return [
     expire(now, id),
     {
       sql: `UPDATE jobs
-            SET ${CLAIM}
+            SET ${CLAIM}, claim_clock = ?5
             WHERE id = ?1 AND done = 0 AND until <= ?3 AND ${room("jobs.queue", "?3", "1")} > 0
             ${returningJob("?3")}`,
-      args: [id, owner, now, ttlMs],
+      args: [id, owner, now, ttlMs, clock],
     },
   ];
 }
@@ -72,8 +75,8 @@ export function claim(id: string, owner: string, now: number, ttlMs: number): St
  * statement. An expired lease is taken over (its expiry recorded), unless it
  * was the job's last attempt: that job is left for `expire` to make dead.
  */
-export function claimNext(queue: string, owner: string, now: number, ttlMs: number, limit: number): Statement[] {
-  return [takeNext("?1", "", [queue, owner, now, ttlMs, limit])];
+export function claimNext(queue: string, owner: string, now: number, ttlMs: number, limit: number, clock: string): Statement[] {
+  return [takeNext("?1", "", [queue, owner, now, ttlMs, limit, clock])];
 }
 
 /**
@@ -83,18 +86,18 @@ export function claimNext(queue: string, owner: string, now: number, ttlMs: numb
  * no row (`changes() = 0`) exactly when the write was accepted, or when the job
  * does not exist, which the second condition rules out.
  */
-export function claimNextAfter(id: string, owner: string, now: number, take: { limit: number; ttlMs: number }, accepted = "changes() = 0 AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1)"): Statement {
-  return takeNext("(SELECT queue FROM jobs WHERE id = ?1)", `AND ${accepted}`, [id, owner, now, take.ttlMs, take.limit]);
+export function claimNextAfter(id: string, owner: string, now: number, take: { limit: number; ttlMs: number; clock: string }, accepted = "changes() = 0 AND EXISTS (SELECT 1 FROM jobs WHERE id = ?1)"): Statement {
+  return takeNext("(SELECT queue FROM jobs WHERE id = ?1)", `AND ${accepted}`, [id, owner, now, take.ttlMs, take.limit, take.clock]);
 }
 
 /** The claim-next that follows a complete, placed just after its count of the done job (sql/lease.ts complete): that count changed a row exactly when the completion was accepted. */
-export function claimNextAfterCompletion(id: string, owner: string, now: number, take: { limit: number; ttlMs: number }): Statement {
+export function claimNextAfterCompletion(id: string, owner: string, now: number, take: { limit: number; ttlMs: number; clock: string }): Statement {
   return claimNextAfter(id, owner, now, take, "changes() = 1");
 }
 
 /**
  * The one claim-next statement: `queue` an SQL expression over ?1, `guard` a
- * further condition; ?2 owner, ?3 now, ?4 ttl, ?5 limit.
+ * further condition; ?2 owner, ?3 now, ?4 ttl, ?5 limit, ?6 the store's clock id.
  *
  * Its candidates are read so that their cost does not grow with the jobs it
  * must pass over (migrations/0006): the jobs nobody holds, priority by
@@ -105,15 +108,16 @@ export function claimNextAfterCompletion(id: string, owner: string, now: number,
  * the first in claim order, as many as the queue has room for (`room`: none
  * while it is paused, up to its maxLeased and its whole tokens), at most
  * `limit`. Its `updated_at = now` is when migrations/0009's trigger spends
- * the tokens of the leases it hands out. A claim changes no count: held jobs
- * are counted from jobs_held_by_until.
+ * the tokens of the leases it hands out, and `claim_clock` the clock that
+ * read it (migrations/0013). A claim changes no count: held jobs are counted
+ * from jobs_held_by_until.
  */
 function takeNext(queue: string, guard: string, args: InValue[]): Statement {
   const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
   const due = "run_at <= ?3 AND until <= ?3";
   return {
     sql: `UPDATE jobs
-          SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END, ${CLAIM}
+          SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END, ${CLAIM}, claim_clock = ?6
           WHERE id IN (
             WITH RECURSIVE level(priority, before) AS (
               SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1), 0
@@ -167,9 +171,10 @@ export function waitingAt(queue: string, more: string): string {
  * reads for every queue with waiters at once; for each queue, a seek a
  * priority and a range of the lease ends. Never while the queue is paused (null: a resume rings);
  * while it has its maxLeased current leases, not before the first of them ends
- * (migrations/0008); and not before its bucket holds a whole token (migrations/0009).
+ * (migrations/0008); and not before its bucket holds a whole token (migrations/0009),
+ * by the clock `clock` that read `now`.
  */
-export function nextClaimable(queues: string[], now: number): Statement {
+export function nextClaimable(queues: string[], now: number, clock: string): Statement {
   const held = "queue = w.queue AND done = 0 AND owner IS NOT NULL";
   return {
     sql: `WITH w(queue) AS (SELECT DISTINCT value FROM json_each(?1)),
@@ -184,9 +189,9 @@ export function nextClaimable(queues: string[], now: number): Statement {
                       ELSE max(n.at,
                                CASE WHEN s.max_leased <= ${currentLeases("n.queue", "?2")}
                                     THEN (SELECT min(until) FROM jobs WHERE queue = n.queue AND done = 0 AND owner IS NOT NULL AND until > ?2) ELSE n.at END,
-                               coalesce(${tokenDueAt("s.", "?2")}, n.at)) END AS at
+                               coalesce(${tokenDueAt("s.", "?2", "?3")}, n.at)) END AS at
           FROM n LEFT JOIN queues s ON s.queue = n.queue`,
-    args: [JSON.stringify(queues), now],
+    args: [JSON.stringify(queues), now, clock],
   };
 }
 
@@ -197,19 +202,19 @@ const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >=
  * In how many ms `queue`'s bucket next holds a whole token, when its rate
  * limit is what holds back a claim-next at `now`: it has a rate, is not
  * paused, not full (its maxLeased current leases), holds no whole token, and
- * a job is due; and whether its count is ahead of a clock that stepped back
- * (`stepped_back`: see `followClock`). One row, or none; a queue
+ * a job is due; and whether its count is followed back to `now` read from
+ * `clock` (`stepped_back`: see `followClock`). One row, or none; a queue
  * without settings is one primary-key lookup. With `limit`, it is sent in the
  * claim's batch, just after it: it reads nothing when the claim took `limit`.
  */
-export function retryAfter(queue: string, now: number, limit?: number): Statement {
+export function retryAfter(queue: string, now: number, clock: string, limit?: number): Statement {
   const due = `${overWaitingPriorities("?1", `max(EXISTS (SELECT 1 FROM jobs WHERE ${waitingAt("?1", "AND run_at <= ?2 AND until <= ?2")}))`)} = 1
                OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
   return {
-    sql: `SELECT ${tokenDueAt("s.", "?2")} - ?2 AS ms, ${steppedBack("s.", "?2")} AS stepped_back FROM queues s
-          WHERE ${limit === undefined ? "" : "changes() < ?3 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
+    sql: `SELECT ${tokenDueAt("s.", "?2", "?3")} - ?2 AS ms, ${followedBack("s.", "?2", "?3")} AS stepped_back FROM queues s
+          WHERE ${limit === undefined ? "" : "changes() < ?4 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
             AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
-    args: limit === undefined ? [queue, now] : [queue, now, limit],
+    args: limit === undefined ? [queue, now, clock] : [queue, now, clock, limit],
   };
 }
 

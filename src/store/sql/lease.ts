@@ -123,7 +123,8 @@ export const END_LEASE = `owner = NULL, until = 0, last_error = 'the lease of ' 
  * What a claim writes (?2 owner, ?3 now, ?4 ttl): a new owner and the next
  * fence, an attempt, and the lease's claim told by the row, with no renew
  * yet. A claim that takes an expired lease over leaves the place before its
- * own to that lease's end (jobs_record_ended_lease stores it).
+ * own to that lease's end (jobs_record_ended_lease stores it). The claims
+ * (src/store/sql/claim-next.ts) add `claim_clock`, the clock that read `now`.
  */
 export const CLAIM = `owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1, last_event = NULL, updated_at = ?3,
               claimed_seq = ${NEXT_SEQ} + (owner IS NOT NULL), claimed_at = ?3, seq = ${NEXT_SEQ} + (owner IS NOT NULL),

@@ -29,18 +29,18 @@ export type StoredLimits = { maxLeased: number | null; refillPerMs: number | nul
 /**
  * Sets a queue's limits, keeping whether it is paused; answers its settings.
  * Its bucket is kept as `keptBucket` says: full for a new rate, else what it
- * holds now, at most the new burst.
+ * holds now, at most the new burst. `clock` is the clock `now` was read from.
  */
-export function setQueue(queue: string, limits: StoredLimits, now: number): Statement {
-  const kept = keptBucket("queues.", "excluded.refill_per_ms", "excluded.burst", "excluded.updated_at");
+export function setQueue(queue: string, limits: StoredLimits, now: number, clock: string): Statement {
+  const kept = keptBucket("queues.", "excluded.refill_per_ms", "excluded.burst", "excluded.updated_at", "?6");
   return {
-    sql: `INSERT INTO queues (queue, max_leased, refill_per_ms, burst, micro_tokens, tokens_at, updated_at)
-          VALUES (?1, ?2, ?3, ?4, ?4 * 1000000, CASE WHEN ?3 IS NOT NULL THEN ?5 END, ?5)
+    sql: `INSERT INTO queues (queue, max_leased, refill_per_ms, burst, micro_tokens, tokens_at, tokens_clock, updated_at)
+          VALUES (?1, ?2, ?3, ?4, ?4 * 1000000, CASE WHEN ?3 IS NOT NULL THEN ?5 END, CASE WHEN ?3 IS NOT NULL THEN ?6 END, ?5)
           ON CONFLICT (queue) DO UPDATE SET
             max_leased = excluded.max_leased, refill_per_ms = excluded.refill_per_ms, burst = excluded.burst,
-            micro_tokens = ${kept.tokens}, tokens_at = ${kept.at}, updated_at = excluded.updated_at
+            micro_tokens = ${kept.tokens}, tokens_at = ${kept.at}, tokens_clock = ${kept.by}, updated_at = excluded.updated_at
           RETURNING ${RETURNED}`,
-    args: [queue, limits.maxLeased, limits.refillPerMs, limits.burst, now],
+    args: [queue, limits.maxLeased, limits.refillPerMs, limits.burst, now, clock],
   };
 }
 

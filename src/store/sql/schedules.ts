@@ -1,5 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
-import { STEP_BACK_MS } from "../step-back.ts";
+import { followsBack } from "../step-back.ts";
 import { FENCE_FLOOR, firstSeq } from "./lease.ts";
 import { unpacked } from "./many.ts";
 
@@ -11,12 +11,16 @@ import { unpacked } from "./many.ts";
 // still the one that was read, is decided here.
 //
 // A schedule is due when its next fire has come, or when the `now` its next
-// fire was planned at (planned_at, migrations/0014) is more than STEP_BACK_MS
-// ahead of the clock: the clock stepped back (src/store/step-back.ts), and the
-// next fire is planned again from the corrected clock.
+// fire was planned at (planned_at, migrations/0014) is followed back to the
+// clock (src/store/step-back.ts): that clock stepped back behind a time it
+// read itself, or is far behind another's. Then the next fire is planned again
+// from it. A clock a little behind another's planned_at waits.
 
-/** A schedule `s` is due at ?1: its next fire has come, or it was planned by a clock that has since stepped back. */
-const DUE = (s: string) => `(${s}.next_fire_at <= ?1 OR ${s}.planned_at > ?1 + ${STEP_BACK_MS})`;
+/**
+ * A schedule `s` is due at ?1 read from the clock `clock` (a parameter): its
+ * next fire has come, or its planned_at is followed back to ?1 (`followsBack`).
+ */
+const DUE = (s: string, clock: string) => `(${s}.next_fire_at <= ?1 OR ${followsBack(`${s}.planned_at`, `${s}.planned_clock`, "?1", clock)})`;
 
 /** A schedule's settings as stored: cron or everyMs (the other null), payload as JSON text. */
 export type StoredSpec = {
@@ -39,24 +43,26 @@ const SAME_TIMING = "cron IS excluded.cron AND every_ms IS excluded.every_ms AND
  * it was planned), so a fire due and not yet enqueued still is (a deploy that
  * puts its schedules again after downtime loses nothing). Otherwise the next
  * fire is the first one after `now`, planned at `now`: `cronNext` for a cron,
- * or created_at + k * every_ms for an everyMs schedule.
+ * or created_at + k * every_ms for an everyMs schedule. `clock` is the clock
+ * `now` was read from.
  */
-export function putSchedule(name: string, spec: StoredSpec, cronNext: number | null, now: number): Statement[] {
+export function putSchedule(name: string, spec: StoredSpec, cronNext: number | null, now: number, clock: string): Statement[] {
   // Whole intervals since the anchor: an integer division (a number may be bound as a REAL).
   const everyNext = (anchor: string) => `${anchor} + (CAST(?10 AS INTEGER) - ${anchor}) / CAST(?4 AS INTEGER) * ?4 + ?4`;
   return [
     { sql: "SELECT count(*) AS existed FROM schedules WHERE name = ?1", args: [name] },
     {
-      sql: `INSERT INTO schedules (name, queue, cron, every_ms, timezone, payload, priority, max_attempts, next_fire_at, planned_at, created_at, updated_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, CASE WHEN ?4 IS NULL THEN ?9 ELSE ${everyNext("?10")} END, ?10, ?10, ?10)
+      sql: `INSERT INTO schedules (name, queue, cron, every_ms, timezone, payload, priority, max_attempts, next_fire_at, planned_at, planned_clock, created_at, updated_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, CASE WHEN ?4 IS NULL THEN ?9 ELSE ${everyNext("?10")} END, ?10, ?11, ?10, ?10)
             ON CONFLICT (name) DO UPDATE SET
               queue = excluded.queue, cron = excluded.cron, every_ms = excluded.every_ms, timezone = excluded.timezone,
               payload = excluded.payload, priority = excluded.priority, max_attempts = excluded.max_attempts,
               next_fire_at = CASE WHEN ${SAME_TIMING} THEN next_fire_at WHEN ?4 IS NULL THEN ?9 ELSE ${everyNext("created_at")} END,
               planned_at = CASE WHEN ${SAME_TIMING} THEN planned_at ELSE excluded.planned_at END,
+              planned_clock = CASE WHEN ${SAME_TIMING} THEN planned_clock ELSE excluded.planned_clock END,
               updated_at = excluded.updated_at
             RETURNING *`,
-      args: [name, spec.queue, spec.cron, spec.everyMs, spec.timezone, spec.payload, spec.priority, spec.maxAttempts, cronNext, now],
+      args: [name, spec.queue, spec.cron, spec.everyMs, spec.timezone, spec.payload, spec.priority, spec.maxAttempts, cronNext, now, clock],
     },
   ];
 }
@@ -76,12 +82,12 @@ export function deleteSchedule(name: string): Statement {
   return { sql: "DELETE FROM schedules WHERE name = ?1 RETURNING name", args: [name] };
 }
 
-/** Up to `limit` schedules due at `now` (see DUE), earliest first: what `fireDue` needs of each. */
-export function dueSchedules(now: number, limit: number, skipped: string[]): Statement {
+/** Up to `limit` schedules due at `now` read from `clock` (see DUE), earliest first: what `fireDue` needs of each. */
+export function dueSchedules(now: number, limit: number, skipped: string[], clock: string): Statement {
   return {
     sql: `SELECT name, cron, every_ms, timezone, next_fire_at, created_at FROM schedules
-          WHERE ${DUE("schedules")} AND name NOT IN (SELECT value FROM json_each(?3)) ORDER BY next_fire_at, name LIMIT ?2`,
-    args: [now, limit, JSON.stringify(skipped)],
+          WHERE ${DUE("schedules", "?4")} AND name NOT IN (SELECT value FROM json_each(?3)) ORDER BY next_fire_at, name LIMIT ?2`,
+    args: [now, limit, JSON.stringify(skipped), clock],
   };
 }
 
@@ -98,9 +104,9 @@ export function nextFire(skipped: string[]): Statement {
  * One fire of a due schedule, as read by `dueSchedules`: its name, what the
  * fire was computed from (the next_fire_at read, and its cron, every_ms,
  * timezone and created_at), the fire to enqueue (the latest due at `now`)
- * with its job's id, and the fire after it. A schedule planned by a clock that
- * has since stepped back, and not due by the corrected one, has no fire to
- * enqueue (fireAt and jobId null): only its next fire is planned again.
+ * with its job's id, and the fire after it. A schedule whose plan is followed
+ * back to the clock (see DUE) and not due by it has no fire to enqueue
+ * (fireAt and jobId null): only its next fire is planned again.
  */
 export type Fire = [
   name: string,
@@ -121,22 +127,23 @@ export type Fire = [
  * no put or delete changed when it fires, so the fire computed is one of its
  * own), enqueues its job (at the fence floor, due at its fire time, unless
  * the id exists) and stores the fire and the next one, planned at `now`, and
- * whether the fire found its id taken. The INSERT and the UPDATE test the same
+ * whether the fire found its id taken; `now` read from `clock`, which
+ * planned_clock keeps. The INSERT and the UPDATE test the same
  * condition against the same rows (the INSERT writes only jobs), so a job is
  * enqueued exactly when its schedule moves on. The statement before them counts
  * the jobs about to be enqueued, per queue, by the same condition. Answers,
  * second, the jobs enqueued (id, queue), then the schedules moved on (name,
  * last_fire_at, last_fire_taken).
  */
-export function fireDue(fires: Fire[], now: number): Statement[] {
+export function fireDue(fires: Fire[], now: number, clock: string): Statement[] {
   const fired = unpacked("?2", ["fire_name", "read_next", "read_cron", "read_every", "read_timezone", "read_created", "fire_at", "job_id", "fire_next"]);
   const stillDue = (s: string) =>
-    `${s}.name = fire_name AND ${s}.next_fire_at IS read_next AND ${DUE(s)}
+    `${s}.name = fire_name AND ${s}.next_fire_at IS read_next AND ${DUE(s, "?3")}
      AND ${s}.cron IS read_cron AND ${s}.every_ms IS read_every AND ${s}.timezone IS read_timezone AND ${s}.created_at = read_created`;
   // The job the INSERT just enqueued, told from one that was there before by
   // its times: only a job made in the same ms by another hand could pass for it.
   const enqueuedNow = "EXISTS (SELECT 1 FROM jobs WHERE id = job_id AND created_at = ?1 AND updated_at = ?1)";
-  const args = [now, JSON.stringify(fires)];
+  const args = [now, JSON.stringify(fires), clock];
   return [
     {
       sql: `INSERT INTO queue_counts (queue, open)
@@ -155,7 +162,7 @@ export function fireDue(fires: Fire[], now: number): Statement[] {
       args,
     },
     {
-      sql: `UPDATE schedules SET last_fire_at = coalesce(fire_at, last_fire_at), next_fire_at = fire_next, planned_at = ?1,
+      sql: `UPDATE schedules SET last_fire_at = coalesce(fire_at, last_fire_at), next_fire_at = fire_next, planned_at = ?1, planned_clock = ?3,
                                  last_fire_taken = CASE WHEN job_id IS NULL THEN last_fire_taken ELSE NOT ${enqueuedNow} END
             FROM ${fired} WHERE ${stillDue("schedules")}
             RETURNING name, last_fire_at, last_fire_taken`,
