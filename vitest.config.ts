@@ -11,9 +11,42 @@ const alias = {
   fencelease: fileURLToPath(new URL("./src/index.ts", import.meta.url)),
 };
 
-// Two projects: the Node side (store, HTTP app, Node server, races) on real
-// file databases, and the Worker in the Workers runtime on D1, both from the
-// same migrations/ folder.
+// A .sql file imported as its text, as wrangler's [[rules]] type "Text" bundles it
+// (the queues' objects apply the migrations/ files: src/runtime/cloudflare/migrations.ts).
+const sqlAsText = {
+  name: "sql-as-text",
+  transform(code: string, id: string) {
+    return id.endsWith(".sql") ? { code: `export default ${JSON.stringify(code)};`, map: null } : undefined;
+  },
+};
+
+const testMigrations = await readD1Migrations("migrations");
+
+// The Worker in the Workers runtime, as a wrangler config builds it.
+const inWorkers = (configPath: string, d1Databases: string[] = []) =>
+  cloudflareTest({
+    wrangler: { configPath },
+    miniflare: {
+      // A second database that no setup migrates: test/worker/migrate-d1.test.ts builds it step by step.
+      d1Databases: ["DB_UNMIGRATED", ...d1Databases],
+      bindings: {
+        TEST_MIGRATIONS: testMigrations,
+        FENCELEASE_TOKENS: "worker-test-token",
+        // test/worker/objects/bench.test.ts runs only when asked: FENCELEASE_BENCH=1 (or quick).
+        BENCH: process.env.FENCELEASE_BENCH ?? "",
+      },
+    },
+  });
+
+// The Worker's tests that hold in both storage modes (docs/scale.md): the
+// objects project runs them again, with objects mode's own tests (its alarms
+// in place of the cron's tests, the directory, races, the contract suites).
+const bothModes = ["test/worker/worker.test.ts", "test/worker/long-poll.test.ts", "test/worker/ui.test.ts"];
+
+// Three projects: the Node side (store, HTTP app, Node server, races) on real
+// file databases; the Worker in the Workers runtime on D1 (wrangler.toml); and
+// the Worker in objects mode, each queue in its own Durable Object
+// (wrangler.objects.toml); all from the same migrations/ folder.
 export default defineConfig({
   test: {
     silent: "passed-only", // the app's request log, shown only for a failing test
@@ -29,24 +62,22 @@ export default defineConfig({
         },
       },
       {
-        plugins: [
-          cloudflareTest({
-            wrangler: { configPath: "./wrangler.toml" },
-            miniflare: {
-              // A second database that no setup migrates: test/worker/migrate-d1.test.ts builds it step by step.
-              d1Databases: ["DB_UNMIGRATED"],
-              bindings: {
-                TEST_MIGRATIONS: await readD1Migrations("migrations"),
-                FENCELEASE_TOKENS: "worker-test-token",
-              },
-            },
-          }),
-        ],
+        plugins: [inWorkers("./wrangler.toml"), sqlAsText],
         resolve: { alias },
         test: {
           name: "workers",
           include: ["test/worker/**/*.test.ts"],
+          exclude: ["test/worker/objects/**"],
           setupFiles: ["test/worker/apply-migrations.ts"],
+        },
+      },
+      {
+        // DB: a D1 database beside the objects, for the bench of both modes in one run.
+        plugins: [inWorkers("./wrangler.objects.toml", ["DB"]), sqlAsText],
+        resolve: { alias },
+        test: {
+          name: "workers-objects",
+          include: [...bothModes, "test/worker/objects/**/*.test.ts"],
         },
       },
     ],

@@ -3,9 +3,11 @@ import type { Client } from "@libsql/client";
 /** One schema change: a file of `migrations/`, applied once, in name order. */
 export type Migration = { name: string; sql: string };
 
-// The same bookkeeping table that `wrangler d1 migrations apply` keeps, so a
-// database can be migrated by either tool and both agree on what is applied.
-const BOOKKEEPING = `CREATE TABLE IF NOT EXISTS d1_migrations (
+/**
+ * The table of applied migrations, the same that `wrangler d1 migrations apply`
+ * keeps, so a database can be migrated by either tool and both agree on what is applied.
+ */
+export const BOOKKEEPING = `CREATE TABLE IF NOT EXISTS d1_migrations (
   id         INTEGER PRIMARY KEY AUTOINCREMENT,
   name       TEXT UNIQUE,
   applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL

@@ -1,5 +1,6 @@
-// What the Worker and its Durable Object share: the bindings and vars, and the
-// database they name (Turso/libSQL when LIBSQL_DB_URL is set, else D1).
+// What the Worker and its Durable Objects share: the bindings and vars, the
+// storage mode they choose, and the database they name in D1 mode (Turso/libSQL
+// when LIBSQL_DB_URL is set, else D1).
 import type { D1Database, DurableObjectNamespace, Fetcher } from "@cloudflare/workers-types";
 import { createClient } from "@libsql/client/web";
 import { d1Driver } from "../../drivers/d1.ts";
@@ -23,7 +24,24 @@ export type WorkerEnv = {
   DOORBELL?: DurableObjectNamespace;
   /** The most claims waiting at once in one queue's object (and reads in one isolate); default 10,000. */
   MAX_WAITING?: string;
+  /** Where the jobs live: "d1" (the default: one database, DB or LIBSQL_DB_URL) or "objects" (each queue in its own Durable Object; docs/scale.md). */
+  STORAGE?: string;
+  /** Objects mode: the queues' Durable Objects (class QueueObject), one per queue name; typed where it is used (queue-object.ts, objects.ts). */
+  QUEUES?: DurableObjectNamespace;
+  /** Objects mode: the directory of ids, queues and schedules (class Directory); typed where it is used (directory.ts). */
+  DIRECTORY?: DurableObjectNamespace;
 };
+
+/** The two places the Worker can keep its jobs. */
+export type StorageMode = "d1" | "objects";
+
+/** The storage mode STORAGE names: "d1" when unset; anything else than the two is a mistake, said at once. */
+export function storageMode(env: WorkerEnv): StorageMode {
+  const mode = env.STORAGE ?? "d1";
+  if (mode !== "d1" && mode !== "objects") throw new Error(`STORAGE must be "d1" or "objects", got ${JSON.stringify(mode)}`);
+  if (mode === "objects" && (!env.QUEUES || !env.DIRECTORY)) throw new Error('STORAGE = "objects" needs the Durable Object bindings QUEUES (class QueueObject) and DIRECTORY (class Directory): see wrangler.toml');
+  return mode;
+}
 
 // One libSQL client per isolate and URL: it keeps its HTTP connection warm between requests.
 const libsqlClients = new Map<string, ReturnType<typeof createClient>>();

@@ -1,8 +1,10 @@
-// The Cloudflare Worker: the same Hono app as the Node server, over Turso/libSQL
+// The Cloudflare Worker, in the storage mode STORAGE names (docs/scale.md).
+// D1 mode (the default): the same Hono app as the Node server, over Turso/libSQL
 // when LIBSQL_DB_URL is set, else over the D1 binding DB; a cron trigger that
 // enqueues the jobs of due schedules, ends expired leases and purges old
-// finished jobs; and QueueDoorbell, the
-// Durable Object where a queue's waiting claims wait.
+// finished jobs; and QueueDoorbell, the Durable Object where a queue's waiting
+// claims wait. Objects mode: the router (router.ts) over one QueueObject per
+// queue, whose alarms do the cron's work.
 import type { ExecutionContext, Fetcher, ScheduledController } from "@cloudflare/workers-types";
 import { createApp } from "../../http/app.ts";
 import { authFromEnv } from "../../http/middleware/auth.ts";
@@ -11,7 +13,8 @@ import { CRON_MAX_CHUNKS, maintain, maintainedLine, wakeAfter } from "../../stor
 import { LeaseStore } from "../../store/store.ts";
 import { requestWaits, type Waits } from "../../wait/long-poll.ts";
 import { durableWaits } from "./queue-doorbell.ts";
-import { driverFor, number, type WorkerEnv } from "./env.ts";
+import { driverFor, number, storageMode, type WorkerEnv } from "./env.ts";
+import { objectsRouter } from "./router.ts";
 
 
 /** The dashboard's files, read through the assets binding; the app adds the headers, as on Node. */
@@ -36,29 +39,43 @@ function waitsFor(env: WorkerEnv, store: LeaseStore): Waits {
 
 // The app is built once per env object, which a Worker isolate keeps between requests.
 const built = new WeakMap<WorkerEnv, { app: ReturnType<typeof createApp>; store: LeaseStore; waits: Waits }>();
+const routers = new WeakMap<WorkerEnv, ReturnType<typeof objectsRouter>>();
 
 function builtFor(env: WorkerEnv) {
   let entry = built.get(env);
   if (!entry) {
     const store = new LeaseStore(driverFor(env));
     const waits = waitsFor(env, store);
-    const app = createApp({
-      store,
-      auth: authFromEnv(env),
-      limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
-      log: (line) => console.log(line),
-      ui: env.ASSETS && assetFiles(env.ASSETS),
-      waits,
-    });
+    const app = createApp({ store, ...appOptions(env), waits });
     entry = { app, store, waits };
     built.set(env, entry);
   }
   return entry;
 }
 
+/** What the app is built from in either mode, from the env's vars and bindings. */
+function appOptions(env: WorkerEnv) {
+  return {
+    auth: authFromEnv(env),
+    limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
+    log: (line: string) => console.log(line),
+    ui: env.ASSETS && assetFiles(env.ASSETS),
+  };
+}
+
+function routerFor(env: WorkerEnv) {
+  let router = routers.get(env);
+  if (!router) {
+    router = objectsRouter({ env, ...appOptions(env) });
+    routers.set(env, router);
+  }
+  return router;
+}
+
 export default {
   /** Serves the API. */
   fetch(request: Request, env: WorkerEnv, ctx: ExecutionContext): Response | Promise<Response> {
+    if (storageMode(env) === "objects") return routerFor(env).fetch(request, env, ctx);
     return builtFor(env).app.fetch(request, env, ctx);
   },
 
@@ -69,6 +86,8 @@ export default {
    * whose jobs came or came back.
    */
   async scheduled(controller: ScheduledController, env: WorkerEnv): Promise<void> {
+    // Objects mode: each queue's object does this at the time it is due, by its alarm.
+    if (storageMode(env) === "objects") return;
     const { store, waits } = builtFor(env);
     // A bounded part of a large backlog per run, within D1's limits; the next runs take the rest.
     const done = await maintain(store, controller.scheduledTime, number(env.RETENTION_MS), { maxChunks: CRON_MAX_CHUNKS });

@@ -1,0 +1,64 @@
+/// <reference path="./sql-text.d.ts" />
+// The migrations/ folder, bundled into the Worker: a queue's Durable Object
+// builds its own SQLite from the very files that `wrangler d1 migrations apply`
+// and the Node server apply. A new file of the folder needs its line here;
+// test/runtime/object-migrations.test.ts fails until it has one.
+import type { ObjectStorage } from "../../drivers/durable-object-sql.ts";
+import { BOOKKEEPING, type Migration } from "../../store/migrate.ts";
+import m0001 from "../../../migrations/0001_jobs.sql";
+import m0002 from "../../../migrations/0002_lifecycle.sql";
+import m0003 from "../../../migrations/0003_fence_floor.sql";
+import m0004 from "../../../migrations/0004_queue_counts.sql";
+import m0005 from "../../../migrations/0005_coalesced_events.sql";
+import m0006 from "../../../migrations/0006_claim_next_candidates.sql";
+import m0007 from "../../../migrations/0007_purge_in_chunks.sql";
+import m0008 from "../../../migrations/0008_queue_settings.sql";
+import m0009 from "../../../migrations/0009_rate_limit.sql";
+import m0010 from "../../../migrations/0010_cancel_progress.sql";
+import m0011 from "../../../migrations/0011_schedules.sql";
+import m0012 from "../../../migrations/0012_events_without_autoincrement.sql";
+import m0013 from "../../../migrations/0013_bucket_follows_clock.sql";
+import m0014 from "../../../migrations/0014_schedule_fires.sql";
+import m0015 from "../../../migrations/0015_fewer_rows_written.sql";
+
+/** Every file of migrations/, by name, in the order they apply. */
+export const MIGRATIONS: readonly Migration[] = [
+  { name: "0001_jobs.sql", sql: m0001 },
+  { name: "0002_lifecycle.sql", sql: m0002 },
+  { name: "0003_fence_floor.sql", sql: m0003 },
+  { name: "0004_queue_counts.sql", sql: m0004 },
+  { name: "0005_coalesced_events.sql", sql: m0005 },
+  { name: "0006_claim_next_candidates.sql", sql: m0006 },
+  { name: "0007_purge_in_chunks.sql", sql: m0007 },
+  { name: "0008_queue_settings.sql", sql: m0008 },
+  { name: "0009_rate_limit.sql", sql: m0009 },
+  { name: "0010_cancel_progress.sql", sql: m0010 },
+  { name: "0011_schedules.sql", sql: m0011 },
+  { name: "0012_events_without_autoincrement.sql", sql: m0012 },
+  { name: "0013_bucket_follows_clock.sql", sql: m0013 },
+  { name: "0014_schedule_fires.sql", sql: m0014 },
+  { name: "0015_fewer_rows_written.sql", sql: m0015 },
+];
+
+/**
+ * migrateObject applies to an object's SQLite the migrations it has not
+ * applied yet, in name order, each in one transaction with its record in
+ * d1_migrations (the table wrangler and the Node server keep); answers the
+ * names it applied. The object runs it in blockConcurrencyWhile, before it
+ * serves anything, so no request sees a schema half built. A file is run
+ * whole: `sql.exec` takes several statements at once, triggers included,
+ * as long as none binds a parameter.
+ */
+export function migrateObject(storage: ObjectStorage, migrations: readonly Migration[] = MIGRATIONS): string[] {
+  storage.sql.exec(BOOKKEEPING).toArray();
+  const applied: string[] = [];
+  for (const migration of [...migrations].sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    storage.transactionSync(() => {
+      if (storage.sql.exec("SELECT 1 FROM d1_migrations WHERE name = ?", migration.name).toArray().length > 0) return;
+      storage.sql.exec(migration.sql).toArray(); // a cursor runs its statements as it is read
+      storage.sql.exec("INSERT INTO d1_migrations (name) VALUES (?)", migration.name).toArray();
+      applied.push(migration.name);
+    });
+  }
+  return applied;
+}

@@ -1,0 +1,289 @@
+import { DurableObject } from "cloudflare:workers";
+import type { DurableObjectNamespace, DurableObjectState, DurableObjectStub, Request as WorkerRequest, Response as WorkerResponse } from "@cloudflare/workers-types";
+import { metered, objectDriver } from "../../drivers/durable-object-sql.ts";
+import type { Row } from "../../drivers/driver.ts";
+import { createApp } from "../../http/app.ts";
+import { EnqueueBody, EnqueueManyBody } from "../../http/jobs.ts";
+import { CRON_MAX_CHUNKS, maintain, maintainedLine, RETENTION_MS, wakeAfter } from "../../store/maintenance.ts";
+import { LeaseStore } from "../../store/store.ts";
+import { localWaits, type Waits } from "../../wait/long-poll.ts";
+import { WaitRoom } from "../../wait/wait-room.ts";
+import { Bindings, BINDINGS_SCHEMA } from "./bindings.ts";
+import { registry } from "./directory.ts";
+import { number, type WorkerEnv } from "./env.ts";
+import { migrateObject } from "./migrations.ts";
+import { QueueAlarm } from "./queue-alarm.ts";
+
+/** The header by which the Worker tells a queue's object its queue (URI-encoded: a queue name may be any printable text). */
+export const QUEUE_HEADER = "Fencelease-Queue";
+
+/**
+ * The name of the object that holds no queue: the Worker sends it what no
+ * queue can answer (a by-id call for an id no queue has, a body too broken to
+ * say its queue), and its app refuses it with the very answer a queue's would
+ * give. A queue name is never empty, so it is no queue's.
+ */
+export const NO_QUEUE = "";
+
+// Beside the migrations' tables: the queue this object holds (learned from the
+// Worker's first request, needed by the alarm, which has none), and whether the
+// registry lists it yet.
+const OBJECT_SCHEMA = `
+CREATE TABLE IF NOT EXISTS queue_object (one INTEGER PRIMARY KEY CHECK (one = 1), queue TEXT NOT NULL, listed INTEGER NOT NULL DEFAULT 0);
+${BINDINGS_SCHEMA}`;
+
+/** How long after a failed alarm it rings again. */
+export const ALARM_RETRY_MS = 10_000;
+
+const ENQUEUE_MANY = /^\/v1\/queues\/([^/]+)\/jobs$/;
+
+/** What this object has served, read and written since it started (`instance`: which start), for the cost tests and the bench: requests as billed (API requests, RPC calls, alarms), rows as billed, alarms set. */
+export type Meter = { instance: string; requests: number; rowsRead: number; rowsWritten: number; alarmsSet: number };
+
+/**
+ * QueueObject is one queue in objects mode (docs/scale.md): a Durable Object,
+ * named by its queue (`idFromName(queue)`), that keeps the queue's jobs,
+ * events, settings and schedules in its own SQLite and serves the queue's part
+ * of the API with the same app, store and statements as the Node server and
+ * the D1 Worker, the migrations/ applied once before it serves.
+ *
+ * Requests (fetch) come from the Worker's router only, with QUEUE_HEADER:
+ * the API's own requests, whose caller the router has checked, addressed to
+ * localhost for the app, which runs with auth off here.
+ *
+ * Waiting and deciding in one place: a claim with waitMs waits in this
+ * object's WaitRoom, and every write here rings it as part of the write (the
+ * app's own wake, as on the Node server), so nothing is sent after a commit.
+ *
+ * The alarm (QueueAlarm) rings at the earliest lease end, schedule fire or
+ * purge: it ends the expired leases, fires the due schedules, purges (the
+ * D1 mode cron's `maintain`, for this queue), wakes the waiters, and arms
+ * itself again. It may ring more than once: `maintain` at the same time
+ * finds nothing more to do.
+ *
+ * Enqueues bind their ids in the directory first (Bindings): an id that
+ * another queue holds is not created here, and answers as an existing job.
+ *
+ * Failure modes: a failure of the object (restart, eviction while a claim
+ * waits) fails the requests in it, which the Worker answers 503 `unavailable`
+ * (outcome unknown); an alarm that throws is retried by the runtime.
+ */
+export class QueueObject extends DurableObject<WorkerEnv> {
+  readonly #storage: DurableObjectState["storage"];
+  readonly #store: LeaseStore;
+  readonly #room: WaitRoom;
+  readonly #waits: Waits;
+  readonly #app: ReturnType<typeof createApp>;
+  readonly #bindings: Bindings;
+  readonly #retentionMs: number;
+  readonly #meter: Meter = { instance: crypto.randomUUID(), requests: 0, rowsRead: 0, rowsWritten: 0, alarmsSet: 0 };
+  #alarm!: QueueAlarm;
+  #queue: string | null = null;
+  #listed = false;
+
+  constructor(ctx: DurableObjectState, env: WorkerEnv) {
+    super(ctx as never, env);
+    const storage = metered(ctx.storage, this.#meter);
+    this.#storage = storage;
+    this.#retentionMs = number(env.RETENTION_MS) ?? RETENTION_MS;
+    this.#store = new LeaseStore(objectDriver(storage));
+    // No re-check: every write to this queue passes through this object and rings the room itself.
+    this.#room = new WaitRoom({ maxWaiting: number(env.MAX_WAITING), recheckMs: 0 });
+    this.#waits = localWaits(this.#store, this.#room, Date.now);
+    this.#app = createApp({
+      store: this.#store,
+      auth: "off", // only the Worker reaches an object, and its router has checked the caller (objects.ts)
+      limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
+      waits: this.#waits,
+    });
+    this.#bindings = new Bindings(storage, env.DIRECTORY!, () => this.queue, (queue, ids) => queueStub(env, queue).release(ids, queue));
+    void ctx.blockConcurrencyWhile(async () => {
+      migrateObject(storage);
+      storage.sql.exec(OBJECT_SCHEMA).toArray();
+      const [me] = storage.sql.exec("SELECT queue, listed FROM queue_object").toArray() as Row[];
+      this.#queue = (me?.queue as string | undefined) ?? null;
+      this.#listed = me?.listed === 1;
+      this.#alarm = new QueueAlarm(storage, await storage.getAlarm(), this.#retentionMs);
+    });
+  }
+
+  /** The queue this object holds. */
+  get queue(): string {
+    if (this.#queue === null) throw new Error("this queue's object has not been told its queue yet");
+    return this.#queue;
+  }
+
+  /** How many claims wait here now. */
+  get waiting(): number {
+    return this.#room.waiting;
+  }
+
+  /** Serves the queue's part of the API, for the Worker's router. */
+  override async fetch(workerRequest: WorkerRequest): Promise<WorkerResponse> {
+    this.#meter.requests++;
+    return (await this.#serve(workerRequest as unknown as Request)) as unknown as WorkerResponse;
+  }
+
+  async #serve(request: Request): Promise<Response> {
+    this.#adopt(request.headers.get(QUEUE_HEADER));
+    const { pathname } = new URL(request.url);
+    const response = request.method === "POST" && (pathname === "/v1/jobs" || ENQUEUE_MANY.test(pathname)) ? await this.#enqueue(request, pathname) : await this.#app.fetch(request);
+    if (request.method !== "GET" && this.#queue !== NO_QUEUE) await this.#afterWrite(request.method, pathname, response.ok);
+    return response;
+  }
+
+  /**
+   * Ends expired leases, fires due schedules and purges, wakes the waiters,
+   * and arms the next alarm. It does not throw: the runtime retries a failed
+   * alarm only six times, then drops it, so a failure is logged and the alarm
+   * armed again, no sooner than ALARM_RETRY_MS later (what failed is still due).
+   */
+  override async alarm(): Promise<void> {
+    this.#meter.requests++;
+    this.#alarm.rang();
+    let failed = false;
+    try {
+      const done = await maintain(this.#store, Date.now(), this.#retentionMs, { maxChunks: CRON_MAX_CHUNKS });
+      if (done.expired + done.purged + done.fired.length + done.skipped.length > 0) console.log(`fencelease: queue ${JSON.stringify(this.queue)}: ${maintainedLine(done)}`);
+      await wakeAfter(done, this.#waits);
+      // A fire's job is bound after it is created (the store creates it), so that a by-id call finds it.
+      const elsewhere = await this.#bindings.bindInDirectory(done.fired.map((job) => job.id));
+      if (elsewhere.size > 0) console.error(`fencelease: queue ${JSON.stringify(this.queue)}: fired jobs whose id another queue holds: ${JSON.stringify([...elsewhere])}`);
+    } catch (error) {
+      failed = true;
+      console.error(`fencelease: queue ${JSON.stringify(this.queue)}: the alarm failed; it comes back in ${ALARM_RETRY_MS} ms`, error);
+    }
+    await this.#flush();
+    await this.#alarm.arm(this.queue, Date.now(), this.#bindings.pending(), failed ? Date.now() + ALARM_RETRY_MS : undefined);
+  }
+
+  /** release (RPC, from another queue's object) lets go of each of `ids` that has no row here; answers those. `queue` is this object's, which it may not have been told yet. */
+  async release(ids: string[], queue: string): Promise<string[]> {
+    this.#meter.requests++;
+    this.#adopt(encodeURIComponent(queue));
+    return this.#bindings.release(ids);
+  }
+
+  /** meter (RPC, for the cost tests and the bench; not counted) answers what this object served, read and wrote since it started (migrations included). */
+  async meter(): Promise<Meter> {
+    return { ...this.#meter, alarmsSet: this.#alarm.sets };
+  }
+
+  /** alarmAt (RPC, for the tests) answers when the alarm is armed, or null. */
+  async alarmAt(): Promise<number | null> {
+    return this.#storage.getAlarm();
+  }
+
+  /** Learns the queue from the Worker's first request and keeps it for the alarm. */
+  #adopt(header: string | null): void {
+    if (header === null || this.#queue !== null) return;
+    this.#queue = decodeURIComponent(header);
+    this.#storage.sql.exec("INSERT INTO queue_object (one, queue) VALUES (1, ?1) ON CONFLICT DO NOTHING", this.#queue).toArray();
+  }
+
+  /**
+   * An enqueue (one job or many): the ids are bound to this queue in the
+   * directory, under their locks, before the app creates them; an id another
+   * queue holds is not created here (created false, its job read from there).
+   * A body the app would refuse goes to it at once: it says why, and nothing
+   * is bound.
+   */
+  async #enqueue(request: Request, pathname: string): Promise<Response> {
+    const text = await request.text();
+    const again = () => new Request(request, { body: text });
+    const one = pathname === "/v1/jobs";
+    const parsed = parseJson(text);
+    const checked = one ? EnqueueBody.safeParse(parsed) : EnqueueManyBody.safeParse(parsed);
+    if (!checked.success) return this.#app.fetch(again());
+    const jobs = one ? [checked.data as { id: string; queue?: string }] : (checked.data as { jobs: { id: string }[] }).jobs;
+    const queue = one ? ((checked.data as { queue?: string }).queue ?? "default") : decodeURIComponent(ENQUEUE_MANY.exec(pathname)![1]!);
+    if (queue !== this.#queue) return misrouted(queue, this.#queue);
+    const ids = jobs.map((job) => job.id);
+    return this.#bindings.hold(ids, async () => {
+      const { taken, asked } = await this.#bindings.bind(ids);
+      const created = new Set<string>();
+      let response: Response;
+      if (one) {
+        const elsewhere = taken.get(ids[0]!);
+        response = elsewhere === undefined ? await this.#app.fetch(again()) : await existing(this.env, request, ids[0]!, elsewhere);
+        if (response.status === 201) created.add(ids[0]!);
+      } else {
+        response = await this.#enqueueMany(request, parsed as { jobs: { id: string }[] }, taken);
+        if (response.ok) for (const job of ((await response.clone().json()) as { jobs: { id: string; created: boolean }[] }).jobs) if (job.created) created.add(job.id);
+      }
+      this.#bindings.abandon(asked.filter((id) => !created.has(id)));
+      return response;
+    });
+  }
+
+  /** enqueueMany of the jobs whose ids no other queue holds; those that another does answer created false, in their place. */
+  async #enqueueMany(request: Request, body: { jobs: { id: string }[] }, taken: Map<string, string>): Promise<Response> {
+    const kept = body.jobs.filter((job) => !taken.has(job.id));
+    if (kept.length === 0) return Response.json({ jobs: body.jobs.map(({ id }) => ({ id, created: false })) });
+    const response = await this.#app.fetch(new Request(request, { body: JSON.stringify({ ...body, jobs: kept }) }));
+    if (!response.ok || taken.size === 0) return response;
+    const answered = new Map(((await response.json()) as { jobs: { id: string; created: boolean }[] }).jobs.map((job) => [job.id, job.created]));
+    return Response.json({ jobs: body.jobs.map(({ id }) => ({ id, created: answered.get(id) ?? false })) });
+  }
+
+  /** After a write: unbinds what a delete removed, lists this queue once it holds something, and arms the alarm. */
+  async #afterWrite(method: string, pathname: string, ok: boolean): Promise<void> {
+    if (ok && !this.#listed && !pathname.endsWith("/claim") && !pathname.startsWith("/v1/leases/")) {
+      await registry(this.env.DIRECTORY!).addQueue(this.queue);
+      this.#storage.sql.exec("UPDATE queue_object SET listed = 1").toArray();
+      this.#listed = true;
+    }
+    // A delete removed a row; an enqueue may have bound ids it did not create.
+    if ((method === "DELETE" || method === "POST" && (pathname === "/v1/jobs" || ENQUEUE_MANY.test(pathname))) && this.#bindings.pending()) await this.#flush();
+    await this.#arm();
+  }
+
+  /** Sends pending unbinds; one that fails is left to the alarm (armed for it by #arm). */
+  async #flush(): Promise<void> {
+    try {
+      await this.#bindings.flush();
+    } catch (error) {
+      console.error(`fencelease: queue ${JSON.stringify(this.queue)}: unbinding removed ids failed; the alarm tries again`, error);
+    }
+  }
+
+  async #arm(): Promise<void> {
+    await this.#alarm.arm(this.queue, Date.now(), this.#bindings.pending());
+  }
+}
+
+/** The object of `queue`. */
+export function queueStub(env: WorkerEnv, queue: string): DurableObjectStub<QueueObject> {
+  const namespace = env.QUEUES! as unknown as DurableObjectNamespace<QueueObject>;
+  return namespace.get(namespace.idFromName(queue));
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** An enqueue of an id another queue holds: created false, with the job as that queue has it. */
+async function existing(env: WorkerEnv, request: Request, id: string, queue: string): Promise<Response> {
+  const headers = new Headers(request.headers);
+  headers.set(QUEUE_HEADER, encodeURIComponent(queue));
+  const read = await queueStub(env, queue).fetch(new URL(`/v1/jobs/${encodeURIComponent(id)}`, request.url).href, { headers } as never);
+  // Gone from there since it was found bound there: the enqueue did nothing, and may be sent again.
+  if (read.status === 404) return unavailable(`job ${JSON.stringify(id)} was leaving queue ${JSON.stringify(queue)} while it was enqueued; nothing was written, send the enqueue again`);
+  if (!read.ok) return read as unknown as Response;
+  return Response.json({ created: false, job: await read.json() }, { status: 200 });
+}
+
+/** A 503 as the app answers one, with nothing applied. */
+function unavailable(message: string): Response {
+  return Response.json({ error: { code: "unavailable", message, details: { outcome: "not_applied", reason: "busy" } } }, { status: 503, headers: { "Retry-After": "1" } });
+}
+
+/** The Worker sent a write to the wrong object: a bug, refused before anything is written. */
+function misrouted(queue: string, mine: string | null): Response {
+  console.error(`fencelease: an enqueue into queue ${JSON.stringify(queue)} reached the object of ${JSON.stringify(mine)}`);
+  return Response.json({ error: { code: "internal_error", message: "internal error" } }, { status: 500 });
+}

@@ -1,0 +1,172 @@
+import { type Context, Hono } from "hono";
+import type { Driver } from "../../drivers/driver.ts";
+import { createApp } from "../../http/app.ts";
+import { errorResponse } from "../../http/errors.ts";
+import { type Auth, bearerAuth, localCallersOnly, requireConfiguredAuth } from "../../http/middleware/auth.ts";
+import { limitBody } from "../../http/middleware/body-limit.ts";
+import { requestLog } from "../../http/middleware/request-log.ts";
+import { DEFAULT_LIMITS, type Limits } from "../../http/shapes.ts";
+import type { UiFiles } from "../../http/ui.ts";
+import { LeaseStore } from "../../store/store.ts";
+import type { WorkerEnv } from "./env.ts";
+import { type Call, Objects } from "./objects.ts";
+import { NO_QUEUE } from "./queue-object.ts";
+import { jobList, learned, manyLeases, metrics, parseJson, queueList, scheduleList, stats } from "./spanning.ts";
+
+/** What the router is built from: the app's own options, and the env with the objects' bindings. */
+export type RouterOptions = { env: WorkerEnv; auth: Auth; limits: Partial<Limits>; ui?: UiFiles; log?: (line: string) => void };
+
+type Lease = { job: { id: string; queue: string } };
+type JobAnswer = { id?: string; queue?: string; job?: { id: string; queue: string }; leases?: Lease[] };
+
+/**
+ * The storage of the router's own app, which serves only what reads none (the
+ * dashboard's files, the API docs, the OpenAPI document, and the answers to
+ * unknown routes): every route that reads the store is the router's.
+ */
+const noStorage: Driver = {
+  run: () => Promise.reject(new Error("objects mode: the router keeps no jobs; this route should have gone to a queue's object")),
+  batch: () => Promise.reject(new Error("objects mode: the router keeps no jobs; this route should have gone to a queue's object")),
+  close() {},
+};
+
+/**
+ * objectsRouter is the Worker in objects mode (docs/scale.md): the same API,
+ * each request handed to the object of its queue (QueueObject), which runs
+ * the same app on the queue's own SQLite. The router checks the caller as the
+ * app does (the object checks again), then:
+ *
+ * - a queue's routes go to its object; an enqueue to the object of its body's queue;
+ * - a job's routes (/v1/jobs/{id}...) to the object of the id's queue, found
+ *   as Objects says (remembered, or the directory);
+ * - what spans queues is put together by src/runtime/cloudflare/spanning.ts;
+ * - what no queue can answer (an unknown id, a body that names no valid
+ *   queue) goes to the object that holds none, whose app refuses it as a
+ *   queue's would; and everything else (pages, docs, unknown routes) to an
+ *   app of the router's own that reads no storage.
+ */
+export function objectsRouter(options: RouterOptions): Hono {
+  const { auth } = options;
+  const limits = { ...DEFAULT_LIMITS, ...Object.fromEntries(Object.entries(options.limits).filter(([, value]) => value !== undefined)) };
+  const objects = new Objects(options.env);
+  const pages = createApp({ store: new LeaseStore(noStorage), auth, limits, ui: options.ui });
+
+  const app = new Hono();
+  app.onError(errorResponse);
+  if (options.log) app.use(requestLog(options.log));
+  app.use(requireConfiguredAuth(auth));
+  app.use(localCallersOnly(auth));
+  app.use("/v1/*", bearerAuth(auth));
+  app.use("/metrics", bearerAuth(auth));
+  app.use("/v1/*", limitBody(limits.maxBodyBytes));
+
+  // One queue: its object.
+  const toQueue = async (c: Context) => objects.send(c.req.param("queue")!, await callOf(c));
+  app.post("/v1/jobs", async (c) => {
+    const call = await callOf(c);
+    const queue = (parseJson(call.body) as { queue?: unknown } | undefined)?.queue ?? "default";
+    const response = await objects.send(typeof queue === "string" ? queue : NO_QUEUE, call);
+    return response.ok ? learned(objects, response, (body: JobAnswer) => (body.job ? [body.job] : [])) : response;
+  });
+  app.post("/v1/queues/:queue/jobs", toQueue);
+  app.post("/v1/queues/:queue/claim", async (c) => {
+    const response = await toQueue(c);
+    return response.ok ? learned(objects, response, leasedJobs) : response;
+  });
+  app.post("/v1/queues/:queue/pause", toQueue);
+  app.post("/v1/queues/:queue/resume", toQueue);
+  app.get("/v1/queues/:queue", toQueue);
+  app.put("/v1/queues/:queue", toQueue);
+
+  // One job: the object of its queue.
+  const toJob = async (c: Context) => byId(objects, c.req.param("id")!, await callOf(c));
+  app.get("/v1/jobs/:id", toJob);
+  app.delete("/v1/jobs/:id", toJob);
+  for (const verb of ["claim", "renew", "complete", "release", "fail", "retry", "cancel"]) app.post(`/v1/jobs/:id/${verb}`, toJob);
+  app.get("/v1/jobs/:id/lease", toJob);
+  app.get("/v1/jobs/:id/events", async (c) => {
+    // An unknown id answers an empty page, so a queue remembered out of date could not be told: ask the directory.
+    const id = c.req.param("id");
+    const queue = (await objects.locate([id], true)).get(id) ?? NO_QUEUE;
+    return objects.send(queue, await callOf(c));
+  });
+
+  // Several queues.
+  app.get("/v1/jobs", async (c) => jobList(objects, await callOf(c)));
+  app.get("/v1/queues", async (c) => queueList(objects, await callOf(c)));
+  app.get("/v1/stats", async (c) => stats(objects, await callOf(c)));
+  app.get("/metrics", async (c) => metrics(objects, await callOf(c)));
+  app.post("/v1/leases/renew", async (c) => manyLeases(objects, await callOf(c), "leases"));
+  app.post("/v1/leases/complete", async (c) => manyLeases(objects, await callOf(c), "completed"));
+
+  // Schedules: each in the object of its queue, the registry saying which.
+  app.get("/v1/schedules", async (c) => scheduleList(objects, await callOf(c)));
+  app.get("/v1/schedules/:name", async (c) => objects.send((await objects.registry.scheduleQueue(c.req.param("name"))) ?? NO_QUEUE, await callOf(c)));
+  app.put("/v1/schedules/:name", async (c) => putSchedule(objects, c.req.param("name"), await callOf(c)));
+  app.delete("/v1/schedules/:name", async (c) => {
+    const name = c.req.param("name");
+    const queue = (await objects.registry.scheduleQueue(name)) ?? NO_QUEUE;
+    const response = await objects.send(queue, await callOf(c));
+    if (response.ok) await objects.registry.forgetSchedule(name, queue);
+    return response;
+  });
+
+  // Whether objects can write: the probe of the object that holds no queue.
+  app.get("/healthz", async (c) => objects.send(NO_QUEUE, await callOf(c)));
+
+  app.all("*", (c) => pages.fetch(c.req.raw));
+  return app;
+}
+
+/** The request as the router hands it on, its body read once (the body limit has already been applied). */
+async function callOf(c: Context): Promise<Call> {
+  const body = c.req.method === "GET" || c.req.method === "HEAD" ? null : await c.req.arrayBuffer();
+  return { request: c.req.raw, body };
+}
+
+/** The jobs of the leases a claim answers. */
+function leasedJobs(body: { leases?: Lease[] }) {
+  return (body.leases ?? []).map((lease) => lease.job);
+}
+
+/**
+ * A call on one job: sent to the queue remembered for its id, or found in the
+ * directory; a 404 from a queue remembered means it was out of date (the job
+ * deleted and enqueued again elsewhere), and the directory says where to send
+ * it again. An id no queue holds goes to the object that holds none, which
+ * answers 404 as a queue would.
+ */
+async function byId(objects: Objects, id: string, call: Call): Promise<Response> {
+  const remembered = objects.remembers(id);
+  const queue = (await objects.locate([id])).get(id) ?? NO_QUEUE;
+  let response = await objects.send(queue, call);
+  if (response.status === 404 && remembered) {
+    objects.forget(id);
+    const now = (await objects.locate([id], true)).get(id);
+    if (now !== undefined && now !== queue) response = await objects.send(now, call);
+  }
+  if (!response.ok) return response;
+  if (call.request.method === "DELETE") {
+    objects.forget(id);
+    return response;
+  }
+  return learned(objects, response, (body: JobAnswer) => [...(body.queue && body.id ? [{ id: body.id, queue: body.queue }] : []), ...(body.job ? [body.job] : []), ...leasedJobs(body)]);
+}
+
+/**
+ * PUT /v1/schedules/{name}: put in the object of its body's queue, then
+ * recorded there in the registry; if it lived in another queue until now, it
+ * is deleted there (it fires from one queue at a time, and a fire's job id
+ * stays bound to one queue in the directory, so no fire is enqueued twice).
+ */
+async function putSchedule(objects: Objects, name: string, call: Call): Promise<Response> {
+  const queue = (parseJson(call.body) as { queue?: unknown } | undefined)?.queue; // required: without it, the app says so
+  const response = await objects.send(typeof queue === "string" ? queue : NO_QUEUE, call);
+  if (!response.ok || typeof queue !== "string") return response;
+  const before = await objects.registry.moveSchedule(name, queue);
+  if (before !== null) {
+    const gone = await objects.send(before, { ...call, request: new Request(call.request.url, { method: "DELETE", headers: call.request.headers }) }, null);
+    if (!gone.ok && gone.status !== 404) console.error(`fencelease: schedule ${JSON.stringify(name)} moved to queue ${JSON.stringify(queue)}, but deleting it from ${JSON.stringify(before)} answered ${gone.status}`);
+  }
+  return response;
+}

@@ -1,0 +1,173 @@
+import { prometheusText } from "../../http/metrics.ts";
+import type { QueueStats } from "../../store/stats.ts";
+import type { Call, Objects } from "./objects.ts";
+import { NO_QUEUE } from "./queue-object.ts";
+
+// The calls of objects mode that span queues: each asks several queues'
+// objects and puts their answers together as one database would have
+// answered. Every part is its own object's transaction; docs/scale.md says
+// what that changes.
+
+/** The header of a many-lease answer that says in how many transactions (one per queue) it was decided. */
+export const TRANSACTIONS_HEADER = "Fencelease-Transactions";
+
+/** The same GET to the object of each queue (NO_QUEUE when there is none, which answers for the empty set); the first refusal, or every answer. */
+async function askEach<T>(objects: Objects, call: Call, queues: string[]): Promise<T[] | Response> {
+  const responses = await Promise.all((queues.length === 0 ? [NO_QUEUE] : queues).map((queue) => objects.send(queue, call)));
+  const refused = responses.find((response) => !response.ok);
+  if (refused) return refused;
+  return Promise.all(responses.map((response) => response.json() as Promise<T>));
+}
+
+/** SQLite's order of text (BINARY: the bytes of UTF-8, which is the order of code points), which JavaScript's `<` is not. */
+export function byCodePoint(a: string, b: string): number {
+  const left = [...a];
+  const right = [...b];
+  for (let i = 0; i < Math.min(left.length, right.length); i++) {
+    const difference = left[i]!.codePointAt(0)! - right[i]!.codePointAt(0)!;
+    if (difference !== 0) return difference;
+  }
+  return left.length - right.length;
+}
+
+/** GET /v1/stats: every queue's numbers, by name. */
+export async function stats(objects: Objects, call: Call): Promise<Response> {
+  const merged = await allStats(objects, call);
+  return merged instanceof Response ? merged : Response.json({ queues: merged });
+}
+
+/** GET /metrics: every queue's numbers in the Prometheus format, as /v1/stats gives them. */
+export async function metrics(objects: Objects, call: Call): Promise<Response> {
+  const statsCall = { ...call, request: new Request(new URL("/v1/stats", call.request.url), call.request) };
+  const merged = await allStats(objects, statsCall);
+  return merged instanceof Response ? merged : new Response(prometheusText(merged), { headers: { "Content-Type": "text/plain; version=0.0.4" } });
+}
+
+async function allStats(objects: Objects, call: Call): Promise<QueueStats[] | Response> {
+  const answers = await askEach<{ queues: QueueStats[] }>(objects, call, await objects.queues());
+  if (answers instanceof Response) return answers;
+  return answers.flatMap((answer) => answer.queues).sort((a, b) => byCodePoint(a.queue, b.queue));
+}
+
+/** GET /v1/queues: every queue's settings, by name. */
+export async function queueList(objects: Objects, call: Call): Promise<Response> {
+  const answers = await askEach<{ queues: { queue: string }[] }>(objects, call, await objects.queues());
+  if (answers instanceof Response) return answers;
+  return Response.json({ queues: answers.flatMap((answer) => answer.queues).sort((a, b) => byCodePoint(a.queue, b.queue)) });
+}
+
+/** GET /v1/schedules: every schedule, by name, from the queues that hold one. */
+export async function scheduleList(objects: Objects, call: Call): Promise<Response> {
+  const answers = await askEach<{ schedules: { name: string }[] }>(objects, call, await objects.registry.scheduleQueues());
+  if (answers instanceof Response) return answers;
+  return Response.json({ schedules: answers.flatMap((answer) => answer.schedules).sort((a, b) => byCodePoint(a.name, b.name)) });
+}
+
+/**
+ * GET /v1/jobs without a queue: a page of every queue's jobs in id order.
+ * Each queue answers its first `limit` jobs after the cursor; the page is the
+ * first `limit` of them all, and the next cursor its last id whenever any
+ * queue had more: keyset pages, stable while jobs change, as on one database.
+ */
+export async function jobList(objects: Objects, call: Call): Promise<Response> {
+  const url = new URL(call.request.url);
+  const queue = url.searchParams.get("queue");
+  if (queue !== null) {
+    const response = await objects.send(queue, call);
+    return response.ok ? learned(objects, response, (body: { jobs: { id: string; queue: string }[] }) => body.jobs) : response;
+  }
+  const answers = await askEach<{ jobs: { id: string; queue: string }[]; nextCursor: string | null }>(objects, call, await objects.queues());
+  if (answers instanceof Response) return answers;
+  const limit = Number(url.searchParams.get("limit") ?? 50); // checked by every queue's app already
+  const all = answers.flatMap((answer) => answer.jobs).sort((a, b) => byCodePoint(a.id, b.id));
+  const jobs = all.slice(0, limit);
+  const more = all.length > limit || answers.some((answer) => answer.nextCursor !== null);
+  for (const job of jobs) objects.learn(job.id, job.queue);
+  return Response.json({ jobs, nextCursor: more && jobs.length > 0 ? jobs.at(-1)!.id : null });
+}
+
+/** Remembers the queue of each job an answer carries; answers the response as it came. */
+export async function learned<T>(objects: Objects, response: Response, jobsOf: (body: T) => { id: string; queue: string }[]): Promise<Response> {
+  for (const job of jobsOf((await response.clone().json()) as T)) objects.learn(job.id, job.queue);
+  return response;
+}
+
+type Lease = { id: string };
+type Outcome = { id: string; error?: { code: string } };
+type ManyAnswer = { leases?: unknown[]; completed?: Outcome[] };
+
+/**
+ * POST /v1/leases/renew and /v1/leases/complete, whose leases may belong to
+ * several queues: split per queue, each part one transaction of its queue's
+ * object, answered in the order given. The first part sent carries the whole
+ * body, so that its app checks every lease and `next` before anything is
+ * written (a body it refuses is answered as it is, nothing written anywhere);
+ * it takes `next` (sent to next.queue's object, which is that part) and
+ * answers not_found for the leases it does not hold, which the other parts,
+ * sent at once after it, answer instead. A part that fails answers each of
+ * its leases with its error (outcome unknown); the others stand. The answer
+ * says in its TRANSACTIONS_HEADER in how many transactions it was decided.
+ */
+export async function manyLeases(objects: Objects, call: Call, outcomesOf: "leases" | "completed"): Promise<Response> {
+  const body = parseJson(call.body) as { leases?: unknown; next?: { queue?: unknown } } | undefined;
+  const leases = Array.isArray(body?.leases) ? (body.leases as Lease[]) : null;
+  // A body too broken to split: the app of the object that holds no queue says what is wrong.
+  if (leases === null || leases.some((lease) => typeof lease?.id !== "string")) return objects.send(NO_QUEUE, call);
+  const ids = leases.map((lease) => lease.id);
+  const located = await objects.locate(ids);
+  const nextQueue = typeof body!.next?.queue === "string" ? body!.next.queue : undefined;
+  const parts = groupBy(ids, (id) => located.get(id));
+  const first = nextQueue ?? [...parts].sort((a, b) => b[1].length - a[1].length)[0]?.[0] ?? NO_QUEUE;
+
+  const head = await objects.send(first, call);
+  if (!head.ok) return head;
+  const answer = (await head.json()) as ManyAnswer;
+  const outcomes = answer[outcomesOf] as Outcome[];
+  let transactions = 1;
+  const sendPart = async (queue: string, indexes: number[]) => {
+    const part = JSON.stringify({ ...body, leases: indexes.map((i) => leases[i]), next: undefined });
+    const response = await objects.send(queue, call, part);
+    transactions++;
+    const answered = response.ok ? ((await response.json()) as ManyAnswer)[outcomesOf] : failed(await response.json(), indexes.length);
+    indexes.forEach((i, n) => (outcomes[i] = { ...(answered![n] as Outcome), id: ids[i]! }));
+  };
+  await Promise.all([...parts].filter(([queue]) => queue !== first).map(([queue, partIds]) => sendPart(queue, partIds.map((id) => ids.indexOf(id)))));
+
+  // A queue remembered out of date (the job deleted and enqueued again elsewhere): the directory says where it is now.
+  const stale = ids.filter((id, i) => outcomes[i]?.error?.code === "not_found" && objects.remembers(id));
+  if (stale.length > 0) {
+    for (const id of stale) objects.forget(id);
+    const moved = await objects.locate(stale, true);
+    const again = groupBy(stale.filter((id) => moved.has(id) && moved.get(id) !== located.get(id)), (id) => moved.get(id));
+    await Promise.all([...again].map(([queue, partIds]) => sendPart(queue, partIds.map((id) => ids.indexOf(id)))));
+  }
+  for (const lease of (answer.leases ?? []) as { job?: { id: string; queue: string } }[]) if (lease.job) objects.learn(lease.job.id, lease.job.queue);
+  return Response.json(answer, { headers: { [TRANSACTIONS_HEADER]: String(transactions) } });
+}
+
+/** The outcome of each lease of a part that failed as a whole: the part's error, outcome unknown. */
+function failed(refusal: unknown, count: number): Outcome[] {
+  const error = (refusal as { error?: { code: string } }).error ?? { code: "unavailable", message: "the queue's object failed" };
+  return Array.from({ length: count }, () => ({ id: "", error }));
+}
+
+/** Ids grouped by a key (undefined: left out), in the order first met. */
+function groupBy(ids: string[], key: (id: string) => string | undefined): Map<string, string[]> {
+  const groups = new Map<string, string[]>();
+  for (const id of ids) {
+    const group = key(id);
+    if (group === undefined) continue;
+    if (!groups.has(group)) groups.set(group, []);
+    groups.get(group)!.push(id);
+  }
+  return groups;
+}
+
+/** The body as JSON, or undefined when it is not. */
+export function parseJson(body: Call["body"]): unknown {
+  try {
+    return JSON.parse(typeof body === "string" ? body : new TextDecoder().decode(body ?? new ArrayBuffer(0)));
+  } catch {
+    return undefined;
+  }
+}

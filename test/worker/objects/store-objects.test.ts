@@ -1,0 +1,60 @@
+import { env, runInDurableObject } from "cloudflare:test";
+import { objectDriver } from "../../../src/drivers/durable-object-sql.ts";
+import type { Driver, Row, Statement } from "../../../src/drivers/driver.ts";
+import { LeaseStore } from "../../../src/store/store.ts";
+import { cancelContract } from "../../contract/cancel.contract.ts";
+import { lifecycleContract } from "../../contract/lifecycle.contract.ts";
+import { manyContract } from "../../contract/many.contract.ts";
+import { queuesContract } from "../../contract/queues.contract.ts";
+import { rateLimitContract } from "../../contract/rate-limit.contract.ts";
+import { schedulesContract } from "../../contract/schedules.contract.ts";
+import { type FreshStorage, storageContract } from "../../contract/storage.contract.ts";
+import { storeContract } from "../../contract/store.contract.ts";
+
+/**
+ * A driver whose every call runs inside the object, through runInDurableObject,
+ * on the object's own storage: the store runs where a queue's object runs it.
+ */
+function insideObject(stub: DurableObjectStub): Driver {
+  const inside = <T>(work: (driver: Driver) => Promise<T>) => runInDurableObject(stub, (_object, state) => work(objectDriver(state.storage as never)));
+  return {
+    run: (statement: Statement) => inside((driver) => driver.run(statement)),
+    batch: (statements: Statement[]) => inside((driver) => driver.batch(statements)),
+    close() {},
+  };
+}
+
+/**
+ * A store in a fresh queue's object (QueueObject, whose constructor applied
+ * the migrations/ files to its SQLite), and a way to look at its rows.
+ */
+async function freshObjectStore(): Promise<FreshStorage> {
+  const stub = env.QUEUES!.get(env.QUEUES!.newUniqueId()) as unknown as DurableObjectStub;
+  const driver = insideObject(stub);
+  return {
+    store: new LeaseStore(driver),
+    async snapshot() {
+      const rows = await driver.run({ sql: "SELECT * FROM jobs ORDER BY id", args: [] });
+      return Object.fromEntries(rows.map((row) => [row.id as string, row]));
+    },
+    async reopen(options = {}) {
+      return new LeaseStore(driver, options);
+    },
+    async exec(sql) {
+      await driver.run({ sql, args: [] });
+    },
+    async rows(sql, args = []) {
+      return (await driver.run({ sql, args })) as Row[];
+    },
+  };
+}
+
+// The contract of libSQL (test/store/store.test.ts) and D1 (test/worker/store-d1.test.ts), inside a queue's Durable Object.
+storeContract(freshObjectStore);
+lifecycleContract(freshObjectStore);
+manyContract(freshObjectStore);
+rateLimitContract(freshObjectStore);
+queuesContract(freshObjectStore);
+schedulesContract(freshObjectStore);
+cancelContract(freshObjectStore);
+storageContract(freshObjectStore);
