@@ -1,4 +1,4 @@
-import { prometheusText } from "../../http/metrics.ts";
+import { prometheusText, type RequestMetrics } from "../../http/metrics.ts";
 import type { QueueStats } from "../../store/stats.ts";
 import type { Call, Objects } from "./objects.ts";
 import { NO_QUEUE } from "./queue-object.ts";
@@ -36,11 +36,11 @@ export async function stats(objects: Objects, call: Call): Promise<Response> {
   return merged instanceof Response ? merged : Response.json({ queues: merged });
 }
 
-/** GET /metrics: every queue's numbers in the Prometheus format, as /v1/stats gives them. */
-export async function metrics(objects: Objects, call: Call): Promise<Response> {
+/** GET /metrics: every queue's numbers in the Prometheus format, as /v1/stats gives them, and the router's request histogram. */
+export async function metrics(objects: Objects, call: Call, requests: RequestMetrics): Promise<Response> {
   const statsCall = { ...call, request: new Request(new URL("/v1/stats", call.request.url), call.request) };
   const merged = await allStats(objects, statsCall);
-  return merged instanceof Response ? merged : new Response(prometheusText(merged), { headers: { "Content-Type": "text/plain; version=0.0.4" } });
+  return merged instanceof Response ? merged : new Response(prometheusText(merged, requests), { headers: { "Content-Type": "text/plain; version=0.0.4" } });
 }
 
 async function allStats(objects: Objects, call: Call): Promise<QueueStats[] | Response> {
