@@ -36,6 +36,8 @@ const size = {
   idleSeconds: quick ? 30 : 60, // an idle worker runner's requests counted over this window
 };
 const TTL = 60_000;
+/** The clock id the raw statements write, as a store writes its own (src/store/step-back.ts). */
+const BENCH_CLOCK = "bench-clock";
 
 const statements = (built: InStatement | InStatement[]): InStatement[] => [built].flat();
 
@@ -64,7 +66,7 @@ async function rawStoreScenarios(): Promise<void> {
       // raw: the claim and complete statements of src/store/sql/lease.ts, built before the clock starts.
       let from = next;
       next += n;
-      const claims = Array.from({ length: n }, (_, i) => statements(claimSql.claim(`job-${from + i}`, "w", T, TTL)));
+      const claims = Array.from({ length: n }, (_, i) => statements(claimSql.claim(`job-${from + i}`, "w", T, TTL, BENCH_CLOCK)));
       const completes = Array.from({ length: n }, (_, i) => statements(sql.complete(`job-${from + i}`, "w", 1, T, '"r"')));
       trials.raw!.push(await timed(n, async (i) => {
         await send(client, claims[i]!);
@@ -75,7 +77,7 @@ async function rawStoreScenarios(): Promise<void> {
       // raw+read: the same, each with a read of the job in the same batch: what reading the job after every write would cost (LeaseStore reads it only after a write that changed nothing).
       from = next;
       next += n;
-      const readClaims = Array.from({ length: n }, (_, i) => [...statements(claimSql.claim(`job-${from + i}`, "w", T, TTL)), sql.state(`job-${from + i}`, T)]);
+      const readClaims = Array.from({ length: n }, (_, i) => [...statements(claimSql.claim(`job-${from + i}`, "w", T, TTL, BENCH_CLOCK)), sql.state(`job-${from + i}`, T)]);
       const readCompletes = Array.from({ length: n }, (_, i) => [...statements(sql.complete(`job-${from + i}`, "w", 1, T, '"r"')), sql.state(`job-${from + i}`, T)]);
       trials["raw+read"]!.push(await timed(n, async (i) => {
         await client.batch(readClaims[i]!, "write");
@@ -95,7 +97,7 @@ async function rawStoreScenarios(): Promise<void> {
       // raw, cached statements: raw's statements, each prepared once, on libsql's Database.
       from = next;
       next += n;
-      const cachedClaims = Array.from({ length: n }, (_, i) => statements(claimSql.claim(`job-${from + i}`, "w", T, TTL)) as { sql: string; args: unknown[] }[]);
+      const cachedClaims = Array.from({ length: n }, (_, i) => statements(claimSql.claim(`job-${from + i}`, "w", T, TTL, BENCH_CLOCK)) as { sql: string; args: unknown[] }[]);
       const cachedCompletes = Array.from({ length: n }, (_, i) => statements(sql.complete(`job-${from + i}`, "w", 1, T, '"r"')) as { sql: string; args: unknown[] }[]);
       trials["raw, cached statements"]!.push(await timed(n, async (i) => {
         cached.batch(cachedClaims[i]!);
