@@ -41,7 +41,7 @@ const inWorkers = (configPath: string, d1Databases: string[] = []) =>
 // The Worker's tests that hold in both storage modes (docs/scale.md): the
 // objects project runs them again, with objects mode's own tests (its alarms
 // in place of the cron's tests, the directory, races, the contract suites).
-const bothModes = ["test/worker/worker.test.ts", "test/worker/long-poll.test.ts", "test/worker/ui.test.ts"];
+const bothModes = ["test/worker/worker.test.ts", "test/worker/long-poll.test.ts", "test/worker/ui.test.ts", "test/worker/tokens.test.ts"];
 
 // Three projects: the Node side (store, HTTP app, Node server, races) on real
 // file databases; the Worker in the Workers runtime on D1 (wrangler.toml); and

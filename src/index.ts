@@ -29,6 +29,8 @@ export { type NoteVerbs, noteVerbs } from "./store/note.ts";
 export type { LeaseOutcome } from "./store/refusal.ts";
 export type { Fired, FiredJob, Schedule, Schedules, ScheduleSpec, TakenFire } from "./store/schedules.ts";
 export { STATUSES } from "./store/sql/lease.ts";
+export { cachedTokens, TOKEN_CACHE_MS, type TokenCacheOptions } from "./store/token-cache.ts";
+export { type CreatedToken, type NewToken, type Role, ROLES, type TokenInfo, type Tokens, type TokenStore } from "./store/tokens.ts";
 export type { QueueStats } from "./store/stats.ts";
 export type {
   CancelRequest,

@@ -10,6 +10,7 @@ export const EXIT = {
   refused: 4,
   unreachable: 5,
   unauthorized: 6,
+  forbidden: 7,
 } as const;
 
 /** A mistake in the command line itself, found before anything was sent. */
@@ -32,6 +33,7 @@ export function exitFor(error: unknown): { code: number; line: string } {
   if (error.status === 404) return { code: EXIT.notFound, line };
   if (error.status === 400 || error.status === 413) return { code: EXIT.badInput, line };
   if (error.status === 401) return { code: EXIT.unauthorized, line };
+  if (error.status === 403) return { code: EXIT.forbidden, line };
   if (error.status === 503 || error.status === 0) return { code: EXIT.unreachable, line };
   return { code: EXIT.failed, line };
 }

@@ -34,6 +34,9 @@ export const OPTIONS = {
   reason: { type: "string" },
   by: { type: "string" },
   progress: { type: "string" },
+  role: { type: "string" },
+  queues: { type: "string" },
+  name: { type: "string" },
 } as const;
 
 /** The options of one command line, as parseArgs gives them. */

@@ -7,6 +7,7 @@ import { JOB_COMMANDS } from "./jobs.ts";
 import { LEASE_COMMANDS } from "./leases.ts";
 import { QUEUE_COMMANDS } from "./queues.ts";
 import { SCHEDULE_COMMANDS } from "./schedules.ts";
+import { refuseTokenFlags, TOKEN_COMMANDS } from "./tokens.ts";
 import { migrateDatabase, serve } from "./server-commands.ts";
 import { USAGE } from "./usage.ts";
 
@@ -14,10 +15,10 @@ export type { Io } from "./command.ts";
 
 // The dispatcher: reads the command line, finds the command, and prints its
 // answer (or the one line of its error) with the exit code. Each group of
-// commands is a file of its own (jobs.ts, leases.ts, queues.ts, schedules.ts).
+// commands is a file of its own (jobs.ts, leases.ts, queues.ts, schedules.ts, tokens.ts).
 
 /** Every command that calls the server, by name. */
-const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...LEASE_COMMANDS, ...QUEUE_COMMANDS, ...SCHEDULE_COMMANDS };
+const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...LEASE_COMMANDS, ...QUEUE_COMMANDS, ...SCHEDULE_COMMANDS, ...TOKEN_COMMANDS };
 
 /**
  * The command named on the line (one word, or two for a group such as
@@ -60,6 +61,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     if (name === "demo") return await (await import("./demo.ts")).runDemo({ baseUrl, token, out: io.out });
 
     const { command, arg } = commandOf(name, rest);
+    refuseTokenFlags(name === "token" ? `token ${rest[0]}` : name, flags);
     const client = new LeaseClient({ baseUrl: baseUrl ?? "http://127.0.0.1:8787", token });
     const answer = await command.run({ arg, flags, client, io });
     // Whatever the server sends back, no escape sequence reaches the terminal.

@@ -51,6 +51,13 @@ Schedules:
                                  create or replace a schedule; each fire enqueues job <name>@<fire time>
   schedule get <name>
   schedule rm <name>             the schedule fires no more; jobs it enqueued stay
+Tokens:
+  tokens                         every token made through the API: id, role and queues, name (never a secret)
+  token create --role R --queues Q[,Q...] [--name N]
+                                 R: admin, producer, worker or reader; Q: a queue, a prefix such as mail-*,
+                                 or * for every queue. Prints the secret, this once
+  token revoke <id>              the token is refused from now on
+  token self                     what the token in use may do
 
 Options:
   --url URL      the server (FENCELEASE_URL; default http://127.0.0.1:8787)
@@ -59,4 +66,4 @@ Options:
   --help         this text
 
 Exit codes: 0 ok, 2 bad input, 3 not found, 4 refused (409, or check-lease: not current), 5 unreachable,
-6 unauthorized, 1 anything else.`;
+6 unauthorized, 7 forbidden (the token may not do that), 1 anything else.`;

@@ -52,6 +52,9 @@ export class NotFoundError extends FenceleaseError {}
 /** 401 unauthorized: a missing or wrong token. */
 export class UnauthorizedError extends FenceleaseError {}
 
+/** 403 forbidden: the token's role or queues do not allow this call; `message` names the role and queue it needs. */
+export class ForbiddenError extends FenceleaseError {}
+
 /** 400 invalid_request or 413 payload_too_large: the request breaks a rule; `message` says which. */
 export class InvalidRequestError extends FenceleaseError {}
 
@@ -65,6 +68,7 @@ const BY_CODE: Record<string, typeof FenceleaseError> = {
   not_found: NotFoundError,
   route_not_found: NotFoundError,
   unauthorized: UnauthorizedError,
+  forbidden: ForbiddenError,
   invalid_request: InvalidRequestError,
   payload_too_large: InvalidRequestError,
   unavailable: UnavailableError,

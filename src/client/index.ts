@@ -4,6 +4,7 @@ export {
   ConflictError,
   errorFromResponse,
   FenceleaseError,
+  ForbiddenError,
   InvalidRequestError,
   LeaseLostError,
   NotClaimableError,
@@ -15,6 +16,7 @@ export { type FencedDatabase, fencedStatement, type FencedValue, type FencedWrit
 export { LeaseClient } from "./lease-client.ts";
 export { type QueueCalls } from "./queues.ts";
 export { type ScheduleCalls } from "./schedules.ts";
+export { type TokenCalls } from "./tokens.ts";
 export { type LeaseClientOptions } from "./transport.ts";
 export { type RetryOptions } from "./retry.ts";
 export { runWorker, type WorkerHandle } from "./runner/run-worker.ts";
@@ -55,5 +57,9 @@ export type {
   Schedule,
   ScheduleRequest,
   Settled,
+  Token,
+  TokenRequest,
+  TokenSelf,
+  CreatedToken,
 } from "./types.ts";
 export { type HeldLease, withLease, type WithLeaseOptions } from "./with-lease.ts";

@@ -4,6 +4,7 @@ import type * as leases from "../http/leases.ts";
 import type * as queueSchema from "../http/queues.ts";
 import type * as scheduleSchema from "../http/schedules.ts";
 import type * as shapes from "../http/shapes.ts";
+import type * as tokenSchema from "../http/tokens.ts";
 
 // The client's request and response types, taken from the schemas that the
 // server validates with, so that the two cannot drift apart.
@@ -94,3 +95,11 @@ export type LeaseCheck = Answer<"lease", 200>;
 export type Schedule = z.infer<typeof scheduleSchema.ScheduleSchema>;
 /** The body of `PUT /v1/schedules/:name`: the queue, exactly one of cron and everyMs, and the jobs' fields. */
 export type ScheduleRequest = z.input<typeof scheduleSchema.ScheduleBody>;
+/** An API token as anyone may see it (never its secret): its id, name, role and queues (names, prefixes ending in `*`, or `["*"]`). */
+export type Token = z.infer<typeof tokenSchema.TokenSchema>;
+/** A token just made: a Token with its secret (`token`), shown this once. */
+export type CreatedToken = z.infer<typeof tokenSchema.CreatedTokenSchema>;
+/** The body of `POST /v1/tokens`: a role, the queues, and a name if wanted. */
+export type TokenRequest = z.input<typeof tokenSchema.CreateTokenBody>;
+/** What `GET /v1/tokens/self` answers: the calling token's role and queues (id and name null for a FENCELEASE_TOKENS token). */
+export type TokenSelf = z.infer<typeof tokenSchema.TokenSelfSchema>;

@@ -2,7 +2,10 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { LeaseStore } from "../store/store.ts";
 import { ApiError } from "./api-error.ts";
 import { limitBody } from "./middleware/body-limit.ts";
-import { type Auth, bearerAuth, localCallersOnly, requireConfiguredAuth } from "./middleware/auth.ts";
+import { type Auth, bearerAuth, forwardedGrant, localCallersOnly, requireConfiguredAuth } from "./middleware/auth.ts";
+import { cachedTokens, TOKEN_CACHE_MS } from "../store/token-cache.ts";
+import type { TokenStore } from "../store/tokens.ts";
+import { serveTokens, tokenRoutes, TOKENS_TAG } from "./tokens.ts";
 import { errorResponse } from "./errors.ts";
 import { exactNumbers } from "./middleware/exact-numbers.ts";
 import { JOBS_TAG, jobRoutes, serveJobs } from "./jobs.ts";
@@ -41,6 +44,16 @@ export type AppOptions = {
   ui?: UiFiles;
   /** Where requests with waitMs wait, and what writes ring; default a WaitRoom of the app's own, in this process. */
   waits?: Waits;
+  /** Where the tokens made through the API are kept; default `store.tokens`, the store's own database. */
+  tokens?: TokenStore;
+  /** How long a token found is trusted before it is looked up again: the most a revoke made by another process waits; default TOKEN_CACHE_MS (5 s). */
+  tokenCacheMs?: number;
+  /**
+   * Only a router in front reaches this app, and it has checked the caller (a
+   * queue's Durable Object in objects mode): with auth off, each request may
+   * do what the grant the router sends in the Fencelease-Grant header allows.
+   */
+  forwardedGrants?: boolean;
 };
 
 /** The limits given, each checked once when the app is built, the rest from DEFAULT_LIMITS. */
@@ -67,11 +80,13 @@ export function createApp(options: AppOptions) {
   const { store, auth } = options;
   const clock = options.clock ?? (() => Date.now());
   const limits = limitsOf(options.limits);
-  const route = { ...jobRoutes(), ...leaseRoutes(limits), ...queueRoutes(), ...scheduleRoutes(), ...systemRoutes() };
+  const route = { ...jobRoutes(), ...leaseRoutes(limits), ...queueRoutes(), ...scheduleRoutes(), ...systemRoutes(), ...tokenRoutes() };
   const waits = options.waits ?? localWaits(store, new WaitRoom({ clock }), clock);
   const wake = wakeWith(waits);
   const requests = new RequestMetrics();
   const served: Served = { store, clock, waits, wake, limits };
+  const tokens = cachedTokens(options.tokens ?? store.tokens, { ttlMs: options.tokenCacheMs ?? TOKEN_CACHE_MS, clock });
+  const lookup = { tokens, jobQueues: (ids: string[]) => store.queuesOf(ids) };
 
   const app = new OpenAPIHono({
     defaultHook: (result) => {
@@ -90,10 +105,15 @@ export function createApp(options: AppOptions) {
   app.use(localCallersOnly(auth));
   // A body that is not JSON is refused by the route's validator (415, mapped to
   // a 400 that says so in src/http/errors.ts); routes without a body ignore it.
-  app.use("/v1/*", bearerAuth(auth));
+  app.use("/v1/*", bearerAuth(auth, lookup));
   // The OpenAPI document is open, like the README that says as much: it describes
   // the routes, holds no data, and so /docs can render it before anyone signs in.
-  app.use("/metrics", bearerAuth(auth));
+  app.use("/metrics", bearerAuth(auth, lookup));
+  if (options.forwardedGrants) {
+    if (auth !== "off") throw new RangeError("forwardedGrants needs auth off: the router in front checks the caller");
+    app.use("/v1/*", forwardedGrant(lookup.jobQueues));
+    app.use("/metrics", forwardedGrant(lookup.jobQueues));
+  }
   app.use("/v1/*", limitBody(limits.maxBodyBytes));
   app.use("/v1/*", exactNumbers());
 
@@ -101,7 +121,8 @@ export function createApp(options: AppOptions) {
   serveLeases(app, route, served);
   serveQueues(app, route, served);
   serveSchedules(app, route, served);
-  serveSystem(app, route, served, { pages: options.ui !== undefined, tags: [JOBS_TAG, LEASES_TAG, QUEUES_TAG, SCHEDULES_TAG], requests });
+  serveTokens(app, route, tokens, clock);
+  serveSystem(app, route, served, { pages: options.ui !== undefined, tags: [JOBS_TAG, LEASES_TAG, QUEUES_TAG, SCHEDULES_TAG, TOKENS_TAG], requests });
   // With auth off (local development: loopback callers only, so no anonymous loop from afar) the
   // dashboard's files are read again on every request, so that an edit shows on the next reload.
   if (options.ui) app.route("/", uiRoutes(options.ui, { reread: auth === "off" }));

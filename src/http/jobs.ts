@@ -5,6 +5,7 @@ import { MAX_TRACESTATE, traceContextFor, traceparentFault, tracestateFault } fr
 import { emptyBodyIsNone } from "./middleware/empty-body.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
 import { anyJson, body, integer, instant, JobId, JobSchema, jobView, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
+import { ApiError } from "./api-error.ts";
 import { afterAnswer } from "./wake.ts";
 
 // The jobs: enqueue one or many, read one (or wait for its end), list them and
@@ -229,9 +230,13 @@ export function jobRoutes() {
 export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store, clock, waits, wake }: Served): void {
   app.openapi(route.enqueue, async (c) => {
     const { id, delayMs, runAt, ...rest } = c.req.valid("json");
+    const permit = c.get("permit");
+    permit.need("enqueue", rest.queue ?? "default");
     const now = clock();
     const trace = traceContextFor(rest, c.req.raw.headers);
     const { created, job } = await store.enqueue(id, { ...rest, ...trace, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
+    // An id is one for all queues: that it is taken cannot be hidden, but what takes it can.
+    if (!permit.sees(job.queue)) throw new ApiError(409, "conflict", `the id ${JSON.stringify(id)} is taken by a job in a queue this token may not see; nothing changed: choose another id`);
     if (created) afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
     return created ? c.json({ created: true as const, job: jobView(job) }, 201) : c.json({ created: false as const, job: jobView(job) }, 200);
   });
@@ -241,6 +246,7 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     const headers = c.req.raw.headers;
     const jobs = c.req.valid("json").jobs.map(({ delayMs, runAt, ...job }) => ({ ...job, ...traceContextFor(job, headers), runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs) }));
     const queue = c.req.valid("param").queue;
+    c.get("permit").need("enqueue", queue);
     const enqueued = await store.enqueueMany(queue, { jobs, now });
     afterAnswer(c, wake.enqueued(queue, jobs.filter((_, i) => enqueued[i]!.created).map((job) => job.runAt ?? now), now));
     return c.json({ jobs: enqueued }, 200);
@@ -248,21 +254,29 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
 
   app.openapi(route.get, async (c) => {
     const { id } = c.req.valid("param");
+    await c.get("permit").job("read", id);
     const waitMs = c.req.valid("query").waitMs ?? 0;
     return c.json(jobView(waitMs > 0 ? await waits.job(id, waitMs, c.req.raw.signal) : await store.get(id, { now: clock() })), 200);
   });
 
   app.openapi(route.list, async (c) => {
-    const page = await store.list({ ...c.req.valid("query"), now: clock() });
-    return c.json({ jobs: page.items.map(jobView), nextCursor: page.next }, 200);
+    const query = c.req.valid("query");
+    const permit = c.get("permit");
+    if (query.queue !== undefined) permit.need("read", query.queue);
+    const page = await store.list({ ...query, now: clock() });
+    // Without a queue, a token for some queues sees their jobs of the page: maybe fewer than its limit, even none, while nextCursor goes on.
+    return c.json({ jobs: page.items.filter((job) => permit.sees(job.queue)).map(jobView), nextCursor: page.next }, 200);
   });
 
   app.openapi(route.events, async (c) => {
     const page = await store.events(c.req.valid("param").id, c.req.valid("query"));
-    return c.json({ events: page.items, nextCursor: page.next }, 200);
+    // Each event names its job's queue, so events of a queue the token may not see are left out without a read: an unknown id's answer, an empty page.
+    const permit = c.get("permit");
+    return c.json({ events: page.items.filter((event) => permit.sees(event.queue)), nextCursor: page.next }, 200);
   });
 
   app.openapi(route.retry, async (c) => {
+    await c.get("permit").job("manage", c.req.valid("param").id);
     const now = clock();
     const job = await store.retry(c.req.valid("param").id, { now });
     afterAnswer(c, wake.settled(job, now));
@@ -271,6 +285,7 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
 
   app.openapi(route.cancel, async (c) => {
     const { by = "api", reason } = c.req.valid("json");
+    await c.get("permit").job("manage", c.req.valid("param").id);
     const now = clock();
     const { changed, job } = await store.cancel(c.req.valid("param").id, { by, reason, now });
     if (changed) afterAnswer(c, wake.cancelled(job, now));
@@ -278,6 +293,7 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
   });
 
   app.openapi(route.delete, async (c) => {
+    await c.get("permit").job("manage", c.req.valid("param").id);
     await store.delete(c.req.valid("param").id, { now: clock() });
     wake.finished([c.req.valid("param").id]);
     return c.json({ deleted: true as const }, 200);

@@ -5,6 +5,7 @@ import { MAX_PROGRESS_BYTES, utf8Bytes } from "../store/validate.ts";
 import { answered, type Claimed } from "../wait/long-poll.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
 import { anyJson, body, Fence, integer, JobId, JobSchema, jobView, LeaseErrorSchema, LeaseSchema, leaseView, type Limits, many, MAX_MANY, MAX_WAIT_MS, outcomeView, Owner, positive, query, QueueName, Ttl } from "./shapes.ts";
+import { unseenAsUnknown } from "./permit.ts";
 import { afterAnswer } from "./wake.ts";
 
 // The leases: claim a job by id or the next of a queue, and what the holder of
@@ -276,23 +277,27 @@ export function leaseRoutes(limits: Limits) {
 export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { store, clock, waits, wake }: Served): void {
   app.openapi(route.claim, async (c) => {
     const { owner, ttlMs } = c.req.valid("json");
+    await c.get("permit").job("work", c.req.valid("param").id);
     return c.json(leaseView(await store.claim(c.req.valid("param").id, { owner, ttlMs, now: clock() })), 200);
   });
 
   app.openapi(route.claimNext, async (c) => {
     const { owner, ttlMs, limit = 1, waitMs = 0 } = c.req.valid("json");
     const queue = c.req.valid("param").queue;
+    c.get("permit").need("work", queue);
     if (waitMs === 0) return c.json(claimedView(answered(await store.claimNext(queue, { owner, ttlMs, limit, now: clock() }), 0), false), 200);
     return c.json(claimedView(await waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, c.req.raw.signal), true), 200);
   });
 
   app.openapi(route.renew, async (c) => {
     const { owner, fence, ttlMs, progress } = c.req.valid("json");
+    await c.get("permit").job("work", c.req.valid("param").id);
     return c.json(await store.renew(c.req.valid("param").id, { owner, fence, ttlMs, progress, now: clock() }), 200);
   });
 
   app.openapi(route.complete, async (c) => {
     const { owner, fence, result, next } = c.req.valid("json");
+    await c.get("permit").job("work", c.req.valid("param").id);
     const settled = await store.complete(c.req.valid("param").id, { owner, fence, result: check.json("result", result)!, next, now: clock() });
     wake.finished([settled.job.id]);
     wake.ended([settled.job.queue]);
@@ -301,6 +306,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
 
   app.openapi(route.release, async (c) => {
     const { owner, fence } = c.req.valid("json");
+    await c.get("permit").job("work", c.req.valid("param").id);
     const now = clock();
     const job = await store.release(c.req.valid("param").id, { owner, fence, now });
     afterAnswer(c, wake.settled(job, now));
@@ -309,6 +315,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
 
   app.openapi(route.fail, async (c) => {
     const { owner, fence, error, retryInMs, next } = c.req.valid("json");
+    await c.get("permit").job("work", c.req.valid("param").id);
     const now = clock();
     const settled = await store.fail(c.req.valid("param").id, { owner, fence, error, retryInMs, next, now });
     afterAnswer(c, wake.settled(settled.job, now));
@@ -317,13 +324,24 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
 
   app.openapi(route.renewMany, async (c) => {
     const { owner, ttlMs, leases } = c.req.valid("json");
-    return c.json({ leases: (await store.renewMany({ owner, ttlMs, leases, now: clock() })).map(outcomeView) }, 200);
+    const permit = c.get("permit");
+    permit.needRole("work", "renew leases");
+    check.distinctIds("leases", leases);
+    const hidden = await permit.hidden(leases.map((lease) => lease.id));
+    const renewed = await store.renewMany({ owner, ttlMs, leases: leases.filter((lease) => !hidden.has(lease.id)), now: clock() });
+    return c.json({ leases: unseenAsUnknown(leases, hidden, renewed).map(outcomeView) }, 200);
   });
 
   app.openapi(route.completeMany, async (c) => {
     const { owner, leases, next } = c.req.valid("json");
-    const completions = leases.map(({ id, fence, result }) => ({ id, fence, result: check.json("result", result)! }));
-    const { completed, leases: taken, ended } = await store.completeMany({ owner, leases: completions, next, now: clock() });
+    const permit = c.get("permit");
+    permit.needRole("work", "complete leases");
+    if (next !== undefined) permit.need("work", next.queue);
+    check.distinctIds("leases", leases);
+    const hidden = await permit.hidden(leases.map((lease) => lease.id));
+    const completions = leases.filter((lease) => !hidden.has(lease.id)).map(({ id, fence, result }) => ({ id, fence, result: check.json("result", result)! }));
+    const { completed: seen, leases: taken, ended } = await store.completeMany({ owner, leases: completions, next, now: clock() });
+    const completed = unseenAsUnknown(leases, hidden, seen);
     wake.finished(completed.flatMap((outcome) => ("done" in outcome ? [outcome.id] : [])));
     wake.ended(ended);
     return c.json({ completed: completed.map(outcomeView), leases: taken.map(leaseView) }, 200);
@@ -331,6 +349,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
 
   app.openapi(route.lease, async (c) => {
     const { owner, fence } = c.req.valid("query");
+    await c.get("permit").job("read", c.req.valid("param").id);
     return c.json(await store.leaseCheck(c.req.valid("param").id, { owner, fence, now: clock() }), 200);
   });
 }

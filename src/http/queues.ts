@@ -104,23 +104,37 @@ export function queueRoutes() {
 
 /** Serves the queue routes on `app`. */
 export function serveQueues(app: Api, route: ReturnType<typeof queueRoutes>, { store, clock, wake }: Served): void {
-  app.openapi(route.pauseQueue, async (c) => c.json(await store.queues.pause(c.req.valid("param").queue, { now: clock() }), 200));
+  app.openapi(route.pauseQueue, async (c) => {
+    c.get("permit").need("manage", c.req.valid("param").queue);
+    return c.json(await store.queues.pause(c.req.valid("param").queue, { now: clock() }), 200);
+  });
 
   app.openapi(route.resumeQueue, async (c) => {
+    c.get("permit").need("manage", c.req.valid("param").queue);
     const settings = await store.queues.resume(c.req.valid("param").queue, { now: clock() });
     afterAnswer(c, wake.queueOpened(settings.queue));
     return c.json(settings, 200);
   });
 
   app.openapi(route.setQueue, async (c) => {
+    c.get("permit").need("manage", c.req.valid("param").queue);
     const settings = await store.queues.set(c.req.valid("param").queue, { ...c.req.valid("json"), now: clock() });
     afterAnswer(c, wake.queueOpened(settings.queue));
     return c.json(settings, 200);
   });
 
-  app.openapi(route.getQueue, async (c) => c.json(await store.queues.get(c.req.valid("param").queue), 200));
+  app.openapi(route.getQueue, async (c) => {
+    c.get("permit").need("read", c.req.valid("param").queue);
+    return c.json(await store.queues.get(c.req.valid("param").queue), 200);
+  });
 
-  app.openapi(route.listQueues, async (c) => c.json({ queues: await store.queues.list() }, 200));
+  app.openapi(route.listQueues, async (c) => {
+    const permit = c.get("permit");
+    return c.json({ queues: (await store.queues.list()).filter((settings) => permit.sees(settings.queue)) }, 200);
+  });
 
-  app.openapi(route.stats, async (c) => c.json({ queues: await store.stats({ now: clock() }) }, 200));
+  app.openapi(route.stats, async (c) => {
+    const permit = c.get("permit");
+    return c.json({ queues: (await store.stats({ now: clock() })).filter((stats) => permit.sees(stats.queue)) }, 200);
+  });
 }

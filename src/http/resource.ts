@@ -34,6 +34,7 @@ export const error = (description: string) => json(ErrorSchema, description);
 export const refusals = {
   400: error("invalid_request: the request breaks a rule; the message says which"),
   401: error("unauthorized: a missing or wrong bearer token"),
+  403: error("forbidden: the token's role or queues do not allow this call; the message names the role and queue it needs"),
   413: error("payload_too_large: the body is over the limit"),
   503: error("unavailable: the database cannot be reached; retry after Retry-After seconds"),
 };

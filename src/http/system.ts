@@ -48,7 +48,12 @@ export function systemRoutes() {
  * (when the app has `pages`), anyone else gets where the API is described.
  */
 export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { store, clock }: Served, { pages, tags, requests }: { pages: boolean; tags: Tag[]; requests: RequestMetrics }): void {
-  app.openapi(route.metrics, async (c) => c.text(prometheusText(await store.stats({ now: clock() }), requests), 200, { "Content-Type": "text/plain; version=0.0.4" }));
+  app.openapi(route.metrics, async (c) => {
+    const permit = c.get("permit");
+    const stats = (await store.stats({ now: clock() })).filter((queue) => permit.sees(queue.queue));
+    // The request histogram names routes by their patterns, never a queue: every token that may read /metrics sees it whole.
+    return c.text(prometheusText(stats, requests), 200, { "Content-Type": "text/plain; version=0.0.4" });
+  });
 
   app.openapi(route.health, async (c) => {
     const health = await store.health();

@@ -5,6 +5,7 @@ import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type
 import { claimRefusal, leaseLostReason, type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
 import { Schedules } from "./schedules.ts";
 import { Queues } from "./queues.ts";
+import { Tokens } from "./tokens.ts";
 import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./sql/lease.ts";
 import { followClock } from "./sql/bucket.ts";
@@ -87,6 +88,8 @@ export class LeaseStore {
   readonly queues: Queues;
   /** The recurring schedules (src/store/schedules.ts): put, get, list, delete, fireDue. */
   readonly schedules: Schedules;
+  /** The API tokens (src/store/tokens.ts): create, list, find, revoke. */
+  readonly tokens: Tokens;
   /** This store's clock id: which clock wrote a stored time (src/store/step-back.ts). */
   readonly #clock = clockId();
 
@@ -97,6 +100,7 @@ export class LeaseStore {
     this.#random = options.random ?? Math.random;
     this.queues = new Queues(this.#driver, this.#clock);
     this.schedules = new Schedules(this.#driver, this.#clock);
+    this.tokens = new Tokens(this.#driver);
   }
 
   /** enqueue adds a job and answers it, `created: true`; an id that exists answers its job as stored, untouched, `created: false`. */
@@ -187,6 +191,12 @@ export class LeaseStore {
   /** finishedOf answers which of the jobs `ids` are done, dead, cancelled or gone, in one read (the wait rooms' re-check). */
   async finishedOf(ids: string[]): Promise<string[]> {
     return (await this.#driver.run(reads.finished(ids.map((id) => check.name("id", id))))).map((row) => row.id as string);
+  }
+
+  /** queuesOf answers the queue of each of the jobs `ids` that exists, in one read (what a token limited to some queues must know first); an id of no job is not in it. */
+  async queuesOf(ids: string[]): Promise<Map<string, string>> {
+    const rows = await this.#driver.run(reads.queuesOf(ids.map((id) => check.name("id", id))));
+    return new Map(rows.map((row) => [row.id as string, row.queue as string]));
   }
 
   /**

@@ -9,6 +9,7 @@ import { api, ApiError, token, whenUnauthorized } from "./api.js";
 import { errorNote, h } from "./dom.js";
 import { jobView } from "./job.js";
 import { jobsView } from "./jobs.js";
+import { scope, signedInAs } from "./permit.js";
 import { queuesView } from "./queues.js";
 import { schedulesView } from "./schedules.js";
 
@@ -65,7 +66,8 @@ async function show() {
 }
 
 /**
- * The sign-in form: the token is tried on GET /v1/stats before it is kept.
+ * The sign-in form: the token is tried on GET /v1/tokens/self, which any valid
+ * token may read and which says what it may do, before it is kept.
  * @param {string} [why] what went wrong before, if anything
  */
 function signIn(why) {
@@ -88,23 +90,30 @@ function signIn(why) {
   async function submit(event) {
     event.preventDefault();
     const given = input.value.trim();
+    let grant;
     try {
-      await api("/v1/stats", { bearer: given, quiet401: true });
+      grant = await api("/v1/tokens/self", { bearer: given, quiet401: true });
     } catch (error) {
       const refused = error instanceof ApiError && error.status === 401;
       note.replaceChildren(errorNote(refused ? `That token was refused: ${error}` : error));
       return;
     }
     token.set(given);
-    signedIn("token");
+    signedIn("token", grant);
   }
 }
 
-/** @param {"token" | "open"} how */
-function signedIn(how) {
+/**
+ * @param {"token" | "open"} how
+ * @param {import("./permit.js").Grant} grant what the token may do
+ */
+function signedIn(how, grant) {
+  signedInAs(grant);
   session.replaceChildren(how === "open"
     ? h("span", { class: "badge muted", title: "FENCELEASE_AUTH=off: no token, and only this machine may call" }, "auth off")
-    : h("button", { type: "button", class: "secondary", onclick: () => { token.clear(); signIn(); } }, "Sign out"));
+    : h("span", { class: "signed-in" },
+      h("span", { class: "role", id: "signed-in-as", title: "What this token may do; the server refuses anything else" }, scope()),
+      h("button", { type: "button", class: "secondary", onclick: () => { token.clear(); signIn(); } }, "Sign out")));
   window.addEventListener("hashchange", show);
   void show();
 }
@@ -116,8 +125,8 @@ async function start() {
   });
   try {
     // With auth off the API answers without a token, and the page opens directly.
-    await api("/v1/stats", { quiet401: true });
-    signedIn(token.get() ? "token" : "open");
+    const grant = await api("/v1/tokens/self", { quiet401: true });
+    signedIn(token.get() ? "token" : "open", grant);
   } catch (error) {
     if (!(error instanceof ApiError && error.status === 401)) return void main.replaceChildren(errorNote(error));
     const hadToken = token.get() !== null;

@@ -4,6 +4,7 @@
 import { api, ApiError, jobPath } from "./api.js";
 import { confirmAction, errorNote, h } from "./dom.js";
 import { moment, prettyJson } from "./format.js";
+import { may } from "./permit.js";
 import { timeline } from "./timeline.js";
 
 /** Events read per request, and the most the page reads (then it says so). */
@@ -37,7 +38,7 @@ export async function jobView(container, params, signal) {
   container.append(
     h("div", { class: "heading" },
       h("h1", {}, h("span", { class: "muted" }, "Job "), job.id, " ", h("span", { class: `status status-${job.status}` }, job.status)),
-      actions(job, reload)),
+      may("manage", job.queue) && actions(job, reload)),
     fields(job, history.events),
     timeline(history.events, job),
     h("div", { class: "values" },

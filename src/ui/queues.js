@@ -6,6 +6,7 @@
 import { api } from "./api.js";
 import { errorNote, h } from "./dom.js";
 import { duration, moment } from "./format.js";
+import { abilities, may, mayAtAll } from "./permit.js";
 import { limits, queueButtons, settingsDialog, unset } from "./queue-controls.js";
 
 /** How often the numbers are read again. */
@@ -44,9 +45,10 @@ export function queuesView(container, _params, signal) {
     note.replaceChildren(h("p", { class: "ok", role: "status" }, `Saved ${answer.queue}: ${limits(answer)}.`));
     await refresh();
   }, signal);
-  const create = h("button", { type: "button", onclick: () => edit(null) }, "New queue");
+  const create = mayAtAll("manage") && h("button", { type: "button", onclick: () => edit(null) }, "New queue");
   container.append(
     h("div", { class: "heading" }, h("h1", {}, "Queues"), h("div", { class: "controls" }, status, toggle, create)),
+    h("p", { class: "muted", id: "abilities" }, abilities()),
     problem,
     note,
     body);
@@ -121,7 +123,7 @@ function queueRow(stats, settings, act, edit) {
     h("td", { class: `num${stats.refused.lastHour > 0 ? " alarm" : ""}`, "data-label": "refused, last hour", "data-stat": "refused.lastHour" }, stats.refused.lastHour),
     h("td", { class: "num", "data-label": "refused, ever", "data-stat": "refused.total" }, stats.refused.total),
     h("td", { "data-label": "limits", "data-setting": "limits" }, limits(settings)),
-    h("td", { class: "row-actions-cell" }, queueButtons(settings, act, edit)));
+    h("td", { class: "row-actions-cell" }, may("manage", stats.queue) && queueButtons(settings, act, edit)));
 }
 
 function empty() {

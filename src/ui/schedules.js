@@ -6,6 +6,7 @@
 import { api } from "./api.js";
 import { confirmAction, errorNote, h } from "./dom.js";
 import { moment } from "./format.js";
+import { may, mayAtAll } from "./permit.js";
 
 /**
  * @typedef {{ name: string, queue: string, cron: string | null, everyMs: number | null, timezone: string,
@@ -37,7 +38,8 @@ export async function schedulesView(container, _params, signal) {
     await load();
   };
   const complain = (/** @type {string} */ message) => note.replaceChildren(errorNote(message));
-  container.append(h("div", { class: "heading" }, h("h1", {}, "Schedules")), note, list, scheduleForm(act, complain));
+  container.append(h("div", { class: "heading" }, h("h1", {}, "Schedules")), note, list);
+  if (mayAtAll("manage")) container.append(scheduleForm(act, complain));
   await load();
 
   async function load() {
@@ -62,7 +64,7 @@ function table(schedules, act) {
       h("td", { "data-label": "next fire", "data-field": "nextFireAt" }, schedule.nextFireAt === null ? "–" : instant(schedule.nextFireAt)),
       h("td", { "data-label": "last fire", "data-field": "lastFireAt" }, schedule.lastFireAt === null ? "never yet" : instant(schedule.lastFireAt)),
       h("td", { "data-label": "job" }, `priority ${schedule.priority}, ${schedule.maxAttempts} attempts`),
-      h("td", { class: "row-actions-cell" }, h("button", { type: "button", class: "danger", "aria-label": `Delete schedule ${schedule.name}`, onclick: async () => {
+      h("td", { class: "row-actions-cell" }, may("manage", schedule.queue) && h("button", { type: "button", class: "danger", "aria-label": `Delete schedule ${schedule.name}`, onclick: async () => {
         const ok = await confirmAction("Delete this schedule?", `${schedule.name} fires no more. The jobs it has enqueued stay in queue ${schedule.queue}.`, "Delete schedule");
         if (ok) await act(() => api(schedulePath(schedule.name), { method: "DELETE" }), `Deleted schedule ${schedule.name}.`);
       } }, "Delete"))))));

@@ -75,12 +75,12 @@ function optionalFields(document: Document, schema: Schema, where: string, seen 
 describe("the OpenAPI document", () => {
   test("tags every operation by its resource and gives it a unique operationId; servers; only /healthz needs no token", async () => {
     const document = await openApiDocument();
-    expect(document.tags!.map((tag) => tag.name)).toEqual(["jobs", "leases", "queues", "schedules", "system"]);
+    expect(document.tags!.map((tag) => tag.name)).toEqual(["jobs", "leases", "queues", "schedules", "tokens", "system"]);
     for (const tag of document.tags!) expect(tag.description, tag.name).toEqual(expect.stringMatching(/\w/));
     expect(document.servers).toEqual([expect.objectContaining({ url: "/" })]);
     expect(document.security).toEqual([{ bearer: [] }]);
     const all = operations(document);
-    expect(all.length).toBe(29);
+    expect(all.length).toBe(33);
     for (const { method, path, operation } of all) {
       expect(operation.tags, `${method} ${path}`).toHaveLength(1);
       expect(document.tags!.map((tag) => tag.name), `${method} ${path}`).toContain(operation.tags![0]);
@@ -92,6 +92,7 @@ describe("the OpenAPI document", () => {
     expect(byTag("jobs")).toEqual(["cancelJob", "deleteJob", "enqueueJob", "enqueueJobs", "getJob", "listJobEvents", "listJobs", "retryJob"]);
     expect(byTag("leases")).toEqual(["checkLease", "claimJob", "claimNext", "completeLease", "completeLeases", "failLease", "releaseLease", "renewLease", "renewLeases"]);
     expect(byTag("system")).toEqual(["getHealth", "getMetrics"]);
+    expect(byTag("tokens")).toEqual(["createToken", "getTokenSelf", "listTokens", "revokeToken"]);
   });
 
   test("marks required every field an answer always has: the only optional ones are those the server leaves out", async () => {
@@ -203,6 +204,10 @@ async function answers(): Promise<{ operationId: string; status: number; body: u
   await as("getSchedule", "GET", "/v1/schedules/nightly");
   await as("listSchedules", "GET", "/v1/schedules");
   await as("deleteSchedule", "DELETE", "/v1/schedules/nightly");
+  const { id } = (await as("createToken", "POST", "/v1/tokens", { role: "worker", queues: ["q", "mail-*"], name: "billing" })) as { id: string };
+  await as("listTokens", "GET", "/v1/tokens");
+  await as("getTokenSelf", "GET", "/v1/tokens/self");
+  await as("revokeToken", "DELETE", `/v1/tokens/${id}`);
   await as("getHealth", "GET", "/healthz");
   clock.now += 1;
   return seen;
@@ -227,7 +232,7 @@ describe("a client generated from the document by openapi-typescript", () => {
     const document = await openApiDocument();
     const generated = astToString(await openapiTS(document as never));
     const real = await answers();
-    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(27); // all but the 204 of deleteSchedule and the text of getMetrics
+    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(31); // all but the 204 of deleteSchedule and the text of getMetrics
 
     const use = [
       'import type { components, operations } from "./api.ts";',
@@ -250,6 +255,9 @@ describe("a client generated from the document by openapi-typescript", () => {
       'export const complete: Body<"completeLease"> = { owner: "A", fence: 1, result: null, next: { limit: 1, ttlMs: 30000 } };',
       'export const cron: Body<"putSchedule"> = { queue: "q", cron: "0 3 * * *", timezone: "UTC" };',
       'export const every: Body<"putSchedule"> = { queue: "q", everyMs: 60000 };',
+      'export const token: Body<"createToken"> = { role: "reader", queues: ["*"] };',
+      "// @ts-expect-error a role the API does not have",
+      'export const root: Body<"createToken"> = { role: "root", queues: ["*"] };',
       'export const cancelNeedsNoBody: {} extends Pick<operations["cancelJob"], "requestBody"> ? true : false = true;',
       'export const claimNeedsABody: {} extends Pick<operations["claimJob"], "requestBody"> ? false : true = true;',
       // The checks above can fail: an answer with a field the document lacks, or without one it requires, does not type-check.

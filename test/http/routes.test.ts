@@ -275,6 +275,7 @@ describe("health and documents", () => {
       "/v1/jobs/{id}/renew", "/v1/jobs/{id}/retry", "/v1/leases/complete", "/v1/leases/renew",
       "/v1/queues", "/v1/queues/{queue}", "/v1/queues/{queue}/claim", "/v1/queues/{queue}/jobs",
       "/v1/queues/{queue}/pause", "/v1/queues/{queue}/resume", "/v1/schedules", "/v1/schedules/{name}", "/v1/stats",
+      "/v1/tokens", "/v1/tokens/self", "/v1/tokens/{id}",
     ]);
     const claim = body.paths["/v1/jobs/{id}/claim"].post.requestBody.content["application/json"].schema;
     expect(claim.properties.ttlMs.maximum).toBe(60_000);

@@ -29,9 +29,9 @@ describe("a request", () => {
     expect(request.status.code).toBe(SpanStatusCode.UNSET);
     expect(request.instrumentationScope.name).toBe("fencelease");
 
-    const [transaction, ...more] = finished.filter((span) => parentOf(span) === request.spanContext().spanId);
+    // The enqueue's batch: its INSERT, then what it counts (beside it, the bearer token's first lookup).
+    const [transaction, ...more] = finished.filter((span) => parentOf(span) === request.spanContext().spanId && span.name.startsWith("INSERT jobs"));
     expect(more).toEqual([]);
-    expect(transaction!.name).toMatch(/^INSERT jobs; /); // the enqueue's batch: its INSERT, then what it counts and reads
     expect(transaction!.kind).toBe(SpanKind.CLIENT);
     expect(transaction!.spanContext().traceId).toBe(CALLER.traceId);
     expect(transaction!.attributes).toMatchObject({
@@ -41,7 +41,7 @@ describe("a request", () => {
       "db.query.summary": transaction!.name,
       "db.response.returned_rows": expect.any(Number),
     });
-    expect(finished).toHaveLength(2);
+    expect(finished.every((span) => span === request || parentOf(span) === request.spanContext().spanId)).toBe(true);
   });
 
   test("a path with ids is named by its pattern, never its path: two jobs, one span name", async () => {
@@ -73,7 +73,7 @@ describe("a request", () => {
     const { call } = await freshApp();
     expect((await call("GET", "/v1/nothing/here")).status).toBe(404);
     expect((await call("GET", "/elsewhere")).status).toBe(404);
-    expect(spans.getFinishedSpans().map((span) => span.name)).toEqual(["GET (unmatched)", "GET (unmatched)"]);
+    expect(spans.getFinishedSpans().filter((span) => span.kind === SpanKind.SERVER).map((span) => span.name)).toEqual(["GET (unmatched)", "GET (unmatched)"]);
   });
 
   test("a storage that throws: the transaction span and the request's 500 are errors, with the exception", async () => {
@@ -86,8 +86,7 @@ describe("a request", () => {
     expect(request.status.code).toBe(SpanStatusCode.ERROR);
     expect(request.attributes).toMatchObject({ "http.response.status_code": 500, "error.type": "500" });
     expect(request.events.map((event) => event.name)).toEqual(["exception"]);
-    const [transaction] = finished.filter((span) => parentOf(span) === request.spanContext().spanId);
-    expect(transaction!.name).toMatch(/^INSERT jobs; /);
+    const [transaction] = finished.filter((span) => parentOf(span) === request.spanContext().spanId && span.name.startsWith("INSERT jobs"));
     expect(transaction!.status).toMatchObject({ code: SpanStatusCode.ERROR, message: "disk on fire" });
     expect(transaction!.attributes["error.type"]).toBe("Error");
   });

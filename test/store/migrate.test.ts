@@ -128,7 +128,7 @@ describe("migrate", () => {
     try {
       const db = rawDatabase(client);
       const before = await writeHistoryBefore0015(db);
-      expect(await migrate(client, (await readMigrations()).filter((m) => m.name < "0016"))).toEqual(["0015_fewer_rows_written.sql"]); // the store's open runs the later ones
+      expect((await migrate(client, await readMigrations()))[0]).toBe("0015_fewer_rows_written.sql"); // then any later one
       await expectKeptAfter0015(db, before);
       const store = await openStore({ url });
       try {

@@ -12,6 +12,7 @@ import { queuesContract } from "../contract/queues.contract.ts";
 import { schedulesContract } from "../contract/schedules.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
+import { tokensContract } from "../contract/tokens.contract.ts";
 import { traceContract } from "../contract/trace.contract.ts";
 import { freshStore, freshUrl } from "../fresh-db.ts";
 import { noteVerbs } from "../../src/store/note.ts";
@@ -28,6 +29,7 @@ rateLimitContract(freshStore);
 queuesContract(freshStore);
 schedulesContract(freshStore);
 cancelContract(freshStore);
+tokensContract(freshStore);
 traceContract(freshStore);
 
 describe("close", () => {

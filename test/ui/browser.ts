@@ -84,10 +84,10 @@ export async function leave(visited: Visit, origin: string): Promise<void> {
   expect(visited.errors).toEqual([]);
 }
 
-/** Signs in on /ui with the test token, as a person would. */
-export async function signIn(page: Page, url: string): Promise<void> {
+/** Signs in on /ui with the test token (or `token`), as a person would. */
+export async function signIn(page: Page, url: string, token = TOKEN): Promise<void> {
   await page.goto(`${url}/ui`);
-  await page.getByLabel("Token").fill(TOKEN);
+  await page.getByLabel("Token").fill(token);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("heading", { name: "Queues" }).waitFor();
 }

@@ -36,7 +36,7 @@ describe("sign-in", () => {
     await page.getByRole("heading", { name: "Sign in" }).waitFor();
     await page.getByLabel("Token").fill("not-the-token");
     await page.getByRole("button", { name: "Sign in" }).click();
-    await expect.poll(() => page.getByRole("alert").textContent(), WAIT).toBe("That token was refused: the bearer token is not valid (401 unauthorized)");
+    await expect.poll(() => page.getByRole("alert").textContent(), WAIT).toBe("That token was refused: the bearer token is not valid (or was revoked) (401 unauthorized)");
 
     await page.getByLabel("Token").fill(TOKEN);
     await page.getByRole("button", { name: "Sign in" }).click();

@@ -20,10 +20,9 @@ describe("migrations on D1", () => {
     expect((await raw.rows("SELECT name FROM d1_migrations ORDER BY id")).at(-1)).toEqual({ name: "0014_schedule_fires.sql" });
     const before = await writeHistoryBefore0015(raw);
 
-    await applyD1Migrations(db, env.TEST_MIGRATIONS.filter((m) => m.name < "0016"));
-    expect((await raw.rows("SELECT name FROM d1_migrations ORDER BY id")).at(-1)).toEqual({ name: "0015_fewer_rows_written.sql" });
+    await applyD1Migrations(db, env.TEST_MIGRATIONS);
+    expect(await raw.rows("SELECT name FROM d1_migrations ORDER BY id")).toContainEqual({ name: "0015_fewer_rows_written.sql" });
     await expectKeptAfter0015(raw, before);
-    await applyD1Migrations(db, env.TEST_MIGRATIONS); // the later ones, which today's store writes to (0032)
     await expectHistoryGoesOn(new LeaseStore(d1Driver(db)), before);
   });
 });

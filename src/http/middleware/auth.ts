@@ -1,6 +1,15 @@
 import type { MiddlewareHandler } from "hono";
 import { timingSafeEqual } from "hono/utils/buffer";
+import { queueScope, role, type TokenStore } from "../../store/tokens.ts";
 import { ApiError } from "../api-error.ts";
+import { EVERYTHING, type Grant, type JobQueues, Permit } from "../permit.ts";
+
+declare module "hono" {
+  interface ContextVariableMap {
+    /** What the request's token may do; set by bearerAuth on every route that needs a token. */
+    permit: Permit;
+  }
+}
 
 /** Who may call the API: holders of one of these bearer tokens, or, in local development only, anyone. */
 export type Auth = { tokens: readonly string[] } | "off";
@@ -28,24 +37,86 @@ export function requireConfiguredAuth(auth: Auth): MiddlewareHandler {
   };
 }
 
-/** Checks `Authorization: Bearer <token>` against the configured tokens, in constant time. */
-export function bearerAuth(auth: Auth): MiddlewareHandler {
-  const tokens = auth === "off" ? [] : auth.tokens;
+/** Where bearerAuth finds tokens made through the API, and how a permit reads jobs' queues. */
+export type TokenLookup = { tokens: Pick<TokenStore, "find">; jobQueues: JobQueues };
+
+/** No token made through the API: only the configured ones, each of which may do everything (so no job's queue is ever read). */
+const CONFIGURED_ONLY: TokenLookup = { tokens: { find: async () => null }, jobQueues: async () => new Map() };
+
+/**
+ * Checks `Authorization: Bearer <token>`: a token made through the API (found
+ * by the SHA-256 of the secret), else one of the configured tokens (compared in
+ * constant time; admin for every queue). Sets the request's `permit`; with
+ * auth off, a permit for everything. Without `lookup`, only the configured
+ * tokens are let in.
+ */
+export function bearerAuth(auth: Auth, { tokens, jobQueues }: TokenLookup = CONFIGURED_ONLY): MiddlewareHandler {
+  const configured = auth === "off" ? [] : auth.tokens;
   // Tokens already proven valid: at most one entry per configured token, so a
   // lookup can only tell a caller what the 200 tells it anyway, and it spares
   // every later request the hashing of the constant-time comparison.
   const proven = new Set<string>();
+  const permit = (grant: Grant) => new Permit(grant, jobQueues);
   return async function bearerAuth(c, next) {
-    if (auth === "off") return next();
+    if (auth === "off") {
+      c.set("permit", permit(EVERYTHING));
+      return next();
+    }
     const header = c.req.header("Authorization");
     const given = /^Bearer +(\S+) *$/i.exec(header ?? "")?.[1];
-    if (given !== undefined && proven.has(given)) return next();
-    // Compare with every token, so the time taken says nothing about which one nearly matched.
-    const matches = given === undefined ? [] : await Promise.all(tokens.map((token) => timingSafeEqual(token, given)));
-    if (matches.includes(true)) proven.add(given!);
-    else {
-      const message = header === undefined ? "send the header Authorization: Bearer <token>" : "the bearer token is not valid";
-      throw new ApiError(401, "unauthorized", message, { "WWW-Authenticate": 'Bearer realm="fencelease"' });
+    c.set("permit", permit(given === undefined ? refused(header) : await grantOf(given)));
+    await next();
+  };
+
+  async function grantOf(given: string): Promise<Grant> {
+    if (proven.has(given)) return EVERYTHING;
+    // A token made through the API first: a cached one is then found without
+    // the hashing of the comparisons below. A database that cannot answer
+    // still lets a configured token in.
+    let unavailable: unknown;
+    const token = await tokens.find(given).catch((error: unknown) => {
+      unavailable = error;
+      return null;
+    });
+    if (token) return { id: token.id, name: token.name, role: token.role, queues: token.queues };
+    // Compare with every configured token, so the time taken says nothing about which one nearly matched.
+    const matches = await Promise.all(configured.map((configuredToken) => timingSafeEqual(configuredToken, given)));
+    if (matches.includes(true)) {
+      proven.add(given);
+      return EVERYTHING;
+    }
+    if (unavailable !== undefined) throw unavailable;
+    return refused("Bearer");
+  }
+}
+
+/** The 401 of a request without a valid token. */
+function refused(header: string | undefined): never {
+  const message = header === undefined ? "send the header Authorization: Bearer <token>" : "the bearer token is not valid (or was revoked)";
+  throw new ApiError(401, "unauthorized", message, { "WWW-Authenticate": 'Bearer realm="fencelease"' });
+}
+
+/** The header in which a router in front (objects mode's) sends what the caller's token may do. */
+export const GRANT_HEADER = "Fencelease-Grant";
+
+/** A grant as GRANT_HEADER carries it: its JSON, URI-encoded (queue names may be any text). */
+export function grantHeader(grant: Grant): string {
+  return encodeURIComponent(JSON.stringify(grant));
+}
+
+/**
+ * For an app that only a router reaches, which has checked the caller (a
+ * queue's Durable Object, whose app runs with auth off): the request's permit
+ * becomes the grant the router sends in GRANT_HEADER. The router removes the
+ * header from what a caller sends, so only its own reaches here; a request
+ * without one is the router's own call, and keeps auth off's permit.
+ */
+export function forwardedGrant(jobQueues: JobQueues): MiddlewareHandler {
+  return async function forwardedGrant(c, next) {
+    const sent = c.req.header(GRANT_HEADER);
+    if (sent !== undefined) {
+      const grant = JSON.parse(decodeURIComponent(sent)) as Grant;
+      c.set("permit", new Permit({ id: grant.id, name: grant.name, role: role(grant.role), queues: queueScope(grant.queues) }, jobQueues));
     }
     await next();
   };

@@ -1,7 +1,9 @@
 import { DurableObject } from "cloudflare:workers";
 import type { DurableObjectNamespace, DurableObjectState, DurableObjectStub } from "@cloudflare/workers-types";
 import { metered, objectDriver, type RowMeter } from "../../drivers/durable-object-sql.ts";
-import type { Driver } from "../../drivers/driver.ts";
+import type { Driver, Row, Statement } from "../../drivers/driver.ts";
+import * as tokenSql from "../../store/sql/tokens.ts";
+import { MIGRATIONS } from "./migrations.ts";
 
 /**
  * How many objects the id directory is spread over. An id's shard is a hash
@@ -17,7 +19,8 @@ export const REGISTRY = "queues";
 /** An id bound to another queue than the one asking, with that queue. */
 export type Taken = [id: string, queue: string];
 
-// Every instance has every table; a shard uses `ids` and `floor`, the registry `queues` and `schedules`.
+// Every instance has every table; a shard uses `ids` and `floor`, the registry `queues`, `schedules` and `tokens`
+// (whose table is migrations/0030's, made below if missing).
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS ids (id TEXT PRIMARY KEY, queue TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS floor (one INTEGER PRIMARY KEY CHECK (one = 1), fence INTEGER NOT NULL);
@@ -49,6 +52,7 @@ export class Directory extends DurableObject<unknown> {
     super(ctx as never, env);
     const storage = metered(ctx.storage, this.#meter);
     storage.sql.exec(SCHEMA).toArray();
+    if (storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'tokens'").toArray().length === 0) storage.sql.exec(TOKENS_TABLE).toArray();
     this.#driver = objectDriver(storage);
   }
 
@@ -124,12 +128,36 @@ export class Directory extends DurableObject<unknown> {
     await this.#driver.run({ sql: "DELETE FROM schedules WHERE name = ?1 AND queue = ?2", args: [name, queue] });
   }
 
+  /**
+   * tokens runs statements of src/store/sql/tokens.ts, and only those, in one
+   * transaction (the registry): objects mode keeps its API tokens here, one
+   * place for every queue (registryTokens makes them and checks them; only
+   * the SHA-256 of a secret is stored).
+   */
+  async tokens(statements: Statement[]): Promise<Row[][]> {
+    this.#meter.requests++;
+    const foreign = statements.find((statement) => !TOKEN_STATEMENTS.has(statement.sql));
+    if (foreign) throw new Error(`the registry runs only the statements of src/store/sql/tokens.ts, not ${foreign.sql.slice(0, 60)}`);
+    return this.#driver.batch(statements);
+  }
+
   /** scheduleQueues answers each queue that holds a schedule, by name (the registry). */
   async scheduleQueues(): Promise<string[]> {
     this.#meter.requests++;
     return (await this.#driver.run({ sql: "SELECT DISTINCT queue FROM schedules ORDER BY queue", args: [] })).map((row) => row.queue as string);
   }
 }
+
+/** The tokens table of migrations/0030, for the registry. */
+const TOKENS_TABLE = MIGRATIONS.find((migration) => migration.name === "0030_tokens.sql")!.sql;
+
+/** The SQL of each statement of src/store/sql/tokens.ts (their text does not depend on their arguments). */
+const TOKEN_STATEMENTS = new Set([
+  tokenSql.insertToken({ id: "", hash: "", role: "", queues: "", name: null, createdAt: 0 }).sql,
+  tokenSql.tokenByHash("").sql,
+  tokenSql.listTokens().sql,
+  tokenSql.deleteToken("").sql,
+]);
 
 /** The shard of the id directory that holds `id`: FNV-1a of its UTF-16 code units, modulo DIRECTORY_SHARDS. */
 export function shardOf(id: string): number {

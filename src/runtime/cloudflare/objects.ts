@@ -1,4 +1,6 @@
 import type { DurableObjectNamespace } from "@cloudflare/workers-types";
+import { GRANT_HEADER, grantHeader } from "../../http/middleware/auth.ts";
+import type { Grant } from "../../http/permit.ts";
 import { byShard, registry } from "./directory.ts";
 import type { WorkerEnv } from "./env.ts";
 import { QUEUE_HEADER, type QueueObject } from "./queue-object.ts";
@@ -6,8 +8,8 @@ import { QUEUE_HEADER, type QueueObject } from "./queue-object.ts";
 /** How many ids the Worker remembers the queue of, per isolate. */
 export const REMEMBERED_IDS = 100_000;
 
-/** A request as the router hands it on: its method, URL, headers and signal, and its body read once. */
-export type Call = { request: Request; body: ArrayBuffer | string | null };
+/** A request as the router hands it on: its method, URL, headers and signal, its body read once, and what the caller's token may do (none on the open routes). */
+export type Call = { request: Request; body: ArrayBuffer | string | null; grant?: Grant };
 
 /**
  * Objects is the Worker's side of objects mode: it sends a request to a
@@ -37,7 +39,9 @@ export class Objects {
    * holds none), with `body` in place of the call's own if given. The router
    * has checked the caller; only this Worker can reach an object, whose app
    * runs with auth off, so the call goes to it addressed to localhost, without
-   * the token or the Origin.
+   * the token or the Origin, and with what the token may do in
+   * Fencelease-Grant, which the object's permits decide by (a caller's own
+   * Fencelease-Grant never gets through).
    */
   send(queue: string, call: Call, body: Call["body"] = call.body): Promise<Response> {
     const url = new URL(call.request.url);
@@ -46,6 +50,8 @@ export class Objects {
     const headers = new Headers(call.request.headers);
     headers.delete("Authorization");
     headers.delete("Origin");
+    headers.delete(GRANT_HEADER);
+    if (call.grant !== undefined) headers.set(GRANT_HEADER, grantHeader(call.grant));
     headers.set(QUEUE_HEADER, encodeURIComponent(queue));
     const stub = this.#queues.get(this.#queues.idFromName(queue));
     const init = { method: call.request.method, headers, body, signal: call.request.signal };

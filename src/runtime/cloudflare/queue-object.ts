@@ -93,6 +93,7 @@ export class QueueObject extends DurableObject<WorkerEnv> {
     this.#app = createApp({
       store: this.#store,
       auth: "off", // only the Worker reaches an object, and its router has checked the caller (objects.ts)
+      forwardedGrants: true, // and sends what the caller's token may do
       limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
       waits: this.#waits,
     });

@@ -11,9 +11,12 @@ import { RequestMetrics } from "../../http/metrics.ts";
 import { DEFAULT_LIMITS, type Limits } from "../../http/shapes.ts";
 import type { UiFiles } from "../../http/ui.ts";
 import { LeaseStore } from "../../store/store.ts";
+import { cachedTokens } from "../../store/token-cache.ts";
+import type { Permit } from "../../http/permit.ts";
 import type { WorkerEnv } from "./env.ts";
 import { type Call, Objects } from "./objects.ts";
 import { NO_QUEUE } from "./queue-object.ts";
+import { registryTokens } from "./registry-tokens.ts";
 import { jobList, learned, manyLeases, metrics, parseJson, queueList, scheduleList, stats } from "./spanning.ts";
 
 /** What the router is built from: the app's own options, and the env with the objects' bindings. */
@@ -52,7 +55,10 @@ export function objectsRouter(options: RouterOptions): Hono {
   const { auth } = options;
   const limits = { ...DEFAULT_LIMITS, ...Object.fromEntries(Object.entries(options.limits).filter(([, value]) => value !== undefined)) };
   const objects = new Objects(options.env);
-  const pages = createApp({ store: new LeaseStore(noStorage), auth, limits, ui: options.ui });
+  // The tokens made through the API live in the registry; one cache for the router and its app, so a revoke here takes effect here at once.
+  const tokens = cachedTokens(registryTokens(options.env.DIRECTORY!));
+  const pages = createApp({ store: new LeaseStore(noStorage), auth, limits, ui: options.ui, tokens, tokenCacheMs: 0 });
+  const lookup = { tokens, jobQueues: (ids: string[]) => objects.locate(ids) };
 
   const app = new Hono();
   app.onError(errorResponse);
@@ -63,8 +69,8 @@ export function objectsRouter(options: RouterOptions): Hono {
   if (options.log) app.use(requestLog(options.log));
   app.use(requireConfiguredAuth(auth));
   app.use(localCallersOnly(auth));
-  app.use("/v1/*", bearerAuth(auth));
-  app.use("/metrics", bearerAuth(auth));
+  app.use("/v1/*", bearerAuth(auth, lookup));
+  app.use("/metrics", bearerAuth(auth, lookup));
   app.use("/v1/*", limitBody(limits.maxBodyBytes));
 
   // One queue: its object.
@@ -125,10 +131,10 @@ export function objectsRouter(options: RouterOptions): Hono {
   return app;
 }
 
-/** The request as the router hands it on, its body read once (the body limit has already been applied). */
+/** The request as the router hands it on, its body read once (the body limit has already been applied), with what the caller's token may do. */
 async function callOf(c: Context): Promise<Call> {
   const body = c.req.method === "GET" || c.req.method === "HEAD" ? null : await c.req.arrayBuffer();
-  return { request: c.req.raw, body };
+  return { request: c.req.raw, body, grant: (c.var.permit as Permit | undefined)?.grant };
 }
 
 /** The jobs of the leases a claim answers. */

@@ -19,6 +19,14 @@ export function finished(ids: string[]): Statement {
   };
 }
 
+/**
+ * The queue of each of the jobs `ids` that exists, by primary key: what a
+ * token limited to some queues must know before a call on jobs by their ids.
+ */
+export function queuesOf(ids: string[]): Statement {
+  return { sql: "SELECT id, queue FROM jobs WHERE id IN (SELECT value FROM json_each(?1))", args: [JSON.stringify(ids)] };
+}
+
 /** Whether (owner, fence) holds the current lease of a job, for systems outside to check a token; with the job's holder and status, which say why not. */
 export function leaseCheck(id: string, owner: string, fence: number, now: number): Statement {
   return {

@@ -1,0 +1,100 @@
+import { describe, expect, test } from "vitest";
+import { cachedTokens } from "../../src/store/token-cache.ts";
+import type { TokenStore } from "../../src/store/tokens.ts";
+import { freshStore } from "../fresh-db.ts";
+
+// cachedTokens over the real store.tokens of a fresh file database; `counted`
+// counts the finds that reach the database and can hold one back, to put a
+// revoke in the middle of it.
+
+const T = 1_000_000;
+
+function counted(tokens: TokenStore) {
+  const reads = { count: 0, gate: null as Promise<void> | null };
+  const store: TokenStore = {
+    ...tokens,
+    create: (token) => tokens.create(token),
+    list: () => tokens.list(),
+    revoke: (id) => tokens.revoke(id),
+    async find(secret) {
+      reads.count++;
+      const found = await tokens.find(secret);
+      await reads.gate;
+      return found;
+    },
+  };
+  return { store, reads };
+}
+
+async function setup(options: { ttlMs?: number; maxEntries?: number } = {}) {
+  const fresh = await freshStore();
+  const clock = { now: T };
+  const { store, reads } = counted(fresh.store.tokens);
+  const cache = cachedTokens(store, { clock: () => clock.now, ...options });
+  return { ...fresh, clock, reads, cache };
+}
+
+describe("cachedTokens", () => {
+  test("a token found is answered from memory for ttlMs, then read again: a delete elsewhere is seen then", async () => {
+    const { cache, reads, clock, exec } = await setup({ ttlMs: 5_000 });
+    const { token, id } = await cache.create({ role: "reader", queues: ["*"] });
+    expect(await cache.find(token)).toMatchObject({ id });
+    await exec("DELETE FROM tokens"); // another process revokes it
+    clock.now = T + 4_999;
+    expect(await cache.find(token)).toMatchObject({ id });
+    expect(reads.count).toBe(1);
+    clock.now = T + 5_000;
+    expect(await cache.find(token)).toBeNull();
+    expect(reads.count).toBe(2);
+  });
+
+  test("a secret not found is not kept: each try reads the database", async () => {
+    const { cache, reads } = await setup();
+    for (let i = 0; i < 3; i++) expect(await cache.find("fl_guess")).toBeNull();
+    expect(reads.count).toBe(3);
+  });
+
+  test("a revoke through it takes effect at once", async () => {
+    const { cache } = await setup();
+    const { token, id } = await cache.create({ role: "reader", queues: ["*"] });
+    expect(await cache.find(token)).not.toBeNull();
+    await cache.revoke(id);
+    expect(await cache.find(token)).toBeNull();
+  });
+
+  test("a find that read the token before a revoke answered keeps nothing: the next find reads again and finds none", async () => {
+    const { cache, reads } = await setup();
+    const { token, id } = await cache.create({ role: "reader", queues: ["*"] });
+    let release!: () => void;
+    reads.gate = new Promise((resolve) => (release = resolve));
+    const reading = cache.find(token); // has read the token, held before it answers
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await cache.revoke(id);
+    release();
+    expect(await reading).toMatchObject({ id }); // it began before the revoke
+    reads.gate = null;
+    expect(await cache.find(token)).toBeNull();
+    expect(reads.count).toBe(2);
+  });
+
+  test("at most maxEntries are kept, the oldest dropped first", async () => {
+    const { cache, reads } = await setup({ maxEntries: 2 });
+    const made = [];
+    for (let i = 0; i < 3; i++) made.push(await cache.create({ role: "reader", queues: ["*"] }));
+    for (const { token } of made) await cache.find(token);
+    expect(reads.count).toBe(3);
+    await cache.find(made[2]!.token);
+    await cache.find(made[1]!.token);
+    expect(reads.count).toBe(3);
+    await cache.find(made[0]!.token);
+    expect(reads.count).toBe(4);
+  });
+
+  test("ttlMs 0 keeps nothing", async () => {
+    const { cache, reads } = await setup({ ttlMs: 0 });
+    const { token } = await cache.create({ role: "reader", queues: ["*"] });
+    await cache.find(token);
+    await cache.find(token);
+    expect(reads.count).toBe(2);
+  });
+});

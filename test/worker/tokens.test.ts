@@ -1,0 +1,86 @@
+import { env, runInDurableObject, SELF } from "cloudflare:test";
+import { describe, expect, test } from "vitest";
+import type { Row } from "../../src/drivers/driver.ts";
+import { MODE } from "./storage-mode.ts";
+
+// Tokens on the Worker, in both storage modes: the same routes and rules as on
+// Node (test/http/tokens.test.ts and permits.test.ts), through the Worker's
+// fetch. The tokens are kept in D1, or in objects mode in the registry (the
+// Directory object named queues), which every queue's object shares.
+
+const ADMIN = "worker-test-token"; // FENCELEASE_TOKENS in vitest.config.ts
+
+async function call(token: string, method: string, path: string, body?: unknown) {
+  const response = await SELF.fetch(`https://fencelease.test${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as any };
+}
+
+/** The rows of the tokens table, where this mode keeps it. */
+async function tokenRows(sql: string, ...args: unknown[]): Promise<Row[]> {
+  if (MODE === "d1") return (await env.DB.prepare(sql).bind(...args).all<Row>()).results;
+  const registry = env.DIRECTORY!.get(env.DIRECTORY!.idFromName("queues")) as unknown as DurableObjectStub;
+  return runInDurableObject(registry, (_object, state) => state.storage.sql.exec(sql, ...args).toArray() as Row[]);
+}
+
+async function sha256(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+describe(`tokens on the Worker (${MODE} mode)`, () => {
+  test("a worker token for invoices works invoices, is refused mail and enqueue, and is gone once revoked", async () => {
+    const made = await call(ADMIN, "POST", "/v1/tokens", { role: "worker", queues: ["invoices"], name: "billing" });
+    expect(made.status).toBe(201);
+    const { id, token } = made.body;
+    expect(await tokenRows("SELECT hash FROM tokens WHERE id = ?", id)).toEqual([{ hash: await sha256(token) }]);
+
+    await call(ADMIN, "POST", "/v1/queues/invoices/jobs", { jobs: [{ id: "inv-1" }] });
+    await call(ADMIN, "POST", "/v1/queues/mail/jobs", { jobs: [{ id: "mail-1" }] });
+    const claimed = await call(token, "POST", "/v1/queues/invoices/claim", { owner: "W", ttlMs: 30_000 });
+    expect(claimed.body.leases).toMatchObject([{ fence: 1, job: { id: "inv-1" } }]);
+    expect(await call(token, "POST", "/v1/jobs/inv-1/complete", { owner: "W", fence: 1, result: "paid" })).toMatchObject({ status: 200, body: { job: { status: "done" } } });
+
+    expect(await call(token, "POST", "/v1/jobs/mail-1/claim", { owner: "W", ttlMs: 30_000 })).toMatchObject({ status: 404, body: { error: { code: "not_found" } } });
+    expect(await call(token, "POST", "/v1/jobs", { id: "inv-2", queue: "invoices" })).toMatchObject({
+      status: 403,
+      body: { error: { code: "forbidden", message: 'this token "billing" (worker for invoices) may not enqueue into invoices: that needs a producer or admin token for invoices' } },
+    });
+    expect((await call(token, "GET", "/v1/stats")).body.queues.map((stats: { queue: string }) => stats.queue)).toEqual(["invoices"]);
+
+    expect(await call(ADMIN, "DELETE", `/v1/tokens/${id}`)).toMatchObject({ status: 200, body: { revoked: true } });
+    expect((await call(token, "GET", "/v1/stats")).status).toBe(401);
+    expect(await tokenRows("SELECT id FROM tokens WHERE id = ?", id)).toEqual([]);
+  });
+
+  test("GET /v1/tokens lists without secrets; only an admin for every queue may", async () => {
+    const { token } = (await call(ADMIN, "POST", "/v1/tokens", { role: "admin", queues: ["mail-*"] })).body;
+    const list = await call(ADMIN, "GET", "/v1/tokens");
+    expect(list.body.tokens).toMatchObject([{ role: "admin", queues: ["mail-*"], name: null }]);
+    expect(JSON.stringify(list.body)).not.toContain(token);
+    expect((await call(token, "GET", "/v1/tokens")).status).toBe(403);
+  });
+
+  test("a Fencelease-Grant header a caller sends is not believed: the token decides", async () => {
+    const { token } = (await call(ADMIN, "POST", "/v1/tokens", { role: "reader", queues: ["*"] })).body;
+    const forged = encodeURIComponent(JSON.stringify({ id: null, name: null, role: "admin", queues: ["*"] }));
+    const response = await SELF.fetch("https://fencelease.test/v1/queues/forged/pause", { method: "POST", headers: { Authorization: `Bearer ${token}`, "Fencelease-Grant": forged } });
+    expect(response.status).toBe(403);
+    expect(((await call(ADMIN, "GET", "/v1/queues/forged")).body as { paused: boolean }).paused).toBe(false);
+  });
+
+  test("a worker for one queue completes its leases across a many-lease call; one of another queue is an unknown job there, and stays leased", async () => {
+    for (const [id, queue] of [["many-i", "many-invoices"], ["many-m", "many-mail"]]) {
+      await call(ADMIN, "POST", "/v1/jobs", { id, queue });
+      await call(ADMIN, "POST", `/v1/jobs/${id}/claim`, { owner: "W", ttlMs: 30_000 });
+    }
+    const { token } = (await call(ADMIN, "POST", "/v1/tokens", { role: "worker", queues: ["many-invoices"] })).body;
+    const answer = await call(token, "POST", "/v1/leases/complete", { owner: "W", leases: [{ id: "many-i", fence: 1, result: 1 }, { id: "many-m", fence: 1, result: 2 }] });
+    expect(answer.body.completed).toMatchObject([{ id: "many-i", done: true }, { id: "many-m", error: { code: "not_found", message: 'no job has the id "many-m"' } }]);
+    expect((await call(ADMIN, "GET", "/v1/jobs/many-m")).body).toMatchObject({ status: "leased" });
+    expect(await call(token, "GET", "/v1/jobs/many-m")).toMatchObject({ status: 404 });
+  });
+});
