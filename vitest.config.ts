@@ -69,6 +69,8 @@ export default defineConfig({
           include: ["test/worker/**/*.test.ts"],
           exclude: ["test/worker/objects/**"],
           setupFiles: ["test/worker/apply-migrations.ts"],
+          // A real HTTP endpoint, in Node, for the Worker's push deliveries (test/worker/push.test.ts).
+          globalSetup: ["test/push/worker-endpoint.setup.ts"],
         },
       },
       {
@@ -78,6 +80,7 @@ export default defineConfig({
         test: {
           name: "workers-objects",
           include: [...bothModes, "test/worker/objects/**/*.test.ts"],
+          globalSetup: ["test/push/worker-endpoint.setup.ts"],
         },
       },
     ],

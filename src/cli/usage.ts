@@ -44,6 +44,14 @@ Queues:
                                  (--rate without --burst: the default burst, the rate rounded up)
   pause <queue>                  claims take none of the queue's jobs until resume; leases held go on
   resume <queue>                 claims take the queue's jobs again
+Push:
+  push list                      every pushed queue: its endpoint, timeout and maxInFlight
+  push set <queue> [--endpoint URL] [--timeout-ms N] [--max-in-flight N]
+                                 the server claims the queue's due jobs and POSTs each to URL, signed;
+                                 the first set prints the secret, once (the options not given stay)
+  push get <queue>               the queue's endpoint, timeout and maxInFlight (never the secret)
+  push rotate <queue>            a new secret, printed once; the one before signs too until the next rotation
+  push rm <queue>                stop pushing; the queue's jobs wait for workers
 Schedules:
   schedules                      every schedule, with its next fire
   schedule put <name> --queue Q (--cron EXPR [--tz TZ] | --every-ms N) [--payload JSON] [--priority N]

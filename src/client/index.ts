@@ -14,6 +14,7 @@ export {
 } from "./errors.ts";
 export { type FencedDatabase, fencedStatement, type FencedValue, type FencedWrite, fencedWrite } from "./fenced-write.ts";
 export { LeaseClient } from "./lease-client.ts";
+export { type PushCalls } from "./push.ts";
 export { type QueueCalls } from "./queues.ts";
 export { type ScheduleCalls } from "./schedules.ts";
 export { type TokenCalls } from "./tokens.ts";
@@ -47,6 +48,9 @@ export type {
   ListRequest,
   NewJobRequest,
   NextRequest,
+  PushRequest,
+  PushSettings,
+  PushSettingsWithSecret,
   QueueSettings,
   QueueSettingsRequest,
   QueueStats,
@@ -62,4 +66,5 @@ export type {
   TokenSelf,
   CreatedToken,
 } from "./types.ts";
+export { PUSH_TOLERANCE_MS, type PushDelivery, type PushMessage, type PushRefusal, PushVerificationError, verifyPush } from "./verify-push.ts";
 export { type HeldLease, withLease, type WithLeaseOptions } from "./with-lease.ts";

@@ -1,3 +1,4 @@
+import { PushCalls } from "./push.ts";
 import { queuePath, QueueCalls } from "./queues.ts";
 import { ScheduleCalls } from "./schedules.ts";
 import { TokenCalls } from "./tokens.ts";
@@ -40,10 +41,11 @@ export const MAX_WAIT_MS = 30_000;
 /**
  * LeaseClient calls the fencelease HTTP API, one method per route: jobs and
  * leases on the client itself, whole queues on `client.queues`, schedules on
- * `client.schedules`, API tokens on `client.tokens` (one transport, one token,
- * one retry policy for all). A refusal throws a typed error (LeaseLostError,
- * NotClaimableError, ConflictError, NotFoundError, UnauthorizedError,
- * ForbiddenError, InvalidRequestError, UnavailableError); which calls are sent again after a lost answer is
+ * `client.schedules`, push endpoints on `client.push`, API tokens on
+ * `client.tokens` (one transport, one token, one retry policy for all). A
+ * refusal throws a typed error (LeaseLostError, NotClaimableError,
+ * ConflictError, NotFoundError, UnauthorizedError, ForbiddenError,
+ * InvalidRequestError, UnavailableError); which calls are sent again after a lost answer is
  * Repeat's rule (in transport.ts).
  *
  * What a call answers, one rule for every method:
@@ -77,6 +79,8 @@ export class LeaseClient {
   readonly queues: QueueCalls;
   /** The calls about recurring schedules: put, get, list, delete. */
   readonly schedules: ScheduleCalls;
+  /** The calls about a queue's push endpoint: set, get, list, rotate, delete. */
+  readonly push: PushCalls;
   /** The calls about API tokens: create, list, revoke, and self (what the client's own token may do). */
   readonly tokens: TokenCalls;
   readonly #transport: Transport;
@@ -86,6 +90,7 @@ export class LeaseClient {
     this.#transport = new Transport(options);
     this.queues = new QueueCalls(this.#transport);
     this.schedules = new ScheduleCalls(this.#transport);
+    this.push = new PushCalls(this.#transport);
     this.tokens = new TokenCalls(this.#transport);
   }
 

@@ -24,7 +24,7 @@ export type LeaseClientOptions = {
  * The rule, one per call (a test sends each with its answer lost and checks it):
  * - "always", its repeat changes nothing more: every read (`get`, `waitFor`,
  *   `list`, `events`, `checkLease`, `queues.stats`, `queues.get`,
- *   `queues.list`, `schedules.get`, `schedules.list`); `enqueue` and
+ *   `queues.list`, `schedules.get`, `schedules.list`, `push.get`, `push.list`); `enqueue` and
  *   `enqueueMany` (an id that exists is left untouched); `renew` and
  *   `renewMany` (the same lease extended again); `complete` and
  *   `completeMany` without `next` (the server answers the same completion
@@ -37,8 +37,10 @@ export type LeaseClientOptions = {
  *   `details.outcome` is "not_applied"): `claim` and `claimNext`, and
  *   `complete` or `completeMany` with `next` (a repeat would take more jobs);
  *   `release` and `fail` (a repeat is refused once the lease is gone);
- *   `retry` (refused once the job is no longer dead); `delete` and
- *   `schedules.delete` (NotFoundError once it is gone).
+ *   `retry` (refused once the job is no longer dead); `delete`,
+ *   `schedules.delete` and `push.delete` (NotFoundError once it is gone);
+ *   `push.set` and `push.rotate` (a repeat would answer no secret, or a
+ *   second one that drops the first).
  * A repeat that landed twice answers as a second call would: `enqueue` says
  * `created: false` and `cancel` says `changed: false` although the first
  * attempt, whose answer was lost, did create or cancel it.

@@ -1,6 +1,7 @@
 import type { z } from "@hono/zod-openapi";
 import type * as jobs from "../http/jobs.ts";
 import type * as leases from "../http/leases.ts";
+import type * as pushSchema from "../http/push.ts";
 import type * as queueSchema from "../http/queues.ts";
 import type * as scheduleSchema from "../http/schedules.ts";
 import type * as shapes from "../http/shapes.ts";
@@ -95,6 +96,12 @@ export type LeaseCheck = Answer<"lease", 200>;
 export type Schedule = z.infer<typeof scheduleSchema.ScheduleSchema>;
 /** The body of `PUT /v1/schedules/:name`: the queue, exactly one of cron and everyMs, and the jobs' fields. */
 export type ScheduleRequest = z.input<typeof scheduleSchema.ScheduleBody>;
+/** A queue's push settings: where its jobs are POSTed, the timeout, maxInFlight, and whether a rotation's two secrets sign them. */
+export type PushSettings = z.infer<typeof pushSchema.PushSettingsSchema>;
+/** The push settings with the secret, as the first set and each rotation answer them, once. */
+export type PushSettingsWithSecret = PushSettings & { secret: string };
+/** The body of `PUT /v1/queues/:queue/push`. */
+export type PushRequest = z.input<typeof pushSchema.PushBody>;
 /** An API token as anyone may see it (never its secret): its id, name, role and queues (names, prefixes ending in `*`, or `["*"]`). */
 export type Token = z.infer<typeof tokenSchema.TokenSchema>;
 /** A token just made: a Token with its secret (`token`), shown this once. */

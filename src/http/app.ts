@@ -10,6 +10,7 @@ import { errorResponse } from "./errors.ts";
 import { exactNumbers } from "./middleware/exact-numbers.ts";
 import { JOBS_TAG, jobRoutes, serveJobs } from "./jobs.ts";
 import { LEASES_TAG, leaseRoutes, serveLeases } from "./leases.ts";
+import { PUSH_TAG, type PushChanges, pushRoutes, servePush } from "./push.ts";
 import { QUEUES_TAG, queueRoutes, serveQueues } from "./queues.ts";
 import { requestLog } from "./middleware/request-log.ts";
 import { requestMetrics } from "./middleware/request-metrics.ts";
@@ -27,7 +28,7 @@ import { WaitRoom } from "../wait/wait-room.ts";
 
 // The app: its middleware, its one error handler, and the resources it mounts,
 // each in its own file with its routes, handlers and shapes (jobs.ts,
-// leases.ts, queues.ts, schedules.ts, system.ts).
+// leases.ts, queues.ts, push.ts, schedules.ts, system.ts).
 
 /** What the app is built from. */
 export type AppOptions = {
@@ -44,6 +45,8 @@ export type AppOptions = {
   ui?: UiFiles;
   /** Where requests with waitMs wait, and what writes ring; default a WaitRoom of the app's own, in this process. */
   waits?: Waits;
+  /** Told when a queue's push settings change (src/http/push.ts): the runtime's pusher. Without it, nothing pushes from this app. */
+  push?: PushChanges;
   /** Where the tokens made through the API are kept; default `store.tokens`, the store's own database. */
   tokens?: TokenStore;
   /** How long a token found is trusted before it is looked up again: the most a revoke made by another process waits; default TOKEN_CACHE_MS (5 s). */
@@ -80,7 +83,7 @@ export function createApp(options: AppOptions) {
   const { store, auth } = options;
   const clock = options.clock ?? (() => Date.now());
   const limits = limitsOf(options.limits);
-  const route = { ...jobRoutes(), ...leaseRoutes(limits), ...queueRoutes(), ...scheduleRoutes(), ...systemRoutes(), ...tokenRoutes() };
+  const route = { ...jobRoutes(), ...leaseRoutes(limits), ...queueRoutes(), ...pushRoutes(), ...scheduleRoutes(), ...systemRoutes(), ...tokenRoutes() };
   const waits = options.waits ?? localWaits(store, new WaitRoom({ clock }), clock);
   const wake = wakeWith(waits);
   const requests = new RequestMetrics();
@@ -120,9 +123,10 @@ export function createApp(options: AppOptions) {
   serveJobs(app, route, served);
   serveLeases(app, route, served);
   serveQueues(app, route, served);
+  servePush(app, route, served, options.push);
   serveSchedules(app, route, served);
   serveTokens(app, route, tokens, clock);
-  serveSystem(app, route, served, { pages: options.ui !== undefined, tags: [JOBS_TAG, LEASES_TAG, QUEUES_TAG, SCHEDULES_TAG, TOKENS_TAG], requests });
+  serveSystem(app, route, served, { pages: options.ui !== undefined, tags: [JOBS_TAG, LEASES_TAG, QUEUES_TAG, PUSH_TAG, SCHEDULES_TAG, TOKENS_TAG], requests });
   // With auth off (local development: loopback callers only, so no anonymous loop from afar) the
   // dashboard's files are read again on every request, so that an edit shows on the next reload.
   if (options.ui) app.route("/", uiRoutes(options.ui, { reread: auth === "off" }));

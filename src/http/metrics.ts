@@ -1,3 +1,4 @@
+import type { PushStats } from "../store/push.ts";
 import type { QueueStats } from "../store/stats.ts";
 
 /** A label value, quoted, with the three escapes the exposition format has: \\, \" and \n. */
@@ -56,8 +57,11 @@ export class RequestMetrics {
   }
 }
 
-/** The queue stats, and the request histogram when given, in the Prometheus text exposition format (0.0.4). */
-export function prometheusText(queues: QueueStats[], requests?: RequestMetrics): string {
+/**
+ * The queue stats, the push deliveries of the pushed queues and the request
+ * histogram (each when given), in the Prometheus text exposition format (0.0.4).
+ */
+export function prometheusText(queues: QueueStats[], { push = [], requests }: { push?: PushStats[]; requests?: RequestMetrics } = {}): string {
   const lines = [
     "# HELP fencelease_jobs Jobs by queue and status.",
     "# TYPE fencelease_jobs gauge",
@@ -74,6 +78,15 @@ export function prometheusText(queues: QueueStats[], requests?: RequestMetrics):
     "# HELP fencelease_queue_paused Whether the queue is paused (1) or not (0).",
     "# TYPE fencelease_queue_paused gauge",
     ...queues.map((stats) => `fencelease_queue_paused{queue=${label(stats.queue)}} ${stats.paused ? 1 : 0}`),
+    "# HELP fencelease_push_deliveries_total Push deliveries by outcome: success (2xx), accepted (202), failure (another status), timeout, unreachable.",
+    "# TYPE fencelease_push_deliveries_total counter",
+    ...push.flatMap((stats) => Object.entries(stats.deliveries).map(([outcome, { count }]) => `fencelease_push_deliveries_total{queue=${label(stats.queue)},outcome="${outcome}"} ${count}`)),
+    "# HELP fencelease_push_delivery_seconds_total The time push deliveries took, by outcome: divided by the deliveries, the mean.",
+    "# TYPE fencelease_push_delivery_seconds_total counter",
+    ...push.flatMap((stats) => Object.entries(stats.deliveries).map(([outcome, { durationMs }]) => `fencelease_push_delivery_seconds_total{queue=${label(stats.queue)},outcome="${outcome}"} ${durationMs / 1000}`)),
+    "# HELP fencelease_push_in_flight Pushed leases current now: deliveries on their way, and jobs their endpoint answered 202 and has not ended.",
+    "# TYPE fencelease_push_in_flight gauge",
+    ...push.map((stats) => `fencelease_push_in_flight{queue=${label(stats.queue)}} ${stats.inFlight}`),
     ...(requests?.lines() ?? []),
   ];
   return `${lines.join("\n")}\n`;

@@ -21,7 +21,7 @@ export function systemRoutes() {
       path: "/metrics",
       tags: [SYSTEM_TAG.name],
       operationId: "getMetrics",
-      summary: "The same numbers as /v1/stats, and a histogram of the requests and their latency by route, in Prometheus text format",
+      summary: "The same numbers as /v1/stats, the push deliveries of the pushed queues, and a histogram of the requests and their latency by route, in Prometheus text format",
       responses: {
         200: { content: { "text/plain": { schema: z.string() } }, description: "Prometheus exposition format 0.0.4" },
         ...refusals,
@@ -50,9 +50,10 @@ export function systemRoutes() {
 export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { store, clock }: Served, { pages, tags, requests }: { pages: boolean; tags: Tag[]; requests: RequestMetrics }): void {
   app.openapi(route.metrics, async (c) => {
     const permit = c.get("permit");
-    const stats = (await store.stats({ now: clock() })).filter((queue) => permit.sees(queue.queue));
+    const [queues, push] = await Promise.all([store.stats({ now: clock() }), store.push.stats({ now: clock() })]);
+    const sees = (stats: { queue: string }) => permit.sees(stats.queue);
     // The request histogram names routes by their patterns, never a queue: every token that may read /metrics sees it whole.
-    return c.text(prometheusText(stats, requests), 200, { "Content-Type": "text/plain; version=0.0.4" });
+    return c.text(prometheusText(queues.filter(sees), { push: push.filter(sees), requests }), 200, { "Content-Type": "text/plain; version=0.0.4" });
   });
 
   app.openapi(route.health, async (c) => {

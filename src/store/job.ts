@@ -89,9 +89,9 @@ export type JobEvent = {
   jobId: string;
   queue: string;
   at: number;
-  /** enqueued, claimed, renewed, completed, released, failed, expired, dead, retried, cancelled, deleted, or refused. */
+  /** enqueued, claimed, pushed, renewed, completed, released, failed, expired, dead, retried, cancelled, deleted, or refused. */
   kind: string;
-  /** For a refusal: renew, complete, release or fail. */
+  /** For a refusal: renew, complete, release or fail; for a push delivery (pushed), its outcome: success, accepted, failure, timeout or unreachable. */
   action: string | null;
   /** Who acted, with which fence; for a refusal, the owner and fence presented; for a cancel, who cancelled (`by`) and the job's fence. */
   owner: string | null;
@@ -103,14 +103,19 @@ export type JobEvent = {
   error: string | null;
   /** For a renewed event: the job's progress after the latest renew it stands for (null: none reported). */
   progress: unknown;
+  /** For a push delivery: the endpoint's HTTP status, or null when no answer came; null for every other event. */
+  httpStatus: number | null;
+  /** For a push delivery: from the request sent to the answer read (or given up); null for every other event. */
+  durationMs: number | null;
   /** How many times it happened: the renews of one lease, or the same stale lease refused again, are one event. */
   count: number;
   /** When it last happened; `at` is the first time. */
   lastAt: number;
 };
 
-/** Reads an `events` row. */
+/** Reads an `events` row; a push delivery keeps its status and time as JSON in `progress` (migrations/0031). */
 export function eventFromRow(row: Row): JobEvent {
+  const delivery = row.kind === "pushed" ? (parsed(row.progress) as { httpStatus: number | null; durationMs: number } | null) : null;
   return {
     seq: row.seq as number,
     jobId: row.job_id as string,
@@ -123,7 +128,9 @@ export function eventFromRow(row: Row): JobEvent {
     currentOwner: row.current_owner as string | null,
     currentFence: row.current_fence as number | null,
     error: row.error as string | null,
-    progress: parsed(row.progress),
+    progress: row.kind === "pushed" ? null : parsed(row.progress),
+    httpStatus: delivery?.httpStatus ?? null,
+    durationMs: delivery?.durationMs ?? null,
     count: row.count as number,
     lastAt: (row.last_at ?? row.at) as number,
   };

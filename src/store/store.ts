@@ -2,6 +2,7 @@ import type { Driver, Row, Statement } from "../drivers/driver.ts";
 import { traced } from "../drivers/traced.ts";
 import { NotClaimable, NotFound, WrongStatus } from "./errors.ts";
 import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf } from "./job.ts";
+import { PushEndpoints } from "./push.ts";
 import { claimRefusal, leaseLostReason, type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
 import { Schedules } from "./schedules.ts";
 import { Queues } from "./queues.ts";
@@ -88,6 +89,8 @@ export class LeaseStore {
   readonly queues: Queues;
   /** The recurring schedules (src/store/schedules.ts): put, get, list, delete, fireDue. */
   readonly schedules: Schedules;
+  /** The queues' push endpoints (src/store/push.ts): put, rotate, get, list, delete, and the claim and record of push delivery. */
+  readonly push: PushEndpoints;
   /** The API tokens (src/store/tokens.ts): create, list, find, revoke. */
   readonly tokens: Tokens;
   /** This store's clock id: which clock wrote a stored time (src/store/step-back.ts). */
@@ -100,6 +103,7 @@ export class LeaseStore {
     this.#random = options.random ?? Math.random;
     this.queues = new Queues(this.#driver, this.#clock);
     this.schedules = new Schedules(this.#driver, this.#clock);
+    this.push = new PushEndpoints(this.#driver, this.#clock);
     this.tokens = new Tokens(this.#driver);
   }
 

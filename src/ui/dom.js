@@ -60,3 +60,32 @@ export function confirmAction(title, text, action) {
     });
   });
 }
+
+/**
+ * A labelled input with its hint (the input's aria-describedby), as the settings dialogs lay them out.
+ * @param {string} id
+ * @param {string} label
+ * @param {string} hint
+ * @param {Record<string, unknown>} props the input's attributes
+ */
+export function field(id, label, hint, props) {
+  const input = h("input", { id, name: id, "aria-describedby": `${id}-hint`, ...props });
+  return { input, row: h("div", { class: "field" }, h("label", { for: id }, label), input, h("p", { class: "hint", id: `${id}-hint` }, hint)) };
+}
+
+/**
+ * Shows `dialog` as a modal until it is closed, or `signal` aborts (the view
+ * is left); once closed, it is taken off the page.
+ * @param {HTMLDialogElement} dialog
+ * @param {AbortSignal} signal
+ */
+export function showModal(dialog, signal) {
+  const leave = () => dialog.close();
+  signal.addEventListener("abort", leave);
+  dialog.addEventListener("close", () => {
+    signal.removeEventListener("abort", leave);
+    dialog.remove();
+  });
+  document.body.append(dialog);
+  dialog.showModal();
+}

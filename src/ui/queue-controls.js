@@ -3,7 +3,7 @@
 // limits in a dialog, each sent through the public API. The claims decide by
 // them on the server; the page only asks, and shows what the API answers.
 import { api, queuePath } from "./api.js";
-import { errorNote, h } from "./dom.js";
+import { errorNote, field, h, showModal } from "./dom.js";
 
 /** @typedef {{ queue: string, paused: boolean, maxLeased: number | null, ratePerSecond: number | null, burst: number | null }} QueueSettings */
 
@@ -54,11 +54,6 @@ export function queueButtons(settings, act, edit) {
  */
 export function settingsDialog(saved, signal) {
   return function open(settings) {
-    /** @param {string} id @param {string} label @param {string} hint @param {Record<string, unknown>} props */
-    const field = (id, label, hint, props) => {
-      const input = h("input", { id, name: id, "aria-describedby": `${id}-hint`, ...props });
-      return { input, row: h("div", { class: "field" }, h("label", { for: id }, label), input, h("p", { class: "hint", id: `${id}-hint` }, hint)) };
-    };
     const value = (/** @type {number | null | undefined} */ n) => (n === null || n === undefined ? "" : String(n));
     const name = settings ? null : field("settings-queue", "Queue name", "A queue with no jobs yet is listed once saved; a queue that exists gets these limits in place of its own.",
       { required: true, spellcheck: "false", autocomplete: "off", autofocus: true });
@@ -78,14 +73,7 @@ export function settingsDialog(saved, signal) {
         h("div", { class: "buttons" },
           h("button", { type: "button", class: "secondary", onclick: () => dialog.close() }, "Cancel"),
           h("button", { type: "submit" }, "Save settings"))));
-    const leave = () => dialog.close();
-    signal.addEventListener("abort", leave);
-    dialog.addEventListener("close", () => {
-      signal.removeEventListener("abort", leave);
-      dialog.remove();
-    });
-    document.body.append(dialog);
-    dialog.showModal();
+    showModal(dialog, signal);
 
     /** @param {SubmitEvent} event */
     async function submit(event) {

@@ -6,6 +6,7 @@
 import { api } from "./api.js";
 import { errorNote, h } from "./dom.js";
 import { duration, moment } from "./format.js";
+import { pushButton, pushDialog, pushedTo } from "./push-controls.js";
 import { abilities, may, mayAtAll } from "./permit.js";
 import { limits, queueButtons, settingsDialog, unset } from "./queue-controls.js";
 
@@ -19,6 +20,7 @@ const STATUSES = /** @type {const} */ (["queued", "scheduled", "leased", "done",
  *   refused: { lastHour: number, total: number }, paused: boolean }} QueueStats
  * @typedef {import("./queue-controls.js").QueueSettings} QueueSettings
  * @typedef {import("./queue-controls.js").Act} Act
+ * @typedef {import("./push-controls.js").PushSettings} PushSettings
  */
 
 /** @type {import("./app.js").View} */
@@ -45,6 +47,10 @@ export function queuesView(container, _params, signal) {
     note.replaceChildren(h("p", { class: "ok", role: "status" }, `Saved ${answer.queue}: ${limits(answer)}.`));
     await refresh();
   }, signal);
+  const openPush = pushDialog(async (message) => {
+    note.replaceChildren(h("p", { class: "ok", role: "status" }, message));
+    await refresh();
+  }, signal);
   const create = mayAtAll("manage") && h("button", { type: "button", onclick: () => edit(null) }, "New queue");
   container.append(
     h("div", { class: "heading" }, h("h1", {}, "Queues"), h("div", { class: "controls" }, status, toggle, create)),
@@ -58,11 +64,13 @@ export function queuesView(container, _params, signal) {
   async function refresh() {
     clearTimeout(timer);
     try {
-      const [{ queues }, { queues: settingsList }] = await Promise.all([api("/v1/stats"), api("/v1/queues")]);
+      const [{ queues }, { queues: settingsList }, { endpoints }] = await Promise.all([api("/v1/stats"), api("/v1/queues"), api("/v1/push")]);
       if (signal.aborted) return;
       /** @type {Map<string, QueueSettings>} */
       const byName = new Map(settingsList.map((/** @type {QueueSettings} */ s) => [s.queue, s]));
-      const row = (/** @type {QueueStats} */ stats) => queueRow(stats, byName.get(stats.queue) ?? unset(stats.queue), act, edit);
+      /** @type {Map<string, PushSettings>} */
+      const pushes = new Map(endpoints.map((/** @type {PushSettings} */ p) => [p.queue, p]));
+      const row = (/** @type {QueueStats} */ stats) => queueRow(stats, byName.get(stats.queue) ?? unset(stats.queue), pushes.get(stats.queue), act, edit, openPush);
       body.replaceChildren(queues.length ? table(queues.map(row)) : empty());
       problem.replaceChildren();
       status.textContent = `Updated ${moment(Date.now()).slice(11, 19)}${stopped ? ", paused" : `, every ${REFRESH_MS / 1000} s`}`;
@@ -103,10 +111,15 @@ function table(rows) {
 /**
  * @param {QueueStats} stats
  * @param {QueueSettings} settings
+ * @param {PushSettings | undefined} push
  * @param {Act} act
  * @param {(settings: QueueSettings) => void} edit
+ * @param {(queue: string, push: PushSettings | undefined) => void} openPush
  */
-function queueRow(stats, settings, act, edit) {
+function queueRow(stats, settings, push, act, edit, openPush) {
+  // A token that may not manage the queue sees none of its buttons (the server would refuse them: 403).
+  const actions = may("manage", stats.queue) ? queueButtons(settings, act, edit) : null;
+  actions?.append(pushButton(stats.queue, push, openPush));
   const jobsOf = (/** @type {string} */ status) => `#/jobs?${new URLSearchParams({ queue: stats.queue, status })}`;
   return h("tr", { "data-queue": stats.queue, class: settings.paused ? "paused" : null },
     h("th", { scope: "row" }, h("a", { href: `#/jobs?${new URLSearchParams({ queue: stats.queue })}` }, stats.queue)),
@@ -122,8 +135,8 @@ function queueRow(stats, settings, act, edit) {
       stats.oldestDueAgeMs === null ? "–" : duration(stats.oldestDueAgeMs)),
     h("td", { class: `num${stats.refused.lastHour > 0 ? " alarm" : ""}`, "data-label": "refused, last hour", "data-stat": "refused.lastHour" }, stats.refused.lastHour),
     h("td", { class: "num", "data-label": "refused, ever", "data-stat": "refused.total" }, stats.refused.total),
-    h("td", { "data-label": "limits", "data-setting": "limits" }, limits(settings)),
-    h("td", { class: "row-actions-cell" }, may("manage", stats.queue) && queueButtons(settings, act, edit)));
+    h("td", { "data-label": "limits", "data-setting": "limits" }, limits(settings), push ? h("span", { class: "pushed", "data-setting": "push", title: push.url }, pushedTo(push)) : null),
+    h("td", { class: "row-actions-cell" }, actions));
 }
 
 function empty() {

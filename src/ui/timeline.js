@@ -12,13 +12,13 @@ import { moment, offset } from "./format.js";
  * sends them, say that repeats of the same event were folded into one.
  * @typedef {{ seq: number, at: number, kind: string, action: string | null, owner: string | null,
  *   fence: number | null, currentOwner: string | null, currentFence: number | null, error: string | null,
- *   progress?: unknown, count?: number, lastAt?: number }} JobEvent
+ *   progress?: unknown, count?: number, lastAt?: number, httpStatus?: number | null, durationMs?: number | null }} JobEvent
  * @typedef {{ fence: number, owner: string | null, claim: JobEvent, steps: JobEvent[], refused: JobEvent[], late: JobEvent[] }} Generation
  * @typedef {{ generation: Generation } | { event: JobEvent }} Entry
  * @typedef {{ fence: number, status: string, owner: string | null, until: number }} JobNow
  */
 
-const STEPS = new Set(["renewed", "completed", "released", "failed", "expired", "dead"]);
+const STEPS = new Set(["pushed", "renewed", "completed", "released", "failed", "expired", "dead"]);
 const ENDS = new Set(["completed", "released", "failed", "expired", "dead"]);
 
 /**
@@ -133,7 +133,19 @@ function stepText(event) {
   if (event.kind === "renewed") return `renewed${times}${event.progress === null || event.progress === undefined ? "" : `, progress ${JSON.stringify(event.progress)}`}`;
   // An expiry's error only says whose lease it was, which the generation shows.
   if (event.kind === "expired") return "lease expired";
+  if (event.kind === "pushed") return pushedText(event);
   return `${event.kind}${event.error ? `: ${event.error}` : ""}`;
+}
+
+/**
+ * A push delivery of the lease, in words: how the endpoint answered, and how long it took.
+ * @param {JobEvent} event
+ */
+function pushedText(event) {
+  const took = typeof event.durationMs === "number" ? ` in ${event.durationMs} ms` : "";
+  if (event.action === "success") return `pushed: the endpoint answered ${event.httpStatus}${took}`;
+  if (event.action === "accepted") return `pushed: the endpoint answered 202${took}; it ends the lease itself`;
+  return `pushed${took}: ${event.error ?? event.action}`;
 }
 
 /**
@@ -144,7 +156,7 @@ function stepText(event) {
  */
 function step(event, origin, text, tone = "") {
   const last = (event.count ?? 1) > 1 && event.lastAt !== undefined ? h("span", { class: "muted" }, ` (last ${offset(event.lastAt, origin)})`) : null;
-  return h("li", { class: `step ${event.kind} ${tone}`.trim() }, when(event.at, origin), " ", text, last);
+  return h("li", { class: `step ${event.kind} ${event.kind === "pushed" ? event.action : ""} ${tone}`.replace(/\s+/g, " ").trim() }, when(event.at, origin), " ", text, last);
 }
 
 /**

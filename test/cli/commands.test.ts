@@ -214,7 +214,7 @@ describe("the fencelease command", () => {
     ["an option short of its name", 2, ["claim", "job-1", "--owner", "A", "--ttl", "1000"], /^fencelease: unknown option --ttl; did you mean --ttl-ms\? \(see fencelease --help\)\n$/],
     ["an option as the API names it", 2, ["claim", "job-1", "--owner", "A", "--ttlMs", "1000"], /^fencelease: unknown option --ttlMs; did you mean --ttl-ms\?/],
     ["an option with one dash", 2, ["claim", "job-1", "--owner", "A", "-ttl-ms", "1000"], /^fencelease: unknown option -ttl-ms; did you mean --ttl-ms\?/],
-    ["an option that begins two", 2, ["enqueue", "job-2", "--max", "3"], /^fencelease: unknown option --max; did you mean --max-attempts or --max-leased\?/],
+    ["an option that begins two", 2, ["enqueue", "job-2", "--max", "3"], /^fencelease: unknown option --max; did you mean --max-attempts or --max-leased or --max-in-flight\?/],
     ["a typo in an option", 2, ["claim", "job-1", "--ownr", "A", "--ttl-ms", "1000"], /^fencelease: unknown option --ownr; did you mean --owner\?/],
     ["an option without its value", 2, ["claim", "job-1", "--owner", "--ttl-ms", "1000"], /^fencelease: --owner needs a value, got the option --ttl-ms \(see fencelease --help\)\n$/],
     ["an option without its value at the end", 2, ["claim", "job-1", "--ttl-ms", "1000", "--owner"], /^fencelease: --owner needs a value \(see/],

@@ -31,6 +31,8 @@ const CALLS: [name: string, repeat: "always" | "if-unsent", call: (client: Lease
   ["schedules.put", "always", (c) => c.schedules.put("nightly", { queue: "q", everyMs: 60_000 })],
   ["schedules.get", "always", (c) => c.schedules.get("nightly")],
   ["schedules.list", "always", (c) => c.schedules.list()],
+  ["push.get", "always", (c) => c.push.get("q")],
+  ["push.list", "always", (c) => c.push.list()],
   ["claim", "if-unsent", (c) => c.claim("job-1", { owner: "A", ttlMs: 1_000 })],
   ["claimNext", "if-unsent", (c) => c.claimNext("q", { owner: "A", ttlMs: 1_000 })],
   ["claimNextAnswer", "if-unsent", (c) => c.claimNextAnswer("q", { owner: "A", ttlMs: 1_000 })],
@@ -41,12 +43,15 @@ const CALLS: [name: string, repeat: "always" | "if-unsent", call: (client: Lease
   ["retry", "if-unsent", (c) => c.retry("job-1")],
   ["delete", "if-unsent", (c) => c.delete("job-1")],
   ["schedules.delete", "if-unsent", (c) => c.schedules.delete("nightly")],
+  ["push.set", "if-unsent", (c) => c.push.set("q", { url: "https://push.example/q" })],
+  ["push.rotate", "if-unsent", (c) => c.push.rotate("q")],
+  ["push.delete", "if-unsent", (c) => c.push.delete("q")],
 ];
 
 /** A client whose first attempt fails as `failure` builds it, and whose next attempts are answered 200; and how many were sent. */
 function flaky(failure: () => Error) {
   let sent = 0;
-  const answer = { status: "done", job: { id: "job-1" }, changed: true, until: 1, jobs: [], leases: [], completed: [], queues: [], schedules: [], events: [], nextCursor: null };
+  const answer = { status: "done", job: { id: "job-1" }, changed: true, until: 1, jobs: [], leases: [], completed: [], queues: [], schedules: [], endpoints: [], events: [], nextCursor: null };
   const fetch: typeof globalThis.fetch = async () => {
     if (sent++ === 0) throw failure();
     return new Response(JSON.stringify(answer), { status: 200, headers: { "Content-Type": "application/json" } });
@@ -66,7 +71,7 @@ describe("which calls the client sends again", () => {
     const methods = (target: object, prefix = "") =>
       Object.getOwnPropertyNames(Object.getPrototypeOf(target)).filter((name) => name !== "constructor").map((name) => prefix + name);
     const listed = new Set(CALLS.map(([name]) => name.replace(/ with next$/, "")));
-    expect([...methods(client), ...methods(client.queues, "queues."), ...methods(client.schedules, "schedules.")].sort()).toEqual([...listed].sort());
+    expect([...methods(client), ...methods(client.queues, "queues."), ...methods(client.schedules, "schedules."), ...methods(client.push, "push.")].sort()).toEqual([...listed].sort());
   });
 
   test.each(CALLS)("%s after a lost answer: sent again %s", async (_name, repeat, call) => {

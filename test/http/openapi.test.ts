@@ -75,12 +75,12 @@ function optionalFields(document: Document, schema: Schema, where: string, seen 
 describe("the OpenAPI document", () => {
   test("tags every operation by its resource and gives it a unique operationId; servers; only /healthz needs no token", async () => {
     const document = await openApiDocument();
-    expect(document.tags!.map((tag) => tag.name)).toEqual(["jobs", "leases", "queues", "schedules", "tokens", "system"]);
+    expect(document.tags!.map((tag) => tag.name)).toEqual(["jobs", "leases", "queues", "push", "schedules", "tokens", "system"]);
     for (const tag of document.tags!) expect(tag.description, tag.name).toEqual(expect.stringMatching(/\w/));
     expect(document.servers).toEqual([expect.objectContaining({ url: "/" })]);
     expect(document.security).toEqual([{ bearer: [] }]);
     const all = operations(document);
-    expect(all.length).toBe(33);
+    expect(all.length).toBe(38);
     for (const { method, path, operation } of all) {
       expect(operation.tags, `${method} ${path}`).toHaveLength(1);
       expect(document.tags!.map((tag) => tag.name), `${method} ${path}`).toContain(operation.tags![0]);
@@ -91,6 +91,7 @@ describe("the OpenAPI document", () => {
     const byTag = (tag: string) => all.filter(({ operation }) => operation.tags![0] === tag).map(({ operation }) => operation.operationId).sort();
     expect(byTag("jobs")).toEqual(["cancelJob", "deleteJob", "enqueueJob", "enqueueJobs", "getJob", "listJobEvents", "listJobs", "retryJob"]);
     expect(byTag("leases")).toEqual(["checkLease", "claimJob", "claimNext", "completeLease", "completeLeases", "failLease", "releaseLease", "renewLease", "renewLeases"]);
+    expect(byTag("push")).toEqual(["deletePush", "getPush", "listPush", "rotatePushSecret", "setPush"]);
     expect(byTag("system")).toEqual(["getHealth", "getMetrics"]);
     expect(byTag("tokens")).toEqual(["createToken", "getTokenSelf", "listTokens", "revokeToken"]);
   });
@@ -199,6 +200,12 @@ async function answers(): Promise<{ operationId: string; status: number; body: u
   await as("getQueue", "GET", "/v1/queues/q");
   await as("listQueues", "GET", "/v1/queues");
   await as("getStats", "GET", "/v1/stats");
+  await as("setPush", "PUT", "/v1/queues/q/push", { url: "https://push.example/q", maxInFlight: 2 });
+  await as("setPush", "PUT", "/v1/queues/q/push", { url: "https://push.example/q", timeoutMs: 5_000 });
+  await as("getPush", "GET", "/v1/queues/q/push");
+  await as("listPush", "GET", "/v1/push");
+  await as("rotatePushSecret", "POST", "/v1/queues/q/push/rotate");
+  await as("deletePush", "DELETE", "/v1/queues/q/push");
   await as("putSchedule", "PUT", "/v1/schedules/nightly", { queue: "q", cron: "0 3 * * *", timezone: "Europe/Paris", payload: { report: true } });
   await as("putSchedule", "PUT", "/v1/schedules/nightly", { queue: "q", everyMs: 60_000 });
   await as("getSchedule", "GET", "/v1/schedules/nightly");
@@ -232,7 +239,7 @@ describe("a client generated from the document by openapi-typescript", () => {
     const document = await openApiDocument();
     const generated = astToString(await openapiTS(document as never));
     const real = await answers();
-    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(31); // all but the 204 of deleteSchedule and the text of getMetrics
+    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(35); // all but the 204s of deleteSchedule and deletePush and the text of getMetrics
 
     const use = [
       'import type { components, operations } from "./api.ts";',
@@ -248,6 +255,7 @@ describe("a client generated from the document by openapi-typescript", () => {
       'none<OptionalKeys<components["schemas"]["Event"]>>(true);',
       'none<OptionalKeys<components["schemas"]["Schedule"]>>(true);',
       'none<OptionalKeys<components["schemas"]["QueueSettings"]>>(true);',
+      'none<OptionalKeys<components["schemas"]["PushSettings"]>>(true);',
       'none<Exclude<OptionalKeys<Answer<"claimNext", 200>>, "waitedMs" | "retryAfterMs">>(true);',
       // Requests as a client writes them.
       'export const enqueue: Body<"enqueueJob"> = { id: "x", queue: "q", payload: { any: ["json"] }, delayMs: 5 };',

@@ -65,6 +65,11 @@ const ROUTES: Record<string, Route> = {
   "put /v1/queues/{queue}": { needs: "manage", request: (q) => ["PUT", `/v1/queues/${q}`, { maxLeased: 5 }], unseen: 403 },
   "get /v1/queues/{queue}": { needs: "read", request: (q) => ["GET", `/v1/queues/${q}`], unseen: 403 },
   "get /v1/queues": { needs: "read", request: () => ["GET", "/v1/queues"] },
+  "put /v1/queues/{queue}/push": { needs: "manage", request: (q) => ["PUT", `/v1/queues/${q}/push`, { url: `https://push.example/${q}`, maxInFlight: 3 }], unseen: 403 },
+  "get /v1/queues/{queue}/push": { needs: "read", request: (q) => ["GET", `/v1/queues/${q}/push`], unseen: 403 },
+  "get /v1/push": { needs: "read", request: () => ["GET", "/v1/push"] },
+  "post /v1/queues/{queue}/push/rotate": { needs: "manage", request: (q) => ["POST", `/v1/queues/${q}/push/rotate`], unseen: 403 },
+  "delete /v1/queues/{queue}/push": { needs: "manage", request: (q) => ["DELETE", `/v1/queues/${q}/push`], unseen: 403, ok: 204 },
   "put /v1/schedules/{name}": { needs: "manage", request: (q) => ["PUT", `/v1/schedules/${q}-hourly`, { queue: q, everyMs: 3_600_000 }], unseen: 403, ok: 201 },
   "get /v1/schedules/{name}": { needs: "read", request: (q) => ["GET", `/v1/schedules/${q}-nightly`], unseen: 404 },
   "get /v1/schedules": { needs: "read", request: () => ["GET", "/v1/schedules"] },
@@ -91,7 +96,7 @@ const NEEDED = { enqueue: "a producer or admin token", work: "a worker or admin 
 
 /**
  * An app whose invoices and mail each hold a queued job, a job leased by W
- * (fence 1), a dead job and a schedule; and a token of each role for invoices.
+ * (fence 1), a dead job, a schedule and a push endpoint; and a token of each role for invoices.
  */
 async function world() {
   const fresh = await freshApp();
@@ -102,12 +107,13 @@ async function world() {
     expect((await call("POST", `/v1/jobs/${q}-dead/claim`, { owner: "W", ttlMs: TTL })).status).toBe(200);
     expect((await call("POST", `/v1/jobs/${q}-dead/fail`, { owner: "W", fence: 1, error: "gone" })).body.job.status).toBe("dead");
     expect((await call("PUT", `/v1/schedules/${q}-nightly`, { queue: q, cron: "0 3 * * *" })).status).toBe(201);
+    expect((await call("PUT", `/v1/queues/${q}/push`, { url: `https://push.example/${q}` })).status).toBe(201);
   }
   const tokens = {} as Record<Role, string>;
   for (const role of ROLES) tokens[role] = (await call("POST", "/v1/tokens", { role, queues: ["invoices"] })).body.token;
   /** Every row of every table the API writes. */
   async function everything() {
-    const tables = ["jobs", "history", "queues", "schedules", "tokens"];
+    const tables = ["jobs", "history", "queues", "schedules", "tokens", "push_endpoints"];
     return Object.fromEntries(await Promise.all(tables.map(async (table) => [table, await fresh.rows(`SELECT * FROM ${table} ORDER BY 1, 2`)])));
   }
   const as = (token: string) => async ([method, path, body]: Request) => {

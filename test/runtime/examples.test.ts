@@ -38,3 +38,34 @@ test("examples/node-worker.ts works through a queue, then stops gracefully on SI
     await server.stop();
   }
 });
+
+test("examples/push-endpoint-node.ts takes a pushed queue's jobs: answers one with its result, finishes a long one itself after a 202, refuses an unsigned request", async () => {
+  const { url, snapshot } = await freshStore();
+  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: [TOKEN] } });
+  const client = new LeaseClient({ baseUrl: server.url, token: TOKEN });
+  // The secret first (the endpoint needs it to start), then the endpoint's real URL: a later set keeps the secret.
+  const { secret } = (await client.push.set("words", { url: "http://127.0.0.1:9/" })) as { secret: string };
+  const child = spawn(process.execPath, ["--conditions=fencelease-source", "examples/push-endpoint-node.ts"], {
+    env: { ...process.env, FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN, PUSH_SECRET: secret, PORT: "0" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  try {
+    const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+    const endpoint = /^push endpoint on (http:\/\/127\.0\.0\.1:\d+\/)$/.exec(String((await lines.next()).value))![1]!;
+    expect((await fetch(endpoint, { method: "POST", body: "{}" })).status).toBe(401);
+    await client.push.set("words", { url: endpoint });
+    await client.enqueue({ id: "doc-1", queue: "words", payload: { text: "one two three" } });
+    expect((await lines.next()).value).toBe("processed doc-1 with fence 1");
+    await client.enqueue({ id: "doc-2", queue: "words", payload: { text: "four five", long: true } });
+    expect((await lines.next()).value).toBe("finished doc-2 with fence 1");
+    const rows = await snapshot();
+    expect(rows["doc-1"]).toMatchObject({ owner: "push", fence: 1, done: 1, result: '{"words":3}' });
+    expect(rows["doc-2"]).toMatchObject({ owner: "push", fence: 1, done: 1, result: '{"words":2}' });
+    expect((await client.events("doc-2")).events.map((event) => [event.kind, event.action, event.httpStatus])).toEqual([
+      ["enqueued", null, null], ["claimed", null, null], ["pushed", "accepted", 202], ["renewed", null, null], ["completed", null, null],
+    ]);
+  } finally {
+    child.kill("SIGKILL");
+    await server.stop();
+  }
+});

@@ -39,7 +39,7 @@ describe("/docs", () => {
     expect(shown.sort()).toEqual(operations.sort());
     expect(await page.locator(".info .title").textContent()).toContain("fencelease");
     // Grouped by resource, not all under "default", and the version is the package's.
-    expect(await page.$$eval(".opblock-tag", (tags) => tags.map((tag) => tag.getAttribute("data-tag")))).toEqual(["jobs", "leases", "queues", "schedules", "tokens", "system"]);
+    expect(await page.$$eval(".opblock-tag", (tags) => tags.map((tag) => tag.getAttribute("data-tag")))).toEqual(["jobs", "leases", "queues", "push", "schedules", "tokens", "system"]);
     expect((await page.locator(".info .title .version").first().textContent())?.trim()).toBe(JSON.parse(readFileSync("package.json", "utf8")).version);
     await leave(visited, server.url);
   });

@@ -92,7 +92,7 @@ describe("the dashboard and the signed-in token", () => {
     await signIn(page, shared.server.url, await tokenFor("admin", ["invoices"]));
     expect(await page.locator("#signed-in-as").textContent()).toBe("admin for invoices");
     await page.locator('tr[data-queue="invoices"]').waitFor();
-    expect(await buttons(page)).toEqual(["New queue", "Pause queue invoices", "Settings of queue invoices"]);
+    expect(await buttons(page)).toEqual(["New queue", "Pause queue invoices", "Settings of queue invoices", "Push of queue invoices"]);
     await page.getByRole("button", { name: "Pause queue invoices" }).click();
     await expect.poll(() => page.locator("#queue-note").textContent(), WAIT).toMatch(/^Paused invoices/);
     expect((await shared.server.call("GET", "/v1/queues/invoices")).paused).toBe(true);

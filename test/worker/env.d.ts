@@ -12,3 +12,10 @@ declare global {
     }
   }
 }
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** The base URL of the Node endpoint that test/push/worker-endpoint.setup.ts starts for the push tests. */
+    pushEndpoint: string;
+  }
+}

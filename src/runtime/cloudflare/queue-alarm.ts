@@ -66,9 +66,15 @@ export class QueueAlarm {
     return this.#armed;
   }
 
-  /** arm sets the alarm at the earliest thing due for `queue` (not before `notBefore`, if given), unless one is armed no later; `unbinding`: unbinds are pending. */
-  async arm(queue: string, now: number, unbinding: boolean, notBefore?: number): Promise<void> {
-    const due = this.next(queue, now, unbinding);
+  /**
+   * arm sets the alarm at the earliest thing due for `queue` (not before
+   * `notBefore`, if given), unless one is armed no later; `unbinding`: unbinds
+   * are pending; `pushAt`: when a pushed queue next has a job to push (to the second).
+   */
+  async arm(queue: string, now: number, unbinding: boolean, notBefore?: number, pushAt: number | null = null): Promise<void> {
+    const next = this.next(queue, now, unbinding);
+    const pushed = pushAt === null ? null : Math.max(ceil(pushAt, SECOND), now);
+    const due = next === null ? pushed : pushed === null ? next : Math.min(next, pushed);
     const at = due === null || notBefore === undefined ? due : Math.max(due, notBefore);
     if (at === null || (this.#armed !== null && this.#armed <= at)) return;
     await this.#storage.setAlarm(at);

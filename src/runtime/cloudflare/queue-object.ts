@@ -6,6 +6,8 @@ import { createApp } from "../../http/app.ts";
 import { EnqueueBody, EnqueueManyBody } from "../../http/jobs.ts";
 import { CRON_MAX_CHUNKS, maintain, maintainedLine, RETENTION_MS, wakeAfter } from "../../store/maintenance.ts";
 import { LeaseStore } from "../../store/store.ts";
+import { pushAfterWrites } from "../../push/after-write.ts";
+import { pushDue } from "../../push/push-due.ts";
 import { localWaits, type Waits } from "../../wait/long-poll.ts";
 import { WaitRoom } from "../../wait/wait-room.ts";
 import { Bindings, BINDINGS_SCHEMA } from "./bindings.ts";
@@ -77,6 +79,7 @@ export class QueueObject extends DurableObject<WorkerEnv> {
   readonly #bindings: Bindings;
   readonly #retentionMs: number;
   readonly #meter: Meter = { instance: crypto.randomUUID(), requests: 0, rowsRead: 0, rowsWritten: 0, alarmsSet: 0 };
+  readonly #pushing: ReturnType<typeof pushAfterWrites>;
   #alarm!: QueueAlarm;
   #queue: string | null = null;
   #listed = false;
@@ -90,12 +93,17 @@ export class QueueObject extends DurableObject<WorkerEnv> {
     // No re-check: every write to this queue passes through this object and rings the room itself.
     this.#room = new WaitRoom({ maxWaiting: number(env.MAX_WAITING), recheckMs: 0 });
     this.#waits = localWaits(this.#store, this.#room, Date.now);
+    // Push: a write that makes jobs due delivers them after its answer (the object runs on), then arms the
+    // alarm for what is due later; this object is the only writer of its push settings, so it never reads them again unasked.
+    this.#pushing = pushAfterWrites(this.#waits, { store: this.#store, clock: Date.now, log: (line) => console.error(line), ttlMs: Number.POSITIVE_INFINITY });
+    const pushingWaits = this.#pushing.waits;
     this.#app = createApp({
       store: this.#store,
       auth: "off", // only the Worker reaches an object, and its router has checked the caller (objects.ts)
       forwardedGrants: true, // and sends what the caller's token may do
       limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
-      waits: this.#waits,
+      waits: { ...pushingWaits, claimable: (queue, due, at) => afterPushing(pushingWaits.claimable(queue, due, at), () => this.#arm()) },
+      push: this.#pushing,
     });
     this.#bindings = new Bindings(storage, env.DIRECTORY!, () => this.queue, (queue, ids) => queueStub(env, queue).release(ids, queue));
     void ctx.blockConcurrencyWhile(async () => {
@@ -150,12 +158,15 @@ export class QueueObject extends DurableObject<WorkerEnv> {
       // A fire's job is bound after it is created (the store creates it), so that a by-id call finds it.
       const elsewhere = await this.#bindings.bindInDirectory(done.fired.map((job) => job.id));
       if (elsewhere.size > 0) console.error(`fencelease: queue ${JSON.stringify(this.queue)}: fired jobs whose id another queue holds: ${JSON.stringify([...elsewhere])}`);
+      // A pushed queue's jobs due by now (a backoff, a Retry-After, a delivery whose lease ran out) go out here.
+      const maxInFlight = await this.#pushing.maxInFlight(this.queue);
+      if (maxInFlight !== null) await pushDue(this.queue, { store: this.#store, clock: Date.now, waits: this.#waits, limit: maxInFlight, log: (line) => console.error(line) });
     } catch (error) {
       failed = true;
       console.error(`fencelease: queue ${JSON.stringify(this.queue)}: the alarm failed; it comes back in ${ALARM_RETRY_MS} ms`, error);
     }
     await this.#flush();
-    await this.#alarm.arm(this.queue, Date.now(), this.#bindings.pending(), failed ? Date.now() + ALARM_RETRY_MS : undefined);
+    await this.#alarm.arm(this.queue, Date.now(), this.#bindings.pending(), failed ? Date.now() + ALARM_RETRY_MS : undefined, await this.#pushAt());
   }
 
   /** release (RPC, from another queue's object) lets go of each of `ids` that has no row here; answers those. `queue` is this object's, which it may not have been told yet. */
@@ -249,8 +260,19 @@ export class QueueObject extends DurableObject<WorkerEnv> {
   }
 
   async #arm(): Promise<void> {
-    await this.#alarm.arm(this.queue, Date.now(), this.#bindings.pending());
+    await this.#alarm.arm(this.queue, Date.now(), this.#bindings.pending(), undefined, await this.#pushAt());
   }
+
+  /** When this queue, if it is pushed, next has a job to push (null: not pushed, or nothing to push before a lease ends). */
+  async #pushAt(): Promise<number | null> {
+    if (this.#queue === null || this.#queue === NO_QUEUE || (await this.#pushing.maxInFlight(this.#queue)) === null) return null;
+    return this.#store.push.nextDueAt(this.#queue, { now: Date.now() });
+  }
+}
+
+/** Runs `then` once what a write rang (a push's deliveries, in a pushed queue) has ended; answers that. */
+function afterPushing(rung: void | Promise<void>, then: () => Promise<void>): void | Promise<void> {
+  return rung instanceof Promise ? rung.then(then) : rung;
 }
 
 /** The object of `queue`. */

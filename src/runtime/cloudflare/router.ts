@@ -17,7 +17,7 @@ import type { WorkerEnv } from "./env.ts";
 import { type Call, Objects } from "./objects.ts";
 import { NO_QUEUE } from "./queue-object.ts";
 import { registryTokens } from "./registry-tokens.ts";
-import { jobList, learned, manyLeases, metrics, parseJson, queueList, scheduleList, stats } from "./spanning.ts";
+import { jobList, learned, manyLeases, metrics, parseJson, pushList, queueList, scheduleList, stats } from "./spanning.ts";
 
 /** What the router is built from: the app's own options, and the env with the objects' bindings. */
 export type RouterOptions = { env: WorkerEnv; auth: Auth; limits: Partial<Limits>; ui?: UiFiles; log?: (line: string) => void };
@@ -90,6 +90,10 @@ export function objectsRouter(options: RouterOptions): Hono {
   app.post("/v1/queues/:queue/resume", toQueue);
   app.get("/v1/queues/:queue", toQueue);
   app.put("/v1/queues/:queue", toQueue);
+  app.get("/v1/queues/:queue/push", toQueue);
+  app.put("/v1/queues/:queue/push", toQueue);
+  app.delete("/v1/queues/:queue/push", toQueue);
+  app.post("/v1/queues/:queue/push/rotate", toQueue);
 
   // One job: the object of its queue.
   const toJob = async (c: Context) => byId(objects, c.req.param("id")!, await callOf(c));
@@ -107,6 +111,7 @@ export function objectsRouter(options: RouterOptions): Hono {
   // Several queues.
   app.get("/v1/jobs", async (c) => jobList(objects, await callOf(c)));
   app.get("/v1/queues", async (c) => queueList(objects, await callOf(c)));
+  app.get("/v1/push", async (c) => pushList(objects, await callOf(c)));
   app.get("/v1/stats", async (c) => stats(objects, await callOf(c)));
   app.get("/metrics", async (c) => metrics(objects, await callOf(c), requests));
   app.post("/v1/leases/renew", async (c) => manyLeases(objects, await callOf(c), "leases"));

@@ -40,7 +40,7 @@ export async function stats(objects: Objects, call: Call): Promise<Response> {
 export async function metrics(objects: Objects, call: Call, requests: RequestMetrics): Promise<Response> {
   const statsCall = { ...call, request: new Request(new URL("/v1/stats", call.request.url), call.request) };
   const merged = await allStats(objects, statsCall);
-  return merged instanceof Response ? merged : new Response(prometheusText(merged, requests), { headers: { "Content-Type": "text/plain; version=0.0.4" } });
+  return merged instanceof Response ? merged : new Response(prometheusText(merged, { requests }), { headers: { "Content-Type": "text/plain; version=0.0.4" } });
 }
 
 async function allStats(objects: Objects, call: Call): Promise<QueueStats[] | Response> {
@@ -54,6 +54,13 @@ export async function queueList(objects: Objects, call: Call): Promise<Response>
   const answers = await askEach<{ queues: { queue: string }[] }>(objects, call, await objects.queues());
   if (answers instanceof Response) return answers;
   return Response.json({ queues: answers.flatMap((answer) => answer.queues).sort((a, b) => byCodePoint(a.queue, b.queue)) });
+}
+
+/** GET /v1/push: the push settings of every pushed queue, by name. */
+export async function pushList(objects: Objects, call: Call): Promise<Response> {
+  const answers = await askEach<{ endpoints: { queue: string }[] }>(objects, call, await objects.queues());
+  if (answers instanceof Response) return answers;
+  return Response.json({ endpoints: answers.flatMap((answer) => answer.endpoints).sort((a, b) => byCodePoint(a.queue, b.queue)) });
 }
 
 /** GET /v1/schedules: every schedule, by name, from the queues that hold one. */

@@ -10,6 +10,8 @@ import { createApp } from "../../http/app.ts";
 import { authFromEnv } from "../../http/middleware/auth.ts";
 import type { UiFiles } from "../../http/ui.ts";
 import { CRON_MAX_CHUNKS, maintain, maintainedLine, wakeAfter } from "../../store/maintenance.ts";
+import { pushAfterWrites } from "../../push/after-write.ts";
+import { pushAllDue } from "../../push/push-due.ts";
 import { LeaseStore } from "../../store/store.ts";
 import { requestWaits, type Waits } from "../../wait/long-poll.ts";
 import { durableWaits } from "./queue-doorbell.ts";
@@ -37,6 +39,15 @@ function waitsFor(env: WorkerEnv, store: LeaseStore): Waits {
   return env.DOORBELL ? durableWaits(env.DOORBELL, store, inRequest, Date.now) : inRequest;
 }
 
+/**
+ * How long the cron starts new rounds of push deliveries: those due later
+ * than their write (a backoff, a Retry-After, a delivery cut short) go out
+ * here, within a minute of being due.
+ */
+export const CRON_PUSH_BUDGET_MS = 30_000;
+
+const log = (line: string) => console.log(line);
+
 // The app is built once per env object, which a Worker isolate keeps between requests.
 const built = new WeakMap<WorkerEnv, { app: ReturnType<typeof createApp>; store: LeaseStore; waits: Waits }>();
 const routers = new WeakMap<WorkerEnv, ReturnType<typeof objectsRouter>>();
@@ -46,7 +57,9 @@ function builtFor(env: WorkerEnv) {
   if (!entry) {
     const store = new LeaseStore(driverFor(env));
     const waits = waitsFor(env, store);
-    const app = createApp({ store, ...appOptions(env), waits });
+    // A write that makes jobs of a pushed queue due delivers them in its own waitUntil.
+    const pushing = pushAfterWrites(waits, { store, clock: Date.now, log });
+    const app = createApp({ store, ...appOptions(env), waits: pushing.waits, push: pushing });
     entry = { app, store, waits };
     built.set(env, entry);
   }
@@ -58,7 +71,7 @@ function appOptions(env: WorkerEnv) {
   return {
     auth: authFromEnv(env),
     limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
-    log: (line: string) => console.log(line),
+    log,
     ui: env.ASSETS && assetFiles(env.ASSETS),
   };
 }
@@ -83,7 +96,8 @@ export default {
    * Enqueues the jobs of the schedules due at the trigger's time (a per-minute
    * cron's at its minute), ends expired leases (owner cleared, fence kept, an
    * attempt counted) and purges old done, dead and cancelled jobs; rings the queues
-   * whose jobs came or came back.
+   * whose jobs came or came back; then delivers the due jobs of the pushed
+   * queues (for up to CRON_PUSH_BUDGET_MS).
    */
   async scheduled(controller: ScheduledController, env: WorkerEnv): Promise<void> {
     // Objects mode: each queue's object does this at the time it is due, by its alarm.
@@ -93,5 +107,7 @@ export default {
     const done = await maintain(store, controller.scheduledTime, number(env.RETENTION_MS), { maxChunks: CRON_MAX_CHUNKS });
     console.log(maintainedLine(done));
     await wakeAfter(done, waits);
+    const pushed = await pushAllDue({ store, clock: Date.now, waits, log, budgetMs: CRON_PUSH_BUDGET_MS });
+    if (pushed.length > 0) console.log(`fencelease: pushed ${pushed.length} job${pushed.length === 1 ? "" : "s"} (${pushed.filter((report) => report.written === "completed").length} completed)`);
   },
 };

@@ -3,10 +3,11 @@ import type { Server } from "node:http";
 import { serve } from "@hono/node-server";
 import { createApp } from "../../http/app.ts";
 import { type Auth, authFromEnv } from "../../http/middleware/auth.ts";
-import { gracefulStop } from "./graceful-stop.ts";
+import { gracefulStop, SHUTDOWN_GRACE_MS } from "./graceful-stop.ts";
 import { fireOnTime, maintain, maintainedLine, repeat, SCHEDULE_RECHECK_MS, wakeAfter } from "../../store/maintenance.ts";
 import { openStore } from "./open.ts";
 import { uiFilesFromDisk } from "./ui-files.ts";
+import { PushDispatcher } from "../../push/dispatcher.ts";
 import { localWaits } from "../../wait/long-poll.ts";
 import { WaitRoom } from "../../wait/wait-room.ts";
 
@@ -117,7 +118,10 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   // Requests with waitMs wait here; on a stop every one of them answers at once.
   const room = new WaitRoom({ maxWaiting: config.maxWaiting, recheckMs: config.recheckMs, clock });
   const waits = localWaits(store, room, clock);
-  const app = createApp({ store, auth: config.auth, log: config.log, clock: config.clock, ui: uiFilesFromDisk(), waits });
+  // The pushed queues' jobs go out from here, woken in the same room as the long polls.
+  const pushing = new PushDispatcher({ store, room, waits, clock, log: config.log ?? ((line) => console.error(line)) });
+  await pushing.start();
+  const app = createApp({ store, auth: config.auth, log: config.log, clock: config.clock, ui: uiFilesFromDisk(), waits, push: pushing });
   const graceful = gracefulStop(app.fetch);
   graceful.onStop(() => room.stop());
   const { server, address } = await listen(graceful.fetch, config.host, config.port).catch((error: unknown) => {
@@ -146,12 +150,11 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     },
     stop: async () => {
       await Promise.all([maintenance?.stop(), firing?.stop()]); // the runs in progress stop after their current chunk
-      // No new request starts; those in flight finish (within the grace), then the database closes.
-      try {
-        await graceful.stop(server as Server, config.shutdownGraceMs);
-      } finally {
-        store.close();
-      }
+      // No new request starts and no job is pushed; those in flight finish (within the grace; a delivery
+      // cut then gives its lease back), then the database closes.
+      const [stopped] = await Promise.allSettled([graceful.stop(server as Server, config.shutdownGraceMs), pushing.stop(config.shutdownGraceMs ?? SHUTDOWN_GRACE_MS)]);
+      store.close();
+      if (stopped.status === "rejected") throw stopped.reason;
     },
   };
 }

@@ -1,7 +1,7 @@
 import type { InValue } from "@libsql/client";
 import type { Statement } from "../../drivers/driver.ts";
 import { followedBack, refilled, TOKEN, tokenDueAt, wholeTokens } from "./bucket.ts";
-import { CLAIM, EXHAUSTED, expire, returningJob, status } from "./lease.ts";
+import { CLAIM, claimed, EXHAUSTED, expire, returningJob, status } from "./lease.ts";
 
 // The claims, and everything that decides one. A claim is one UPDATE that
 // picks its jobs and takes their leases in the same statement, so two
@@ -95,9 +95,33 @@ export function claimNextAfterCompletion(id: string, owner: string, now: number,
   return claimNextAfter(id, owner, now, take, "changes() = 1");
 }
 
+/** Who holds the leases that push deliveries carry (src/push/): the owner their endpoint renews, completes or fails with. */
+export const PUSH_OWNER = "push";
+
+/** How much longer than its request's timeout a pushed lease lasts: the time to write the answer's outcome. */
+export const PUSH_SETTLE_MS = 5_000;
+
+/**
+ * The claim-next of push delivery: as claimNext, for PUSH_OWNER, each lease
+ * lasting the queue's push timeout plus PUSH_SETTLE_MS, and besides at most
+ * its max_in_flight (push_endpoints, migrations/0031) current leases of that
+ * owner, counted in jobs_held_by_until: a lease whose endpoint answered 202
+ * counts until it ends. A queue without an endpoint gives none.
+ */
+export function claimToPush(queue: string, now: number, limit: number, clock: string): Statement {
+  const endpoint = "FROM push_endpoints p WHERE p.queue = ?1";
+  const pushed = "queue = p.queue AND done = 0 AND owner IS NOT NULL AND owner = ?2 AND until > ?3";
+  return takeNext("?1", "", [queue, PUSH_OWNER, now, null, limit, clock], {
+    ttl: `(SELECT p.timeout_ms + ${PUSH_SETTLE_MS} ${endpoint})`,
+    cap: `coalesce((SELECT p.max_in_flight - (SELECT count(*) FROM jobs WHERE ${pushed}) ${endpoint}), 0)`,
+  });
+}
+
 /**
  * The one claim-next statement: `queue` an SQL expression over ?1, `guard` a
  * further condition; ?2 owner, ?3 now, ?4 ttl, ?5 limit, ?6 the store's clock id.
+ * `push` (claimToPush only) puts an SQL expression in place of the ttl, and
+ * caps the leases taken.
  *
  * Its candidates are read so that their cost does not grow with the jobs it
  * must pass over (migrations/0006): the jobs nobody holds, priority by
@@ -112,12 +136,12 @@ export function claimNextAfterCompletion(id: string, owner: string, now: number,
  * read it (migrations/0013). A claim changes no count: held jobs are counted
  * from jobs_held_by_until.
  */
-function takeNext(queue: string, guard: string, args: InValue[]): Statement {
+function takeNext(queue: string, guard: string, args: InValue[], push?: { ttl: string; cap: string }): Statement {
   const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
   const due = "run_at <= ?3 AND until <= ?3";
   return {
     sql: `UPDATE jobs
-          SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END, ${CLAIM}, claim_clock = ?6
+          SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END, ${push ? claimed(push.ttl) : CLAIM}, claim_clock = ?6
           WHERE id IN (
             WITH RECURSIVE level(priority, before) AS (
               SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1), 0
@@ -135,7 +159,7 @@ function takeNext(queue: string, guard: string, args: InValue[]): Statement {
               WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until <= ?3 AND run_at <= ?3 AND NOT (${EXHAUSTED}))
             WHERE true ${guard}
             ORDER BY priority DESC, run_at, created_at, id
-            LIMIT ${room(queue, "?3", "?5")})
+            LIMIT ${push ? `min(${room(queue, "?3", "?5")}, max(0, ${push.cap}))` : room(queue, "?3", "?5")})
           ${returningJob("?3")}`,
     args,
   };
@@ -192,6 +216,22 @@ export function nextClaimable(queues: string[], now: number, clock: string): Sta
                                coalesce(${tokenDueAt("s.", "?2", "?3")}, n.at)) END AS at
           FROM n LEFT JOIN queues s ON s.queue = n.queue`,
     args: [JSON.stringify(queues), now, clock],
+  };
+}
+
+/**
+ * When a pushed queue next has a job for its push claim (`nextClaimable`), as
+ * long as its maxInFlight pushed leases are not all held (each of their ends
+ * is a time of its own); no row for a queue without an endpoint. What a
+ * queue's object arms its alarm for, to push a job due later (a backoff, a
+ * Retry-After) at its time.
+ */
+export function nextToPush(queue: string, now: number, clock: string): Statement {
+  const next = nextClaimable([queue], now, clock);
+  return {
+    sql: `SELECT n.at AS at FROM (${next.sql}) n JOIN push_endpoints p ON p.queue = n.queue
+          WHERE (SELECT count(*) FROM jobs WHERE queue = p.queue AND done = 0 AND owner IS NOT NULL AND owner = ?4 AND until > ?2) < p.max_in_flight`,
+    args: [...next.args, PUSH_OWNER],
   };
 }
 

@@ -120,15 +120,21 @@ export const END_LEASE = `owner = NULL, until = 0, last_error = 'the lease of ' 
               last_event = CASE WHEN ${EXHAUSTED} THEN 'dead' ELSE 'expired' END, updated_at = ?1, seq = ${NEXT_SEQ}`;
 
 /**
- * What a claim writes (?2 owner, ?3 now, ?4 ttl): a new owner and the next
- * fence, an attempt, and the lease's claim told by the row, with no renew
- * yet. A claim that takes an expired lease over leaves the place before its
- * own to that lease's end (jobs_record_ended_lease stores it). The claims
+ * What a claim writes (?2 owner, ?3 now, `ttl` the lease's length as an SQL
+ * expression): a new owner and the next fence, an attempt, and the lease's
+ * claim told by the row, with no renew yet. A claim that takes an expired
+ * lease over leaves the place before its own to that lease's end
+ * (jobs_record_ended_lease stores it). The claims
  * (src/store/sql/claim-next.ts) add `claim_clock`, the clock that read `now`.
  */
-export const CLAIM = `owner = ?2, until = ?3 + ?4, fence = fence + 1, attempts = attempts + 1, last_event = NULL, updated_at = ?3,
+export function claimed(ttl: string): string {
+  return `owner = ?2, until = ?3 + ${ttl}, fence = fence + 1, attempts = attempts + 1, last_event = NULL, updated_at = ?3,
               claimed_seq = ${NEXT_SEQ} + (owner IS NOT NULL), claimed_at = ?3, seq = ${NEXT_SEQ} + (owner IS NOT NULL),
               renewed_seq = NULL, renewed_at = NULL, renewed_last_at = NULL, renews = 0`;
+}
+
+/** What a claim writes, its lease lasting ?4 ms. */
+export const CLAIM = claimed("?4");
 
 /**
  * Ends the expired lease of job `id`, if it has one: nobody holds it any more,

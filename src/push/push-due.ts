@@ -1,0 +1,39 @@
+import { deliver, type DeliverOptions, type DeliveryReport } from "./deliver.ts";
+
+// Push in rounds, for a caller that runs once and ends: the Worker's request
+// that enqueued (through waitUntil), and its cron for the deliveries due
+// later (retries, backoffs, Retry-After). The Node server pushes from a
+// dispatcher that waits in its WaitRoom instead (dispatcher.ts); both claim
+// with store.push.claim and deliver with deliver().
+
+/**
+ * pushDue claims up to `limit` due jobs of a pushed queue (within its
+ * maxInFlight, decided in the claim) and delivers them all at once; answers
+ * their reports: none when nothing is due, no delivery may start, or the
+ * queue has no endpoint.
+ */
+export async function pushDue(queue: string, options: DeliverOptions & { limit: number }): Promise<DeliveryReport[]> {
+  const { leases, target } = await options.store.push.claim(queue, { limit: options.limit, now: options.clock() });
+  if (target === null) return [];
+  return Promise.all(leases.map((lease) => deliver(lease, target, options)));
+}
+
+/**
+ * pushAllDue delivers the due jobs of every pushed queue, the queues side by
+ * side, each in rounds of up to its maxInFlight at once, until a round takes
+ * fewer (nothing more is due, or its maxInFlight is held) or `budgetMs` has
+ * passed since it began; answers every report. What is left waits for the
+ * next run.
+ */
+export async function pushAllDue(options: DeliverOptions & { budgetMs: number }): Promise<DeliveryReport[]> {
+  const deadline = performance.now() + options.budgetMs;
+  const reports: DeliveryReport[] = [];
+  await Promise.all((await options.store.push.list()).map(async ({ queue, maxInFlight }) => {
+    for (;;) {
+      const round = await pushDue(queue, { ...options, limit: maxInFlight });
+      reports.push(...round);
+      if (round.length < maxInFlight || performance.now() >= deadline) return;
+    }
+  }));
+  return reports;
+}

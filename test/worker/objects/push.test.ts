@@ -1,0 +1,63 @@
+import { runInDurableObject, SELF } from "cloudflare:test";
+import { describe, expect, inject, test } from "vitest";
+import { verifyPush } from "../../../src/client/index.ts";
+import type { QueueObject } from "../../../src/worker.ts";
+import { queueObject } from "../storage-mode.ts";
+
+// Push in objects mode: the queue's object keeps its push settings, delivers
+// a job after the write that made it due, and its alarm delivers what came
+// due later. The endpoint is the real Node one of test/push/worker-endpoint.setup.ts.
+
+const ENDPOINT = inject("pushEndpoint");
+const TOKEN = "worker-test-token";
+
+async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const response = await SELF.fetch(`https://fencelease.test${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${TOKEN}`, ...(body !== undefined && { "Content-Type": "application/json" }) },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text === "" ? null : JSON.parse(text) };
+}
+
+/** What the endpoint received for job `id`, oldest first. */
+async function received(id: string): Promise<{ headers: Record<string, string>; body: string }[]> {
+  const all = (await (await fetch(`${ENDPOINT}/received`)).json()) as { headers: Record<string, string>; body: string }[];
+  return all.filter((request) => request.headers["fencelease-job-id"] === id);
+}
+
+/** Waits until job `id` has `status`, for at most 10 s (deliveries run after the answers, the alarm on the real clock). */
+async function until(id: string, status: string): Promise<any> {
+  for (const started = Date.now(); Date.now() - started < 10_000; await new Promise((resolve) => setTimeout(resolve, 25))) {
+    const job = (await call("GET", `/v1/jobs/${id}`)).body;
+    if (job.status === status) return job;
+  }
+  throw new Error(`job ${id} did not become ${status} within 10 s`);
+}
+
+describe("push in objects mode", () => {
+  test("the queue's object keeps its push settings and delivers a job after the write that made it due", async () => {
+    const put = await call("PUT", "/v1/queues/op-ok/push", { url: `${ENDPOINT}/ok` });
+    expect(put.status).toBe(201);
+    expect((await call("GET", "/v1/queues/op-ok/push")).body).toMatchObject({ queue: "op-ok", url: `${ENDPOINT}/ok` });
+    expect((await call("GET", "/v1/push")).body.endpoints).toEqual(expect.arrayContaining([expect.objectContaining({ queue: "op-ok" })]));
+    expect((await call("POST", "/v1/jobs", { id: "op-ok-1", queue: "op-ok", payload: { n: 1 } })).status).toBe(201);
+    expect(await until("op-ok-1", "done")).toMatchObject({ result: { delivered: "op-ok-1", path: "/ok" }, owner: "push", fence: 1 });
+    const [delivery] = await received("op-ok-1");
+    expect((await verifyPush({ headers: delivery!.headers, body: delivery!.body }, put.body.secret)).job.payload).toEqual({ n: 1 });
+  });
+
+  test("a failed delivery due again is delivered by the queue's alarm, armed for it", async () => {
+    await call("PUT", "/v1/queues/op-flaky/push", { url: `${ENDPOINT}/flaky` });
+    await call("POST", "/v1/jobs", { id: "op-flaky-1", queue: "op-flaky" });
+    expect(await until("op-flaky-1", "done")).toMatchObject({ fence: 2, attempts: 2, result: { delivered: "op-flaky-1" } });
+    expect((await received("op-flaky-1")).map((delivery) => delivery.headers["fencelease-fence"])).toEqual(["1", "2"]);
+  });
+
+  test("a queue without push arms no alarm for its due jobs, and nothing is delivered", async () => {
+    await call("POST", "/v1/jobs", { id: "op-plain-1", queue: "op-plain" });
+    expect(await runInDurableObject(queueObject("op-plain"), (object: QueueObject) => object.alarmAt())).toBeNull();
+    expect(await received("op-plain-1")).toEqual([]);
+  });
+});
