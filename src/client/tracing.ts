@@ -54,19 +54,24 @@ export type HeldBy = { owner?: string | null; fence?: number; attempts?: number 
 
 /** Starts the consumer span "process {queue}" of a job in hand (see startJobSpan); null when there is nothing to trace. */
 export function startProcessSpan(job: TracedJob, held: HeldBy): JobSpan | null {
-  return startJobSpan(clientTracer, job, "process", {
-    ...(held.owner && { "fencelease.lease.owner": held.owner }),
-    ...(held.fence !== undefined && { "fencelease.lease.fence": held.fence }),
-    ...(held.attempts !== undefined && { "fencelease.job.attempt": held.attempts }),
+  return startJobSpan(clientTracer, job, {
+    operation: "process",
+    attributes: {
+      ...(held.owner && { "fencelease.lease.owner": held.owner }),
+      ...(held.fence !== undefined && { "fencelease.lease.fence": held.fence }),
+      ...(held.attempts !== undefined && { "fencelease.job.attempt": held.attempts }),
+    },
   });
 }
 
 /**
  * traceJob runs `fn` in a span of the job's trace, "process {queue}", the
- * child of the span that enqueued it (its `traceparent`), and ends the span
- * with fn's outcome: for work on a job that came by other means than
- * runWorker or withLease, which do this themselves (a push endpoint's
- * handler, say). Without an SDK registered it just runs fn.
+ * child of the span that enqueued it (its `traceparent`), or of the active
+ * span when that is already in the job's trace (a push endpoint's request,
+ * as its SDK read the delivery's traceparent header), and ends the span with
+ * fn's outcome: for work on a job that came by other means than runWorker or
+ * withLease, which do this themselves (a push endpoint's handler, say).
+ * Without an SDK registered it just runs fn.
  *
  * @example
  * await traceJob(job, async () => sendMail(job.payload));

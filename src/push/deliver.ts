@@ -1,9 +1,11 @@
+import { context } from "@opentelemetry/api";
 import { wakeWith } from "../http/wake.ts";
 import { LeaseLost, NotFound } from "../store/errors.ts";
 import type { Job, Lease } from "../store/job.ts";
 import type { DeliveryOutcome, PushTarget } from "../store/push.ts";
 import type { LeaseStore } from "../store/store.ts";
 import type { Waits } from "../wait/long-poll.ts";
+import { endPushSpan, pushTraceHeaders, startPushSpan } from "./push-span.ts";
 import { signatureHeader } from "./signature.ts";
 
 // One delivery: a lease that push claimed, POSTed to its queue's endpoint,
@@ -73,8 +75,12 @@ async function messageId(job: Job): Promise<string> {
   return `msg_${btoa(binary).replaceAll("+", "-").replaceAll("/", "_")}`;
 }
 
-/** The request of a delivery: the job as the API shows it, the lease in headers, signed with each of the target's secrets. */
-export async function pushRequest(lease: Lease, target: PushTarget, now: number): Promise<{ headers: Record<string, string>; body: string }> {
+/**
+ * The request of a delivery: the job as the API shows it, the lease in
+ * headers, signed with each of the target's secrets, and `traceHeaders` (the
+ * W3C traceparent and tracestate of the job's trace: push-span.ts).
+ */
+export async function pushRequest(lease: Lease, target: PushTarget, now: number, traceHeaders: Record<string, string> = {}): Promise<{ headers: Record<string, string>; body: string }> {
   const { job } = lease;
   const body = JSON.stringify(job);
   const id = await messageId(job);
@@ -94,6 +100,7 @@ export async function pushRequest(lease: Lease, target: PushTarget, now: number)
       [LEASE_HEADERS.fence]: String(lease.fence),
       [LEASE_HEADERS.until]: String(lease.until),
       [LEASE_HEADERS.attempt]: String(job.attempts),
+      ...traceHeaders,
     },
   };
 }
@@ -199,12 +206,31 @@ async function send(target: PushTarget, request: { headers: Record<string, strin
  * A write refused because the lease was lost meanwhile is a stale write like
  * any other: recorded as a refusal, and nothing of the job changes. Answers
  * what it did; never throws.
+ *
+ * The request carries the job's trace context (traceparent, tracestate).
+ * With an OpenTelemetry SDK registered, the delivery is a span of the job's
+ * trace, "push {queue}", in which the writes are made and whose traceparent
+ * the endpoint is sent; with none, the job's own, after one check.
  */
 export async function deliver(lease: Lease, target: PushTarget, options: DeliverOptions): Promise<DeliveryReport> {
+  const pushSpan = startPushSpan(lease, target.url);
+  const traceHeaders = pushTraceHeaders(lease.job, pushSpan);
+  if (pushSpan === null) return deliverCarrying(lease, target, options, traceHeaders);
+  let report: DeliveryReport | undefined;
+  try {
+    report = await context.with(pushSpan.context, () => deliverCarrying(lease, target, options, traceHeaders));
+    return report;
+  } finally {
+    endPushSpan(pushSpan.span, report);
+  }
+}
+
+/** A delivery (see deliver), its request carrying `traceHeaders`. */
+async function deliverCarrying(lease: Lease, target: PushTarget, options: DeliverOptions, traceHeaders: Record<string, string>): Promise<DeliveryReport> {
   const { store, clock } = options;
   const { job, fence } = lease;
   const owner = job.owner!;
-  const request = await pushRequest(lease, target, clock());
+  const request = await pushRequest(lease, target, clock(), traceHeaders);
   const started = performance.now();
   const answer = await send(target, request, options);
   const durationMs = Math.round(performance.now() - started);

@@ -27,22 +27,35 @@ export function linkJobTrace(job: TracedJob): void {
 export type JobSpan = { span: Span; context: Context };
 
 /**
+ * How a job's span is made: its operation (the first word of its name, and
+ * its messaging operation), its kind (consumer unless told), more attributes
+ * (which may replace the messaging ones), and the context it starts in (the
+ * active one unless told).
+ */
+export type JobSpanOptions = { operation: string; kind?: SpanKind; attributes?: Attributes; context?: Context };
+
+/**
  * Starts the span of work on a job, named `${operation} ${queue}` ("process
  * invoices"): the child of the job's trace when it has one, so that the work
  * continues its producer's trace, with a link to the caller's own span if
- * one is active; else the child of the caller's span. Null when there is
- * nothing to trace: no span records and neither the job nor the caller has a
- * trace to carry on; with no SDK registered, before any span is made.
+ * one of another trace is active; else the child of the caller's span. When
+ * the caller's span is already in the job's trace (a push endpoint's request,
+ * whose traceparent names the delivery's span), the work nests under it
+ * instead. Null when there is nothing to trace: no span records and neither
+ * the job nor the caller has a trace to carry on; with no SDK registered,
+ * before any span is made.
  */
-export function startJobSpan(tracer: Tracer, job: TracedJob, operation: string, attributes: Attributes, kind = SpanKind.CONSUMER): JobSpan | null {
+export function startJobSpan(tracer: Tracer, job: TracedJob, options: JobSpanOptions): JobSpan | null {
   if (!tracerRegistered()) return null;
-  const active = context.active();
+  const { operation } = options;
+  const active = options.context ?? context.active();
   const producer = spanContextOf(job.traceparent, job.tracestate);
   const caller = trace.getSpanContext(active);
-  const links: Link[] = producer !== null && caller !== undefined && caller.traceId !== producer.traceId ? [{ context: caller }] : [];
-  const parent = producer === null ? active : trace.setSpanContext(active, producer);
+  const inJobTrace = producer !== null && caller?.traceId === producer.traceId;
+  const links: Link[] = producer !== null && caller !== undefined && !inJobTrace ? [{ context: caller }] : [];
+  const parent = producer === null || inJobTrace ? active : trace.setSpanContext(active, producer);
   const span = tracer.startSpan(`${operation} ${job.queue}`, {
-    kind,
+    kind: options.kind ?? SpanKind.CONSUMER,
     links,
     attributes: {
       "messaging.system": "fencelease",
@@ -50,7 +63,7 @@ export function startJobSpan(tracer: Tracer, job: TracedJob, operation: string, 
       "messaging.operation.name": operation,
       "messaging.destination.name": job.queue,
       "messaging.message.id": job.id,
-      ...attributes,
+      ...options.attributes,
     },
   }, parent);
   if (!span.isRecording() && !trace.isSpanContextValid(span.spanContext())) return null;

@@ -70,6 +70,22 @@ describe("push in the Node server", () => {
     }
   });
 
+  test("with no OpenTelemetry SDK, a job enqueued with a trace context is POSTed with its traceparent and tracestate as W3C headers; one without, with neither", async () => {
+    const server = await running();
+    try {
+      const endpoint = await startEndpoint(answerWith(200));
+      await call(server, "PUT", "/v1/queues/mail/push", { url: endpoint.url });
+      const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+      const tracestate = "congo=t61rcWkgMzE";
+      await call(server, "POST", "/v1/queues/mail/jobs", { jobs: [{ id: "traced", traceparent, tracestate }, { id: "plain" }] });
+      await until(() => endpoint.received.length === 2);
+      const sent = Object.fromEntries(endpoint.received.map((request) => [jobOf(request), [request.headers.traceparent, request.headers.tracestate]]));
+      expect(sent).toEqual({ traced: [traceparent, tracestate], plain: [undefined, undefined] });
+    } finally {
+      await server.stop();
+    }
+  });
+
   test("jobs already queued are pushed as soon as the queue is given an endpoint, at most maxInFlight at once", async () => {
     const server = await running();
     try {

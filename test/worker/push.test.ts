@@ -10,6 +10,8 @@ import worker from "../../src/worker.ts";
 
 const ENDPOINT = inject("pushEndpoint");
 const TOKEN = "worker-test-token";
+const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+const TRACESTATE = "congo=t61rcWkgMzE";
 
 /** One request to the Worker; answers once its waitUntil work (the deliveries) has ended too. */
 async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
@@ -40,6 +42,7 @@ describe("push on the Worker", () => {
     expect((await call("POST", "/v1/jobs", { id: "w-ok-1", queue: "w-ok", payload: { n: 1 } })).status).toBe(201);
     const [delivery, ...more] = await received("w-ok-1");
     expect(more).toEqual([]);
+    expect(delivery!.headers).not.toHaveProperty("traceparent"); // enqueued without a trace context
     expect(delivery!.headers).toMatchObject({ "fencelease-owner": "push", "fencelease-fence": "1", "fencelease-attempt": "1" });
     expect((await verifyPush({ headers: delivery!.headers, body: delivery!.body }, put.body.secret)).job).toMatchObject({ id: "w-ok-1", payload: { n: 1 } });
     expect((await call("GET", "/v1/jobs/w-ok-1")).body).toMatchObject({ status: "done", result: { delivered: "w-ok-1", path: "/ok" }, fence: 1 });
@@ -47,14 +50,14 @@ describe("push on the Worker", () => {
     expect(events.map((event: { kind: string; httpStatus: number | null }) => [event.kind, event.httpStatus])).toEqual([["enqueued", null], ["claimed", null], ["pushed", 200], ["completed", null]]);
   });
 
-  test("a failed delivery is delivered again by the cron", async () => {
+  test("a failed delivery is delivered again by the cron; both carry the job's trace context as W3C headers", async () => {
     await call("PUT", "/v1/queues/w-flaky/push", { url: `${ENDPOINT}/flaky` });
-    await call("POST", "/v1/jobs", { id: "w-flaky-1", queue: "w-flaky" });
+    await call("POST", "/v1/jobs", { id: "w-flaky-1", queue: "w-flaky", traceparent: TRACEPARENT, tracestate: TRACESTATE });
     expect(await received("w-flaky-1")).toHaveLength(1);
     // Due again at once (Retry-After: 0), but not delivered again within the same request.
     expect((await call("GET", "/v1/jobs/w-flaky-1")).body).toMatchObject({ status: "queued", attempts: 1, lastError: "the endpoint answered 500: first time" });
     await cron();
-    expect((await received("w-flaky-1")).map((delivery) => delivery.headers["fencelease-fence"])).toEqual(["1", "2"]);
+    expect((await received("w-flaky-1")).map(({ headers }) => [headers["fencelease-fence"], headers.traceparent, headers.tracestate])).toEqual([["1", TRACEPARENT, TRACESTATE], ["2", TRACEPARENT, TRACESTATE]]);
     expect((await call("GET", "/v1/jobs/w-flaky-1")).body).toMatchObject({ status: "done", fence: 2, attempts: 2, result: { delivered: "w-flaky-1" } });
   });
 

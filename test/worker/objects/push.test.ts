@@ -10,6 +10,7 @@ import { queueObject } from "../storage-mode.ts";
 
 const ENDPOINT = inject("pushEndpoint");
 const TOKEN = "worker-test-token";
+const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const response = await SELF.fetch(`https://fencelease.test${path}`, {
@@ -48,11 +49,11 @@ describe("push in objects mode", () => {
     expect((await verifyPush({ headers: delivery!.headers, body: delivery!.body }, put.body.secret)).job.payload).toEqual({ n: 1 });
   });
 
-  test("a failed delivery due again is delivered by the queue's alarm, armed for it", async () => {
+  test("a failed delivery due again is delivered by the queue's alarm, armed for it; both carry the job's traceparent", async () => {
     await call("PUT", "/v1/queues/op-flaky/push", { url: `${ENDPOINT}/flaky` });
-    await call("POST", "/v1/jobs", { id: "op-flaky-1", queue: "op-flaky" });
+    await call("POST", "/v1/jobs", { id: "op-flaky-1", queue: "op-flaky", traceparent: TRACEPARENT });
     expect(await until("op-flaky-1", "done")).toMatchObject({ fence: 2, attempts: 2, result: { delivered: "op-flaky-1" } });
-    expect((await received("op-flaky-1")).map((delivery) => delivery.headers["fencelease-fence"])).toEqual(["1", "2"]);
+    expect((await received("op-flaky-1")).map(({ headers }) => [headers["fencelease-fence"], headers.traceparent, headers.tracestate])).toEqual([["1", TRACEPARENT, undefined], ["2", TRACEPARENT, undefined]]);
   });
 
   test("a queue without push arms no alarm for its due jobs, and nothing is delivered", async () => {
