@@ -3,7 +3,6 @@ import type { Lease } from "../store/job.ts";
 import { type JobSpan, startJobSpan, type TracedJob } from "../tracing/job-span.ts";
 import { traceContextOf } from "../tracing/trace-context.ts";
 import { serverTracer, tracerRegistered } from "../tracing/tracer.ts";
-import type { DeliveryReport } from "./deliver.ts";
 
 // A push delivery in its job's trace (docs/traces.md): the endpoint is sent
 // the W3C headers of the trace the job was enqueued in, so that its own SDK,
@@ -51,8 +50,11 @@ export function pushTraceHeaders(job: TracedJob, pushSpan: JobSpan | null): Reco
   return { ...(traceparent && { traceparent }), ...(traceparent && tracestate && { tracestate }) };
 }
 
+/** What endPushSpan reads of a delivery's report (deliver.ts's DeliveryReport, which imports this file). */
+type Delivered = { outcome: string; status: number | null; error: string | null; written: string };
+
 /** Why a delivery is an error, by what it wrote: its `error.type` and message; null when the job was completed or left to the endpoint. */
-function failureOf(report: DeliveryReport): { type: string; message: string } | null {
+function failureOf(report: Delivered): { type: string; message: string } | null {
   switch (report.written) {
     case "completed":
     case "left":
@@ -74,7 +76,7 @@ function failureOf(report: DeliveryReport): { type: string; message: string } | 
  * completed or left to the endpoint (a failed answer, no answer, a lease
  * lost meanwhile). No report means deliver threw, which it should not.
  */
-export function endPushSpan(span: Span, report: DeliveryReport | undefined): void {
+export function endPushSpan(span: Span, report: Delivered | undefined): void {
   const failure = report === undefined ? { type: "_OTHER", message: "the delivery threw" } : failureOf(report);
   if (report !== undefined) {
     span.setAttributes({ "fencelease.push.outcome": report.outcome, "fencelease.push.written": report.written });
