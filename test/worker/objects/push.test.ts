@@ -72,6 +72,28 @@ describe("push in objects mode", () => {
     expect(await received("op-slot-2")).toHaveLength(1);
   });
 
+  test("/metrics counts the deliveries of each pushed queue, by outcome, and only of the queues the token sees", async () => {
+    await call("PUT", "/v1/queues/op-count/push", { url: `${ENDPOINT}/flaky` });
+    await call("POST", "/v1/jobs", { id: "op-count-1", queue: "op-count" });
+    await until("op-count-1", "done");
+    await call("PUT", "/v1/queues/op-hold/push", { url: `${ENDPOINT}/accept` });
+    await call("POST", "/v1/jobs", { id: "op-hold-1", queue: "op-hold" });
+    await until("op-hold-1", "leased");
+    const metrics = (await call("GET", "/metrics")).body as string;
+    expect(metrics).toContain('fencelease_push_deliveries_total{queue="op-count",outcome="success"} 1');
+    expect(metrics).toContain('fencelease_push_deliveries_total{queue="op-count",outcome="failure"} 1');
+    expect(metrics).toContain('fencelease_push_deliveries_total{queue="op-count",outcome="timeout"} 0');
+    expect(metrics).toMatch(/fencelease_push_delivery_seconds_total\{queue="op-count",outcome="success"\} \d/);
+    expect(metrics).toContain('fencelease_push_in_flight{queue="op-count"} 0');
+    expect(metrics).toContain('fencelease_push_deliveries_total{queue="op-hold",outcome="accepted"} 1');
+    expect(metrics).toContain('fencelease_push_in_flight{queue="op-hold"} 1');
+    const reader = await call("POST", "/v1/tokens", { role: "reader", queues: ["op-hold"] });
+    expect(reader.status).toBe(201);
+    const seen = (await call("GET", "/metrics", undefined, reader.body.token)).body as string;
+    expect(seen).toContain('fencelease_push_in_flight{queue="op-hold"} 1');
+    expect(seen).not.toContain("op-count");
+  });
+
   test("a queue without push arms no alarm for its due jobs, and nothing is delivered", async () => {
     await call("POST", "/v1/jobs", { id: "op-plain-1", queue: "op-plain" });
     expect(await runInDurableObject(queueObject("op-plain"), (object: QueueObject) => object.alarmAt())).toBeNull();
