@@ -1,5 +1,4 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { PUSH_AFTER_WRITE_MS } from "../push/after-write.ts";
 import { InvalidArgument } from "../store/errors.ts";
 import { DEFAULT_MAX_IN_FLIGHT, DEFAULT_PUSH_TIMEOUT_MS, MAX_IN_FLIGHT, MAX_PUSH_TIMEOUT_MS, MAX_URL_LENGTH } from "../store/push.ts";
 import { type Api, error, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
@@ -43,7 +42,7 @@ export const PushBody = body({
   url: z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
     .max(MAX_URL_LENGTH, { error: `must be at most ${MAX_URL_LENGTH} characters` })
     .openapi({ description: "An absolute http: or https: URL, without a user name or password", example: "https://mail.example/fencelease" }),
-  timeoutMs: positive(MAX_PUSH_TIMEOUT_MS).optional().openapi({ description: `How long a delivery waits for the answer; default ${DEFAULT_PUSH_TIMEOUT_MS}. A runtime may allow less: the Cloudflare Worker in D1 mode at most ${PUSH_AFTER_WRITE_MS} (its deliveries run in waitUntil)` }),
+  timeoutMs: positive(MAX_PUSH_TIMEOUT_MS).optional().openapi({ description: `How long a delivery waits for the answer; default ${DEFAULT_PUSH_TIMEOUT_MS}. A runtime may allow less, and its refusal names its limit: the Cloudflare Worker in D1 mode, whose deliveries run in a waitUntil` }),
   maxInFlight: positive(MAX_IN_FLIGHT).optional().openapi({ description: `At most this many deliveries at once (202 leases count until they end); default ${DEFAULT_MAX_IN_FLIGHT}` }),
 }).openapi("PushBody");
 
