@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { verifyPush } from "../../src/client/verify-push.ts";
-import { deliver, retryAfterMs } from "../../src/push/deliver.ts";
+import { deliver, MAX_ANSWER_BYTES, retryAfterMs } from "../../src/push/deliver.ts";
 import type { Lease } from "../../src/store/job.ts";
 import type { PushTarget } from "../../src/store/push.ts";
 import { PUSH_OWNER, PUSH_SETTLE_MS } from "../../src/store/sql/claim-next.ts";
@@ -80,6 +80,52 @@ describe("a delivery", () => {
     const { run, store, clock } = await pushedJob(answerWith(200, "sent to ada"));
     await run();
     expect((await store.get("job-1", { now: clock.now }))?.result).toBe('"sent to ada"');
+  });
+
+  test("answered 2xx with a body over 1 MiB: done all the same, its result null, the cut said in the delivery's error", async () => {
+    const { run, store, clock } = await pushedJob(answerWith(200, "x".repeat(MAX_ANSWER_BYTES + 1)));
+    const error = `the endpoint answered 200 with a body over ${MAX_ANSWER_BYTES} bytes, too large for a result: the job is done with the result null`;
+    expect(await run()).toMatchObject({ outcome: "success", status: 200, error, written: "completed" });
+    expect(await store.get("job-1", { now: clock.now })).toMatchObject({ status: "done", result: "null", attempts: 1 });
+    expect((await history(store)).slice(2)).toEqual([
+      { kind: "pushed", action: "success", owner: PUSH_OWNER, fence: 1, httpStatus: 200, error },
+      { kind: "completed", action: null, owner: PUSH_OWNER, fence: 1, httpStatus: null, error: null },
+    ]);
+  });
+
+  test("answered 2xx whose body then breaks off, or never ends: done with the result null, the status kept, the break said", async () => {
+    const broken = await pushedJob((_request, response) => {
+      response.writeHead(200, { "content-type": "application/json", "content-length": "100" });
+      response.write('{"sent":');
+      setTimeout(() => response.destroy(), 50);
+    });
+    const report = await broken.run();
+    expect(report).toMatchObject({ outcome: "success", status: 200, written: "completed" });
+    expect(report.error).toMatch(/^the endpoint answered 200, but its body broke off \(.+\): the job is done with the result null$/);
+    expect(await broken.store.get("job-1", { now: broken.clock.now })).toMatchObject({ status: "done", result: "null" });
+    expect((await history(broken.store))[2]).toMatchObject({ kind: "pushed", action: "success", httpStatus: 200, error: report.error });
+
+    const endless = await pushedJob((_request, response) => {
+      response.writeHead(201, { "content-type": "application/json" });
+      response.write('{"sent":');
+    }, { timeoutMs: 300 });
+    expect(await endless.run()).toMatchObject({
+      outcome: "success",
+      status: 201,
+      error: "the endpoint answered 201, but its body did not end within 300 ms: the job is done with the result null",
+      written: "completed",
+    });
+    expect(await endless.store.get("job-1", { now: endless.clock.now })).toMatchObject({ status: "done", result: "null" });
+  });
+
+  test("answered 500 whose body breaks off: the lease fails with the status kept", async () => {
+    const { run, store, clock } = await pushedJob((_request, response) => {
+      response.writeHead(500, { "content-length": "100", "retry-after": "9" });
+      response.write("data");
+      setTimeout(() => response.destroy(), 50);
+    });
+    expect(await run()).toMatchObject({ outcome: "failure", status: 500, error: "the endpoint answered 500", written: "failed" });
+    expect((await store.get("job-1", { now: clock.now }))?.runAt).toBe(clock.now + 9_000);
   });
 
   test("answered 500: the lease fails with the answer quoted, due again after the backoff", async () => {
