@@ -9,8 +9,13 @@ import { afterAnswer } from "./wake.ts";
 // deliveries is answered twice only: by the put that creates the endpoint,
 // and by each rotation.
 
-/** What the push routes tell the pusher of the runtime (the Node dispatcher, the Worker's cache of pushed queues). */
-export type PushChanges = { changed(queue: string): void | Promise<void> };
+/**
+ * What the push routes tell the pusher of the runtime (the Node dispatcher,
+ * the Worker's cache of pushed queues), and ask it: `checkUrl` throws
+ * InvalidArgument for an endpoint URL it will not deliver to (the Node
+ * server's private addresses), before a put writes anything.
+ */
+export type PushChanges = { changed(queue: string): void | Promise<void>; checkUrl?(url: string): void };
 
 /** A queue's push settings as the API shows them: never the secret. */
 export const PushSettingsSchema = z
@@ -114,7 +119,9 @@ export function servePush(app: Api, route: ReturnType<typeof pushRoutes>, { stor
   app.openapi(route.putPush, async (c) => {
     const queue = c.req.valid("param").queue;
     c.get("permit").need("manage", queue);
-    const { created, settings, secret } = await store.push.put(queue, { ...c.req.valid("json"), now: clock() });
+    const request = c.req.valid("json");
+    push?.checkUrl?.(request.url);
+    const { created, settings, secret } = await store.push.put(queue, { ...request, now: clock() });
     afterAnswer(c, told(queue));
     return created ? c.json({ ...settings, secret: secret! }, 201) : c.json(settings, 200);
   });

@@ -4,7 +4,7 @@ import type { PushTarget } from "../store/push.ts";
 import type { LeaseStore } from "../store/store.ts";
 import type { Waits } from "../wait/long-poll.ts";
 import type { Waiter, WaitRoom } from "../wait/wait-room.ts";
-import { deliver } from "./deliver.ts";
+import { deliver, type Post } from "./deliver.ts";
 
 /** How often the dispatcher reads which queues are pushed, for those that another process put or deleted. */
 export const PUSH_REFRESH_MS = 5_000;
@@ -20,6 +20,8 @@ export type PushDispatcherOptions = {
   log?: (line: string) => void;
   /** How often the pushed queues are read again; default PUSH_REFRESH_MS; 0 never (only `changed`). */
   refreshMs?: number;
+  /** How deliveries go out; default fetch. The Node server's checks where they connect (src/runtime/node/push-network.ts). */
+  post?: Post;
 };
 
 /** One pushed queue as the dispatcher works it: its deliveries on their way, and its loop. */
@@ -189,8 +191,8 @@ export class PushDispatcher {
 
   #deliver(line: Line, lease: Lease, target: PushTarget): void {
     line.inFlight++;
-    const { store, clock, waits, log } = this.#options;
-    const delivery = deliver(lease, target, { store, clock, waits, log, signal: this.#stopping.signal })
+    const { store, clock, waits, log, post } = this.#options;
+    const delivery = deliver(lease, target, { store, clock, waits, log, post, signal: this.#stopping.signal })
       .catch((error: unknown) => log?.(`fencelease: pushing job ${JSON.stringify(lease.job.id)} failed, its lease will run out: ${(error as Error).message}`))
       .finally(() => {
         line.inFlight--;

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { verifyPush } from "../../src/client/verify-push.ts";
-import { deliver, MAX_ANSWER_BYTES, retryAfterMs } from "../../src/push/deliver.ts";
+import { deliver, MAX_ANSWER_BYTES, type Post, retryAfterMs } from "../../src/push/deliver.ts";
+import { pushNetwork } from "../../src/runtime/node/push-network.ts";
 import type { Lease } from "../../src/store/job.ts";
 import type { PushTarget } from "../../src/store/push.ts";
 import { PUSH_OWNER, PUSH_SETTLE_MS } from "../../src/store/sql/claim-next.ts";
@@ -13,7 +14,7 @@ import { type Answer, answerWith, neverAnswer, startEndpoint } from "./endpoint.
 // as a worker's, and the delivery is in the job's history.
 
 /** A store with queue "mail" pushed to `answer`, one job in it claimed for push, and a clock the test may move. */
-async function pushedJob(answer: Answer, options: { timeoutMs?: number; now?: number } = {}) {
+async function pushedJobWith(answer: Answer, options: { timeoutMs?: number; now?: number; post?: Post } = {}) {
   const endpoint = await startEndpoint(answer);
   const fresh = await freshStore();
   const clock = { now: options.now ?? Date.now() };
@@ -22,7 +23,7 @@ async function pushedJob(answer: Answer, options: { timeoutMs?: number; now?: nu
   await store.enqueue("job-1", { queue: "mail", payload: { to: "ada@example.com" }, maxAttempts: 3, now: clock.now });
   await store.enqueue("bystander", { queue: "mail", priority: -1, now: clock.now });
   const { leases, target } = await store.push.claim("mail", { limit: 1, now: clock.now });
-  const run = () => deliver(leases[0]!, target!, { store, clock: () => clock.now });
+  const run = () => deliver(leases[0]!, target!, { store, clock: () => clock.now, post: options.post });
   return { ...fresh, endpoint, clock, secret: secret!, lease: leases[0]! as Lease, target: target! as PushTarget, run };
 }
 
@@ -31,7 +32,13 @@ async function history(store: LeaseStore, id = "job-1") {
   return (await store.events(id)).items.map(({ kind, action, owner, fence, httpStatus, error }) => ({ kind, action, owner, fence, httpStatus, error }));
 }
 
-describe("a delivery", () => {
+// Each delivery goes out through the runtime's fetch (the Worker's), and
+// through the Node server's own POST (src/runtime/node/push-network.ts).
+const POSTS: [string, Post | undefined][] = [["fetch", undefined], ["the Node server's post", pushNetwork("allow").post]];
+
+describe.each(POSTS)("a delivery through %s", (_name, post) => {
+  const pushedJob: typeof pushedJobWith = (answer, options = {}) => pushedJobWith(answer, { ...options, post });
+
   test("POSTs the job as the API shows it, with the lease in headers, signed with the queue's secret", async () => {
     const { run, endpoint, secret, lease, clock } = await pushedJob(answerWith(200, { sent: true }));
     await run();
@@ -179,7 +186,7 @@ describe("a delivery", () => {
       clock.now += 3_600_000; // past any backoff
       const [lease] = (await store.push.claim("mail", { limit: 1, now: clock.now })).leases;
       expect(lease?.job.id).toBe("job-1");
-      expect((await deliver(lease!, target, { store, clock: () => clock.now })).written).toBe(written);
+      expect((await deliver(lease!, target, { store, clock: () => clock.now, post })).written).toBe(written);
     }
     expect(endpoint.received).toHaveLength(3);
     expect(await store.get("job-1", { now: clock.now })).toMatchObject({ status: "dead", attempts: 3 });
