@@ -13,10 +13,16 @@ import { afterAnswer } from "./wake.ts";
 /**
  * What the push routes tell the pusher of the runtime (the Node dispatcher,
  * the Worker's cache of pushed queues), and what it may ask of them:
- * `timeoutMs`, the longest timeoutMs it can deliver with, and why (a put
- * asking more is refused).
+ * `checkUrl` throws InvalidArgument for an endpoint URL it will not deliver
+ * to (the Node server's private addresses), and `timeoutMs` is the longest
+ * timeoutMs it can deliver with, and why: a put asking either is refused
+ * before it writes anything.
  */
-export type PushChanges = { changed(queue: string): void | Promise<void>; timeoutMs?: { max: number; because: string } };
+export type PushChanges = {
+  changed(queue: string): void | Promise<void>;
+  checkUrl?(url: string): void;
+  timeoutMs?: { max: number; because: string };
+};
 
 /** A queue's push settings as the API shows them: never the secret. */
 export const PushSettingsSchema = z
@@ -121,6 +127,7 @@ export function servePush(app: Api, route: ReturnType<typeof pushRoutes>, { stor
     const queue = c.req.valid("param").queue;
     c.get("permit").need("manage", queue);
     const asked = c.req.valid("json");
+    push?.checkUrl?.(asked.url);
     const most = push?.timeoutMs;
     if (most && asked.timeoutMs !== undefined && asked.timeoutMs > most.max) throw new InvalidArgument(`timeoutMs must be at most ${most.max}, got ${asked.timeoutMs}: ${most.because}`);
     const { created, settings, secret } = await store.push.put(queue, { ...asked, now: clock() });

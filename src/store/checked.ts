@@ -50,7 +50,7 @@ export const checked = {
     return sqlMany.enqueueMany(check.name("queue", queue), rows, now);
   },
   claim: (id: string, request: ClaimRequest, now: number, clock: string) =>
-    sqlClaims.claim(check.name("id", id), check.name("owner", request.owner), check.instant("now", now), check.positiveInt("ttlMs", request.ttlMs), clock),
+    sqlClaims.claim(check.name("id", id), check.claimant("owner", request.owner), check.instant("now", now), check.positiveInt("ttlMs", request.ttlMs), clock),
   renew: (id: string, request: RenewRequest, now: number) =>
     sql.renew(
       check.name("id", id),

@@ -1,6 +1,7 @@
 import { InvalidArgument } from "./errors.ts";
 import { hasUnprintable } from "./printable.ts";
 import { MAX_TRACESTATE, normalTraceparent, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
+import { PUSH_OWNER } from "./sql/claim-next.ts";
 
 // Every store verb checks its arguments here, before the database is touched,
 // so a bad call can never leave a half-written trace.
@@ -37,6 +38,22 @@ export function integer(name: string, value: unknown): number {
 export function name(what: string, value: unknown): string {
   if (typeof value === "string" && value.length > 0 && value.isWellFormed() && !hasUnprintable(value)) return value;
   throw new InvalidArgument(`${what} must be a non-empty string of printable text, got ${describe(value)}`);
+}
+
+/**
+ * An owner that takes new leases (a claim, claim-next, the `next` of a
+ * complete or fail): a name (see `name`), but not PUSH_OWNER. Push delivery's
+ * leases are counted against the queue's maxInFlight by that owner, and only
+ * the server delivers them; a client that took one would hold a slot that
+ * nothing delivers. The endpoint still renews, completes and fails the lease
+ * it was given with it: those take no new lease.
+ */
+export function claimant(what: string, value: unknown): string {
+  const owner = name(what, value);
+  if (owner === PUSH_OWNER) {
+    throw new InvalidArgument(`${what} ${JSON.stringify(owner)} is the server's own, for the leases of push delivery: an endpoint ends the lease it was given with it, but no client takes a lease with it (a claim, or the next of a complete or fail); name another ${what}`);
+  }
+  return owner;
 }
 
 /**

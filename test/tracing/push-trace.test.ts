@@ -22,7 +22,7 @@ const TOKEN = "push-trace-token";
 const app = trace.getTracer("the-app");
 
 async function serving() {
-  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: freshUrl(), auth: { tokens: [TOKEN] }, recheckMs: 60_000, maintainEveryMs: 0, scheduleRecheckMs: 0 });
+  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: freshUrl(), auth: { tokens: [TOKEN] }, recheckMs: 60_000, maintainEveryMs: 0, scheduleRecheckMs: 0, pushPrivate: "allow" });
   onTestFinished(() => server.stop());
   return { client: new LeaseClient({ baseUrl: server.url, token: TOKEN }), url: server.url };
 }
