@@ -4,7 +4,8 @@ export const USAGE = `fencelease: leases with fencing tokens
 Usage: fencelease <command> [arguments] [options]
 
 Server:
-  serve                          serve the API (HOST, PORT, DATABASE_URL, FENCELEASE_TOKENS or FENCELEASE_AUTH=off)
+  serve                          serve the API (HOST, PORT, DATABASE_URL, FENCELEASE_TOKENS or FENCELEASE_AUTH=off,
+                                 FENCELEASE_PUSH_PRIVATE=allow|deny)
   migrate                        apply migrations/ to DATABASE_URL (default file:./data/fencelease.db)
   demo                           replay the design note's story and print its timeline
                                  (against --url if given, else a server of its own on a temporary database)

@@ -21,6 +21,7 @@ export { type TokenCalls } from "./tokens.ts";
 export { type LeaseClientOptions } from "./transport.ts";
 export { type RetryOptions } from "./retry.ts";
 export { runWorker, type WorkerHandle } from "./runner/run-worker.ts";
+export { traceJob } from "./tracing.ts";
 export { type JobHandler, type WorkerOptions } from "./runner/worker-options.ts";
 export type {
   Cancelled,

@@ -3,6 +3,7 @@ import { queuePath, QueueCalls } from "./queues.ts";
 import { ScheduleCalls } from "./schedules.ts";
 import { TokenCalls } from "./tokens.ts";
 import { type CallOptions, type LeaseClientOptions, queryString, Transport } from "./transport.ts";
+import { inSendSpan } from "./tracing.ts";
 import type {
   Cancelled,
   CancelRequest,
@@ -96,19 +97,23 @@ export class LeaseClient {
   /**
    * enqueue adds a job (`POST /v1/jobs`) and answers `{ created, job }`: the
    * job as stored, and whether this call created it; an id that exists
-   * answers `created: false` with the job untouched.
+   * answers `created: false` with the job untouched. With a tracer
+   * registered, it is a producer span, "send {queue}", whose traceparent
+   * the job is stored with (docs/traces.md).
    */
   enqueue(job: EnqueueRequest): Promise<{ created: boolean; job: Job }> {
-    return this.#transport.call("POST", "/v1/jobs", job, "always");
+    return inSendSpan(job.queue ?? "default", [job], () => this.#transport.call("POST", "/v1/jobs", job, "always"));
   }
 
   /**
    * enqueueMany adds 1 to 1,000 jobs to a queue in one transaction
    * (`POST /v1/queues/:queue/jobs`) and answers, in order, `{ id, created }`
-   * for each (an id that exists is left untouched).
+   * for each (an id that exists is left untouched). With a tracer
+   * registered, one producer span, "send {queue}", whose traceparent every job
+   * without one of its own is stored with.
    */
   async enqueueMany(queue: string, jobs: NewJobRequest[]): Promise<Enqueued[]> {
-    return (await this.#transport.call<{ jobs: Enqueued[] }>("POST", `${queuePath(queue)}/jobs`, { jobs }, "always")).jobs;
+    return (await inSendSpan(queue, jobs, () => this.#transport.call<{ jobs: Enqueued[] }>("POST", `${queuePath(queue)}/jobs`, { jobs }, "always"))).jobs;
   }
 
   /**

@@ -1,5 +1,6 @@
 import { errorFromResponse, UnavailableError } from "./errors.ts";
 import { delayBefore, neverSent, type RetryOptions, type RetryPolicy, retryPolicy } from "./retry.ts";
+import { addTraceHeaders } from "./tracing.ts";
 
 /** Where the API is and how to reach it. */
 export type LeaseClientOptions = {
@@ -56,7 +57,7 @@ function outcomeOf(answer: unknown): unknown {
 
 /**
  * Transport sends the client's HTTP calls: one request at a time per call,
- * with the token, a timeout per attempt, and the retries its Repeat allows
+ * with the token and the active span's traceparent, a timeout per attempt, and the retries its Repeat allows
  * (capped exponential backoff with full jitter, or the server's Retry-After).
  * It answers the route's JSON as it is; a refusal throws its typed error.
  * LeaseClient, its `queues` and its `schedules` share one.
@@ -82,6 +83,7 @@ export class Transport {
     const headers: Record<string, string> = {};
     if (this.#token) headers.Authorization = `Bearer ${this.#token}`;
     if (body !== undefined) headers["Content-Type"] = "application/json";
+    addTraceHeaders(headers);
     const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) };
 
     for (let attempt = 0; ; attempt++) {

@@ -4,6 +4,8 @@ import type { Job, Lease } from "./types.ts";
 import { failureMessage } from "./failure-message.ts";
 import { claimOneWithin } from "./runner/claim-pace.ts";
 import { PendingProgress } from "./progress.ts";
+import { startProcessSpan } from "./tracing.ts";
+import { runInSpan } from "../tracing/job-span.ts";
 
 /**
  * What `fn` is handed: the job (its payload a `Payload`, default unknown), its fence (pass it on to any system you write
@@ -85,6 +87,21 @@ export async function withLease<Payload = unknown, Result = unknown>(
     throw options.signal.reason;
   }
 
+  // The rest, the renews and the write that ends the lease included, in the job's span: the child of the span that enqueued it.
+  const jobSpan = startProcessSpan(job, { owner, fence, attempts: job.attempts });
+  const hold = () => holdLease({ client, lease, fn, options, claimedAt });
+  return jobSpan === null ? hold() : runInSpan(jobSpan.span, jobSpan.context, hold);
+}
+
+/**
+ * Holds a claimed lease while `fn` runs, renewing it in the background, and
+ * ends it as withLease says: complete with fn's value, fail with its error,
+ * release after the caller's signal; LeaseLostError once it is lost.
+ */
+async function holdLease<Payload, Result>(held: { client: LeaseClient; lease: Lease<Payload>; fn: (held: HeldLease<Payload>) => Promise<Result>; options: WithLeaseOptions; claimedAt: number }): Promise<Job<Payload, Result>> {
+  const { client, lease, fn, options, claimedAt } = held;
+  const { owner, ttlMs, retryInMs } = options;
+  const { job, fence } = lease;
   const everyMs = options.renewEveryMs ?? Math.max(1, Math.floor(ttlMs / 3));
   const heartbeat = new Heartbeat({ client, id: job.id, owner, fence, ttlMs, everyMs }, claimedAt);
   const stop = () => heartbeat.abort(new Error("stopped by the caller"));

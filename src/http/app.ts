@@ -13,6 +13,9 @@ import { LEASES_TAG, leaseRoutes, serveLeases } from "./leases.ts";
 import { PUSH_TAG, type PushChanges, pushRoutes, servePush } from "./push.ts";
 import { QUEUES_TAG, queueRoutes, serveQueues } from "./queues.ts";
 import { requestLog } from "./middleware/request-log.ts";
+import { requestMetrics } from "./middleware/request-metrics.ts";
+import { tracing } from "./middleware/tracing.ts";
+import { RequestMetrics } from "./metrics.ts";
 import type { Served } from "./resource.ts";
 import { SCHEDULES_TAG, scheduleRoutes, serveSchedules } from "./schedules.ts";
 import { DEFAULT_LIMITS, type Limits } from "./shapes.ts";
@@ -83,6 +86,7 @@ export function createApp(options: AppOptions) {
   const route = { ...jobRoutes(), ...leaseRoutes(limits), ...queueRoutes(), ...pushRoutes(), ...scheduleRoutes(), ...systemRoutes(), ...tokenRoutes() };
   const waits = options.waits ?? localWaits(store, new WaitRoom({ clock }), clock);
   const wake = wakeWith(waits);
+  const requests = new RequestMetrics();
   const served: Served = { store, clock, waits, wake, limits };
   const tokens = cachedTokens(options.tokens ?? store.tokens, { ttlMs: options.tokenCacheMs ?? TOKEN_CACHE_MS, clock });
   const lookup = { tokens, jobQueues: (ids: string[]) => store.queuesOf(ids) };
@@ -96,6 +100,9 @@ export function createApp(options: AppOptions) {
   });
   app.onError(errorResponse);
   app.notFound(unknownRoute(Object.values(route)));
+  // First, so that every request is counted and traced, those refused by the middleware after them too.
+  app.use(requestMetrics(requests));
+  app.use(tracing());
   if (options.log) app.use(requestLog(options.log));
   app.use(requireConfiguredAuth(auth));
   app.use(localCallersOnly(auth));
@@ -119,7 +126,7 @@ export function createApp(options: AppOptions) {
   servePush(app, route, served, options.push);
   serveSchedules(app, route, served);
   serveTokens(app, route, tokens, clock);
-  serveSystem(app, route, served, { pages: options.ui !== undefined, tags: [JOBS_TAG, LEASES_TAG, QUEUES_TAG, PUSH_TAG, SCHEDULES_TAG, TOKENS_TAG] });
+  serveSystem(app, route, served, { pages: options.ui !== undefined, tags: [JOBS_TAG, LEASES_TAG, QUEUES_TAG, PUSH_TAG, SCHEDULES_TAG, TOKENS_TAG], requests });
   // With auth off (local development: loopback callers only, so no anonymous loop from afar) the
   // dashboard's files are read again on every request, so that an edit shows on the next reload.
   if (options.ui) app.route("/", uiRoutes(options.ui, { reread: auth === "off" }));

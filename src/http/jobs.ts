@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { STATUSES } from "../store/sql/lease.ts";
 import { MAX_REASON_BYTES, utf8Bytes } from "../store/validate.ts";
+import { MAX_TRACESTATE, traceContextFor, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
 import { emptyBodyIsNone } from "./middleware/empty-body.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
 import { anyJson, body, integer, instant, JobId, JobSchema, jobView, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
@@ -19,6 +20,19 @@ const newJob = {
   runAt: instant().optional().openapi({ description: "Not claimed by claim-next before this time (ms since the epoch); not with delayMs" }),
   delayMs: integer().min(0, { error: "must not be negative" }).optional().openapi({ description: "Or: due this many ms from now; not with runAt" }),
   maxAttempts: positive().optional().openapi({ description: "How many failed or expired attempts make it dead; default 25" }),
+  traceparent: z
+    .string({ error: "must be a string" })
+    .refine((value) => traceparentFault(value) === null, { error: (issue) => `${traceparentFault(issue.input as string)} (W3C Trace Context)` })
+    .optional()
+    .openapi({
+      example: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+      description: "The W3C traceparent of the producer's span, handed back with every lease of the job; default the request's traceparent header",
+    }),
+  tracestate: z
+    .string({ error: "must be a string" })
+    .refine((value) => tracestateFault(value) === null, { error: (issue) => `${tracestateFault(issue.input as string)} (W3C Trace Context)` })
+    .optional()
+    .openapi({ maxLength: MAX_TRACESTATE, description: "The W3C tracestate that goes with traceparent; only with it" }),
 };
 
 const oneOfRunAtOrDelay = [
@@ -29,14 +43,23 @@ const oneOfRunAtOrDelay = [
 /** oneOfRunAtOrDelay in the OpenAPI document's words. */
 const notBothRunAtAndDelay = { not: { required: ["runAt", "delayMs"] } };
 
+const tracestateOnlyWithTraceparent: [(job: { traceparent?: string; tracestate?: string }) => boolean, { error: string; path: string[] }] = [
+  (job) => job.tracestate === undefined || job.traceparent !== undefined,
+  { error: "needs a traceparent: the spec gives a tracestate no meaning without one", path: ["tracestate"] },
+];
+
+/** tracestateOnlyWithTraceparent in the OpenAPI document's words. */
+const tracestateNeedsTraceparent = { dependentRequired: { tracestate: ["traceparent"] } };
+
 /** What POST /v1/jobs enqueues: one job, its queue included. */
 export const EnqueueBody = body({ ...newJob, queue: QueueName.optional().openapi({ description: `The job's queue; default "default". ${LABEL_RULES}` }) })
   .refine(...oneOfRunAtOrDelay)
-  .openapi(notBothRunAtAndDelay);
+  .refine(...tracestateOnlyWithTraceparent)
+  .openapi({ ...notBothRunAtAndDelay, ...tracestateNeedsTraceparent });
 
 /** What POST /v1/queues/{queue}/jobs enqueues: 1 to MAX_MANY jobs of that queue. */
 export const EnqueueManyBody = body({
-  jobs: many(body(newJob).refine(...oneOfRunAtOrDelay).openapi(notBothRunAtAndDelay), "jobs")
+  jobs: many(body(newJob).refine(...oneOfRunAtOrDelay).refine(...tracestateOnlyWithTraceparent).openapi({ ...notBothRunAtAndDelay, ...tracestateNeedsTraceparent }), "jobs")
     .openapi({ description: `1 to ${MAX_MANY} jobs, each id once, enqueued in one transaction` }),
 });
 
@@ -212,7 +235,8 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     const permit = c.get("permit");
     permit.need("enqueue", rest.queue ?? "default");
     const now = clock();
-    const { created, job } = await store.enqueue(id, { ...rest, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
+    const trace = traceContextFor(rest, c.req.raw.headers);
+    const { created, job } = await store.enqueue(id, { ...rest, ...trace, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
     // An id is one for all queues: that it is taken cannot be hidden, but what takes it can.
     if (!permit.sees(job.queue)) throw new ApiError(409, "conflict", `the id ${JSON.stringify(id)} is taken by a job in a queue this token may not see; nothing changed: choose another id`);
     if (created) afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
@@ -221,7 +245,8 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
 
   app.openapi(route.enqueueMany, async (c) => {
     const now = clock();
-    const jobs = c.req.valid("json").jobs.map(({ delayMs, runAt, ...job }) => ({ ...job, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs) }));
+    const headers = c.req.raw.headers;
+    const jobs = c.req.valid("json").jobs.map(({ delayMs, runAt, ...job }) => ({ ...job, ...traceContextFor(job, headers), runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs) }));
     const queue = c.req.valid("param").queue;
     c.get("permit").need("enqueue", queue);
     const enqueued = await store.enqueueMany(queue, { jobs, now });

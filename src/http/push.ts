@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { InvalidArgument } from "../store/errors.ts";
 import { DEFAULT_MAX_IN_FLIGHT, DEFAULT_PUSH_TIMEOUT_MS, MAX_IN_FLIGHT, MAX_PUSH_TIMEOUT_MS, MAX_URL_LENGTH } from "../store/push.ts";
 import { type Api, error, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
 import { body, positive } from "./shapes.ts";
@@ -9,8 +10,19 @@ import { afterAnswer } from "./wake.ts";
 // deliveries is answered twice only: by the put that creates the endpoint,
 // and by each rotation.
 
-/** What the push routes tell the pusher of the runtime (the Node dispatcher, the Worker's cache of pushed queues). */
-export type PushChanges = { changed(queue: string): void | Promise<void> };
+/**
+ * What the push routes tell the pusher of the runtime (the Node dispatcher,
+ * the Worker's cache of pushed queues), and what it may ask of them:
+ * `checkUrl` throws InvalidArgument for an endpoint URL it will not deliver
+ * to (the Node server's private addresses), and `timeoutMs` is the longest
+ * timeoutMs it can deliver with, and why: a put asking either is refused
+ * before it writes anything.
+ */
+export type PushChanges = {
+  changed(queue: string): void | Promise<void>;
+  checkUrl?(url: string): void;
+  timeoutMs?: { max: number; because: string };
+};
 
 /** A queue's push settings as the API shows them: never the secret. */
 export const PushSettingsSchema = z
@@ -36,7 +48,7 @@ export const PushBody = body({
   url: z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
     .max(MAX_URL_LENGTH, { error: `must be at most ${MAX_URL_LENGTH} characters` })
     .openapi({ description: "An absolute http: or https: URL, without a user name or password", example: "https://mail.example/fencelease" }),
-  timeoutMs: positive(MAX_PUSH_TIMEOUT_MS).optional().openapi({ description: `How long a delivery waits for the answer; default ${DEFAULT_PUSH_TIMEOUT_MS}` }),
+  timeoutMs: positive(MAX_PUSH_TIMEOUT_MS).optional().openapi({ description: `How long a delivery waits for the answer; default ${DEFAULT_PUSH_TIMEOUT_MS}. A runtime may allow less, and its refusal names its limit: the Cloudflare Worker in D1 mode, whose deliveries run in a waitUntil` }),
   maxInFlight: positive(MAX_IN_FLIGHT).optional().openapi({ description: `At most this many deliveries at once (202 leases count until they end); default ${DEFAULT_MAX_IN_FLIGHT}` }),
 }).openapi("PushBody");
 
@@ -114,7 +126,11 @@ export function servePush(app: Api, route: ReturnType<typeof pushRoutes>, { stor
   app.openapi(route.putPush, async (c) => {
     const queue = c.req.valid("param").queue;
     c.get("permit").need("manage", queue);
-    const { created, settings, secret } = await store.push.put(queue, { ...c.req.valid("json"), now: clock() });
+    const asked = c.req.valid("json");
+    push?.checkUrl?.(asked.url);
+    const most = push?.timeoutMs;
+    if (most && asked.timeoutMs !== undefined && asked.timeoutMs > most.max) throw new InvalidArgument(`timeoutMs must be at most ${most.max}, got ${asked.timeoutMs}: ${most.because}`);
+    const { created, settings, secret } = await store.push.put(queue, { ...asked, now: clock() });
     afterAnswer(c, told(queue));
     return created ? c.json({ ...settings, secret: secret! }, 201) : c.json(settings, 200);
   });

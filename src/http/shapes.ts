@@ -4,6 +4,7 @@ import type { LeaseOutcome } from "../store/refusal.ts";
 import { STATUSES } from "../store/sql/lease.ts";
 import { describeError } from "./errors.ts";
 import { hasUnprintable, UNPRINTABLE_CLASS } from "../store/printable.ts";
+import { linkJobTrace } from "../tracing/job-span.ts";
 
 // The shapes every resource of the API shares: the limits, the rules of its
 // fields (ids, owners, queues, fences, lease lengths), the job, the lease and
@@ -123,6 +124,8 @@ export const JobSchema = z
     maxAttempts: z.number().int(),
     lastError: z.string().nullable(),
     progress: anyJson().openapi({ description: "The JSON value a current lease last reported with a renew, or null; kept when the lease ends" }),
+    traceparent: z.string().nullable().openapi({ description: "The W3C traceparent it was enqueued with (its producer's span), or null: a worker continues that trace" }),
+    tracestate: z.string().nullable().openapi({ description: "The W3C tracestate that came with the traceparent, or null" }),
     createdAt: z.number().int(),
     updatedAt: z.number().int(),
   })
@@ -195,7 +198,10 @@ function parseOr(text: string): unknown {
 }
 
 /** A lease as the API shows it: its fence, its end and its job. */
-export const leaseView = (lease: Lease) => ({ fence: lease.fence, until: lease.until, job: jobView(lease.job) });
+export const leaseView = (lease: Lease) => {
+  linkJobTrace(lease.job); // every lease handed out, by whichever route: the request's span links to the job's trace
+  return { fence: lease.fence, until: lease.until, job: jobView(lease.job) };
+};
 
 /** One lease of a many-lease call: its answer, or the error a single call would answer, in the API's shape. */
 export function outcomeView<T extends object>(outcome: LeaseOutcome<T>) {

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { prometheusText } from "./metrics.ts";
+import { prometheusText, type RequestMetrics } from "./metrics.ts";
 import { type Api, error, json, refusals, type Served } from "./resource.ts";
 import { serveFile, type StaticFile, staticFile } from "./static-file.ts";
 
@@ -21,7 +21,7 @@ export function systemRoutes() {
       path: "/metrics",
       tags: [SYSTEM_TAG.name],
       operationId: "getMetrics",
-      summary: "The same numbers as /v1/stats, and the push deliveries of the pushed queues, in Prometheus text format",
+      summary: "The same numbers as /v1/stats, the push deliveries of the pushed queues, and a histogram of the requests and their latency by route, in Prometheus text format",
       responses: {
         200: { content: { "text/plain": { schema: z.string() } }, description: "Prometheus exposition format 0.0.4" },
         ...refusals,
@@ -47,11 +47,13 @@ export function systemRoutes() {
  * mounted on it, and the index at GET /: a browser goes on to the dashboard
  * (when the app has `pages`), anyone else gets where the API is described.
  */
-export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { store, clock }: Served, { pages, tags }: { pages: boolean; tags: Tag[] }): void {
+export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { store, clock }: Served, { pages, tags, requests }: { pages: boolean; tags: Tag[]; requests: RequestMetrics }): void {
   app.openapi(route.metrics, async (c) => {
     const permit = c.get("permit");
     const [queues, push] = await Promise.all([store.stats({ now: clock() }), store.push.stats({ now: clock() })]);
-    return c.text(prometheusText(queues.filter((queue) => permit.sees(queue.queue)), push.filter((queue) => permit.sees(queue.queue))), 200, { "Content-Type": "text/plain; version=0.0.4" });
+    const sees = (stats: { queue: string }) => permit.sees(stats.queue);
+    // The request histogram names routes by their patterns, never a queue: every token that may read /metrics sees it whole.
+    return c.text(prometheusText(queues.filter(sees), { push: push.filter(sees), requests }), 200, { "Content-Type": "text/plain; version=0.0.4" });
   });
 
   app.openapi(route.health, async (c) => {

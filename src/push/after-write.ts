@@ -1,16 +1,27 @@
+import type { PushChanges } from "../http/push.ts";
 import type { LeaseStore } from "../store/store.ts";
 import type { Waits } from "../wait/long-poll.ts";
 import type { DeliverOptions } from "./deliver.ts";
-import { pushDue } from "./push-due.ts";
+import { pushWhileDue } from "./push-due.ts";
 
 // Push where no dispatcher waits (the Worker): the write that makes jobs of a
 // pushed queue due delivers them itself, after its answer. The HTTP app
 // already tells its Waits of every such write (an enqueue, a fail due at once,
 // a retry, a resume) and hands what that answers to waitUntil: the Waits
-// below deliver there.
+// below deliver there, in rounds, taking again the slots that each round
+// frees, for as long as a round can still end within PUSH_AFTER_WRITE_MS.
 
-/** How many due jobs the waitUntil of one write delivers at most. */
+/** How many due jobs one claim of a write's deliveries takes at most. */
 export const MAX_PUSH_AFTER_WRITE = 100;
+
+/**
+ * How long after a write its deliveries may go on: a new round starts only
+ * if it can end by then (each delivery waits up to its queue's timeoutMs).
+ * The runtime ends a Worker's waitUntil 30 s after the answer; the 5 s left
+ * are for the claim before and the writes that record the last round. On the
+ * Worker in D1 mode it is also the longest timeoutMs a queue may set.
+ */
+export const PUSH_AFTER_WRITE_MS = 25_000;
 
 /** How long an isolate trusts its list of pushed queues: the most a put made elsewhere waits before writes here push. */
 export const PUSHED_QUEUES_TTL_MS = 5_000;
@@ -41,28 +52,40 @@ export function pushedQueues(store: LeaseStore, ttlMs = PUSHED_QUEUES_TTL_MS): {
 
 /**
  * pushAfterWrites wraps `waits` so that a write that makes jobs of a pushed
- * queue due now also delivers them (up to MAX_PUSH_AFTER_WRITE, within the
- * queue's maxInFlight) in what it answers, which the app hands to waitUntil.
- * Deliveries tell the plain `waits` what they wrote, so that a failure due at
- * once waits for the next write or the cron rather than loop in one request.
+ * queue due now also delivers them in what it answers, which the app hands to
+ * waitUntil: in rounds of up to MAX_PUSH_AFTER_WRITE within the queue's
+ * maxInFlight, each claimed when the one before has ended, until nothing more
+ * is taken or a round could not end within `windowMs` (PUSH_AFTER_WRITE_MS by
+ * default) of the write; the cron (or the queue's alarm) delivers the rest.
+ * Deliveries tell the plain `waits` what they wrote: a failure due at once
+ * goes out in the next round, not in a write of its own.
+ * `maxTimeoutMs`, when given (the Worker in D1 mode): no delivery waits
+ * longer, and a push put through the app with a longer timeoutMs is refused
+ * (`timeoutMs` of the answer, read by the push routes).
  * `changed` is what the push routes call after a put, rotate or delete;
  * `maxInFlight` answers a queue's, or null when it is not pushed (`ttlMs`:
  * how long the list of pushed queues is trusted, PUSHED_QUEUES_TTL_MS by default).
  */
-export function pushAfterWrites(waits: Waits, options: Omit<DeliverOptions, "waits"> & { ttlMs?: number }): { waits: Waits; changed(queue: string): void; maxInFlight(queue: string): Promise<number | null> } {
+export function pushAfterWrites(
+  waits: Waits,
+  options: Omit<DeliverOptions, "waits"> & { ttlMs?: number; windowMs?: number; maxTimeoutMs?: number },
+): PushChanges & { waits: Waits; maxInFlight(queue: string): Promise<number | null> } {
   const pushed = pushedQueues(options.store, options.ttlMs);
-  const deliverDue = async (queue: string, due: number | "some") => {
+  const { windowMs = PUSH_AFTER_WRITE_MS, maxTimeoutMs } = options;
+  const deliverDue = async (queue: string, due: number | "some", endBy: number) => {
     const maxInFlight = await pushed.maxInFlight(queue);
     if (maxInFlight === null) return;
-    await pushDue(queue, { ...options, waits, limit: Math.min(MAX_PUSH_AFTER_WRITE, due === "some" ? maxInFlight : due) });
+    const limit = Math.min(MAX_PUSH_AFTER_WRITE, maxInFlight);
+    await pushWhileDue(queue, { ...options, waits, first: due === "some" ? limit : Math.min(limit, due), limit, endBy, maxTimeoutMs });
   };
   return {
     waits: {
       ...waits,
       claimable(queue, due, at) {
+        const endBy = performance.now() + windowMs;
         const rung = waits.claimable(queue, due, at);
         if (due === 0) return rung;
-        const pushing = deliverDue(queue, due).catch((error: unknown) => options.log?.(`fencelease: pushing the jobs of ${JSON.stringify(queue)} failed: ${(error as Error).message}`));
+        const pushing = deliverDue(queue, due, endBy).catch((error: unknown) => options.log?.(`fencelease: pushing the jobs of ${JSON.stringify(queue)} failed: ${(error as Error).message}`));
         return Promise.all([rung, pushing]).then(() => undefined);
       },
     },
@@ -70,5 +93,8 @@ export function pushAfterWrites(waits: Waits, options: Omit<DeliverOptions, "wai
       pushed.forget();
     },
     maxInFlight: (queue) => pushed.maxInFlight(queue),
+    ...(maxTimeoutMs !== undefined && {
+      timeoutMs: { max: maxTimeoutMs, because: `on the Cloudflare Worker, a delivery must end within the waitUntil of the request that starts it, which the runtime ends 30 s after the answer` },
+    }),
   };
 }

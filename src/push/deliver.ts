@@ -1,9 +1,11 @@
+import { context } from "@opentelemetry/api";
 import { wakeWith } from "../http/wake.ts";
 import { LeaseLost, NotFound } from "../store/errors.ts";
 import type { Job, Lease } from "../store/job.ts";
 import type { DeliveryOutcome, PushTarget } from "../store/push.ts";
 import type { LeaseStore } from "../store/store.ts";
 import type { Waits } from "../wait/long-poll.ts";
+import { endPushSpan, pushTraceHeaders, startPushSpan } from "./push-span.ts";
 import { signatureHeader } from "./signature.ts";
 
 // One delivery: a lease that push claimed, POSTed to its queue's endpoint,
@@ -57,7 +59,19 @@ export type DeliverOptions = {
   signal?: AbortSignal;
   /** Where a write that failed is logged. */
   log?: (line: string) => void;
+  /** How the request goes out; default `fetch`. The Node server's checks where it connects (src/runtime/node/push-network.ts). */
+  post?: Post;
 };
+
+/**
+ * Sends a delivery's POST to `url` and answers the response as soon as its
+ * status and headers have come; never follows a redirect. Rejects when no
+ * answer came (the connection, the signal).
+ */
+export type Post = (url: string, request: { headers: Record<string, string>; body: string; signal: AbortSignal }) => Promise<Response>;
+
+/** A Post through the runtime's fetch. A redirect is a failure (Standard Webhooks): following one would send the signed job elsewhere. */
+const postWithFetch: Post = (url, { headers, body, signal }) => fetch(url, { method: "POST", headers, body, signal, redirect: "manual" });
 
 const utf8 = new TextEncoder();
 
@@ -73,8 +87,12 @@ async function messageId(job: Job): Promise<string> {
   return `msg_${btoa(binary).replaceAll("+", "-").replaceAll("/", "_")}`;
 }
 
-/** The request of a delivery: the job as the API shows it, the lease in headers, signed with each of the target's secrets. */
-export async function pushRequest(lease: Lease, target: PushTarget, now: number): Promise<{ headers: Record<string, string>; body: string }> {
+/**
+ * The request of a delivery: the job as the API shows it, the lease in
+ * headers, signed with each of the target's secrets, and `traceHeaders` (the
+ * W3C traceparent and tracestate of the job's trace: push-span.ts).
+ */
+export async function pushRequest(lease: Lease, target: PushTarget, now: number, traceHeaders: Record<string, string> = {}): Promise<{ headers: Record<string, string>; body: string }> {
   const { job } = lease;
   const body = JSON.stringify(job);
   const id = await messageId(job);
@@ -94,6 +112,7 @@ export async function pushRequest(lease: Lease, target: PushTarget, now: number)
       [LEASE_HEADERS.fence]: String(lease.fence),
       [LEASE_HEADERS.until]: String(lease.until),
       [LEASE_HEADERS.attempt]: String(job.attempts),
+      ...traceHeaders,
     },
   };
 }
@@ -151,15 +170,46 @@ function resultOf(text: string): string {
   }
 }
 
-/** The cause of a fetch that failed before any answer, in words. */
-function unreachable(error: unknown): string {
+/** What went wrong on the connection, in a word if it has a code: fetch puts it in the error's cause. */
+function detailOf(error: unknown): string {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  const detail = cause?.code ?? cause?.message ?? (error as Error).message;
-  return `the endpoint could not be reached: ${detail}`;
+  return cause?.code ?? cause?.message ?? (error as Error).message;
 }
 
 /** What the endpoint's answer (or its absence) is, before anything is written. */
 type Answer = { outcome: DeliveryOutcome; status: number | null; error: string | null; result?: string; retryInMs?: number; stopped?: true };
+
+/** Why a body could not be read to its end: the timeout, the server's stop, or the connection. */
+function bodyBroke(error: unknown, timeout: AbortSignal, target: PushTarget, stop?: AbortSignal): string {
+  if (timeout.aborted) return `did not end within ${target.timeoutMs} ms`;
+  if (stop?.aborted) return "was cut by the server's stop";
+  return `broke off (${detailOf(error)})`;
+}
+
+/**
+ * What a status decides, once it has come: the status is the answer, and
+ * stays recorded whatever its body does. A 2xx completes the lease even when
+ * its body is too large for a result, breaks off, or does not end in time
+ * (the endpoint did the work): the result is then null, and the delivery's
+ * error says why. A 202's body is not read.
+ */
+async function answerOf(response: Response, target: PushTarget, timeout: AbortSignal, options: DeliverOptions): Promise<Answer> {
+  const { status } = response;
+  if (status === 202) {
+    await response.body?.cancel().catch(() => {});
+    return { outcome: "accepted", status, error: null };
+  }
+  const ok = status >= 200 && status < 300;
+  const read = await readUpTo(response, ok ? MAX_ANSWER_BYTES : MAX_ERROR_BYTES).catch((error: unknown) => ({ broke: bodyBroke(error, timeout, target, options.signal) }));
+  if (ok) {
+    if ("broke" in read) return { outcome: "success", status, error: `the endpoint answered ${status}, but its body ${read.broke}: the job is done with the result null`, result: "null" };
+    if (read.over) return { outcome: "success", status, error: `the endpoint answered ${status} with a body over ${MAX_ANSWER_BYTES} bytes, too large for a result: the job is done with the result null`, result: "null" };
+    return { outcome: "success", status, error: null, result: resultOf(read.text) };
+  }
+  const text = "broke" in read ? "" : read.text.trim();
+  const quoted = text === "" ? "" : `: ${text}${"over" in read && read.over ? "…" : ""}`;
+  return { outcome: "failure", status, error: `the endpoint answered ${status}${quoted}`, retryInMs: retryAfterMs(response.headers.get("retry-after"), options.clock()) };
+}
 
 /** POSTs the request and reads the answer, within the target's timeout; never throws. */
 async function send(target: PushTarget, request: { headers: Record<string, string>; body: string }, options: DeliverOptions): Promise<Answer> {
@@ -167,20 +217,15 @@ async function send(target: PushTarget, request: { headers: Record<string, strin
   const timer = setTimeout(() => timeout.abort(), target.timeoutMs);
   const signal = options.signal ? AbortSignal.any([timeout.signal, options.signal]) : timeout.signal;
   try {
-    // A redirect is a failure (Standard Webhooks): following one would send the signed job elsewhere.
-    const response = await fetch(target.url, { method: "POST", headers: request.headers, body: request.body, signal, redirect: "manual" });
-    const ok = response.status >= 200 && response.status < 300;
-    const { text, over } = await readUpTo(response, ok ? MAX_ANSWER_BYTES : MAX_ERROR_BYTES);
-    const status = response.status;
-    if (status === 202) return { outcome: "accepted", status, error: null };
-    if (ok && over) return { outcome: "failure", status, error: `the endpoint answered ${status} with a body over ${MAX_ANSWER_BYTES} bytes, too large for a result` };
-    if (ok) return { outcome: "success", status, error: null, result: resultOf(text) };
-    const quoted = text.trim() === "" ? "" : `: ${text.trim()}${over ? "…" : ""}`;
-    return { outcome: "failure", status, error: `the endpoint answered ${status}${quoted}`, retryInMs: retryAfterMs(response.headers.get("retry-after"), options.clock()) };
-  } catch (error) {
-    if (options.signal?.aborted && !timeout.signal.aborted) return { outcome: "timeout", status: null, error: "the server stopped before the endpoint answered", stopped: true };
-    if (timeout.signal.aborted) return { outcome: "timeout", status: null, error: `the endpoint did not answer within ${target.timeoutMs} ms` };
-    return { outcome: "unreachable", status: null, error: unreachable(error) };
+    let response: Response;
+    try {
+      response = await (options.post ?? postWithFetch)(target.url, { headers: request.headers, body: request.body, signal });
+    } catch (error) {
+      if (options.signal?.aborted && !timeout.signal.aborted) return { outcome: "timeout", status: null, error: "the server stopped before the endpoint answered", stopped: true };
+      if (timeout.signal.aborted) return { outcome: "timeout", status: null, error: `the endpoint did not answer within ${target.timeoutMs} ms` };
+      return { outcome: "unreachable", status: null, error: `the endpoint could not be reached: ${detailOf(error)}` };
+    }
+    return await answerOf(response, target, timeout.signal, options);
   } finally {
     clearTimeout(timer);
   }
@@ -190,7 +235,9 @@ async function send(target: PushTarget, request: { headers: Record<string, strin
  * deliver POSTs a lease that push claimed to its queue's endpoint, records
  * the delivery among the job's events, then writes what the answer decides
  * with the lease's own owner and fence:
- * - a 2xx but 202: complete, the answer's body as the result;
+ * - a 2xx but 202: complete, the answer's body as the result (null, and
+ *   the delivery's error saying why, when the body is over MAX_ANSWER_BYTES,
+ *   breaks off or does not end in time: the status is the answer);
  * - a 202: nothing; the endpoint renews, completes or fails the lease
  *   itself, with the owner and fence of the headers, before its `until`;
  * - any other status, or no answer within the timeout: fail, due again
@@ -199,12 +246,31 @@ async function send(target: PushTarget, request: { headers: Record<string, strin
  * A write refused because the lease was lost meanwhile is a stale write like
  * any other: recorded as a refusal, and nothing of the job changes. Answers
  * what it did; never throws.
+ *
+ * The request carries the job's trace context (traceparent, tracestate).
+ * With an OpenTelemetry SDK registered, the delivery is a span of the job's
+ * trace, "push {queue}", in which the writes are made and whose traceparent
+ * the endpoint is sent; with none, the job's own, after one check.
  */
 export async function deliver(lease: Lease, target: PushTarget, options: DeliverOptions): Promise<DeliveryReport> {
+  const pushSpan = startPushSpan(lease, target.url);
+  const traceHeaders = pushTraceHeaders(lease.job, pushSpan);
+  if (pushSpan === null) return deliverCarrying(lease, target, options, traceHeaders);
+  let report: DeliveryReport | undefined;
+  try {
+    report = await context.with(pushSpan.context, () => deliverCarrying(lease, target, options, traceHeaders));
+    return report;
+  } finally {
+    endPushSpan(pushSpan.span, report);
+  }
+}
+
+/** A delivery (see deliver), its request carrying `traceHeaders`. */
+async function deliverCarrying(lease: Lease, target: PushTarget, options: DeliverOptions, traceHeaders: Record<string, string>): Promise<DeliveryReport> {
   const { store, clock } = options;
   const { job, fence } = lease;
   const owner = job.owner!;
-  const request = await pushRequest(lease, target, clock());
+  const request = await pushRequest(lease, target, clock(), traceHeaders);
   const started = performance.now();
   const answer = await send(target, request, options);
   const durationMs = Math.round(performance.now() - started);

@@ -4,7 +4,7 @@ import type { PushTarget } from "../store/push.ts";
 import type { LeaseStore } from "../store/store.ts";
 import type { Waits } from "../wait/long-poll.ts";
 import type { Waiter, WaitRoom } from "../wait/wait-room.ts";
-import { deliver } from "./deliver.ts";
+import { deliver, type Post } from "./deliver.ts";
 
 /** How often the dispatcher reads which queues are pushed, for those that another process put or deleted. */
 export const PUSH_REFRESH_MS = 5_000;
@@ -20,6 +20,8 @@ export type PushDispatcherOptions = {
   log?: (line: string) => void;
   /** How often the pushed queues are read again; default PUSH_REFRESH_MS; 0 never (only `changed`). */
   refreshMs?: number;
+  /** How deliveries go out; default fetch. The Node server's checks where they connect (src/runtime/node/push-network.ts). */
+  post?: Post;
 };
 
 /** One pushed queue as the dispatcher works it: its deliveries on their way, and its loop. */
@@ -34,6 +36,12 @@ type Line = { queue: string; maxInFlight: number; inFlight: number; waiter?: Wai
  * Woken, it claims through store.push.claim (the claim-next statement: pause,
  * maxLeased and the rate limit decide there, and the queue's maxInFlight)
  * as many jobs as it has deliveries free, and delivers each with deliver().
+ * A claim that takes nothing sets the timer at store.push.nextDueAt: while
+ * the queue's slots are held by leases this loop does not wait on (202s,
+ * deliveries of another process), that is when the first of them ends, and
+ * it wakes sooner only when one is ended through this server or the room's
+ * re-check finds a write of another process: a few claims per event, never
+ * a loop.
  *
  * Guarantees:
  * - One delivery per lease: a lease is delivered by the loop that claimed it,
@@ -45,7 +53,8 @@ type Line = { queue: string; maxInFlight: number; inFlight: number; waiter?: Wai
  *
  * Failure modes:
  * - A queue put or deleted by another process is seen at the next refresh
- *   (PUSH_REFRESH_MS); by this process, at once (`changed`).
+ *   (PUSH_REFRESH_MS); by this process, at once (`changed`). A refresh claims
+ *   only for a queue whose maxInFlight grew: an idle queue costs no claim.
  * - A claim that fails (the database) is logged; the loop tries again at
  *   the room's next ring or re-check.
  * - The process dies mid-delivery: the lease runs out (the timeout plus
@@ -120,8 +129,11 @@ export class PushDispatcher {
     if (this.#stopping.signal.aborted) return;
     const line = this.#lines.get(queue);
     if (line) {
+      const grew = maxInFlight > line.maxInFlight;
       line.maxInFlight = maxInFlight;
-      line.waiter?.rung(); // a larger maxInFlight may let it claim more now
+      if (line.waiter) line.waiter.limit = maxInFlight; // what a ring counts it for
+      // Only a larger maxInFlight lets it claim more now: an idle queue costs no claim per refresh.
+      if (grew) line.waiter?.rung();
       return;
     }
     const started: Line = { queue, maxInFlight, inFlight: 0, stopped: false };
@@ -163,7 +175,9 @@ export class PushDispatcher {
             for (const lease of leases) this.#deliver(line, lease, target);
             if (leases.length === free) continue; // full: it sleeps once a delivery is on its way back
             if (leases.length > 0) room.wakeAt(line.queue, Math.min(...leases.map((lease) => lease.until)));
-            else if (!room.hasTimer(line.queue)) room.wakeAt(line.queue, await store.nextClaimableAt(line.queue, { now: clock() }));
+            // Not before a job is due and, while its maxInFlight pushed leases are all held (202s,
+            // deliveries of other processes), one of them ends: a claim sooner would take nothing again.
+            else if (!room.hasTimer(line.queue)) room.wakeAt(line.queue, await store.push.nextDueAt(line.queue, { now: clock() }));
           } catch (error) {
             log?.(`fencelease: claiming jobs of ${JSON.stringify(line.queue)} to push failed: ${(error as Error).message}`);
           }
@@ -177,8 +191,8 @@ export class PushDispatcher {
 
   #deliver(line: Line, lease: Lease, target: PushTarget): void {
     line.inFlight++;
-    const { store, clock, waits, log } = this.#options;
-    const delivery = deliver(lease, target, { store, clock, waits, log, signal: this.#stopping.signal })
+    const { store, clock, waits, log, post } = this.#options;
+    const delivery = deliver(lease, target, { store, clock, waits, log, post, signal: this.#stopping.signal })
       .catch((error: unknown) => log?.(`fencelease: pushing job ${JSON.stringify(lease.job.id)} failed, its lease will run out: ${(error as Error).message}`))
       .finally(() => {
         line.inFlight--;

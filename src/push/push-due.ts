@@ -19,6 +19,29 @@ export async function pushDue(queue: string, options: DeliverOptions & { limit: 
 }
 
 /**
+ * pushWhileDue delivers the due jobs of a pushed queue in rounds, for a
+ * caller that must be done by `endBy` (a performance.now() time): a claim of
+ * up to `first` jobs, then of up to `limit`, each round delivered at once and
+ * the next claimed when it has ended, so that the slots a round frees are
+ * taken again. It stops when a claim takes none (nothing is due, or every
+ * slot is held: whoever holds them claims again when they end, else the cron
+ * or the alarm does) or when the next round could not end by `endBy`, each of
+ * its deliveries waiting up to the queue's timeoutMs; the first round always
+ * runs. No delivery waits longer than `maxTimeoutMs`, if given, whatever its
+ * queue's timeoutMs. Answers every report.
+ */
+export async function pushWhileDue(queue: string, options: DeliverOptions & { first: number; limit: number; endBy: number; maxTimeoutMs?: number }): Promise<DeliveryReport[]> {
+  const reports: DeliveryReport[] = [];
+  for (let limit = options.first; ; limit = options.limit) {
+    const { leases, target } = await options.store.push.claim(queue, { limit, now: options.clock() });
+    if (target === null || leases.length === 0) return reports;
+    const timeoutMs = Math.min(target.timeoutMs, options.maxTimeoutMs ?? Number.POSITIVE_INFINITY);
+    reports.push(...(await Promise.all(leases.map((lease) => deliver(lease, { ...target, timeoutMs }, options)))));
+    if (performance.now() + timeoutMs > options.endBy) return reports;
+  }
+}
+
+/**
  * pushAllDue delivers the due jobs of every pushed queue, the queues side by
  * side, each in rounds of up to its maxInFlight at once, until a round takes
  * fewer (nothing more is due, or its maxInFlight is held) or `budgetMs` has

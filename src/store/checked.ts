@@ -29,22 +29,28 @@ export const checked = {
       priority: check.integer("priority", request.priority ?? 0),
       runAt: dueAt(request, now),
       maxAttempts: check.positiveInt("maxAttempts", request.maxAttempts ?? 25),
+      ...check.traceContext("", request.traceparent, request.tracestate),
       now,
     });
   },
   enqueueMany: (queue: string, jobs: NewJob[], at: number) => {
     const now = check.instant("now", at);
-    const rows = jobs.map((job, i): sqlMany.NewJob => [
-      check.jobId(`jobs[${i}].id`, job.id),
-      check.json(`jobs[${i}].payload`, job.payload),
-      check.integer(`jobs[${i}].priority`, job.priority ?? 0),
-      dueAt(job, now),
-      check.positiveInt(`jobs[${i}].maxAttempts`, job.maxAttempts ?? 25),
-    ]);
+    const rows = jobs.map((job, i): sqlMany.NewJob => {
+      const trace = check.traceContext(`jobs[${i}].`, job.traceparent, job.tracestate);
+      return [
+        check.jobId(`jobs[${i}].id`, job.id),
+        check.json(`jobs[${i}].payload`, job.payload),
+        check.integer(`jobs[${i}].priority`, job.priority ?? 0),
+        dueAt(job, now),
+        check.positiveInt(`jobs[${i}].maxAttempts`, job.maxAttempts ?? 25),
+        trace.traceparent,
+        trace.tracestate,
+      ];
+    });
     return sqlMany.enqueueMany(check.name("queue", queue), rows, now);
   },
   claim: (id: string, request: ClaimRequest, now: number, clock: string) =>
-    sqlClaims.claim(check.name("id", id), check.name("owner", request.owner), check.instant("now", now), check.positiveInt("ttlMs", request.ttlMs), clock),
+    sqlClaims.claim(check.name("id", id), check.claimant("owner", request.owner), check.instant("now", now), check.positiveInt("ttlMs", request.ttlMs), clock),
   renew: (id: string, request: RenewRequest, now: number) =>
     sql.renew(
       check.name("id", id),

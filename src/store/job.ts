@@ -32,6 +32,10 @@ export type Job = {
   lastError: string | null;
   /** The JSON value a current lease last reported with a renew, or null; kept when a lease ends. */
   progress: unknown;
+  /** The W3C traceparent the job was enqueued with (its producer's span), or null; a worker continues that trace. */
+  traceparent: string | null;
+  /** The W3C tracestate that came with it, or null. */
+  tracestate: string | null;
   createdAt: number;
   updatedAt: number;
 };
@@ -59,6 +63,8 @@ export function jobFromRow(row: Row): Job {
     maxAttempts: row.max_attempts as number,
     lastError: row.last_error as string | null,
     progress: parsed(row.progress),
+    traceparent: row.traceparent as string | null,
+    tracestate: row.tracestate as string | null,
     createdAt: row.created_at as number,
     updatedAt: row.updated_at as number,
   };

@@ -199,8 +199,9 @@ export class PushEndpoints {
 
   /**
    * nextDueAt answers when a pushed queue next has a job to push (maybe
-   * already), or null: none will be, its maxInFlight pushed leases are all
-   * held (their ends come first), or it has no endpoint.
+   * already): while its maxInFlight pushed leases are all held, not before
+   * the first of them ends (see nextToPush). Null when none will be, or the
+   * queue has no endpoint.
    */
   async nextDueAt(queue: string, options: { now?: number } = {}): Promise<number | null> {
     const [row] = await this.#driver.run(nextToPush(check.name("queue", queue), check.instant("now", options.now ?? Date.now()), this.#clock));

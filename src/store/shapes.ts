@@ -22,6 +22,10 @@ export type EnqueueRequest = At & {
   delayMs?: number;
   /** How many claims may end in failure or expiry before the job is dead; default 25. */
   maxAttempts?: number;
+  /** The W3C traceparent of the producer's span, handed back with every lease of the job (docs/traces.md); default none. */
+  traceparent?: string | null;
+  /** The W3C tracestate that goes with `traceparent`; default none. */
+  tracestate?: string | null;
 };
 
 /** One job of `enqueueMany`: its id and what `enqueue` takes, less the queue and the time, which are the call's. */

@@ -1,4 +1,5 @@
 import type { Driver, Row, Statement } from "../drivers/driver.ts";
+import { traced } from "../drivers/traced.ts";
 import { NotClaimable, NotFound, WrongStatus } from "./errors.ts";
 import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf } from "./job.ts";
 import { PushEndpoints } from "./push.ts";
@@ -51,7 +52,7 @@ export { HOUSEKEEPING_CHUNK, MAX_BURST, MAX_RATE_PER_SECOND } from "./shapes.ts"
  * src/store/sql/claim-next.ts.
  */
 function takeNext(queue: string, owner: string, now: number, ttlMs: number, limit: number, clock: string): Statement[] {
-  return claims.claimNext(check.name("queue", queue), check.name("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), check.positiveInt("limit", limit), clock);
+  return claims.claimNext(check.name("queue", queue), check.claimant("owner", owner), check.instant("now", now), check.positiveInt("ttlMs", ttlMs), check.positiveInt("limit", limit), clock);
 }
 
 /** Claimed leases, with the `retryAfterMs` of a row of `retryAfter` if there is one. */
@@ -98,7 +99,7 @@ export class LeaseStore {
   /** `random` draws the backoff jitter; tests fix it. `health`: how `health()` decides (see WriteHealth), and where it logs. */
   constructor(driver: Driver, options: { random?: () => number; health?: HealthOptions } = {}) {
     this.#health = new WriteHealth(options.health);
-    this.#driver = this.#health.watch(driver);
+    this.#driver = traced(this.#health.watch(driver));
     this.#random = options.random ?? Math.random;
     this.queues = new Queues(this.#driver, this.#clock);
     this.schedules = new Schedules(this.#driver, this.#clock);
@@ -240,7 +241,7 @@ export class LeaseStore {
   async complete(id: string, request: CompleteRequest): Promise<Settled> {
     const now = timeOf(request);
     const { owner, fence, result } = request;
-    const take = request.next && claims.claimNextAfterCompletion(id, owner, now, this.#take(request.next));
+    const take = request.next && claims.claimNextAfterCompletion(id, owner, now, this.#take(owner, request.next));
     const results = await this.#driver.batch(checked.complete(id, request, now, take));
     const [written] = results[0]!;
     const leases = take ? leasesOf(results[2]!) : [];
@@ -472,8 +473,9 @@ export class LeaseStore {
     return row ? jobFromRow(row) : null;
   }
 
-  /** What `next` asks, checked, with this store's clock: up to `limit` due jobs of the same queue, each leased for `ttlMs`. */
-  #take(next: NextClaim): NextClaim & { clock: string } {
+  /** What `next` asks of `owner`, checked, with this store's clock: up to `limit` due jobs of the same queue, each leased for `ttlMs`. */
+  #take(owner: string, next: NextClaim): NextClaim & { clock: string } {
+    check.claimant("owner", owner);
     return { limit: check.positiveInt("limit", next.limit), ttlMs: check.positiveInt("ttlMs", next.ttlMs), clock: this.#clock };
   }
 
@@ -484,7 +486,7 @@ export class LeaseStore {
    * them: then it is answered as that claim left it, leased again.
    */
   async #settle(statements: Statement[], id: string, owner: string, now: number, next: NextClaim | undefined): Promise<{ written: Job | undefined; leases: Lease[] }> {
-    const take = next === undefined ? [] : [claims.claimNextAfter(id, owner, now, this.#take(next))];
+    const take = next === undefined ? [] : [claims.claimNextAfter(id, owner, now, this.#take(owner, next))];
     const results = await this.#driver.batch([...statements, ...take]);
     const [row] = results[0]!;
     const leases = next === undefined ? [] : leasesOf(results.at(-1)!);

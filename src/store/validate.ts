@@ -1,5 +1,7 @@
 import { InvalidArgument } from "./errors.ts";
 import { hasUnprintable } from "./printable.ts";
+import { MAX_TRACESTATE, normalTraceparent, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
+import { PUSH_OWNER } from "./sql/claim-next.ts";
 
 // Every store verb checks its arguments here, before the database is touched,
 // so a bad call can never leave a half-written trace.
@@ -40,6 +42,22 @@ export function integer(name: string, value: unknown): number {
 export function name(what: string, value: unknown): string {
   if (typeof value === "string" && value.length > 0 && value.isWellFormed() && !hasUnprintable(value)) return value;
   throw new InvalidArgument(`${what} must be a non-empty string of printable text, got ${describe(value)}`);
+}
+
+/**
+ * An owner that takes new leases (a claim, claim-next, the `next` of a
+ * complete or fail): a name (see `name`), but not PUSH_OWNER. Push delivery's
+ * leases are counted against the queue's maxInFlight by that owner, and only
+ * the server delivers them; a client that took one would hold a slot that
+ * nothing delivers. The endpoint still renews, completes and fails the lease
+ * it was given with it: those take no new lease.
+ */
+export function claimant(what: string, value: unknown): string {
+  const owner = name(what, value);
+  if (owner === PUSH_OWNER) {
+    throw new InvalidArgument(`${what} ${JSON.stringify(owner)} is the server's own, for the leases of push delivery: an endpoint ends the lease it was given with it, but no client takes a lease with it (a claim, or the next of a complete or fail); name another ${what}`);
+  }
+  return owner;
 }
 
 /**
@@ -132,4 +150,26 @@ export function json(what: string, value: unknown): string | null {
   // JSON.stringify writes NaN and ±Infinity as null: refuse rather than change the value.
   if (/\bnull\b/.test(encoded) && hasNonFinite(value)) throw new InvalidArgument(`${what} must not hold NaN or Infinity, which JSON cannot carry`);
   return encoded;
+}
+
+/**
+ * A job's W3C trace context (src/tracing/trace-context.ts): a traceparent as
+ * the spec writes it (stored as version 00), and a tracestate only with one.
+ * Both absent (undefined or null) is none. A field given is the caller's own
+ * word, so a bad one is refused, not dropped as a bad header is.
+ */
+export function traceContext(what: string, traceparent: unknown, tracestate: unknown): { traceparent: string | null; tracestate: string | null } {
+  const none = (value: unknown) => value === undefined || value === null;
+  if (none(traceparent)) {
+    if (none(tracestate)) return { traceparent: null, tracestate: null };
+    throw new InvalidArgument(`${what}tracestate needs a traceparent: the spec gives a tracestate no meaning without one`);
+  }
+  if (typeof traceparent !== "string") throw new InvalidArgument(`${what}traceparent must be a string, got ${describe(traceparent)}`);
+  const fault = traceparentFault(traceparent);
+  if (fault !== null) throw new InvalidArgument(`${what}traceparent ${fault} (W3C Trace Context, e.g. "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), got ${describe(traceparent.slice(0, 80))}`);
+  if (none(tracestate) || tracestate === "") return { traceparent: normalTraceparent(traceparent), tracestate: null };
+  if (typeof tracestate !== "string") throw new InvalidArgument(`${what}tracestate must be a string, got ${describe(tracestate)}`);
+  const stateFault = tracestateFault(tracestate);
+  if (stateFault !== null) throw new InvalidArgument(`${what}tracestate ${stateFault} (W3C Trace Context: at most 32 key=value members, ${MAX_TRACESTATE} characters here)`);
+  return { traceparent: normalTraceparent(traceparent), tracestate };
 }

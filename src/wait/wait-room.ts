@@ -255,7 +255,8 @@ export class WaitRoom {
  * stops; it leaves once, whatever happened.
  */
 export class Waiter {
-  readonly limit: number;
+  /** The most jobs its claim takes: what a ring counts it for. It may change while it waits (the push dispatcher's follows its queue's maxInFlight). */
+  limit: number;
   readonly #room: WaitRoom;
   readonly #line: Line;
   #owed = false;

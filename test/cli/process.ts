@@ -22,7 +22,7 @@ export function cli(args: string[], env: Record<string, string> = {}, stdin = ""
 /** The Node server on a fresh database, and the CLI pointed at it by environment. */
 export async function serving() {
   const fresh = await freshStore();
-  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: fresh.url, auth: { tokens: [TOKEN] } });
+  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: fresh.url, auth: { tokens: [TOKEN] }, pushPrivate: "allow" }); // the push tests' endpoints listen on 127.0.0.1
   const run = (...args: string[]) => cli(args, { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN });
   const runWithInput = (stdin: string, ...args: string[]) => cli(args, { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN }, stdin);
   /** Reads the API as the server answers it, for the state a command left behind. */

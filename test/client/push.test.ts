@@ -12,7 +12,7 @@ const TOKEN = "client-push-token";
 
 describe("client.push", () => {
   test("set answers the secret once, get never, rotate a new one; a job is delivered signed with it; delete stops it", async () => {
-    await using server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: freshUrl(), auth: { tokens: [TOKEN] } }).then((running) => ({ ...running, [Symbol.asyncDispose]: () => running.stop() }));
+    await using server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: freshUrl(), auth: { tokens: [TOKEN] }, pushPrivate: "allow" }).then((running) => ({ ...running, [Symbol.asyncDispose]: () => running.stop() }));
     const client = new LeaseClient({ baseUrl: server.url, token: TOKEN });
     const endpoint = await startEndpoint(answerWith(200, { ok: true }));
     const created = await client.push.set("mail", { url: endpoint.url, maxInFlight: 3 });

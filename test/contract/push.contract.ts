@@ -150,6 +150,60 @@ export function pushContract(freshStore: () => Promise<FreshStorage>): void {
     });
   });
 
+  test("nextDueAt: when a job is next due; while the maxInFlight pushed leases are all held, not before the first of them ends", async () => {
+    const { store } = await freshStore();
+    expect(await store.push.nextDueAt("mail", { now: T })).toBeNull(); // no endpoint
+    await store.push.put("mail", { url: URL_A, timeoutMs: 1_000, maxInFlight: 2, now: T });
+    expect(await store.push.nextDueAt("mail", { now: T })).toBeNull(); // no job
+    await store.enqueue("later", { queue: "mail", runAt: T + 60_000, now: T });
+    expect(await store.push.nextDueAt("mail", { now: T })).toBe(T + 60_000);
+    await enqueueJobs(store, "mail", 3);
+    expect(await store.push.nextDueAt("mail", { now: T })).toBe(T);
+    expect(await pushed(store, "mail", 1)).toEqual(["mail-1"]);
+    expect(await store.push.nextDueAt("mail", { now: T + 10 })).toBe(T); // a slot is free
+    expect(await pushed(store, "mail", 1, T + 10)).toEqual(["mail-2"]);
+    // Both slots held (say by 202s): mail-3 is due, but no push claim takes it before mail-1's lease ends.
+    const firstEnd = T + 1_000 + PUSH_SETTLE_MS;
+    expect(await store.push.nextDueAt("mail", { now: T + 20 })).toBe(firstEnd);
+    expect(await pushed(store, "mail", 1, firstEnd - 1)).toEqual([]);
+    expect(await pushed(store, "mail", 1, firstEnd)).toEqual(["mail-1"]); // its lease ran out: taken again, in its own slot
+    // Leases of other owners hold no slot; a paused queue has nothing due.
+    await store.complete("mail-1", { owner: PUSH_OWNER, fence: 2, result: "1", now: firstEnd });
+    await store.complete("mail-2", { owner: PUSH_OWNER, fence: 1, result: "2", now: firstEnd });
+    await store.claim("mail-3", { owner: "worker", ttlMs: 60_000, now: firstEnd });
+    expect(await store.push.nextDueAt("mail", { now: firstEnd })).toBe(T + 60_000);
+    await store.queues.pause("mail", { now: firstEnd });
+    expect(await store.push.nextDueAt("mail", { now: firstEnd })).toBeNull();
+  });
+
+  test("no client takes a lease as the push owner: claim, claim-next and a next are refused, naming it; its endpoint still ends the lease it was given", async () => {
+    const { store } = await freshStore();
+    await enqueueJobs(store, "mail", 3);
+    await store.push.put("mail", { url: URL_A, now: T });
+    const [lease] = (await store.push.claim("mail", { limit: 1, now: T })).leases;
+    const worker = await store.claim("mail-3", { owner: "worker", ttlMs: 60_000, now: T });
+    const reserved = /owner "push" is the server's own, for the leases of push delivery/;
+    const refusals = [
+      () => store.claim("mail-2", { owner: PUSH_OWNER, ttlMs: 60_000, now: T }),
+      () => store.claimNext("mail", { owner: PUSH_OWNER, ttlMs: 60_000, limit: 5, now: T }),
+      () => store.complete("mail-1", { owner: PUSH_OWNER, fence: lease!.fence, result: "1", next: { limit: 1, ttlMs: 60_000 }, now: T }),
+      () => store.fail("mail-1", { owner: PUSH_OWNER, fence: lease!.fence, error: "no", next: { limit: 1, ttlMs: 60_000 }, now: T }),
+      () => store.completeMany({ owner: PUSH_OWNER, leases: [{ id: "mail-1", fence: lease!.fence, result: "1" }], next: { queue: "mail", limit: 1, ttlMs: 60_000 }, now: T }),
+    ];
+    for (const call of refusals) {
+      const refused = call();
+      await expect(refused).rejects.toBeInstanceOf(InvalidArgument);
+      await expect(refused).rejects.toThrow(reserved);
+    }
+    // Nothing changed: mail-1 is still push's first lease, mail-2 waits, the worker's lease holds.
+    expect(await store.get("mail-1", { now: T })).toMatchObject({ status: "leased", owner: PUSH_OWNER, fence: 1 });
+    expect(await store.get("mail-2", { now: T })).toMatchObject({ status: "queued", owner: null, fence: 0 });
+    expect(await store.get("mail-3", { now: T })).toMatchObject({ status: "leased", owner: "worker", fence: worker.fence });
+    // The endpoint renews and completes with the owner and fence it was given.
+    expect(await store.renew("mail-1", { owner: PUSH_OWNER, fence: 1, ttlMs: 60_000, now: T + 1 })).toEqual({ until: T + 60_001 });
+    expect((await store.complete("mail-1", { owner: PUSH_OWNER, fence: 1, result: "1", now: T + 2 })).changed).toBe(true);
+  });
+
   test("the push claim finds the queue's endpoint by its primary key, and counts its pushed leases in the index of lease ends", async () => {
     const { rows } = await freshStore();
     const statement = claimToPush("q", T, 10, "test-clock");

@@ -42,6 +42,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         // What the row tells of its history (migrations/0015): its enqueue, first; no lease yet.
         enqueued_seq: 1, claimed_seq: null, claimed_at: null, renewed_seq: null, renewed_at: null, renewed_last_at: null, renews: 0, seq: 1,
         claim_clock: null, // the clock of its last claim (migrations/0013): none yet
+        traceparent: null, tracestate: null,
       });
     });
 
@@ -100,7 +101,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         id: "job-1", queue: "default", payload: null, priority: 0, runAt: T,
         owner: "B", until: T + TTL, fence: 1, result: null, done: false,
         attempts: 1, maxAttempts: 25, createdAt: T, updatedAt: T,
-        status: "leased", lastError: null, progress: null,
+        status: "leased", lastError: null, progress: null, traceparent: null, tracestate: null,
       });
     });
   });

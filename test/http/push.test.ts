@@ -72,6 +72,23 @@ describe("the push routes", () => {
     expect(changed).toEqual([]);
   });
 
+  test("a claim as the push owner is a 400 that says the owner is the server's own, and takes nothing", async () => {
+    const { call, store } = await freshApp();
+    await store.enqueueMany("mail", { jobs: [{ id: "job-1" }, { id: "job-2" }], now: T });
+    const claims: [string, unknown][] = [
+      ["/v1/queues/mail/claim", { owner: "push", ttlMs: 60_000 }],
+      ["/v1/queues/mail/claim", { owner: "push", ttlMs: 60_000, waitMs: 1_000 }],
+      ["/v1/jobs/job-1/claim", { owner: "push", ttlMs: 60_000 }],
+    ];
+    for (const [path, body] of claims) {
+      const refused = await call("POST", path, body);
+      expect(refused.status, `${path} ${JSON.stringify(body)}`).toBe(400);
+      expect(refused.body.error.code).toBe("invalid_request");
+      expect(refused.body.error.message).toMatch(/^owner "push" is the server's own, for the leases of push delivery: .*; name another owner$/);
+    }
+    for (const id of ["job-1", "job-2"]) expect(await store.get(id, { now: T })).toMatchObject({ status: "queued", fence: 0 });
+  });
+
   test("every push route needs the token", async () => {
     const { app } = await freshApp();
     for (const [method, path] of [["PUT", "/v1/queues/mail/push"], ["GET", "/v1/queues/mail/push"], ["GET", "/v1/push"], ["POST", "/v1/queues/mail/push/rotate"], ["DELETE", "/v1/queues/mail/push"]] as const) {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { verifyPush } from "../../src/client/verify-push.ts";
-import { deliver, retryAfterMs } from "../../src/push/deliver.ts";
+import { deliver, MAX_ANSWER_BYTES, type Post, retryAfterMs } from "../../src/push/deliver.ts";
+import { pushNetwork } from "../../src/runtime/node/push-network.ts";
 import type { Lease } from "../../src/store/job.ts";
 import type { PushTarget } from "../../src/store/push.ts";
 import { PUSH_OWNER, PUSH_SETTLE_MS } from "../../src/store/sql/claim-next.ts";
@@ -13,7 +14,7 @@ import { type Answer, answerWith, neverAnswer, startEndpoint } from "./endpoint.
 // as a worker's, and the delivery is in the job's history.
 
 /** A store with queue "mail" pushed to `answer`, one job in it claimed for push, and a clock the test may move. */
-async function pushedJob(answer: Answer, options: { timeoutMs?: number; now?: number } = {}) {
+async function pushedJobWith(answer: Answer, options: { timeoutMs?: number; now?: number; post?: Post } = {}) {
   const endpoint = await startEndpoint(answer);
   const fresh = await freshStore();
   const clock = { now: options.now ?? Date.now() };
@@ -22,7 +23,7 @@ async function pushedJob(answer: Answer, options: { timeoutMs?: number; now?: nu
   await store.enqueue("job-1", { queue: "mail", payload: { to: "ada@example.com" }, maxAttempts: 3, now: clock.now });
   await store.enqueue("bystander", { queue: "mail", priority: -1, now: clock.now });
   const { leases, target } = await store.push.claim("mail", { limit: 1, now: clock.now });
-  const run = () => deliver(leases[0]!, target!, { store, clock: () => clock.now });
+  const run = () => deliver(leases[0]!, target!, { store, clock: () => clock.now, post: options.post });
   return { ...fresh, endpoint, clock, secret: secret!, lease: leases[0]! as Lease, target: target! as PushTarget, run };
 }
 
@@ -31,7 +32,13 @@ async function history(store: LeaseStore, id = "job-1") {
   return (await store.events(id)).items.map(({ kind, action, owner, fence, httpStatus, error }) => ({ kind, action, owner, fence, httpStatus, error }));
 }
 
-describe("a delivery", () => {
+// Each delivery goes out through the runtime's fetch (the Worker's), and
+// through the Node server's own POST (src/runtime/node/push-network.ts).
+const POSTS: [string, Post | undefined][] = [["fetch", undefined], ["the Node server's post", pushNetwork("allow").post]];
+
+describe.each(POSTS)("a delivery through %s", (_name, post) => {
+  const pushedJob: typeof pushedJobWith = (answer, options = {}) => pushedJobWith(answer, { ...options, post });
+
   test("POSTs the job as the API shows it, with the lease in headers, signed with the queue's secret", async () => {
     const { run, endpoint, secret, lease, clock } = await pushedJob(answerWith(200, { sent: true }));
     await run();
@@ -80,6 +87,52 @@ describe("a delivery", () => {
     const { run, store, clock } = await pushedJob(answerWith(200, "sent to ada"));
     await run();
     expect((await store.get("job-1", { now: clock.now }))?.result).toBe('"sent to ada"');
+  });
+
+  test("answered 2xx with a body over 1 MiB: done all the same, its result null, the cut said in the delivery's error", async () => {
+    const { run, store, clock } = await pushedJob(answerWith(200, "x".repeat(MAX_ANSWER_BYTES + 1)));
+    const error = `the endpoint answered 200 with a body over ${MAX_ANSWER_BYTES} bytes, too large for a result: the job is done with the result null`;
+    expect(await run()).toMatchObject({ outcome: "success", status: 200, error, written: "completed" });
+    expect(await store.get("job-1", { now: clock.now })).toMatchObject({ status: "done", result: "null", attempts: 1 });
+    expect((await history(store)).slice(2)).toEqual([
+      { kind: "pushed", action: "success", owner: PUSH_OWNER, fence: 1, httpStatus: 200, error },
+      { kind: "completed", action: null, owner: PUSH_OWNER, fence: 1, httpStatus: null, error: null },
+    ]);
+  });
+
+  test("answered 2xx whose body then breaks off, or never ends: done with the result null, the status kept, the break said", async () => {
+    const broken = await pushedJob((_request, response) => {
+      response.writeHead(200, { "content-type": "application/json", "content-length": "100" });
+      response.write('{"sent":');
+      setTimeout(() => response.destroy(), 50);
+    });
+    const report = await broken.run();
+    expect(report).toMatchObject({ outcome: "success", status: 200, written: "completed" });
+    expect(report.error).toMatch(/^the endpoint answered 200, but its body broke off \(.+\): the job is done with the result null$/);
+    expect(await broken.store.get("job-1", { now: broken.clock.now })).toMatchObject({ status: "done", result: "null" });
+    expect((await history(broken.store))[2]).toMatchObject({ kind: "pushed", action: "success", httpStatus: 200, error: report.error });
+
+    const endless = await pushedJob((_request, response) => {
+      response.writeHead(201, { "content-type": "application/json" });
+      response.write('{"sent":');
+    }, { timeoutMs: 300 });
+    expect(await endless.run()).toMatchObject({
+      outcome: "success",
+      status: 201,
+      error: "the endpoint answered 201, but its body did not end within 300 ms: the job is done with the result null",
+      written: "completed",
+    });
+    expect(await endless.store.get("job-1", { now: endless.clock.now })).toMatchObject({ status: "done", result: "null" });
+  });
+
+  test("answered 500 whose body breaks off: the lease fails with the status kept", async () => {
+    const { run, store, clock } = await pushedJob((_request, response) => {
+      response.writeHead(500, { "content-length": "100", "retry-after": "9" });
+      response.write("data");
+      setTimeout(() => response.destroy(), 50);
+    });
+    expect(await run()).toMatchObject({ outcome: "failure", status: 500, error: "the endpoint answered 500", written: "failed" });
+    expect((await store.get("job-1", { now: clock.now }))?.runAt).toBe(clock.now + 9_000);
   });
 
   test("answered 500: the lease fails with the answer quoted, due again after the backoff", async () => {
@@ -133,7 +186,7 @@ describe("a delivery", () => {
       clock.now += 3_600_000; // past any backoff
       const [lease] = (await store.push.claim("mail", { limit: 1, now: clock.now })).leases;
       expect(lease?.job.id).toBe("job-1");
-      expect((await deliver(lease!, target, { store, clock: () => clock.now })).written).toBe(written);
+      expect((await deliver(lease!, target, { store, clock: () => clock.now, post })).written).toBe(written);
     }
     expect(endpoint.received).toHaveLength(3);
     expect(await store.get("job-1", { now: clock.now })).toMatchObject({ status: "dead", attempts: 3 });

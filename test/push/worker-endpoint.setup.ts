@@ -9,7 +9,7 @@ import type { TestProject } from "vitest/node";
 
 declare module "vitest" {
   export interface ProvidedContext {
-    /** The base URL of the push endpoint: POST /ok, /flaky, /accept; GET /received. */
+    /** The base URL of the push endpoint: POST /ok, /flaky, /accept, /slow; GET /received. */
     pushEndpoint: string;
   }
 }
@@ -25,7 +25,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
-      const path = new URL(request.url!, "http://endpoint").pathname;
+      const url = new URL(request.url!, "http://endpoint");
+      const path = url.pathname;
       if (request.method === "GET" && path === "/received") {
         response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(received));
         return;
@@ -34,10 +35,15 @@ export default async function setup(project: TestProject): Promise<() => Promise
       received.push({ path, headers: Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, String(value)])), body });
       const job = String(request.headers["fencelease-job-id"]);
       if (path === "/accept") return void response.writeHead(202).end();
-      // Fails each job's first delivery, due again at once; takes the next.
+      // Fails each job's first delivery, due again at once (or after ?retryAfter= seconds); takes the next.
       if (path === "/flaky" && !failedOnce.has(job)) {
         failedOnce.add(job);
-        return void response.writeHead(500, { "retry-after": "0" }).end("first time");
+        return void response.writeHead(500, { "retry-after": url.searchParams.get("retryAfter") ?? "0" }).end("first time");
+      }
+      // Answers after ?ms= milliseconds.
+      if (path === "/slow") {
+        setTimeout(() => response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ delivered: job, path })), Number(url.searchParams.get("ms")));
+        return;
       }
       response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ delivered: job, path }));
     });

@@ -41,7 +41,8 @@ test("examples/node-worker.ts works through a queue, then stops gracefully on SI
 
 test("examples/push-endpoint-node.ts takes a pushed queue's jobs: answers one with its result, finishes a long one itself after a 202, refuses an unsigned request", async () => {
   const { url, snapshot } = await freshStore();
-  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: [TOKEN] } });
+  // The example's endpoint listens on 127.0.0.1: a private address, which a server with tokens pushes to only when told.
+  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: [TOKEN] }, pushPrivate: "allow" });
   const client = new LeaseClient({ baseUrl: server.url, token: TOKEN });
   // The secret first (the endpoint needs it to start), then the endpoint's real URL: a later set keeps the secret.
   const { secret } = (await client.push.set("words", { url: "http://127.0.0.1:9/" })) as { secret: string };

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { verifyPush } from "../../src/client/index.ts";
-import { openStore, type RunningServer, startServer } from "../../src/node.ts";
+import { openStore, type RunningServer, type ServerConfig, serverConfigFromEnv, startServer } from "../../src/node.ts";
 import { PUSH_OWNER } from "../../src/store/sql/claim-next.ts";
 import { freshUrl } from "../fresh-db.ts";
 import { answerWith, neverAnswer, type Received, startEndpoint } from "../push/endpoint.ts";
@@ -12,9 +12,13 @@ import { answerWith, neverAnswer, type Received, startEndpoint } from "../push/e
 
 const TOKEN = "push-test-token";
 
-/** A server on a fresh file whose room's re-check is far off: what arrives within ms was rung, not re-checked. */
-function running(options: { shutdownGraceMs?: number; databaseUrl?: string } = {}): Promise<RunningServer> {
-  return startServer({ host: "127.0.0.1", port: 0, databaseUrl: freshUrl(), auth: { tokens: [TOKEN] }, recheckMs: 60_000, maintainEveryMs: 0, ...options });
+/**
+ * A server on a fresh file whose room's re-check is far off: what arrives
+ * within ms was rung, not re-checked. It pushes to private addresses: the
+ * test endpoints listen on 127.0.0.1.
+ */
+function running(options: Partial<ServerConfig> = {}): Promise<RunningServer> {
+  return startServer({ host: "127.0.0.1", port: 0, databaseUrl: freshUrl(), auth: { tokens: [TOKEN] }, recheckMs: 60_000, maintainEveryMs: 0, pushPrivate: "allow", ...options });
 }
 
 /** Calls the server's API with the token; answers the status and the JSON body (null for none). */
@@ -65,6 +69,22 @@ describe("push in the Node server", () => {
       expect(metrics).toContain('fencelease_push_deliveries_total{queue="mail",outcome="success"} 1');
       expect(metrics).toContain('fencelease_push_deliveries_total{queue="mail",outcome="failure"} 0');
       expect(metrics).toContain('fencelease_push_in_flight{queue="mail"} 0');
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("with no OpenTelemetry SDK, a job enqueued with a trace context is POSTed with its traceparent and tracestate as W3C headers; one without, with neither", async () => {
+    const server = await running();
+    try {
+      const endpoint = await startEndpoint(answerWith(200));
+      await call(server, "PUT", "/v1/queues/mail/push", { url: endpoint.url });
+      const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+      const tracestate = "congo=t61rcWkgMzE";
+      await call(server, "POST", "/v1/queues/mail/jobs", { jobs: [{ id: "traced", traceparent, tracestate }, { id: "plain" }] });
+      await until(() => endpoint.received.length === 2);
+      const sent = Object.fromEntries(endpoint.received.map((request) => [jobOf(request), [request.headers.traceparent, request.headers.tracestate]]));
+      expect(sent).toEqual({ traced: [traceparent, tracestate], plain: [undefined, undefined] });
     } finally {
       await server.stop();
     }
@@ -208,5 +228,56 @@ describe("push in the Node server", () => {
     } finally {
       store.close();
     }
+  });
+});
+
+describe("push to private addresses in the Node server", () => {
+  test("with tokens, by default: a put of a private IP is a 400 that says how to allow it, and writes nothing; an endpoint put elsewhere is not delivered to, saying why", async () => {
+    const databaseUrl = freshUrl();
+    const endpoint = await startEndpoint(answerWith(200, "ok"));
+    // Put by a process that may push within its network (its own store): this server may not.
+    const other = await openStore({ url: databaseUrl });
+    await other.push.put("mail", { url: endpoint.url, timeoutMs: 2_000 });
+    other.close();
+    const server = await running({ databaseUrl, pushPrivate: undefined }); // FENCELEASE_PUSH_PRIVATE unset
+    try {
+      for (const url of [endpoint.url, "http://10.0.0.1/", "http://[::1]:9/", "http://169.254.169.254/latest/meta-data/", "http://localhost:3000/"]) {
+        const refused = await call(server, "PUT", "/v1/queues/news/push", { url });
+        expect(refused.status, url).toBe(400);
+        expect(refused.body.error.code).toBe("invalid_request");
+        expect(refused.body.error.message).toMatch(/^url ".+" points to a [a-z-]+ address, which this server does not push to \(FENCELEASE_PUSH_PRIVATE=deny\): .+FENCELEASE_PUSH_PRIVATE=allow/);
+      }
+      expect((await call(server, "GET", "/v1/queues/news/push")).status).toBe(404);
+      expect((await call(server, "PUT", "/v1/queues/news/push", { url: "https://news.example/push" })).status).toBe(201); // a public name is taken
+
+      await call(server, "POST", "/v1/jobs", { id: "job-1", queue: "mail" });
+      const pushed = async () => (await call(server, "GET", "/v1/jobs/job-1/events")).body.events.filter((event: any) => event.kind === "pushed");
+      await until(async () => (await pushed()).length === 1);
+      const error = "the endpoint could not be reached: 127.0.0.1 is a loopback address, which this server does not push to (FENCELEASE_PUSH_PRIVATE=deny)";
+      expect((await pushed()).map((event: any) => [event.action, event.httpStatus, event.error])).toEqual([["unreachable", null, error]]);
+      expect((await call(server, "GET", "/v1/jobs/job-1")).body).toMatchObject({ status: "scheduled", attempts: 1, lastError: error });
+      expect(endpoint.received).toEqual([]);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("with auth off (local development, loopback only), by default: it pushes to 127.0.0.1", async () => {
+    const server = await running({ auth: "off", pushPrivate: undefined });
+    try {
+      const endpoint = await startEndpoint(answerWith(200, { sent: true }));
+      expect((await call(server, "PUT", "/v1/queues/mail/push", { url: endpoint.url })).status).toBe(201);
+      await call(server, "POST", "/v1/jobs", { id: "job-1", queue: "mail" });
+      expect((await call(server, "GET", "/v1/jobs/job-1?waitMs=5000")).body).toMatchObject({ status: "done", result: { sent: true } });
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("FENCELEASE_PUSH_PRIVATE is allow or deny; anything else stops the start, naming it", () => {
+    expect(serverConfigFromEnv({ FENCELEASE_PUSH_PRIVATE: "allow" }).pushPrivate).toBe("allow");
+    expect(serverConfigFromEnv({ FENCELEASE_PUSH_PRIVATE: "deny" }).pushPrivate).toBe("deny");
+    expect(serverConfigFromEnv({}).pushPrivate).toBeUndefined(); // the default: by auth
+    expect(() => serverConfigFromEnv({ FENCELEASE_PUSH_PRIVATE: "yes" })).toThrow("FENCELEASE_PUSH_PRIVATE must be allow or deny, got yes");
   });
 });

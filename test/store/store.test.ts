@@ -14,6 +14,7 @@ import { schedulesContract } from "../contract/schedules.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
 import { tokensContract } from "../contract/tokens.contract.ts";
+import { traceContract } from "../contract/trace.contract.ts";
 import { freshStore, freshUrl } from "../fresh-db.ts";
 import { noteVerbs } from "../../src/store/note.ts";
 import { clockId } from "../../src/store/step-back.ts";
@@ -32,6 +33,7 @@ pushContract(freshStore);
 schedulesContract(freshStore);
 cancelContract(freshStore);
 tokensContract(freshStore);
+traceContract(freshStore);
 
 describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {

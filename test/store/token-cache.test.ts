@@ -10,7 +10,8 @@ import { freshStore } from "../fresh-db.ts";
 const T = 1_000_000;
 
 function counted(tokens: TokenStore) {
-  const reads = { count: 0, gate: null as Promise<void> | null };
+  // gate holds a find back after its read; read() resolves once a held find has read.
+  const reads = { count: 0, gate: null as Promise<void> | null, held: null as (() => void) | null };
   const store: TokenStore = {
     ...tokens,
     create: (token) => tokens.create(token),
@@ -19,6 +20,7 @@ function counted(tokens: TokenStore) {
     async find(secret) {
       reads.count++;
       const found = await tokens.find(secret);
+      reads.held?.();
       await reads.gate;
       return found;
     },
@@ -67,8 +69,9 @@ describe("cachedTokens", () => {
     const { token, id } = await cache.create({ role: "reader", queues: ["*"] });
     let release!: () => void;
     reads.gate = new Promise((resolve) => (release = resolve));
-    const reading = cache.find(token); // has read the token, held before it answers
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    const hasRead = new Promise<void>((resolve) => (reads.held = resolve));
+    const reading = cache.find(token);
+    await hasRead; // it has read the token, and is held before it answers
     await cache.revoke(id);
     release();
     expect(await reading).toMatchObject({ id }); // it began before the revoke

@@ -32,7 +32,7 @@ export async function launchBrowser(): Promise<Browser> {
 export async function uiServer(auth: Auth = { tokens: [TOKEN] }) {
   const dir = mkdtempSync(join(tmpdir(), "fencelease-ui-"));
   const clock = { now: T };
-  const server: RunningServer = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: `file:${join(dir, "ui.db")}`, auth, clock: () => clock.now });
+  const server: RunningServer = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: `file:${join(dir, "ui.db")}`, auth, pushPrivate: "allow", clock: () => clock.now });
 
   /** Calls the API as a worker would, with the token, and answers the JSON body. */
   async function call(method: string, path: string, body?: unknown): Promise<any> {

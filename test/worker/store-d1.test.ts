@@ -12,6 +12,7 @@ import { schedulesContract } from "../contract/schedules.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
 import { tokensContract } from "../contract/tokens.contract.ts";
+import { traceContract } from "../contract/trace.contract.ts";
 
 /** A store over the D1 binding, on empty tables, with the binding itself to look at the rows. */
 async function freshD1Store(): Promise<FreshStorage> {
@@ -46,4 +47,5 @@ pushContract(freshD1Store);
 schedulesContract(freshD1Store);
 cancelContract(freshD1Store);
 tokensContract(freshD1Store);
+traceContract(freshD1Store);
 storageContract(freshD1Store);

@@ -3,6 +3,8 @@ import type { LeaseClient } from "../lease-client.ts";
 import { expiredError, LeaseKeeper, type LostLease } from "../lease-keeper.ts";
 import type { ClaimNextAnswer, CompleteManyAnswer, Lease } from "../types.ts";
 import { failureMessage } from "../failure-message.ts";
+import { inJobContext, inSettleSpan, startProcessSpan } from "../tracing.ts";
+import { endSpan } from "../../tracing/job-span.ts";
 import { ClaimPace } from "./claim-pace.ts";
 import { backoffMs, type Slot } from "./worker-slot.ts";
 import { type JobHandler, MAX_MANY, type Settings } from "./worker-options.ts";
@@ -217,7 +219,8 @@ export class WorkerRunner {
   }
 
   #start(lease: Lease, sentAt: number): void {
-    const slot: Slot = { lease, controller: new AbortController() };
+    const span = startProcessSpan(lease.job, { owner: this.#settings.owner, fence: lease.fence, attempts: lease.job.attempts });
+    const slot: Slot = { lease, controller: new AbortController(), span };
     this.#slots.add(slot);
     this.#held.set(lease.job.id, slot);
     this.#keeper.keep(lease.job.id, lease.fence, sentAt);
@@ -228,10 +231,12 @@ export class WorkerRunner {
     const { job, fence } = slot.lease;
     let failure: string | undefined;
     try {
-      const value = await this.#handler({ job, fence, signal: slot.controller.signal, progress: (report) => this.#keeper.progress(job.id, fence, report) });
+      // Only the handler runs in the job's span: the runner's own calls (claims, the renews of all) stay out of it.
+      const value = await inJobContext(slot.span, () => this.#handler({ job, fence, signal: slot.controller.signal, progress: (report) => this.#keeper.progress(job.id, fence, report) }));
       slot.result = value === undefined ? null : value;
     } catch (error) {
       failure = failureMessage(error);
+      slot.failed = error;
     }
     if (slot.lost) this.#finish(slot); // its result, or its failure, is dropped
     else if (failure === undefined) {
@@ -289,7 +294,7 @@ export class WorkerRunner {
     let failure: unknown;
     try {
       const leases = batch.map(({ lease, result }) => ({ id: lease.job.id, fence: lease.fence, result }));
-      answer = await this.#client.completeMany({ owner, leases, next: limit > 0 ? { queue, limit, ttlMs } : undefined });
+      answer = await inSettleSpan(queue, batch.map((slot) => slot.span), () => this.#client.completeMany({ owner, leases, next: limit > 0 ? { queue, limit, ttlMs } : undefined }));
     } catch (error) {
       failure = error;
     }
@@ -346,7 +351,7 @@ export class WorkerRunner {
       const sentAt = Date.now();
       let leases: Lease[] | undefined;
       try {
-        ({ leases } = await this.#client.fail(job.id, { owner, fence, error: message, retryInMs, next: limit > 0 ? { limit, ttlMs } : undefined }));
+        ({ leases } = await inJobContext(slot.span, () => this.#client.fail(job.id, { owner, fence, error: message, retryInMs, next: limit > 0 ? { limit, ttlMs } : undefined })));
       } catch (error) {
         if (error instanceof LeaseLostError || error instanceof NotFoundError) this.#lose(slot, error);
         else this.#report(error); // the lease runs out by itself, counted as a failed attempt
@@ -395,6 +400,8 @@ export class WorkerRunner {
 
   /** The slot's job is no longer in hand: its lease ended, or was lost, and its handler returned. */
   #finish(slot: Slot): void {
+    if (slot.span) endSpan(slot.span.span, slot.lost ?? slot.failed);
+    slot.span = null;
     this.#slots.delete(slot);
     if (this.#held.get(slot.lease.job.id) === slot) this.#held.delete(slot.lease.job.id);
     this.#keeper.drop(slot.lease.job.id, slot.lease.fence);

@@ -1,3 +1,4 @@
+import type { JobSpan } from "../../tracing/job-span.ts";
 import type { LostLease } from "../lease-keeper.ts";
 import type { Lease } from "../types.ts";
 
@@ -11,6 +12,10 @@ export type Slot = {
   noNext?: boolean;
   /** Send alone: a call carrying this result among others was refused as a whole. */
   alone?: boolean;
+  /** The job's span, from the lease in hand until it ends (docs/traces.md); null when there is nothing to trace. */
+  span: JobSpan | null;
+  /** Why its work failed, for its span: the handler's error. */
+  failed?: unknown;
 };
 
 /** The exponential backoff after `failures` failures in a row: 100 ms doubling, capped at 5 s, times a jitter in [0.5, 1). */

@@ -1,6 +1,7 @@
 import type { DurableObjectNamespace } from "@cloudflare/workers-types";
 import { GRANT_HEADER, grantHeader } from "../../http/middleware/auth.ts";
 import type { Grant } from "../../http/permit.ts";
+import type { PushStats } from "../../store/push.ts";
 import { byShard, registry } from "./directory.ts";
 import type { WorkerEnv } from "./env.ts";
 import { QUEUE_HEADER, type QueueObject } from "./queue-object.ts";
@@ -56,6 +57,11 @@ export class Objects {
     const stub = this.#queues.get(this.#queues.idFromName(queue));
     const init = { method: call.request.method, headers, body, signal: call.request.signal };
     return stub.fetch(url.href, init as never) as unknown as Promise<Response>;
+  }
+
+  /** The push numbers of `queue`, from its object (RPC: no route of the API answers them as data). */
+  pushStats(queue: string): Promise<PushStats[]> {
+    return this.#queues.get(this.#queues.idFromName(queue)).pushStats() as Promise<PushStats[]>;
   }
 
   /**

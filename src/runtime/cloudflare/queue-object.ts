@@ -5,6 +5,7 @@ import type { Row } from "../../drivers/driver.ts";
 import { createApp } from "../../http/app.ts";
 import { EnqueueBody, EnqueueManyBody } from "../../http/jobs.ts";
 import { CRON_MAX_CHUNKS, maintain, maintainedLine, RETENTION_MS, wakeAfter } from "../../store/maintenance.ts";
+import type { PushStats } from "../../store/push.ts";
 import { LeaseStore } from "../../store/store.ts";
 import { pushAfterWrites } from "../../push/after-write.ts";
 import { pushDue } from "../../push/push-due.ts";
@@ -174,6 +175,12 @@ export class QueueObject extends DurableObject<WorkerEnv> {
     this.#meter.requests++;
     this.#adopt(encodeURIComponent(queue));
     return this.#bindings.release(ids);
+  }
+
+  /** pushStats (RPC, for the router's /metrics) answers this queue's push deliveries by outcome, and its pushed leases current now: none when it was never pushed. */
+  async pushStats(): Promise<PushStats[]> {
+    this.#meter.requests++;
+    return this.#store.push.stats({ now: Date.now() });
   }
 
   /** meter (RPC, for the cost tests and the bench; not counted) answers what this object served, read and wrote since it started (migrations included). */

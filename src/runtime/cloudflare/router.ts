@@ -5,6 +5,9 @@ import { errorResponse } from "../../http/errors.ts";
 import { type Auth, bearerAuth, localCallersOnly, requireConfiguredAuth } from "../../http/middleware/auth.ts";
 import { limitBody } from "../../http/middleware/body-limit.ts";
 import { requestLog } from "../../http/middleware/request-log.ts";
+import { requestMetrics } from "../../http/middleware/request-metrics.ts";
+import { tracing } from "../../http/middleware/tracing.ts";
+import { RequestMetrics } from "../../http/metrics.ts";
 import { DEFAULT_LIMITS, type Limits } from "../../http/shapes.ts";
 import type { UiFiles } from "../../http/ui.ts";
 import { LeaseStore } from "../../store/store.ts";
@@ -59,6 +62,10 @@ export function objectsRouter(options: RouterOptions): Hono {
 
   const app = new Hono();
   app.onError(errorResponse);
+  // Counted and traced here, where every request of the API arrives (as createApp does), by the router's route patterns.
+  const requests = new RequestMetrics();
+  app.use(requestMetrics(requests));
+  app.use(tracing());
   if (options.log) app.use(requestLog(options.log));
   app.use(requireConfiguredAuth(auth));
   app.use(localCallersOnly(auth));
@@ -106,7 +113,7 @@ export function objectsRouter(options: RouterOptions): Hono {
   app.get("/v1/queues", async (c) => queueList(objects, await callOf(c)));
   app.get("/v1/push", async (c) => pushList(objects, await callOf(c)));
   app.get("/v1/stats", async (c) => stats(objects, await callOf(c)));
-  app.get("/metrics", async (c) => metrics(objects, await callOf(c)));
+  app.get("/metrics", async (c) => metrics(objects, await callOf(c), requests));
   app.post("/v1/leases/renew", async (c) => manyLeases(objects, await callOf(c), "leases"));
   app.post("/v1/leases/complete", async (c) => manyLeases(objects, await callOf(c), "completed"));
 

@@ -1,5 +1,6 @@
-import { prometheusText } from "../../http/metrics.ts";
+import { prometheusText, type RequestMetrics } from "../../http/metrics.ts";
 import type { QueueStats } from "../../store/stats.ts";
+import { inScope } from "../../store/tokens.ts";
 import type { Call, Objects } from "./objects.ts";
 import { NO_QUEUE } from "./queue-object.ts";
 
@@ -36,15 +37,23 @@ export async function stats(objects: Objects, call: Call): Promise<Response> {
   return merged instanceof Response ? merged : Response.json({ queues: merged });
 }
 
-/** GET /metrics: every queue's numbers in the Prometheus format, as /v1/stats gives them. */
-export async function metrics(objects: Objects, call: Call): Promise<Response> {
+/**
+ * GET /metrics: every queue's numbers in the Prometheus format, as /v1/stats
+ * gives them, and the push deliveries of each queue the token sees, asked of
+ * its object beside them, and the router's request histogram.
+ */
+export async function metrics(objects: Objects, call: Call, requests: RequestMetrics): Promise<Response> {
   const statsCall = { ...call, request: new Request(new URL("/v1/stats", call.request.url), call.request) };
-  const merged = await allStats(objects, statsCall);
-  return merged instanceof Response ? merged : new Response(prometheusText(merged), { headers: { "Content-Type": "text/plain; version=0.0.4" } });
+  const queues = await objects.queues();
+  const seen = queues.filter((queue) => call.grant !== undefined && inScope(call.grant.queues, queue));
+  const [merged, push] = await Promise.all([allStats(objects, statsCall, queues), Promise.all(seen.map((queue) => objects.pushStats(queue)))]);
+  if (merged instanceof Response) return merged;
+  const pushed = push.flat().sort((a, b) => byCodePoint(a.queue, b.queue));
+  return new Response(prometheusText(merged, { push: pushed, requests }), { headers: { "Content-Type": "text/plain; version=0.0.4" } });
 }
 
-async function allStats(objects: Objects, call: Call): Promise<QueueStats[] | Response> {
-  const answers = await askEach<{ queues: QueueStats[] }>(objects, call, await objects.queues());
+async function allStats(objects: Objects, call: Call, queues?: string[]): Promise<QueueStats[] | Response> {
+  const answers = await askEach<{ queues: QueueStats[] }>(objects, call, queues ?? (await objects.queues()));
   if (answers instanceof Response) return answers;
   return answers.flatMap((answer) => answer.queues).sort((a, b) => byCodePoint(a.queue, b.queue));
 }

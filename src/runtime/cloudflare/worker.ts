@@ -10,7 +10,7 @@ import { createApp } from "../../http/app.ts";
 import { authFromEnv } from "../../http/middleware/auth.ts";
 import type { UiFiles } from "../../http/ui.ts";
 import { CRON_MAX_CHUNKS, maintain, maintainedLine, wakeAfter } from "../../store/maintenance.ts";
-import { pushAfterWrites } from "../../push/after-write.ts";
+import { PUSH_AFTER_WRITE_MS, pushAfterWrites } from "../../push/after-write.ts";
 import { pushAllDue } from "../../push/push-due.ts";
 import { LeaseStore } from "../../store/store.ts";
 import { requestWaits, type Waits } from "../../wait/long-poll.ts";
@@ -57,8 +57,8 @@ function builtFor(env: WorkerEnv) {
   if (!entry) {
     const store = new LeaseStore(driverFor(env));
     const waits = waitsFor(env, store);
-    // A write that makes jobs of a pushed queue due delivers them in its own waitUntil.
-    const pushing = pushAfterWrites(waits, { store, clock: Date.now, log });
+    // A write that makes jobs of a pushed queue due delivers them in its own waitUntil, which no delivery may outlast.
+    const pushing = pushAfterWrites(waits, { store, clock: Date.now, log, maxTimeoutMs: PUSH_AFTER_WRITE_MS });
     const app = createApp({ store, ...appOptions(env), waits: pushing.waits, push: pushing });
     entry = { app, store, waits };
     built.set(env, entry);

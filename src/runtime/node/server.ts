@@ -8,6 +8,7 @@ import { fireOnTime, maintain, maintainedLine, repeat, SCHEDULE_RECHECK_MS, wake
 import { openStore } from "./open.ts";
 import { uiFilesFromDisk } from "./ui-files.ts";
 import { PushDispatcher } from "../../push/dispatcher.ts";
+import { type PrivateAddresses, pushNetwork } from "./push-network.ts";
 import { localWaits } from "../../wait/long-poll.ts";
 import { WaitRoom } from "../../wait/wait-room.ts";
 
@@ -40,6 +41,14 @@ export type ServerConfig = {
   maxWaiting?: number;
   /** How often a queue with waiting claims, or a job with waiting reads, is looked at again for writes of other processes; default RECHECK_MS (1 s). */
   recheckMs?: number;
+  /**
+   * Whether push deliveries may go to addresses that are not public
+   * (loopback, private, link-local...): default "allow" with auth off (the
+   * server then listens on loopback only, and every caller may do anything:
+   * local development), "deny" with tokens (an admin of one queue must not
+   * reach the server's own network). See docs/push.md, Security.
+   */
+  pushPrivate?: PrivateAddresses;
   /** The server's clock; only tests replace it. */
   clock?: () => number;
 };
@@ -47,7 +56,7 @@ export type ServerConfig = {
 /** A running server: where it listens, how many requests wait (waitMs) now, and how to stop it. */
 export type RunningServer = { url: string; readonly waiting: number; stop: () => Promise<void> };
 
-/** Reads HOST, PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, DATABASE_TIMEOUT_MS, RETENTION_MS, SHUTDOWN_GRACE_MS, MAX_WAITING, WAIT_RECHECK_MS, FENCELEASE_TOKENS and FENCELEASE_AUTH. */
+/** Reads HOST, PORT, DATABASE_URL, DATABASE_AUTH_TOKEN, DATABASE_TIMEOUT_MS, RETENTION_MS, SHUTDOWN_GRACE_MS, MAX_WAITING, WAIT_RECHECK_MS, FENCELEASE_TOKENS, FENCELEASE_AUTH and FENCELEASE_PUSH_PRIVATE. */
 export function serverConfigFromEnv(env: Record<string, string | undefined>): ServerConfig {
   const port = Number(env.PORT ?? 8787);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got ${env.PORT}`);
@@ -62,7 +71,13 @@ export function serverConfigFromEnv(env: Record<string, string | undefined>): Se
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS === undefined ? undefined : positive("SHUTDOWN_GRACE_MS", env.SHUTDOWN_GRACE_MS),
     maxWaiting: env.MAX_WAITING === undefined ? undefined : positive("MAX_WAITING", env.MAX_WAITING),
     recheckMs: env.WAIT_RECHECK_MS === undefined ? undefined : positive("WAIT_RECHECK_MS", env.WAIT_RECHECK_MS),
+    ...(env.FENCELEASE_PUSH_PRIVATE !== undefined && { pushPrivate: allowOrDeny("FENCELEASE_PUSH_PRIVATE", env.FENCELEASE_PUSH_PRIVATE) }),
   };
+}
+
+function allowOrDeny(name: string, value: string): PrivateAddresses {
+  if (value === "allow" || value === "deny") return value;
+  throw new Error(`${name} must be allow or deny, got ${value}`);
 }
 
 function positive(name: string, value: string): number {
@@ -119,9 +134,11 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   const room = new WaitRoom({ maxWaiting: config.maxWaiting, recheckMs: config.recheckMs, clock });
   const waits = localWaits(store, room, clock);
   // The pushed queues' jobs go out from here, woken in the same room as the long polls.
-  const pushing = new PushDispatcher({ store, room, waits, clock, log: config.log ?? ((line) => console.error(line)) });
+  const network = pushNetwork(config.pushPrivate ?? (config.auth === "off" ? "allow" : "deny"));
+  const pushing = new PushDispatcher({ store, room, waits, clock, post: network.post, log: config.log ?? ((line) => console.error(line)) });
   await pushing.start();
-  const app = createApp({ store, auth: config.auth, log: config.log, clock: config.clock, ui: uiFilesFromDisk(), waits, push: pushing });
+  const push = { changed: (queue: string) => pushing.changed(queue), checkUrl: network.checkUrl };
+  const app = createApp({ store, auth: config.auth, log: config.log, clock: config.clock, ui: uiFilesFromDisk(), waits, push });
   const graceful = gracefulStop(app.fetch);
   graceful.onStop(() => room.stop());
   const { server, address } = await listen(graceful.fetch, config.host, config.port).catch((error: unknown) => {
@@ -153,6 +170,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
       // No new request starts and no job is pushed; those in flight finish (within the grace; a delivery
       // cut then gives its lease back), then the database closes.
       const [stopped] = await Promise.allSettled([graceful.stop(server as Server, config.shutdownGraceMs), pushing.stop(config.shutdownGraceMs ?? SHUTDOWN_GRACE_MS)]);
+      network.close();
       store.close();
       if (stopped.status === "rejected") throw stopped.reason;
     },

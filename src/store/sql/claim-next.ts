@@ -220,17 +220,21 @@ export function nextClaimable(queues: string[], now: number, clock: string): Sta
 }
 
 /**
- * When a pushed queue next has a job for its push claim (`nextClaimable`), as
- * long as its maxInFlight pushed leases are not all held (each of their ends
- * is a time of its own); no row for a queue without an endpoint. What a
- * queue's object arms its alarm for, to push a job due later (a backoff, a
- * Retry-After) at its time.
+ * When a pushed queue next has a job for its push claim: when a job is next
+ * claimable (`nextClaimable`), and, while its maxInFlight pushed leases are
+ * all held (deliveries on their way, 202s not yet ended, of any process), not
+ * before the first of them ends; null when none will be; no row for a queue
+ * without an endpoint. What the Node dispatcher sleeps until when its claim
+ * took nothing, and what a queue's object arms its alarm for: a backoff or a
+ * Retry-After at its time, a slot when the lease holding it runs out.
  */
 export function nextToPush(queue: string, now: number, clock: string): Statement {
   const next = nextClaimable([queue], now, clock);
+  const pushed = "FROM jobs WHERE queue = p.queue AND done = 0 AND owner IS NOT NULL AND owner = ?4 AND until > ?2";
   return {
-    sql: `SELECT n.at AS at FROM (${next.sql}) n JOIN push_endpoints p ON p.queue = n.queue
-          WHERE (SELECT count(*) FROM jobs WHERE queue = p.queue AND done = 0 AND owner IS NOT NULL AND owner = ?4 AND until > ?2) < p.max_in_flight`,
+    sql: `SELECT CASE WHEN n.at IS NULL OR (SELECT count(*) ${pushed}) < p.max_in_flight THEN n.at
+                      ELSE max(n.at, (SELECT min(until) ${pushed})) END AS at
+          FROM (${next.sql}) n JOIN push_endpoints p ON p.queue = n.queue`,
     args: [...next.args, PUSH_OWNER],
   };
 }

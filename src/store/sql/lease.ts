@@ -77,7 +77,11 @@ export function returningJob(now: string): string {
   return `RETURNING *, ${status(now)} AS status`;
 }
 
-/** Inserts a job unless its id exists, at the fence floor, and counts it. */
+/**
+ * Inserts a job unless its id exists, at the fence floor, with the trace
+ * context it was enqueued with (migrations/0032: written here only), and
+ * counts it.
+ */
 export function enqueue(job: {
   id: string;
   queue: string;
@@ -85,15 +89,17 @@ export function enqueue(job: {
   priority: number;
   runAt: number;
   maxAttempts: number;
+  traceparent: string | null;
+  tracestate: string | null;
   now: number;
 }): Statement[] {
   return [
     {
-      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at, enqueued_seq, seq)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")})
+      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")})
             ON CONFLICT (id) DO NOTHING
             ${returningJob("?7")}`,
-      args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now],
+      args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now, job.traceparent, job.tracestate],
     },
     countEnqueued("?1", "changes()", [job.queue]),
   ];

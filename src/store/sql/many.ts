@@ -25,8 +25,8 @@ export function unpacked(parameter: string, names: string[]): string {
  */
 const UNLESS_ALL_CHANGED = "iif(changes() = ?4, '[]', ?3)";
 
-/** One job to enqueue: id, payload (JSON text or null), priority, runAt, maxAttempts. */
-export type NewJob = [id: string, payload: string | null, priority: number, runAt: number, maxAttempts: number];
+/** One job to enqueue: id, payload (JSON text or null), priority, runAt, maxAttempts, and its trace context (or nulls). */
+export type NewJob = [id: string, payload: string | null, priority: number, runAt: number, maxAttempts: number, traceparent: string | null, tracestate: string | null];
 
 /**
  * Inserts every job whose id does not exist yet, in one statement, and counts
@@ -37,10 +37,10 @@ export type NewJob = [id: string, payload: string | null, priority: number, runA
 export function enqueueMany(queue: string, jobs: NewJob[], now: number): Statement[] {
   return [
     {
-      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at, enqueued_seq, seq)
-            SELECT new_id, ?1, new_payload, new_priority, new_run_at, new_max_attempts,
+      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
+            SELECT new_id, ?1, new_payload, new_priority, new_run_at, new_max_attempts, new_traceparent, new_tracestate,
                    ${FENCE_FLOOR}, ?2, ?2, ${firstSeq("new_id")}, ${firstSeq("new_id")}
-            FROM ${unpacked("?3", ["new_id", "new_payload", "new_priority", "new_run_at", "new_max_attempts"])}
+            FROM ${unpacked("?3", ["new_id", "new_payload", "new_priority", "new_run_at", "new_max_attempts", "new_traceparent", "new_tracestate"])}
             WHERE true
             ON CONFLICT (id) DO NOTHING
             RETURNING id`,

@@ -10,15 +10,16 @@ import { queueObject } from "../storage-mode.ts";
 
 const ENDPOINT = inject("pushEndpoint");
 const TOKEN = "worker-test-token";
+const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+async function call(method: string, path: string, body?: unknown, token = TOKEN): Promise<{ status: number; body: any }> {
   const response = await SELF.fetch(`https://fencelease.test${path}`, {
     method,
-    headers: { Authorization: `Bearer ${TOKEN}`, ...(body !== undefined && { "Content-Type": "application/json" }) },
+    headers: { Authorization: `Bearer ${token}`, ...(body !== undefined && { "Content-Type": "application/json" }) },
     ...(body !== undefined && { body: JSON.stringify(body) }),
   });
   const text = await response.text();
-  return { status: response.status, body: text === "" ? null : JSON.parse(text) };
+  return { status: response.status, body: text === "" || !response.headers.get("Content-Type")?.includes("json") ? text : JSON.parse(text) };
 }
 
 /** What the endpoint received for job `id`, oldest first. */
@@ -48,11 +49,50 @@ describe("push in objects mode", () => {
     expect((await verifyPush({ headers: delivery!.headers, body: delivery!.body }, put.body.secret)).job.payload).toEqual({ n: 1 });
   });
 
-  test("a failed delivery due again is delivered by the queue's alarm, armed for it", async () => {
-    await call("PUT", "/v1/queues/op-flaky/push", { url: `${ENDPOINT}/flaky` });
-    await call("POST", "/v1/jobs", { id: "op-flaky-1", queue: "op-flaky" });
+  test("a failed delivery due again is delivered by the queue's alarm, armed for it; both carry the job's traceparent", async () => {
+    await call("PUT", "/v1/queues/op-flaky/push", { url: `${ENDPOINT}/flaky?retryAfter=1` });
+    await call("POST", "/v1/jobs", { id: "op-flaky-1", queue: "op-flaky", traceparent: TRACEPARENT });
     expect(await until("op-flaky-1", "done")).toMatchObject({ fence: 2, attempts: 2, result: { delivered: "op-flaky-1" } });
-    expect((await received("op-flaky-1")).map((delivery) => delivery.headers["fencelease-fence"])).toEqual(["1", "2"]);
+    expect((await received("op-flaky-1")).map(({ headers }) => [headers["fencelease-fence"], headers.traceparent, headers.tracestate])).toEqual([["1", TRACEPARENT, undefined], ["2", TRACEPARENT, undefined]]);
+  });
+
+  test("a job waiting for a slot keeps the alarm armed, and goes out as soon as the slot frees, not when the lease would end", async () => {
+    await call("PUT", "/v1/queues/op-slot/push", { url: `${ENDPOINT}/accept`, maxInFlight: 1, timeoutMs: 20_000 });
+    expect((await call("POST", "/v1/queues/op-slot/jobs", { jobs: [{ id: "op-slot-1" }, { id: "op-slot-2" }] })).status).toBe(200);
+    const first = await until("op-slot-1", "leased");
+    expect(first).toMatchObject({ owner: "push", fence: 1 });
+    expect((await call("GET", "/v1/jobs/op-slot-2")).body).toMatchObject({ status: "queued", attempts: 0 });
+    // The slot is held by a 202 lease (for timeoutMs + 5 s): the alarm is armed for its end at the latest.
+    const armed = await runInDurableObject(queueObject("op-slot"), (object: QueueObject) => object.alarmAt());
+    expect(armed).not.toBeNull();
+    expect(armed!).toBeLessThanOrEqual(Math.ceil(first.until / 1000) * 1000);
+    const freed = Date.now();
+    expect((await call("POST", "/v1/jobs/op-slot-1/complete", { owner: "push", fence: 1, result: "later" })).status).toBe(200);
+    expect(await until("op-slot-2", "leased")).toMatchObject({ owner: "push", fence: 1 });
+    expect(Date.now() - freed).toBeLessThan(10_000);
+    expect(await received("op-slot-2")).toHaveLength(1);
+  });
+
+  test("/metrics counts the deliveries of each pushed queue, by outcome, and only of the queues the token sees", async () => {
+    await call("PUT", "/v1/queues/op-count/push", { url: `${ENDPOINT}/flaky` });
+    await call("POST", "/v1/jobs", { id: "op-count-1", queue: "op-count" });
+    await until("op-count-1", "done");
+    await call("PUT", "/v1/queues/op-hold/push", { url: `${ENDPOINT}/accept` });
+    await call("POST", "/v1/jobs", { id: "op-hold-1", queue: "op-hold" });
+    await until("op-hold-1", "leased");
+    const metrics = (await call("GET", "/metrics")).body as string;
+    expect(metrics).toContain('fencelease_push_deliveries_total{queue="op-count",outcome="success"} 1');
+    expect(metrics).toContain('fencelease_push_deliveries_total{queue="op-count",outcome="failure"} 1');
+    expect(metrics).toContain('fencelease_push_deliveries_total{queue="op-count",outcome="timeout"} 0');
+    expect(metrics).toMatch(/fencelease_push_delivery_seconds_total\{queue="op-count",outcome="success"\} \d/);
+    expect(metrics).toContain('fencelease_push_in_flight{queue="op-count"} 0');
+    expect(metrics).toContain('fencelease_push_deliveries_total{queue="op-hold",outcome="accepted"} 1');
+    expect(metrics).toContain('fencelease_push_in_flight{queue="op-hold"} 1');
+    const reader = await call("POST", "/v1/tokens", { role: "reader", queues: ["op-hold"] });
+    expect(reader.status).toBe(201);
+    const seen = (await call("GET", "/metrics", undefined, reader.body.token)).body as string;
+    expect(seen).toContain('fencelease_push_in_flight{queue="op-hold"} 1');
+    expect(seen).not.toContain("op-count");
   });
 
   test("a queue without push arms no alarm for its due jobs, and nothing is delivered", async () => {

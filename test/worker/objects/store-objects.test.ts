@@ -10,6 +10,7 @@ import { rateLimitContract } from "../../contract/rate-limit.contract.ts";
 import { schedulesContract } from "../../contract/schedules.contract.ts";
 import { type FreshStorage, storageContract } from "../../contract/storage.contract.ts";
 import { storeContract } from "../../contract/store.contract.ts";
+import { traceContract } from "../../contract/trace.contract.ts";
 
 /**
  * A driver whose every call runs inside the object, through runInDurableObject,
@@ -58,3 +59,4 @@ queuesContract(freshObjectStore);
 schedulesContract(freshObjectStore);
 cancelContract(freshObjectStore);
 storageContract(freshObjectStore);
+traceContract(freshObjectStore);
