@@ -68,7 +68,7 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
     test("a bad job refuses the whole call before the database is touched", async () => {
       const { store, snapshot } = await freshStore();
       await expect(store.enqueueMany("q", { jobs: [{ id: "fine" }, { id: "" }], now: T })).rejects.toBeInstanceOf(InvalidArgument);
-      await expect(store.enqueueMany("q", { jobs: [{ id: "fine", maxAttempts: 0 }], now: T })).rejects.toThrow("maxAttempts must be a positive safe integer, got 0");
+      await expect(store.enqueueMany("q", { jobs: [{ id: "fine", maxAttempts: 0 }], now: T })).rejects.toThrow("jobs[0].maxAttempts must be a positive safe integer, got 0");
       await expect(store.enqueueMany("", { jobs: [{ id: "fine" }], now: T })).rejects.toBeInstanceOf(InvalidArgument);
       expect(await snapshot()).toEqual({});
     });

@@ -134,7 +134,7 @@ test.each([
   { field: "result", path: "/v1/jobs/job-1/complete", body: `{"owner":"A","fence":1,"result":${DEEP}}` },
   { field: "result", path: "/v1/leases/complete", body: `{"owner":"A","leases":[{"id":"job-1","fence":1,"result":${DEEP}}]}` },
   { field: "payload", path: "/v1/jobs", body: `{"id":"job-2","payload":${DEEP}}` },
-  { field: "payload", path: "/v1/queues/q/jobs", body: `{"jobs":[{"id":"job-2","payload":${DEEP}}]}` },
+  { field: "jobs[0].payload", path: "/v1/queues/q/jobs", body: `{"jobs":[{"id":"job-2","payload":${DEEP}}]}` },
   { field: "payload", path: "/v1/schedules/nightly", method: "PUT", body: `{"queue":"q","everyMs":60000,"payload":${DEEP}}` },
 ])("a $field nested deeper than JSON can be written back ($path) is 400 naming the field, with no stack trace, and nothing changes", async ({ field, path, method = "POST", body }) => {
   const { call, snapshot } = await freshApp();
