@@ -5,6 +5,7 @@ export default defineConfig({
   test: {
     include: [
       "test/store/store.test.ts",
+      "test/store/errors.test.ts",
       "test/store/health.test.ts",
       "test/store/maintenance.test.ts",
       "test/store/storage.test.ts",
