@@ -40,9 +40,9 @@ export type Job = {
   updatedAt: number;
 };
 
-/** A JSON text column as its value; NULL as null. */
+/** A JSON text column as its value; NULL as null, the value of the JSON text "null". */
 function parsed(column: unknown): unknown {
-  return column === null || column === undefined ? null : JSON.parse(column as string);
+  return JSON.parse(String(column));
 }
 
 /** Reads a `jobs` row, selected with its `status`, into a Job. */

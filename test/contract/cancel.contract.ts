@@ -286,6 +286,13 @@ export function cancelContract(freshStore: () => Promise<FreshStore>): void {
       expect(others.map((event) => event.progress)).toEqual([null, null]);
     });
 
+    test("a progress with the fields of a push delivery is a worker's progress: its renewed event has no delivery status or time", async () => {
+      const { store } = await leasedByA();
+      await store.renew("job-1", { owner: "A", fence: 1, ttlMs: TTL, progress: { httpStatus: 503, durationMs: 120 }, now: T + 1 });
+      const renewed = (await store.events("job-1")).items.find((event) => event.kind === "renewed");
+      expect(renewed).toMatchObject({ kind: "renewed", progress: { httpStatus: 503, durationMs: 120 }, httpStatus: null, durationMs: null });
+    });
+
     test("renewMany stores each lease's own progress, and none for a lease that carries none", async () => {
       const { store } = await twoJobs();
       await store.enqueue("job-3", { queue: "q", now: T });
