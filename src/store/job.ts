@@ -73,9 +73,22 @@ export function jobFromRow(row: Row): Job {
 /** A lease taken by a claim: the job as it is now held, with its fence and expiry. */
 export type Lease = { job: Job; fence: number; until: number };
 
-/** Claim order: highest priority first, then the job that has been due longest. */
+const utf8 = new TextEncoder();
+
+/**
+ * Two distinct ids in SQLite's order of text (BINARY: by their UTF-8 bytes).
+ * JavaScript's < compares UTF-16 units instead, and puts "\u{1F600}" before "\uFF01".
+ */
+function idOrder(a: string, b: string): number {
+  const [x, y] = [utf8.encode(a), utf8.encode(b)];
+  const at = x.findIndex((byte, i) => byte !== y[i]);
+  // No byte differs: a is the start of b, and comes first. Where b ends first, its missing byte counts as 0, below any of a's.
+  return at === -1 ? -1 : x[at]! - (y[at] ?? 0);
+}
+
+/** Claim order, as the claim's ORDER BY: highest priority first, then the job due longest, then the oldest, then by id. */
 function claimOrder(a: Job, b: Job): number {
-  return b.priority - a.priority || a.runAt - b.runAt || a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1);
+  return b.priority - a.priority || a.runAt - b.runAt || a.createdAt - b.createdAt || idOrder(a.id, b.id);
 }
 
 /** The leases of the rows a claim-next returned (RETURNING gives no order), in claim order. */

@@ -360,10 +360,24 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       await store.enqueue("b-due-last", { priority: 5, runAt: T - 5, now: T - 300 });
       await store.enqueue("c-newer", { priority: 5, runAt: T - 10, now: T - 50 });
       await store.enqueue("d-older", { priority: 5, runAt: T - 10, now: T - 100 });
-      await store.enqueue("e-twin-1", { priority: 1, runAt: T - 10, now: T - 10 });
+      // Twins enqueued against their id order: only their ids tell them apart.
       await store.enqueue("e-twin-2", { priority: 1, runAt: T - 10, now: T - 10 });
+      await store.enqueue("e-twin-1", { priority: 1, runAt: T - 10, now: T - 10 });
       const leases = await store.claimNext("default", { owner: "A", ttlMs: TTL, limit: 10, now: T });
       expect(leases.map((lease) => lease.job.id)).toEqual(["d-older", "c-newer", "b-due-last", "e-twin-1", "e-twin-2", "a-lowest"]);
+    });
+
+    test("answers twins in the order it takes them one at a time: SQLite's order of their ids, not JavaScript's", async () => {
+      const { store } = await freshStore();
+      // SQLite compares ids by their UTF-8 bytes, which put U+FF01 before U+1F600;
+      // JavaScript's < compares UTF-16 units, which put the emoji first.
+      const [fullwidth, emoji] = ["twin-\uFF01", "twin-\u{1F600}"];
+      await store.enqueueMany("both", { jobs: [{ id: `${emoji}-both` }, { id: `${fullwidth}-both` }], now: T });
+      await store.enqueueMany("one", { jobs: [{ id: `${emoji}-one` }, { id: `${fullwidth}-one` }], now: T });
+      const both = await store.claimNext("both", { owner: "A", ttlMs: TTL, limit: 2, now: T });
+      expect(both.map((lease) => lease.job.id)).toEqual([`${fullwidth}-both`, `${emoji}-both`]);
+      const first = await store.claimNext("one", { owner: "A", ttlMs: TTL, limit: 1, now: T });
+      expect(first.map((lease) => lease.job.id)).toEqual([`${fullwidth}-one`]);
     });
 
     test("answers each lease with its fence and until, and writes them", async () => {

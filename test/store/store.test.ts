@@ -18,6 +18,7 @@ import { traceContract } from "../contract/trace.contract.ts";
 import { freshStore, freshUrl } from "../fresh-db.ts";
 import { noteVerbs } from "../../src/store/note.ts";
 import { clockId } from "../../src/store/step-back.ts";
+import { leasesOf } from "../../src/store/job.ts";
 
 // The store contract on libSQL over a real file, on the native file driver that
 // openStore gives a `file:` URL (src/drivers/libsql-file.ts); the same suite
@@ -66,6 +67,29 @@ describe("clock ids", () => {
     expect(two).toMatch(/^[0-9a-f]{12}$/);
     expect(one).not.toBe(two);
     expect(clockId()).toMatch(/^[0-9a-f]{12}$/);
+  });
+});
+
+describe("claim order", () => {
+  test("leases are answered in the claim's ORDER BY whatever order the database hands back their rows", async () => {
+    const T = 1_000_000;
+    const { store, url } = await freshStore();
+    await store.enqueue("older", { runAt: T, now: T - 10 });
+    // Twins but for their ids, which differ in a first byte, as a prefix, and
+    // in characters that UTF-16 (JavaScript's <) and UTF-8 (SQLite's) sort apart.
+    const twins = ["b", "a-1", "a", "twin-\u{1F600}", "twin-\uFF01", "twin-"].map((id) => ({ id }));
+    await store.enqueueMany("default", { jobs: [...twins, { id: "urgent", priority: 9 }, { id: "due-first", runAt: T - 5 }], now: T });
+    const db = createClient({ url });
+    const { rows } = await db.execute("SELECT *, 'queued' AS status FROM jobs");
+    const claimOrder = (await db.execute("SELECT id FROM jobs ORDER BY priority DESC, run_at, created_at, id")).rows.map((row) => row.id);
+    db.close();
+    expect(claimOrder).toEqual(["urgent", "due-first", "older", "a", "a-1", "b", "twin-", "twin-\uFF01", "twin-\u{1F600}"]);
+    for (const given of [rows, [...rows].reverse()]) {
+      for (let shift = 0; shift < given.length; shift++) {
+        const order = [...given.slice(shift), ...given.slice(0, shift)];
+        expect(leasesOf(order).map((lease) => lease.job.id), `rows given as ${order.map((row) => row.id).join(", ")}`).toEqual(claimOrder);
+      }
+    }
   });
 });
 
