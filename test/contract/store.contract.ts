@@ -506,6 +506,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       ["cancel by", (s) => s.cancel("job-1", { by: "", now: T }), 'by must be a non-empty string of printable text, got ""'],
       ["cancel reason", (s) => s.cancel("job-1", { reason: 7 as unknown as string, now: T }), "reason must be a string, got 7"],
       ["cancel now", (s) => s.cancel("job-1", { now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
+      ["finishedOf id", (s) => s.finishedOf(["job-1", ""]), 'id must be a non-empty string of printable text, got ""'],
       ["cancel reason too long", (s) => s.cancel("job-1", { reason: "é".repeat(513), now: T }), "reason must be at most 1024 bytes of UTF-8, got 1026"],
       ["enqueue payload with NaN deep down", (s) => s.enqueue("job-2", { payload: nested(300, Number.NaN), now: T }), "payload must not hold NaN or Infinity, which JSON cannot carry"],
     ];
@@ -627,6 +628,29 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         await expect(store.release("job-1", { owner: "B", fence: 1, now: T + 1 })).rejects.toMatchObject({ code: "stale_lease", reason: "not_owner" });
         expect(await store.release("job-1", { owner: "A", fence: 1, now: T + 2 })).toMatchObject({ owner: null, until: 0, fence: 1, updatedAt: T + 2 });
         expect((await snapshot())["job-1"]).toMatchObject({ owner: null, until: 0, fence: 1, updated_at: T + 2 });
+      });
+    });
+
+    describe("finishedOf (what a waiting read's re-check asks)", () => {
+      test("answers the jobs done, dead, cancelled or gone among those asked, none still open, and writes nothing", async () => {
+        const { store, snapshot } = await freshStore();
+        for (const id of ["queued", "leased", "expired", "done", "cancelled", "deleted"]) await store.enqueue(id, { now: T });
+        await store.enqueue("dead", { maxAttempts: 1, now: T });
+        await store.enqueue("later", { runAt: T + 1, now: T });
+        await store.claim("leased", { owner: "A", ttlMs: TTL, now: T });
+        await store.claim("expired", { owner: "A", ttlMs: 1, now: T - 1 }); // ended at T: open still
+        await store.claim("done", { owner: "A", ttlMs: TTL, now: T });
+        await store.complete("done", { owner: "A", fence: 1, result: "ok", now: T });
+        await store.claim("dead", { owner: "A", ttlMs: TTL, now: T });
+        await store.fail("dead", { owner: "A", fence: 1, error: "boom", now: T });
+        await store.cancel("cancelled", { now: T });
+        await store.delete("deleted", { now: T });
+        const before = await snapshot();
+        const asked = ["queued", "leased", "expired", "later", "done", "dead", "cancelled", "deleted", "never-enqueued"];
+        expect((await store.finishedOf(asked)).sort()).toEqual(["cancelled", "dead", "deleted", "done", "never-enqueued"]);
+        expect(await store.finishedOf(["queued", "leased"])).toEqual([]);
+        expect(await store.finishedOf([])).toEqual([]);
+        expect(await snapshot()).toEqual(before);
       });
     });
   });
