@@ -165,12 +165,16 @@ export function refusalSeq(action: string, owner: string, fence: string): string
 export const FOLD_REFUSAL = `ON CONFLICT (job_id, seq)
   DO UPDATE SET count = count + 1, at = min(at, excluded.at), last_at = max(coalesce(last_at, at), excluded.at)`;
 
-/** Records a refused write with a lease, if the statement just before it changed nothing. */
-function refused(action: string, id: string, owner: string, fence: number, now: number, unless = "", more: InValue[] = [], wasRefused = "changes() = 0"): Statement {
+/**
+ * Records a refused write with a lease, if the statement just before it
+ * changed nothing; or, given `wasRefused`, if that condition holds of the row,
+ * over the arguments `more` from ?6 on.
+ */
+function refused(action: string, id: string, owner: string, fence: number, now: number, wasRefused = "changes() = 0", ...more: InValue[]): Statement {
   return {
     sql: `INSERT INTO history (job_id, seq, queue, at, kind, action, owner, fence, current_owner, current_fence)
           SELECT id, ${refusalSeq("?5", "?2", "?3")}, queue, ?4, 'refused', ?5, ?2, ?3, owner, fence FROM jobs
-          WHERE id = ?1 AND ${wasRefused} ${unless}
+          WHERE id = ?1 AND ${wasRefused}
           ${FOLD_REFUSAL}`,
     args: [id, owner, fence, now, action, ...more],
   };
@@ -242,7 +246,7 @@ export function complete(id: string, owner: string, fence: number, now: number, 
     // Refused unless the job is done by this very lease with this result: this
     // call's completion, or the same one sent again. Told by the row, since the
     // statement before may be the claim.
-    refused("complete", id, owner, fence, now, "", [result], `NOT (${COMPLETED} AND owner = ?2 AND fence = ?3 AND result = ?6)`),
+    refused("complete", id, owner, fence, now, `NOT (${COMPLETED} AND owner = ?2 AND fence = ?3 AND result = ?6)`, result),
   ];
 }
 
