@@ -358,6 +358,27 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       expect((await store.schedules.put("...", { queue: "q", everyMs: 1_000, now: T })).created).toBe(true); // only "." and ".." are paths
     });
 
+    test("a bad name of get or delete, or a bad now of put or fireDue, is InvalidArgument naming it, and changes nothing", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.schedules.put("nightly", { ...nightly, now: T });
+      const before = await store.schedules.list();
+      const badName = 'name must be a non-empty string of printable text, got ""';
+      const badNow = "now must be integer milliseconds since the epoch, got -1";
+      const refused: [string, () => Promise<unknown>, string][] = [
+        ["get", () => store.schedules.get(""), badName],
+        ["delete", () => store.schedules.delete(""), badName],
+        ["put", () => store.schedules.put("nightly", { ...nightly, cron: "0 4 * * *", now: -1 }), badNow],
+        ["fireDue", () => store.schedules.fireDue({ now: -1 }), badNow],
+      ];
+      for (const [verb, call, message] of refused) {
+        const refusal = await call().catch((error: unknown) => error);
+        expect(refusal, verb).toBeInstanceOf(InvalidArgument);
+        expect((refusal as InvalidArgument).message, verb).toBe(message);
+      }
+      expect(await store.schedules.list()).toEqual(before);
+      expect(await snapshot()).toEqual({});
+    });
+
     test("a cron is read as croner reads it: spaces around and between its fields, and a nickname such as @daily, spaces around it too", async () => {
       const { store } = await freshStore();
       const MIDNIGHT = Date.UTC(2026, 11, 1); // the first midnight after T
