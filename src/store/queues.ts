@@ -21,20 +21,19 @@ function queueFromRow(row: Row): QueueSettings {
   };
 }
 
-function describe(value: unknown): string {
-  return typeof value === "string" ? JSON.stringify(value) : String(value);
-}
-
 /**
  * A rate in tokens a second as the micro-tokens a ms adds (migrations/0009):
  * ratePerSecond x 1000, which must be a whole number.
  */
 function refillPerMs(ratePerSecond: unknown): number {
   const rate = ratePerSecond as number;
-  if (typeof ratePerSecond !== "number" || !Number.isFinite(rate) || rate <= 0 || rate > MAX_RATE_PER_SECOND) {
-    throw new InvalidArgument(`ratePerSecond must be a number above 0 and at most ${MAX_RATE_PER_SECOND}, got ${describe(ratePerSecond)}`);
+  // Number.isFinite is false for anything that is not a number: no typeof needed.
+  if (!Number.isFinite(rate) || rate <= 0 || rate > MAX_RATE_PER_SECOND) {
+    throw new InvalidArgument(`ratePerSecond must be a number above 0 and at most ${MAX_RATE_PER_SECOND}, got ${check.describe(ratePerSecond)}`);
   }
   const refill = Math.round(rate * 1000);
+  // The tolerance forgives a float's noise (12.345 x 1000 is 12345.000000000002);
+  // refill 0 catches a rate so small (1e-10) that the tolerance alone would let it through.
   if (refill === 0 || Math.abs(refill - rate * 1000) > 1e-6) {
     throw new InvalidArgument(`ratePerSecond must be a multiple of 0.001 (the bucket counts thousandths of a token a second), got ${rate}`);
   }
@@ -99,7 +98,7 @@ export class Queues {
   }
 
   async #write(statement: Statement): Promise<QueueSettings> {
-    const [[row] = []] = await this.#driver.batch([statement]);
-    return queueFromRow(row!);
+    const [rows] = await this.#driver.batch([statement]);
+    return queueFromRow(rows![0]!);
   }
 }

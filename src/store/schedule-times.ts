@@ -64,7 +64,11 @@ function cronOf(cron: string, timezone: string): Cron {
   }
 }
 
-/** The spec checked, as stored: exactly one of cron and everyMs, the defaults filled in. InvalidArgument names the field that is wrong. */
+/**
+ * The spec checked, as stored: exactly one of cron and everyMs, the defaults
+ * filled in. InvalidArgument names the field that is wrong. A cron is read
+ * once, by firstCronFire, which refuses one that is not a cron expression.
+ */
 export function storedSpec(spec: ScheduleSpec): StoredSpec {
   const { cron, everyMs, timezone } = spec;
   if (cron !== undefined && everyMs !== undefined) throw new InvalidArgument("give cron or everyMs, not both");
@@ -75,13 +79,11 @@ export function storedSpec(spec: ScheduleSpec): StoredSpec {
   if (everyMs !== undefined && !(Number.isSafeInteger(everyMs) && everyMs >= MIN_EVERY_MS)) {
     throw new InvalidArgument(`everyMs must be a whole number of ms, at least ${MIN_EVERY_MS} (a second), got ${JSON.stringify(everyMs)}`);
   }
-  const zone = cron === undefined ? null : check.name("timezone", timezone ?? "UTC");
-  if (cron !== undefined) cronOf(check.name("cron", cron), zone!);
   return {
     queue: check.name("queue", spec.queue),
-    cron: cron ?? null,
+    cron: cron === undefined ? null : check.name("cron", cron),
     everyMs: everyMs ?? null,
-    timezone: zone,
+    timezone: cron === undefined ? null : check.name("timezone", timezone ?? "UTC"),
     payload: check.json("payload", spec.payload),
     priority: check.integer("priority", spec.priority ?? 0),
     maxAttempts: check.positiveInt("maxAttempts", spec.maxAttempts ?? 25),

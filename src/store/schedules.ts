@@ -134,8 +134,8 @@ export class Schedules {
 
   /** delete deletes a schedule, which then never fires again (the jobs it enqueued stay); NotFound if there is none. */
   async delete(name: string): Promise<void> {
-    const [[row] = []] = await this.#driver.batch([sql.deleteSchedule(check.name("name", name))]);
-    if (row === undefined) throw notFound(name);
+    const [deleted] = await this.#driver.batch([sql.deleteSchedule(check.name("name", name))]);
+    if (deleted!.length === 0) throw notFound(name);
   }
 
   /**
@@ -154,14 +154,16 @@ export class Schedules {
     const skipped: SkippedSchedule[] = [];
     await inChunks(request, async (size) => {
       const due = await this.#driver.run(sql.dueSchedules(now, size, skipped.map((schedule) => schedule.name), this.#clock));
-      if (due.length === 0) return false;
       const fires = due.flatMap((row) => fireOrSkip(row, now, skipped));
-      const [, enqueued = [], moved = []] = fires.length === 0 ? [] : await this.#driver.batch(sql.fireDue(fires, now, this.#clock));
-      for (const row of enqueued) jobs.push({ id: row.id as string, queue: row.queue as string });
-      const jobIds = new Map(fires.map(([name, , , , , , , jobId]) => [name, jobId]));
-      for (const row of moved) {
-        const id = jobIds.get(row.name as string);
-        if (id && row.last_fire_taken === 1) taken.push({ name: row.name as string, id });
+      // No fire (nothing due, or every due schedule skipped): no write transaction.
+      if (fires.length > 0) {
+        const [, enqueued, moved] = await this.#driver.batch(sql.fireDue(fires, now, this.#clock));
+        for (const row of enqueued!) jobs.push({ id: row.id as string, queue: row.queue as string });
+        const jobIds = new Map(fires.map(([name, , , , , , , jobId]) => [name, jobId]));
+        for (const row of moved!) {
+          const id = jobIds.get(row.name as string);
+          if (id && row.last_fire_taken === 1) taken.push({ name: row.name as string, id });
+        }
       }
       return due.length === size;
     });

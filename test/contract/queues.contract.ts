@@ -42,10 +42,33 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
     test("queues.set refuses a maxLeased that is not a positive integer and changes nothing", async () => {
       const { store } = await freshStore();
       await store.queues.set("mail", { maxLeased: 2, now: T });
-      for (const bad of [0, -1, 1.5, Number.NaN, "2"]) {
-        await expect(store.queues.set("mail", { maxLeased: bad as number, now: T })).rejects.toBeInstanceOf(InvalidArgument);
+      for (const [bad, got] of [[0, "0"], [-1, "-1"], [1.5, "1.5"], [Number.NaN, "NaN"], ["2", '"2"']] as const) {
+        const refusal = await store.queues.set("mail", { maxLeased: bad as number, now: T }).catch((error: unknown) => error);
+        expect(refusal, got).toBeInstanceOf(InvalidArgument);
+        expect((refusal as InvalidArgument).message).toBe(`maxLeased must be a positive safe integer, got ${got}`);
       }
       expect(await store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 2, ratePerSecond: null, burst: null });
+    });
+
+    test("a bad queue name or now is InvalidArgument naming it, for pause, resume, set and get, and changes nothing", async () => {
+      const { store } = await freshStore();
+      await store.queues.set("mail", { maxLeased: 2, now: T });
+      const verbs = {
+        pause: (queue: string, now: number) => store.queues.pause(queue, { now }),
+        resume: (queue: string, now: number) => store.queues.resume(queue, { now }),
+        set: (queue: string, now: number) => store.queues.set(queue, { maxLeased: 5, now }),
+        get: (queue: string) => store.queues.get(queue),
+      };
+      for (const [verb, call] of Object.entries(verbs)) {
+        const badName = await call("", T).catch((error: unknown) => error);
+        expect(badName, verb).toBeInstanceOf(InvalidArgument);
+        expect((badName as InvalidArgument).message, verb).toBe('queue must be a non-empty string of printable text, got ""');
+        if (verb === "get") continue; // get takes no now
+        const badNow = await call("mail", -1).catch((error: unknown) => error);
+        expect(badNow, verb).toBeInstanceOf(InvalidArgument);
+        expect((badNow as InvalidArgument).message, verb).toBe("now must be integer milliseconds since the epoch, got -1");
+      }
+      expect(await store.queues.list()).toEqual([{ queue: "mail", paused: false, maxLeased: 2, ratePerSecond: null, burst: null }]);
     });
   });
 

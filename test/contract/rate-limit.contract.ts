@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { InvalidArgument, NotClaimable } from "../../src/store/errors.ts";
 import type { LeaseStore } from "../../src/store/store.ts";
-import { MAX_BURST } from "../../src/store/shapes.ts";
+import { MAX_BURST, MAX_RATE_PER_SECOND, type QueueLimits } from "../../src/store/shapes.ts";
 import type { FreshStorage } from "./storage.contract.ts";
 import { noteVerbs } from "../../src/store/note.ts";
 
@@ -48,25 +48,50 @@ export function rateLimitContract(freshStore: () => Promise<FreshStorage>): void
       expect(await store.queues.set("a", { ratePerSecond: 7, burst: null, now: T })).toEqual(rated("a", 7, 7));
     });
 
-    test("bad settings are InvalidArgument and change nothing", async () => {
+    test("bad settings are InvalidArgument naming the setting and the value, and change nothing", async () => {
       const fresh = await freshStore();
       const { store } = fresh;
       await store.queues.set("q", { ratePerSecond: 2, burst: 4, maxLeased: 9, now: T });
       const before = await bucketOf(fresh, "q");
-      const bad = [
-        { burst: 3 },
-        { maxLeased: 2, burst: 1, ratePerSecond: null },
-        ...[0, -1, Number.NaN, Number.POSITIVE_INFINITY, "2", 1_000_001, 0.0001, 1.0005].map((ratePerSecond) => ({ ratePerSecond })),
-        ...[0, -1, 1.5, "2", MAX_BURST + 1].map((burst) => ({ ratePerSecond: 1, burst })),
-        { ratePerSecond: 1, maxLeased: 0 },
+      const rateOutOfRange = (got: string) => `ratePerSecond must be a number above 0 and at most ${MAX_RATE_PER_SECOND}, got ${got}`;
+      const notMultiple = (got: string) => `ratePerSecond must be a multiple of 0.001 (the bucket counts thousandths of a token a second), got ${got}`;
+      const refused: [QueueLimits, string][] = [
+        [{ burst: 3 }, "burst needs ratePerSecond: a burst is the most a rate limit's bucket holds; send ratePerSecond too, or leave burst out"],
+        [{ maxLeased: 2, burst: 1, ratePerSecond: null }, "burst needs ratePerSecond: a burst is the most a rate limit's bucket holds; send ratePerSecond too, or leave burst out"],
+        [{ ratePerSecond: 0 }, rateOutOfRange("0")],
+        [{ ratePerSecond: -1 }, rateOutOfRange("-1")],
+        [{ ratePerSecond: Number.NaN }, rateOutOfRange("NaN")],
+        [{ ratePerSecond: Number.POSITIVE_INFINITY }, rateOutOfRange("Infinity")],
+        [{ ratePerSecond: "2" as never }, rateOutOfRange('"2"')],
+        [{ ratePerSecond: MAX_RATE_PER_SECOND + 0.001 }, rateOutOfRange("1000000.001")],
+        [{ ratePerSecond: 0.0001 }, notMultiple("0.0001")],
+        [{ ratePerSecond: 1e-10 }, notMultiple("1e-10")], // closer to 0 than any float's noise: still not a multiple
+        [{ ratePerSecond: 1.0005 }, notMultiple("1.0005")],
+        [{ ratePerSecond: 1, burst: 0 }, "burst must be a positive safe integer, got 0"],
+        [{ ratePerSecond: 1, burst: -1 }, "burst must be a positive safe integer, got -1"],
+        [{ ratePerSecond: 1, burst: 1.5 }, "burst must be a positive safe integer, got 1.5"],
+        [{ ratePerSecond: 1, burst: "2" as never }, 'burst must be a positive safe integer, got "2"'],
+        [{ ratePerSecond: 1, burst: MAX_BURST + 1 }, `burst must be at most ${MAX_BURST}, got ${MAX_BURST + 1}`],
+        [{ ratePerSecond: 1, maxLeased: 0 }, "maxLeased must be a positive safe integer, got 0"],
       ];
-      for (const settings of bad) {
-        await expect(store.queues.set("q", { ...(settings as object), now: T + 5 } as never), JSON.stringify(settings)).rejects.toBeInstanceOf(InvalidArgument);
+      for (const [settings, message] of refused) {
+        const refusal = await store.queues.set("q", { ...settings, now: T + 5 }).catch((error: unknown) => error);
+        expect(refusal, message).toBeInstanceOf(InvalidArgument);
+        expect((refusal as InvalidArgument).message).toBe(message);
       }
-      await expect(store.queues.set("q", { burst: 3, now: T })).rejects.toThrow(/burst needs ratePerSecond/);
-      await expect(store.queues.set("q", { ratePerSecond: 0.0001, now: T })).rejects.toThrow(/multiple of 0\.001/);
       expect(await store.queues.get("q")).toEqual({ queue: "q", paused: false, maxLeased: 9, ratePerSecond: 2, burst: 4 });
       expect(await bucketOf(fresh, "q")).toEqual(before);
+    });
+
+    test("the bounds are taken exactly: the least rate, the greatest rate and the greatest burst; one step past each is refused", async () => {
+      const { store } = await freshStore();
+      expect(await store.queues.set("q", { ratePerSecond: 0.001, now: T })).toEqual(rated("q", 0.001, 1));
+      expect(await store.queues.set("q", { ratePerSecond: MAX_RATE_PER_SECOND, now: T })).toEqual(rated("q", MAX_RATE_PER_SECOND, MAX_RATE_PER_SECOND));
+      expect(await store.queues.set("q", { ratePerSecond: 1, burst: MAX_BURST, now: T })).toEqual(rated("q", 1, MAX_BURST));
+      await expect(store.queues.set("q", { ratePerSecond: 0, now: T + 1 })).rejects.toThrow(/^ratePerSecond must be a number above 0/);
+      await expect(store.queues.set("q", { ratePerSecond: MAX_RATE_PER_SECOND + 0.001, now: T + 1 })).rejects.toThrow(/^ratePerSecond must be a number above 0 and at most 1000000/);
+      await expect(store.queues.set("q", { ratePerSecond: 1, burst: MAX_BURST + 1, now: T + 1 })).rejects.toThrow(/^burst must be at most 1000000000/);
+      expect(await store.queues.get("q")).toEqual(rated("q", 1, MAX_BURST));
     });
   });
 

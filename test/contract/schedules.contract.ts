@@ -144,6 +144,29 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       expect(fired.nextFireAt).toBe(AT_3 + 24 * HOUR); // b's and c's next, not a's, which is still due
       expect(await store.schedules.get("a")).toEqual(before);
     });
+    test("a stored cron in which this croner finds no fire (stored by another version) fires the fire it had planned, once, and then has none", async () => {
+      const { store, exec, snapshot } = await freshStore();
+      await store.schedules.put("leap", { queue: "q", cron: "0 3 * * *", now: T });
+      await exec("UPDATE schedules SET cron = '0 3 30 2 *' WHERE name = 'leap'"); // February 30th: no fire before now, none after
+      expect(await store.schedules.fireDue({ now: AT_3 })).toEqual({ jobs: [{ id: "leap@2026-11-30T03:00:00.000Z", queue: "q" }], taken: [], skipped: [], nextFireAt: null });
+      expect(await store.schedules.get("leap")).toMatchObject({ lastFireAt: AT_3, nextFireAt: null });
+      expect(await store.schedules.fireDue({ now: AT_3 + 24 * HOUR })).toEqual({ jobs: [], taken: [], skipped: [], nextFireAt: null });
+      expect(Object.keys(await snapshot())).toEqual(["leap@2026-11-30T03:00:00.000Z"]);
+    });
+
+    test("a cron's last fire before the year 3000 (croner reads no further) is enqueued, and then it has no next fire; after a step back it is planned again and finds its job there", async () => {
+      const { store, snapshot } = await freshStore();
+      const LAST = Date.UTC(2999, 0, 1);
+      expect((await store.schedules.put("millennium", { queue: "q", cron: "0 0 1 1 *", now: LAST - HOUR })).schedule.nextFireAt).toBe(LAST);
+      expect(await store.schedules.fireDue({ now: LAST })).toEqual({ jobs: [{ id: "millennium@2999-01-01T00:00:00.000Z", queue: "q" }], taken: [], skipped: [], nextFireAt: null });
+      expect(await store.schedules.get("millennium")).toMatchObject({ lastFireAt: LAST, nextFireAt: null });
+      expect(await store.schedules.fireDue({ now: LAST + 24 * HOUR })).toEqual({ jobs: [], taken: [], skipped: [], nextFireAt: null });
+      // The clock steps back a minute behind the fire it planned from: no fire is due (none is planned), the last one is planned again.
+      expect(await store.schedules.fireDue({ now: LAST - MINUTE })).toEqual({ jobs: [], taken: [], skipped: [], nextFireAt: LAST });
+      expect(await store.schedules.get("millennium")).toMatchObject({ lastFireAt: LAST, nextFireAt: LAST });
+      expect(await store.schedules.fireDue({ now: LAST + MINUTE })).toEqual({ jobs: [], taken: [{ name: "millennium", id: "millennium@2999-01-01T00:00:00.000Z" }], skipped: [], nextFireAt: null });
+      expect(Object.keys(await snapshot())).toEqual(["millennium@2999-01-01T00:00:00.000Z"]);
+    });
   });
 
   describe("schedules: a clock that steps", () => {
@@ -302,8 +325,11 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       await store.schedules.put("nightly", { ...nightly, now: T });
       const before = await store.schedules.list();
       const refused: [string, ScheduleSpec, RegExp][] = [
-        ["nightly", { queue: "q", cron: "61 * * * *" }, /^cron "61 \* \* \* \*" is not a cron expression/],
-        ["nightly", { queue: "q", cron: "* * * * * *" }, /^cron .*five fields/],
+        ["nightly", { queue: "q", cron: "61 * * * *" }, /^cron "61 \* \* \* \*" is not a cron expression \(Invalid value for minute: 61\); give five fields, minute hour day-of-month month day-of-week, e\.g\. "0 9 \* \* 1-5"$/],
+        ["nightly", { queue: "q", cron: "* * * * * *" }, /^cron "\* \* \* \* \* \*" has 6 fields; give five fields, minute hour day-of-month month day-of-week, e\.g\. "0 9 \* \* 1-5"$/],
+        ["nightly", { queue: "q", cron: "0" }, /^cron "0" has 1 field; give five fields/],
+        ["nightly", { queue: "q", cron: "" }, /^cron must be a non-empty string/],
+        ["nightly", { queue: "q", cron: 7 as never }, /^cron must be a non-empty string of printable text, got 7$/],
         ["nightly", { queue: "q", cron: "0 0 30 2 *" }, /^cron "0 0 30 2 \*" never fires/],
         ["nightly", { queue: "q", cron: "0 9 * * *", timezone: "Europe/Nowhere" }, /^timezone "Europe\/Nowhere" is not a time zone/],
         ["nightly", { queue: "q", cron: "* * * * *", everyMs: 60_000 }, /^give cron or everyMs, not both/],
@@ -311,11 +337,16 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
         ["nightly", { queue: "q", everyMs: 999 }, /^everyMs must be a whole number of ms, at least 1000/],
         ["nightly", { queue: "q", everyMs: 1_500.5 }, /^everyMs must be/],
         ["nightly", { queue: "q", everyMs: 60_000, timezone: "UTC" }, /^timezone goes with cron only/],
+        ["nightly", { queue: "q", cron: "* * * * *", timezone: "" }, /^timezone must be a non-empty string/],
         ["nightly", { queue: "", cron: "* * * * *" }, /^queue must be/],
         ["nightly", { queue: "q", cron: "* * * * *", maxAttempts: 0 }, /^maxAttempts must be/],
+        ["nightly", { queue: "q", cron: "* * * * *", priority: 1.5 }, /^priority must be a safe integer, got 1\.5$/],
+        ["nightly", { queue: "q", cron: "* * * * *", payload: () => null }, /^payload must be a JSON value, got \(\) => null$/],
         ["a@b", { queue: "q", cron: "* * * * *" }, /^name must not contain "@"/],
         ["x".repeat(231), { queue: "q", cron: "* * * * *" }, /^name must be at most 230 bytes/],
         ["", { queue: "q", cron: "* * * * *" }, /^name must be a non-empty string/],
+        [".", { queue: "q", cron: "* * * * *" }, /^name must not be "\." or "\.\.", which URLs rewrite$/],
+        ["..", { queue: "q", cron: "* * * * *" }, /^name must not be "\." or "\.\.", which URLs rewrite$/],
       ];
       for (const [name, spec, message] of refused) {
         const put = store.schedules.put(name, { ...spec, now: T + 1 });
@@ -324,6 +355,37 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       }
       expect(await store.schedules.list()).toEqual(before);
       expect((await store.schedules.put("x".repeat(230), { queue: "q", everyMs: 1_000, now: T })).created).toBe(true); // the longest name
+      expect((await store.schedules.put("...", { queue: "q", everyMs: 1_000, now: T })).created).toBe(true); // only "." and ".." are paths
+    });
+
+    test("a bad name of get or delete, or a bad now of put or fireDue, is InvalidArgument naming it, and changes nothing", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.schedules.put("nightly", { ...nightly, now: T });
+      const before = await store.schedules.list();
+      const badName = 'name must be a non-empty string of printable text, got ""';
+      const badNow = "now must be integer milliseconds since the epoch, got -1";
+      const refused: [string, () => Promise<unknown>, string][] = [
+        ["get", () => store.schedules.get(""), badName],
+        ["delete", () => store.schedules.delete(""), badName],
+        ["put", () => store.schedules.put("nightly", { ...nightly, cron: "0 4 * * *", now: -1 }), badNow],
+        ["fireDue", () => store.schedules.fireDue({ now: -1 }), badNow],
+      ];
+      for (const [verb, call, message] of refused) {
+        const refusal = await call().catch((error: unknown) => error);
+        expect(refusal, verb).toBeInstanceOf(InvalidArgument);
+        expect((refusal as InvalidArgument).message, verb).toBe(message);
+      }
+      expect(await store.schedules.list()).toEqual(before);
+      expect(await snapshot()).toEqual({});
+    });
+
+    test("a cron is read as croner reads it: spaces around and between its fields, and a nickname such as @daily, spaces around it too", async () => {
+      const { store } = await freshStore();
+      const MIDNIGHT = Date.UTC(2026, 11, 1); // the first midnight after T
+      const read: [string, number][] = [[" 0 3 * * * ", AT_3], ["0  3 * * *", AT_3], ["@daily", MIDNIGHT], [" @daily ", MIDNIGHT]];
+      for (const [cron, nextFireAt] of read) {
+        expect((await store.schedules.put("spaced", { queue: "q", cron, now: T })).schedule, JSON.stringify(cron)).toMatchObject({ cron, nextFireAt });
+      }
     });
   });
 }

@@ -112,7 +112,9 @@ describe("what each verb sends", () => {
       await verb().catch(() => {});
       return [...calls];
     };
-    return { store, sent };
+    /** Runs `sql` on the database, as another writer would. */
+    const exec = async (sql: string) => void (await driver.run({ sql, args: [] }));
+    return { store, sent, exec };
   }
 
   test("an accepted write is its batch alone: the answer comes from what its statement returned", async () => {
@@ -154,6 +156,33 @@ describe("what each verb sends", () => {
       await store.enqueue("held", { now: 1 });
       await store.claim("held", { owner: "A", ttlMs: 1_000, now: 2 });
       expect(await sent(() => store.delete("held", { now: 3 }))).toEqual(["batch 2", "read"]);
+    } finally {
+      store.close();
+    }
+  });
+
+  test("fireDue reads the due schedules a chunk at a time and writes each chunk's fires in one batch; a chunk not full is the last", async () => {
+    const { store, sent } = await counted();
+    const AT_3 = Date.UTC(2026, 10, 30, 3);
+    try {
+      for (const name of ["a", "b"]) await store.schedules.put(name, { queue: "q", cron: "0 3 * * *", now: AT_3 - 1_000 });
+      expect(await sent(() => store.schedules.fireDue({ now: AT_3 - 1 }))).toEqual(["read", "read"]); // none due; then the next fire
+      expect(await sent(() => store.schedules.fireDue({ now: AT_3, chunkSize: 1 }))).toEqual(["read", "batch 3", "read", "batch 3", "read", "read"]);
+      expect(await sent(() => store.schedules.fireDue({ now: AT_3 + 24 * 3_600_000 }))).toEqual(["read", "batch 3", "read"]);
+    } finally {
+      store.close();
+    }
+  });
+
+  test("fireDue writes nothing for a chunk whose due schedules are all skipped", async () => {
+    const { store, sent, exec } = await counted();
+    const AT_3 = Date.UTC(2026, 10, 30, 3);
+    try {
+      await store.schedules.put("a", { queue: "q", cron: "0 3 * * *", now: AT_3 - 1_000 });
+      await exec("UPDATE schedules SET timezone = 'Mars/Olympus_Mons'"); // stored by another runtime
+      const fired = await store.schedules.fireDue({ now: AT_3 });
+      expect(fired.skipped.map((schedule) => schedule.name)).toEqual(["a"]);
+      expect(await sent(() => store.schedules.fireDue({ now: AT_3 }))).toEqual(["read", "read"]);
     } finally {
       store.close();
     }
