@@ -561,16 +561,18 @@ describe("runWorker", () => {
     await using s = await serving();
     const done: string[] = [];
     const worker = s.run({ concurrency: 4, waitMs: 200 }, async ({ job }) => void done.push(job.id));
-    await wait(450);
+    await until(() => s.claims().waiting.length >= 3, "three waiting claims");
     const { now, waiting } = s.claims();
     expect(now).toHaveLength(1); // the first: the queue might have had jobs
-    expect(waiting.length).toBeGreaterThanOrEqual(2); // then at 0, 200 and 400 ms on a quiet machine: one request per waitMs
-    expect(waiting.length).toBeLessThanOrEqual(3);
     expect(waiting.every((request) => request.body.limit === 4 && request.body.waitMs === 200)).toBe(true);
-    const enqueuedAt = Date.now();
+    // One request per waitMs: each is sent when the one before came back empty, having waited on the server.
+    const gaps = waiting.slice(1).map((request, i) => request.at - waiting[i]!.at);
+    expect(gaps.filter((ms) => ms < 190)).toEqual([]);
+    const claimsBefore = s.count("claimNext");
     await s.enqueue(1);
     await until(() => done.length === 1, "the job");
-    expect(Date.now() - enqueuedAt).toBeLessThan(150); // no poll interval in between
+    // Taken by the claim waiting on the server, or by the one sent the moment it came back empty: no pause between.
+    expect(s.count("claimNext") - claimsBefore).toBeLessThanOrEqual(1);
     await worker.stop();
     expect(done).toEqual(["job-0000"]);
     await until(() => s.server.waiting === 0, "the server to see the waiting claim given up by stop()");
@@ -580,11 +582,11 @@ describe("runWorker", () => {
     await using s = await serving();
     const done: string[] = [];
     const worker = s.run({ concurrency: 4, waitMs: 0, idleMs: 100 }, async ({ job }) => void done.push(job.id));
-    await wait(450);
-    const claims = s.count("claimNext");
-    expect(claims).toBeGreaterThanOrEqual(2); // at 0, 100, 200, 300 and 400 ms on a quiet machine
-    expect(claims).toBeLessThanOrEqual(5);
-    expect(s.sent.filter((request) => request.kind === "claimNext").every((request) => request.body.limit === 4)).toBe(true);
+    await until(() => s.count("claimNext") >= 3, "three claims");
+    const claims = s.sent.filter((request) => request.kind === "claimNext");
+    expect(claims.every((request) => request.body.limit === 4 && request.body.waitMs === undefined)).toBe(true);
+    // idleMs between claims: each is sent at least 100 ms after the one before.
+    expect(claims.slice(1).map((request, i) => request.at - claims[i]!.at).filter((ms) => ms < 95)).toEqual([]);
     await s.enqueue(1);
     await until(() => done.length === 1, "the job");
     await worker.stop();
