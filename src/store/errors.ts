@@ -28,16 +28,22 @@ export class NotFound extends Error {
  */
 export type NotClaimableReason = "leased" | "done" | "dead" | "cancelled" | "paused" | "rate_limited" | "full";
 
-/** What NotClaimable says for each reason. */
-const NOT_CLAIMABLE: Record<NotClaimableReason, (id: string) => string> = {
-  leased: (id) => `job ${id} is leased by another worker; try again after its lease ends`,
-  dead: (id) => `job ${id} is dead (its attempts are used up); retry it first`,
-  done: (id) => `job ${id} is done and cannot be claimed again`,
-  cancelled: (id) => `job ${id} is cancelled and cannot be claimed`,
-  paused: (id) => `the queue of job ${id} is paused; try again after it is resumed`,
-  rate_limited: (id) => `the queue of job ${id} has used up its rate limit; try again once its next token is due`,
-  full: (id) => `the queue of job ${id} has its maxLeased current leases; try again after one ends`,
-};
+/**
+ * What NotClaimable says for each reason. Built per call, as a refusal is
+ * rare: a table made once at load could not be mutated by the mutation runs.
+ */
+function notClaimable(id: string, reason: NotClaimableReason): string {
+  const says: Record<NotClaimableReason, string> = {
+    leased: `job ${id} is leased by another worker; try again after its lease ends`,
+    dead: `job ${id} is dead (its attempts are used up); retry it first`,
+    done: `job ${id} is done and cannot be claimed again`,
+    cancelled: `job ${id} is cancelled and cannot be claimed`,
+    paused: `the queue of job ${id} is paused; try again after it is resumed`,
+    rate_limited: `the queue of job ${id} has used up its rate limit; try again once its next token is due`,
+    full: `the queue of job ${id} has its maxLeased current leases; try again after one ends`,
+  };
+  return says[reason];
+}
 
 /** The job exists but cannot be claimed now. */
 export class NotClaimable extends Error {
@@ -45,7 +51,7 @@ export class NotClaimable extends Error {
   readonly id: string;
   readonly reason: NotClaimableReason;
   constructor(id: string, reason: NotClaimableReason) {
-    super(NOT_CLAIMABLE[reason](JSON.stringify(id)));
+    super(notClaimable(JSON.stringify(id), reason));
     this.name = "NotClaimable";
     this.id = id;
     this.reason = reason;
@@ -95,20 +101,23 @@ export type Outcome = "not_applied" | "unknown";
  */
 export type StorageReason = "busy" | "read_only" | "corrupt" | "full" | "io" | "closed" | "unreachable" | "refused" | "timeout" | "connection_lost" | "server_error";
 
-/** What happened, in words a person can act on; then what it means for the write. */
-const WHAT_HAPPENED: Record<StorageReason, string> = {
-  busy: "the database is busy (another writer holds its lock)",
-  read_only: "the database is read-only: check the permissions of its file and folder, and the disk's mount (a file that was read-only when the server opened it stays so until a restart)",
-  corrupt: "the database file is corrupt (SQLITE_CORRUPT): restore it from a backup, or rebuild it with the sqlite3 shell's .recover",
-  full: "the database's disk is full, or the database reached its size limit: free some space",
-  io: "the database file cannot be read or written (an I/O error): check its disk",
-  closed: "the database connection is closed",
-  unreachable: "the database cannot be reached",
-  refused: "the database refused the request",
-  timeout: "the database did not answer in time",
-  connection_lost: "the database connection broke",
-  server_error: "the database answered with a server error",
-};
+/** What happened, in words a person can act on (built per call, as notClaimable's table is). */
+function whatHappened(reason: StorageReason): string {
+  const says: Record<StorageReason, string> = {
+    busy: "the database is busy (another writer holds its lock)",
+    read_only: "the database is read-only: check the permissions of its file and folder, and the disk's mount (a file that was read-only when the server opened it stays so until a restart)",
+    corrupt: "the database file is corrupt (SQLITE_CORRUPT): restore it from a backup, or rebuild it with the sqlite3 shell's .recover",
+    full: "the database's disk is full, or the database reached its size limit: free some space",
+    io: "the database file cannot be read or written (an I/O error): check its disk",
+    closed: "the database connection is closed",
+    unreachable: "the database cannot be reached",
+    refused: "the database refused the request",
+    timeout: "the database did not answer in time",
+    connection_lost: "the database connection broke",
+    server_error: "the database answered with a server error",
+  };
+  return says[reason];
+}
 
 /** The database cannot serve the call now: `reason` says why, `outcome` whether a write may have been applied. */
 export class StorageUnavailable extends Error {
@@ -118,8 +127,8 @@ export class StorageUnavailable extends Error {
   constructor(cause: unknown, outcome: Outcome, reason: StorageReason = outcome === "unknown" ? "connection_lost" : "busy") {
     super(
       outcome === "not_applied"
-        ? `${WHAT_HAPPENED[reason]}; nothing was written${reason === "busy" || reason === "unreachable" || reason === "refused" ? "; retry shortly" : ""}`
-        : `${WHAT_HAPPENED[reason]}: the write may or may not have been applied; read the job before you retry`,
+        ? `${whatHappened(reason)}; nothing was written${reason === "busy" || reason === "unreachable" || reason === "refused" ? "; retry shortly" : ""}`
+        : `${whatHappened(reason)}: the write may or may not have been applied; read the job before you retry`,
       { cause },
     );
     this.name = "StorageUnavailable";
