@@ -3,7 +3,7 @@ import type { HousekeepingOptions, LeaseStore } from "./store.ts";
 import type { Waits } from "../wait/long-poll.ts";
 
 /** How long done, dead and cancelled jobs are kept by default: 7 days. */
-export const RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+export const RETENTION_MS = 604_800_000;
 
 /**
  * What one maintenance run did: how many leases it ended and jobs it purged,

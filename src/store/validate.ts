@@ -66,7 +66,9 @@ export function claimant(what: string, value: unknown): string {
  * Date.prototype.toISOString writes it (src/store/schedule-times.ts), a name
  * without "@".
  */
-const FIRE_ID = /^([^@]+)@((?:[+-]\d{6}|\d{4})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)$/;
+function fireOf(id: string): RegExpExecArray | null {
+  return /^([^@]+)@((?:[+-]\d{6}|\d{4})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)$/.exec(id);
+}
 
 /**
  * A job id a client may enqueue: a name (see `name`) that does not have the
@@ -76,7 +78,7 @@ const FIRE_ID = /^([^@]+)@((?:[+-]\d{6}|\d{4})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d
  */
 export function jobId(what: string, value: unknown): string {
   const id = name(what, value);
-  const fire = FIRE_ID.exec(id);
+  const fire = fireOf(id);
   if (fire) {
     throw new InvalidArgument(`${what} ${JSON.stringify(id)} has the shape of a schedule's fire ({name}@{ISO time}), which only the fires of schedule ${JSON.stringify(fire[1])} may take; give the job another id`);
   }
