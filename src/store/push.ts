@@ -137,9 +137,10 @@ export class PushEndpoints {
       maxInFlight: bounded("maxInFlight", request.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT),
     };
     const secret = newSecret();
-    const [[row] = []] = await this.#driver.batch([sql.putPush(check.name("queue", queue), push, secret, check.instant("now", request.now ?? Date.now()))]);
-    const created = row!.created === 1;
-    return { created, settings: settingsFromRow(row!), ...(created && { secret }) };
+    const [rows] = await this.#driver.batch([sql.putPush(check.name("queue", queue), push, secret, check.instant("now", request.now ?? Date.now()))]);
+    const row = rows![0]!;
+    const created = row.created === 1;
+    return { created, settings: settingsFromRow(row), ...(created && { secret }) };
   }
 
   /**
@@ -149,7 +150,8 @@ export class PushEndpoints {
    */
   async rotate(queue: string, options: { now?: number } = {}): Promise<{ settings: PushSettings; secret: string }> {
     const secret = newSecret();
-    const [[row] = []] = await this.#driver.batch([sql.rotatePush(check.name("queue", queue), secret, check.instant("now", options.now ?? Date.now()))]);
+    const [rows] = await this.#driver.batch([sql.rotatePush(check.name("queue", queue), secret, check.instant("now", options.now ?? Date.now()))]);
+    const row = rows![0];
     if (row === undefined) throw notFound(queue);
     return { settings: settingsFromRow(row), secret };
   }
@@ -171,8 +173,8 @@ export class PushEndpoints {
    * endpoint; deliveries on their way end as usual. NotFound if it has none.
    */
   async delete(queue: string): Promise<void> {
-    const [[row] = []] = await this.#driver.batch([sql.deletePush(check.name("queue", queue))]);
-    if (row === undefined) throw notFound(queue);
+    const [deleted] = await this.#driver.batch([sql.deletePush(check.name("queue", queue))]);
+    if (deleted!.length === 0) throw notFound(queue);
   }
 
   /**
@@ -188,10 +190,13 @@ export class PushEndpoints {
     const now = check.instant("now", options.now ?? Date.now());
     const name = check.name("queue", queue);
     const limit = check.positiveInt("limit", options.limit);
-    const [taken = [], [hint] = [], [target] = []] = await this.#driver.batch([claimToPush(name, now, limit, this.#clock), retryAfter(name, now, this.#clock, limit), sql.pushTarget(name)]);
+    // A batch answers the rows of each of its statements, in order.
+    const [taken, hints, targets] = await this.#driver.batch([claimToPush(name, now, limit, this.#clock), retryAfter(name, now, this.#clock, limit), sql.pushTarget(name)]);
+    const [hint] = hints!;
+    const [target] = targets!;
     if (hint?.stepped_back === 1) await this.#driver.batch([followClock(name, now, this.#clock)]);
     return {
-      leases: leasesOf(taken),
+      leases: leasesOf(taken!),
       target: target === undefined ? null : targetFromRow(target),
       ...(hint !== undefined && { retryAfterMs: hint.ms as number }),
     };
@@ -211,7 +216,7 @@ export class PushEndpoints {
   /** record writes a delivery among its job's events (kind pushed, action its outcome), before its outcome is written. */
   async record(delivery: Delivery): Promise<void> {
     const { lease, outcome, status, durationMs, error, at } = delivery;
-    const row = { id: lease.job.id, queue: lease.job.queue, owner: lease.job.owner ?? PUSH_OWNER, fence: lease.fence, at, outcome, status, durationMs, error };
+    const row = { id: lease.job.id, queue: lease.job.queue, owner: lease.job.owner!, fence: lease.fence, at, outcome, status, durationMs, error };
     await this.#driver.batch(sql.recordDelivery(row));
   }
 
@@ -226,8 +231,10 @@ export class PushEndpoints {
         const deliveries = Object.fromEntries(DELIVERY_OUTCOMES.map((outcome) => [outcome, { count: 0, durationMs: 0 }])) as PushStats["deliveries"];
         byQueue.set(queue, (stats = { queue, inFlight: row.in_flight as number, deliveries }));
       }
-      const outcome = row.outcome as DeliveryOutcome | null;
-      if (outcome !== null && outcome in stats.deliveries) stats.deliveries[outcome] = { count: row.deliveries as number, durationMs: row.duration_ms as number };
+      // A queue without deliveries has one row of NULLs; an outcome this version
+      // does not name (a newer server's, on the same database) is left out.
+      const outcome = row.outcome as DeliveryOutcome;
+      if (DELIVERY_OUTCOMES.includes(outcome)) stats.deliveries[outcome] = { count: row.deliveries as number, durationMs: row.duration_ms as number };
     }
     return [...byQueue.values()];
   }

@@ -125,6 +125,6 @@ export const MAX_BURST = 1_000_000_000;
 export type ClaimedLeases = Lease[] & { retryAfterMs?: number };
 
 /** The time of a request: its `now`, or the clock's. Checked by the verb, in the order it checks its arguments. */
-export function timeOf(request: At | undefined): number {
-  return request?.now ?? Date.now();
+export function timeOf(request: At): number {
+  return request.now ?? Date.now();
 }

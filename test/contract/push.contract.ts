@@ -53,6 +53,8 @@ export function pushContract(freshStore: () => Promise<FreshStorage>): void {
         [{ url: "ftp://push.example/a" }, /url must be an http: or https: URL/],
         [{ url: "/relative" }, /url must be an absolute http: or https: URL/],
         [{ url: "https://user:pw@push.example/" }, /url must not hold a user name or password/],
+        [{ url: "https://user@push.example/" }, /url must not hold a user name or password/],
+        [{ url: "https://:pw@push.example/" }, /url must not hold a user name or password/],
         [{ url: `https://push.example/${"a".repeat(2_048)}` }, /url must be at most 2048 characters/],
         [{ url: "" }, /url must be a non-empty string/],
         [{ url: URL_A, timeoutMs: 0 }, /timeoutMs must be a positive safe integer/],
@@ -66,6 +68,42 @@ export function pushContract(freshStore: () => Promise<FreshStorage>): void {
         await expect(refused).rejects.toThrow(message);
       }
       expect(await store.push.list()).toEqual([settings]);
+    });
+
+    test("a put takes each bound exactly: a URL of 2048 characters, timeoutMs 300000, maxInFlight 1000", async () => {
+      const { store } = await freshStore();
+      const url = `https://push.example/${"a".repeat(2_048 - "https://push.example/".length)}`;
+      expect(url).toHaveLength(2_048);
+      const { settings } = await store.push.put("mail", { url, timeoutMs: 300_000, maxInFlight: 1_000, now: T });
+      expect(settings).toMatchObject({ url, timeoutMs: 300_000, maxInFlight: 1_000 });
+      expect(await store.push.get("mail")).toEqual(settings);
+    });
+
+    test("a bad queue name, now or limit is refused by its name, and changes nothing", async () => {
+      const { store } = await freshStore();
+      await enqueueJobs(store, "mail", 1);
+      const { settings } = await store.push.put("mail", { url: URL_A, now: T });
+      const bad: [() => Promise<unknown>, RegExp][] = [
+        [() => store.push.put("", { url: URL_A, now: T + 1 }), /^queue must be a non-empty string/],
+        [() => store.push.put("mail", { url: URL_A, now: -1 }), /^now must be integer milliseconds since the epoch, got -1$/],
+        [() => store.push.rotate("", { now: T + 1 }), /^queue must be a non-empty string/],
+        [() => store.push.rotate("mail", { now: -1 }), /^now must be integer milliseconds/],
+        [() => store.push.get(""), /^queue must be a non-empty string/],
+        [() => store.push.delete(""), /^queue must be a non-empty string/],
+        [() => store.push.claim("", { limit: 1, now: T + 1 }), /^queue must be a non-empty string/],
+        [() => store.push.claim("mail", { limit: 1, now: -1 }), /^now must be integer milliseconds/],
+        [() => store.push.claim("mail", { limit: 0, now: T + 1 }), /^limit must be a positive safe integer, got 0$/],
+        [() => store.push.nextDueAt("", { now: T + 1 }), /^queue must be a non-empty string/],
+        [() => store.push.nextDueAt("mail", { now: -1 }), /^now must be integer milliseconds/],
+        [() => store.push.stats({ now: -1 }), /^now must be integer milliseconds/],
+      ];
+      for (const [call, message] of bad) {
+        const refused = call();
+        await expect(refused).rejects.toBeInstanceOf(InvalidArgument);
+        await expect(refused).rejects.toThrow(message);
+      }
+      expect(await store.push.list()).toEqual([settings]);
+      expect(await store.get("mail-1", { now: T + 1 })).toMatchObject({ status: "queued", fence: 0 });
     });
 
     test("a rotation answers a new secret and signs with it and the one before until the next, which drops the older", async () => {
@@ -83,9 +121,11 @@ export function pushContract(freshStore: () => Promise<FreshStorage>): void {
 
     test("a queue without push: get, rotate and delete are NotFound; delete stops the claims", async () => {
       const { store } = await freshStore();
-      await expect(store.push.get("mail")).rejects.toBeInstanceOf(NotFound);
-      await expect(store.push.rotate("mail")).rejects.toBeInstanceOf(NotFound);
-      await expect(store.push.delete("mail")).rejects.toBeInstanceOf(NotFound);
+      for (const call of [() => store.push.get("mail"), () => store.push.rotate("mail"), () => store.push.delete("mail")]) {
+        const refused = call();
+        await expect(refused).rejects.toBeInstanceOf(NotFound);
+        await expect(refused).rejects.toThrow(/^queue "mail" has no push endpoint$/);
+      }
       await enqueueJobs(store, "mail", 2);
       expect(await store.push.claim("mail", { limit: 5, now: T })).toEqual({ leases: [], target: null });
       await store.push.put("mail", { url: URL_A, now: T });
@@ -147,6 +187,20 @@ export function pushContract(freshStore: () => Promise<FreshStorage>): void {
       const held = await store.push.claim("mail", { limit: 5, now: T });
       expect(held).toEqual({ leases: [], target: expect.objectContaining({ queue: "mail" }), retryAfterMs: 500 });
       expect(await pushed(store, "mail", 5, T + 500)).toEqual(["mail-3"]);
+    });
+
+    test("stopped short by a bucket whose clock stepped back, it follows the clock: the next token comes a refill after the corrected time", async () => {
+      const fresh = await freshStore();
+      const { store } = fresh;
+      await enqueueJobs(store, "mail", 5);
+      await store.push.put("mail", { url: URL_A, now: T });
+      await store.queues.set("mail", { ratePerSecond: 10, burst: 1, now: T });
+      expect(await pushed(store, "mail", 5, T + 1_000)).toEqual(["mail-1"]);
+      const stepped = await store.push.claim("mail", { limit: 5, now: T + 500 }); // the same store's clock, 500 ms back
+      expect(stepped).toMatchObject({ leases: [], retryAfterMs: 100 });
+      expect((await fresh.rows("SELECT micro_tokens, tokens_at FROM queues WHERE queue = ?", ["mail"]))[0]).toEqual({ micro_tokens: 0, tokens_at: T + 500 });
+      expect(await pushed(store, "mail", 5, T + 600)).toEqual(["mail-2"]);
+      expect(await pushed(store, "mail", 5, T + 650)).toEqual([]);
     });
   });
 
@@ -241,6 +295,21 @@ export function pushContract(freshStore: () => Promise<FreshStorage>): void {
       // The counts outlive the endpoint and the jobs' events.
       await store.push.delete("mail");
       expect((await store.push.stats({ now: T + 50 }))[0]?.deliveries.success).toEqual({ count: 1, durationMs: 12 });
+    });
+
+    test("stats show a pushed queue without deliveries at zero, and leave out an outcome this version does not name", async () => {
+      const fresh = await freshStore();
+      const { store } = fresh;
+      await enqueueJobs(store, "mail", 1);
+      await store.push.put("mail", { url: URL_A, now: T });
+      await store.push.put("news", { url: URL_A, now: T });
+      expect(await pushed(store, "mail", 1)).toEqual(["mail-1"]); // in flight, not yet delivered
+      const none = { count: 0, durationMs: 0 };
+      const zero = { success: none, accepted: none, failure: none, timeout: none, unreachable: none };
+      expect(await store.push.stats({ now: T })).toEqual([{ queue: "mail", inFlight: 1, deliveries: zero }, { queue: "news", inFlight: 0, deliveries: zero }]);
+      // Counts a newer server wrote on the same database, under outcomes this one does not know.
+      for (const outcome of ["redirected", "constructor", "toString"]) await fresh.rows("INSERT INTO push_counts (queue, outcome, deliveries, duration_ms) VALUES (?, ?, 1, 5)", ["news", outcome]);
+      expect(await store.push.stats({ now: T })).toEqual([{ queue: "mail", inFlight: 1, deliveries: zero }, { queue: "news", inFlight: 0, deliveries: zero }]);
     });
   });
 }

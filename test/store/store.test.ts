@@ -187,6 +187,20 @@ describe("what each verb sends", () => {
       store.close();
     }
   });
+
+  test("a push claim is one batch; a second only to follow a bucket whose clock stepped back", async () => {
+    const { store, sent } = await counted();
+    try {
+      for (const id of ["p-1", "p-2"]) await store.enqueue(id, { queue: "mail", now: 1 });
+      await store.push.put("mail", { url: "https://push.example/a", now: 1 });
+      await store.queues.set("mail", { ratePerSecond: 10, burst: 1, now: 1 });
+      expect(await sent(() => store.push.claim("mail", { limit: 5, now: 1_000 }))).toEqual(["batch 3"]); // took its token
+      expect(await sent(() => store.push.claim("mail", { limit: 5, now: 1_050 }))).toEqual(["batch 3"]); // no token yet
+      expect(await sent(() => store.push.claim("mail", { limit: 5, now: 500 }))).toEqual(["batch 3", "batch 1"]); // the clock stepped back
+    } finally {
+      store.close();
+    }
+  });
 });
 
 describe("a busy database", () => {
