@@ -129,7 +129,7 @@ describe("the push dispatcher", () => {
       const claimed = await worker;
       expect(claimed.waitedMs).toBeLessThan(1_000); // rung, not answered at its deadline
       expect(claimed.leases.length).toBeGreaterThanOrEqual(2); // the dispatcher takes one at most
-      await sleep(100);
+      await until(() => claimed.leases.length + endpoint.received.length === 3); // the dispatcher's one reaches its endpoint
       expect(claimed.leases.length + endpoint.received.length).toBe(3);
     } finally {
       await pushing.stop();
