@@ -391,4 +391,40 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
     });
   });
 
+
+  // retryAfterMs beside the rate limit's other rules, which rate-limit.contract.ts holds.
+  describe("retryAfterMs of a rate-limited claim-next", () => {
+    /** Queue q at 1 token a second with a burst of 2, its bucket drained by jobs a and b claimed at T. */
+    async function drained() {
+      const { store } = await freshStore();
+      await store.queues.set("q", { ratePerSecond: 1, burst: 2, now: T });
+      await store.enqueueMany("q", { jobs: [{ id: "a" }, { id: "b" }], now: T });
+      expect((await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 2, now: T })).map((lease) => lease.job.id)).toEqual(["a", "b"]);
+      return store;
+    }
+
+    test("is absent when the only job left is scheduled later: the bucket is not what holds it back", async () => {
+      const store = await drained();
+      await store.enqueue("later", { queue: "q", runAt: T + 10_000, now: T });
+      const none = await store.claimNext("q", { owner: "B", ttlMs: TTL, now: T + 1 });
+      expect([...none]).toEqual([]);
+      expect("retryAfterMs" in none).toBe(false);
+      expect((await store.get("later", { now: T + 1 })).status).toBe("scheduled");
+      // A job due now is held back by the empty bucket: then the hint is there.
+      await store.enqueue("c", { queue: "q", now: T + 1 });
+      expect((await store.claimNext("q", { owner: "B", ttlMs: TTL, now: T + 1 })).retryAfterMs).toBe(999);
+    });
+
+    test("is absent when a job is due but the claim took its limit", async () => {
+      const { store } = await freshStore();
+      await store.queues.set("q", { ratePerSecond: 1, burst: 2, now: T });
+      await store.enqueueMany("q", { jobs: [{ id: "a" }, { id: "b" }, { id: "c" }], now: T });
+      const taken = await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 2, now: T });
+      expect(taken.map((lease) => lease.job.id)).toEqual(["a", "b"]);
+      expect("retryAfterMs" in taken).toBe(false); // c is due and the bucket is empty, but the claim was not short
+      const short = await store.claimNext("q", { owner: "A", ttlMs: TTL, now: T });
+      expect([...short]).toEqual([]);
+      expect(short.retryAfterMs).toBe(1_000);
+    });
+  });
 }
