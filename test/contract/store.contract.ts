@@ -525,6 +525,8 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       ["completeMany now", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "x" }], now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
       ["completeMany next limit", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "x" }], next: { queue: "default", limit: 0, ttlMs: TTL }, now: T }), "limit must be a positive safe integer, got 0"],
       ["completeMany next ttlMs", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "x" }], next: { queue: "default", limit: 1, ttlMs: 0 }, now: T }), "ttlMs must be a positive safe integer, got 0"],
+      ["complete next limit", (s) => s.complete("job-1", { owner: "A", fence: 1, result: "x", next: { limit: 0, ttlMs: TTL }, now: T }), "limit must be a positive safe integer, got 0"],
+      ["fail next ttlMs", (s) => s.fail("job-1", { owner: "A", fence: 1, error: "x", next: { limit: 1, ttlMs: 0 }, now: T }), "ttlMs must be a positive safe integer, got 0"],
       ["cancel reason too long", (s) => s.cancel("job-1", { reason: "é".repeat(513), now: T }), "reason must be at most 1024 bytes of UTF-8, got 1026"],
       ["enqueue payload with NaN deep down", (s) => s.enqueue("job-2", { payload: nested(300, Number.NaN), now: T }), "payload must not hold NaN or Infinity, which JSON cannot carry"],
     ];
@@ -668,6 +670,21 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         expect((await store.finishedOf(asked)).sort()).toEqual(["cancelled", "dead", "deleted", "done", "never-enqueued"]);
         expect(await store.finishedOf(["queued", "leased"])).toEqual([]);
         expect(await store.finishedOf([])).toEqual([]);
+        expect(await snapshot()).toEqual(before);
+      });
+    });
+
+    describe("nextClaimableAtEach (what the wait rooms' re-check asks)", () => {
+      test("answers each queue asked that has a time, with it, and leaves out those that have none, writing nothing", async () => {
+        const { store, snapshot } = await freshStore();
+        await store.enqueue("due", { queue: "a", now: T });
+        await store.enqueue("later", { queue: "b", runAt: T + 5, now: T });
+        await store.enqueue("held", { queue: "c", now: T });
+        await store.claim("held", { owner: "A", ttlMs: TTL, now: T });
+        const before = await snapshot();
+        const each = await store.nextClaimableAtEach(["a", "b", "c", "empty"], { now: T });
+        expect([...each].sort((x, y) => x.queue.localeCompare(y.queue))).toEqual([{ queue: "a", at: T }, { queue: "b", at: T + 5 }, { queue: "c", at: T + TTL }]);
+        expect(await store.nextClaimableAtEach(["empty"], { now: T })).toEqual([]);
         expect(await snapshot()).toEqual(before);
       });
     });
