@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { Driver } from "../../src/drivers/driver.ts";
 import { libsqlFileDriver } from "../../src/drivers/libsql-file.ts";
 import { LeaseStore, StorageUnavailable } from "../../src/index.ts";
-import { openStore } from "../../src/node.ts";
+import { connect, openStore } from "../../src/node.ts";
 import { cancelContract } from "../contract/cancel.contract.ts";
 import { manyContract } from "../contract/many.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
@@ -201,4 +201,30 @@ describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("a long tight lo
       store.close();
     }
   });
+});
+
+describe("dataVersion, what the wait rooms' re-check compares", () => {
+  const drivers: [string, Parameters<typeof freshStore>[0]][] = [
+    ["the native file driver", undefined],
+    ["@libsql/client on a file", async (url, options) => openStore({ client: await connect(url), ...options })],
+  ];
+  for (const [driver, open] of drivers) {
+    test(`on ${driver}, it changes when another connection commits, and not for the store's own writes or anyone's reads`, async () => {
+      const fresh = await freshStore(open);
+      const { store } = fresh;
+      const other = await fresh.reopen();
+      const first = await store.dataVersion();
+      expect(first).toEqual(expect.any(Number));
+      await store.enqueue("own", { queue: "q" });
+      await store.claimNext("q", { owner: "w", ttlMs: 60_000, now: Date.now() });
+      await other.stats({ now: Date.now() });
+      expect(await store.dataVersion()).toBe(first);
+      await other.enqueue("theirs", { queue: "q" });
+      const second = await store.dataVersion();
+      expect(second).not.toBe(first);
+      expect(await store.dataVersion()).toBe(second);
+      await fresh.exec("UPDATE jobs SET priority = 1 WHERE id = 'theirs'"); // plain SQL
+      expect(await store.dataVersion()).not.toBe(second);
+    });
+  }
 });
