@@ -1,5 +1,6 @@
 import { createClient } from "@libsql/client";
-import { describe, expect, test } from "vitest";
+import { describe, expect, onTestFinished, test } from "vitest";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Driver } from "../../src/drivers/driver.ts";
 import { libsqlFileDriver } from "../../src/drivers/libsql-file.ts";
@@ -15,7 +16,8 @@ import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
 import { tokensContract } from "../contract/tokens.contract.ts";
 import { traceContract } from "../contract/trace.contract.ts";
-import { freshStore, freshUrl } from "../fresh-db.ts";
+import { freshDir, freshStore, freshUrl } from "../fresh-db.ts";
+import { hranaFake } from "../hrana-fake.ts";
 import { noteVerbs } from "../../src/store/note.ts";
 import { clockId } from "../../src/store/step-back.ts";
 import { leasesOf } from "../../src/store/job.ts";
@@ -227,4 +229,37 @@ describe("dataVersion, what the wait rooms' re-check compares", () => {
       expect(await store.dataVersion()).not.toBe(second);
     });
   }
+});
+
+// A remote driver sends claim-next's retryAfterMs hint in the claim's own
+// batch; a local file reads it only after a claim that came back short. Both
+// must answer the same: the hint only when the bucket is what held the claim back.
+describe("claim-next on a remote database, its hint in the claim's batch", () => {
+  const T = 1_000_000;
+  const TTL = 30_000;
+
+  /** A store on test/hrana-fake.ts over a fresh file: @libsql/client speaking Hrana over HTTP. */
+  async function remoteStore() {
+    const fake = await hranaFake(join(freshDir(), "remote.db"));
+    const store = await openStore({ url: fake.url });
+    onTestFinished(() => store.close());
+    return store;
+  }
+
+  test("answers the leases it took, a retryAfterMs only when the empty bucket held it back, and no data version", async () => {
+    const store = await remoteStore();
+    expect(await store.dataVersion()).toBeNull(); // each call may be served by another connection
+    await store.queues.set("q", { ratePerSecond: 1, burst: 2, now: T });
+    await store.enqueueMany("q", { jobs: [{ id: "a" }, { id: "b" }, { id: "c" }], now: T });
+    await store.enqueue("later", { queue: "q", runAt: T + 10_000, now: T });
+    const taken = await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 2, now: T });
+    expect(taken.map((lease) => [lease.job.id, lease.fence, lease.until])).toEqual([["a", 1, T + TTL], ["b", 1, T + TTL]]);
+    expect("retryAfterMs" in taken).toBe(false); // c is due and the bucket is empty, but the claim took its limit
+    const short = await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 2, now: T + 1 });
+    expect([...short]).toEqual([]);
+    expect(short.retryAfterMs).toBe(999);
+    const one = await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 2, now: T + 1_000 });
+    expect(one.map((lease) => lease.job.id)).toEqual(["c"]);
+    expect("retryAfterMs" in one).toBe(false); // short, and the bucket empty again, but only "later" is left, not yet due
+  });
 });
