@@ -117,6 +117,34 @@ describe("what each verb sends", () => {
     return { store, sent };
   }
 
+  test("an enqueue that finds its id taken, then gone before it reads the job (deleted in between by another connection), enqueues again and answers created", async () => {
+    const url = freshUrl();
+    const other = await openStore({ url });
+    await other.enqueue("a", { payload: "old", now: 1 });
+    const driver = libsqlFileDriver(fileURLToPath(url));
+    const calls: string[] = [];
+    let deleteAfterBatch = true;
+    const racing: Driver = {
+      run: (statement) => (calls.push("read"), driver.run(statement)),
+      batch: async (statements) => {
+        calls.push(`batch ${statements.length}`);
+        const rows = await driver.batch(statements);
+        if (deleteAfterBatch) (deleteAfterBatch = false), await other.delete("a", { now: 2 });
+        return rows;
+      },
+      close: () => driver.close(),
+    };
+    const store = new LeaseStore(racing);
+    try {
+      expect(await store.enqueue("a", { payload: "new", now: 3 })).toMatchObject({ created: true, job: { id: "a", payload: "new", fence: 0, createdAt: 3 } });
+      expect(calls).toEqual(["batch 2", "read", "batch 2"]); // taken, gone, then inserted
+      expect(await other.get("a", { now: 3 })).toMatchObject({ payload: "new", status: "queued" });
+    } finally {
+      store.close();
+      other.close();
+    }
+  });
+
   test("an accepted write is its batch alone: the answer comes from what its statement returned", async () => {
     const { store, sent } = await counted();
     try {
