@@ -111,7 +111,7 @@ export class LeaseStore {
   async enqueue(id: string, request: EnqueueRequest = {}): Promise<{ created: boolean; job: Job }> {
     const now = timeOf(request);
     for (;;) {
-      const [[row] = []] = await this.#driver.batch(checked.enqueue(id, request, now));
+      const [row] = (await this.#driver.batch(checked.enqueue(id, request, now)))[0]!;
       if (row !== undefined) return { created: true, job: jobFromRow(row) };
       const job = await this.#read(id, now);
       if (job !== null) return { created: false, job };
@@ -148,7 +148,7 @@ export class LeaseStore {
    */
   async claim(id: string, request: ClaimRequest): Promise<Lease> {
     const now = timeOf(request);
-    const [, [row] = []] = await this.#driver.batch(checked.claim(id, request, now, this.#clock));
+    const [row] = (await this.#driver.batch(checked.claim(id, request, now, this.#clock)))[1]!;
     if (row !== undefined) return leaseOf(row);
     const [read] = await this.#driver.run(claims.claimState(id, now));
     const refused = claimRefusal(id, read);
@@ -172,11 +172,10 @@ export class LeaseStore {
     const limit = request.limit ?? 1;
     const take = takeNext(queue, request.owner, now, request.ttlMs, limit, this.#clock);
     if (this.#driver.remote) {
-      const [rows = [], [hint] = []] = await this.#driver.batch([...take, claims.retryAfter(queue, now, this.#clock, limit)]);
-      return withRetryAfter(leasesOf(rows), await this.#followed(queue, now, hint));
+      const [rows, hints] = await this.#driver.batch([...take, claims.retryAfter(queue, now, this.#clock, limit)]);
+      return withRetryAfter(leasesOf(rows!), await this.#followed(queue, now, hints![0]));
     }
-    const [rows = []] = await this.#driver.batch(take);
-    const leases = leasesOf(rows);
+    const leases = leasesOf((await this.#driver.batch(take))[0]!);
     return leases.length < limit ? withRetryAfter(leases, await this.#followed(queue, now, (await this.#driver.run(claims.retryAfter(queue, now, this.#clock)))[0])) : leases;
   }
 
@@ -225,7 +224,7 @@ export class LeaseStore {
    */
   async renew(id: string, request: RenewRequest): Promise<{ until: number }> {
     const now = timeOf(request);
-    const [[row] = []] = await this.#driver.batch(checked.renew(id, request, now));
+    const [row] = (await this.#driver.batch(checked.renew(id, request, now)))[0]!;
     if (row !== undefined) return { until: row.until as number };
     throw refusal(id, await this.#read(id, now), request.owner, request.fence);
   }
@@ -267,7 +266,7 @@ export class LeaseStore {
   /** release gives back a lease that is held and not done, keeping its fence, and answers the job; NotFound, or LeaseLost otherwise. */
   async release(id: string, request: HeldLease): Promise<Job> {
     const now = timeOf(request);
-    const [[row] = []] = await this.#driver.batch(checked.release(id, request, now));
+    const [row] = (await this.#driver.batch(checked.release(id, request, now)))[0]!;
     if (row !== undefined) return jobFromRow(row);
     throw refusal(id, await this.#read(id, now), request.owner, request.fence);
   }
@@ -309,7 +308,7 @@ export class LeaseStore {
   /** retry puts a dead job back in its queue with its attempts reset and answers it; NotFound, or WrongStatus if it is not dead. */
   async retry(id: string, request: { now?: number } = {}): Promise<Job> {
     const now = timeOf(request);
-    const [[row] = []] = await this.#driver.batch(housekeeping.retry(check.name("id", id), check.instant("now", now)));
+    const [row] = (await this.#driver.batch(housekeeping.retry(check.name("id", id), check.instant("now", now))))[0]!;
     if (row !== undefined) return jobFromRow(row);
     const current = await this.#read(id, now);
     if (current === null) throw new NotFound(id);
@@ -326,7 +325,7 @@ export class LeaseStore {
    */
   async cancel(id: string, request: CancelRequest = {}): Promise<{ changed: boolean; job: Job }> {
     const now = timeOf(request);
-    const [[row] = []] = await this.#driver.batch(checked.cancel(id, request, now));
+    const [row] = (await this.#driver.batch(checked.cancel(id, request, now)))[0]!;
     if (row !== undefined) return { changed: true, job: jobFromRow(row) };
     const current = await this.#read(id, now);
     if (current === null) throw new NotFound(id);
@@ -490,7 +489,6 @@ export class LeaseStore {
     const results = await this.#driver.batch([...statements, ...take]);
     const [row] = results[0]!;
     const leases = next === undefined ? [] : leasesOf(results.at(-1)!);
-    if (row === undefined) return { written: undefined, leases };
-    return { written: leases.find((lease) => lease.job.id === id)?.job ?? jobFromRow(row), leases };
+    return { written: row === undefined ? undefined : (leases.find((lease) => lease.job.id === id)?.job ?? jobFromRow(row)), leases };
   }
 }

@@ -56,6 +56,21 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       expect(waits).toEqual([500, 1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000, 256000, 512000, 1024000, 1800000, 1800000]);
     });
 
+    test("the jitter is 0.5 plus half the random draw: a draw of 0.5 waits 0.75 of the backoff, a draw just under 1 almost all of it", async () => {
+      const { reopen } = await freshStore();
+      const waits: number[] = [];
+      for (const draw of [0.5, 0.999]) {
+        const store = await reopen({ random: () => draw });
+        const id = `job-${draw}`;
+        await store.enqueue(id, { maxAttempts: 100, now: T });
+        const { fence } = await store.claim(id, { owner: "A", ttlMs: TTL, now: T });
+        const failed = await store.fail(id, { owner: "A", fence, error: "again", now: T });
+        expect(failed.changed).toBe(true);
+        waits.push(failed.job.runAt - T);
+      }
+      expect(waits).toEqual([750, 999]); // 1 s times 0.75, and times 0.9995 (floored)
+    });
+
     test("on attempt maxAttempts - 1 the job comes back; on attempt maxAttempts it dies", async () => {
       const { store, snapshot } = await leasedByA(2);
       await store.fail("job-1", { owner: "A", fence: 1, error: "first", retryInMs: 0, now: T + 1 });
@@ -97,7 +112,7 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       await store.enqueue("last", { maxAttempts: 1, now: T });
       await store.claim("one-left", { owner: "A", ttlMs: TTL, now: T });
       await store.claim("last", { owner: "A", ttlMs: TTL, now: T });
-      expect(await store.expire({ now: T + TTL })).toHaveLength(2);
+      expect(await store.expire({ now: T + TTL })).toEqual([{ id: "last", queue: "default", dead: true }, { id: "one-left", queue: "default", dead: false }]);
       expect(await store.get("one-left", { now: T + TTL })).toMatchObject({ status: "queued", owner: null, fence: 1, lastError: "the lease of A expired" });
       expect(await store.get("last", { now: T + TTL })).toMatchObject({ status: "dead", owner: null, fence: 1, lastError: "the lease of A expired" });
       expect(await kinds(store, "one-left")).toEqual(["enqueued", "claimed", "expired"]);
@@ -283,6 +298,18 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       expect(refusals).toEqual([expect.objectContaining({ action: "complete", owner: "A", fence: 1, currentOwner: "A", currentFence: 1 })]);
     });
 
+    test("a page of three answers three events, its cursor the last one's seq", async () => {
+      const { store } = await leasedByA();
+      await store.release("job-1", { owner: "A", fence: 1, now: T + 1 });
+      await store.claim("job-1", { owner: "B", ttlMs: TTL, now: T + 2 });
+      await store.release("job-1", { owner: "B", fence: 2, now: T + 3 });
+      const all = (await store.events("job-1")).items;
+      expect(all.map((event) => event.kind)).toEqual(["enqueued", "claimed", "released", "claimed", "released"]);
+      const first = await store.events("job-1", { limit: 3 });
+      expect(first).toEqual({ items: all.slice(0, 3), next: String(all[2]!.seq) });
+      expect(await store.events("job-1", { limit: 3, cursor: first.next! })).toEqual({ items: all.slice(3), next: null });
+    });
+
     test("page oldest first with a cursor, to the end", async () => {
       const { store } = await leasedByA();
       for (let i = 1; i <= 2; i++) {
@@ -311,6 +338,15 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       expect(await ids({ queue: "q", status: "scheduled" })).toEqual(["b"]);
       expect(await ids({ status: "leased" })).toEqual(["c"]);
       expect(await ids({ status: "dead" })).toEqual([]);
+    });
+
+    test("a page of three answers three jobs, its cursor the last of them", async () => {
+      const { store } = await freshStore();
+      for (const id of ["a", "b", "c", "d"]) await store.enqueue(id, { now: T });
+      const first = await store.list({ limit: 3, now: T });
+      expect(first).toMatchObject({ items: [{ id: "a" }, { id: "b" }, { id: "c" }], next: "c" });
+      expect(first.items).toHaveLength(3);
+      expect(await store.list({ limit: 3, cursor: "c", now: T })).toMatchObject({ items: [{ id: "d" }], next: null });
     });
 
     test("pages by id and stays stable while jobs are added and removed between pages", async () => {
@@ -391,4 +427,40 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
     });
   });
 
+
+  // retryAfterMs beside the rate limit's other rules, which rate-limit.contract.ts holds.
+  describe("retryAfterMs of a rate-limited claim-next", () => {
+    /** Queue q at 1 token a second with a burst of 2, its bucket drained by jobs a and b claimed at T. */
+    async function drained() {
+      const { store } = await freshStore();
+      await store.queues.set("q", { ratePerSecond: 1, burst: 2, now: T });
+      await store.enqueueMany("q", { jobs: [{ id: "a" }, { id: "b" }], now: T });
+      expect((await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 2, now: T })).map((lease) => lease.job.id)).toEqual(["a", "b"]);
+      return store;
+    }
+
+    test("is absent when the only job left is scheduled later: the bucket is not what holds it back", async () => {
+      const store = await drained();
+      await store.enqueue("later", { queue: "q", runAt: T + 10_000, now: T });
+      const none = await store.claimNext("q", { owner: "B", ttlMs: TTL, now: T + 1 });
+      expect([...none]).toEqual([]);
+      expect("retryAfterMs" in none).toBe(false);
+      expect((await store.get("later", { now: T + 1 })).status).toBe("scheduled");
+      // A job due now is held back by the empty bucket: then the hint is there.
+      await store.enqueue("c", { queue: "q", now: T + 1 });
+      expect((await store.claimNext("q", { owner: "B", ttlMs: TTL, now: T + 1 })).retryAfterMs).toBe(999);
+    });
+
+    test("is absent when a job is due but the claim took its limit", async () => {
+      const { store } = await freshStore();
+      await store.queues.set("q", { ratePerSecond: 1, burst: 2, now: T });
+      await store.enqueueMany("q", { jobs: [{ id: "a" }, { id: "b" }, { id: "c" }], now: T });
+      const taken = await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 2, now: T });
+      expect(taken.map((lease) => lease.job.id)).toEqual(["a", "b"]);
+      expect("retryAfterMs" in taken).toBe(false); // c is due and the bucket is empty, but the claim was not short
+      const short = await store.claimNext("q", { owner: "A", ttlMs: TTL, now: T });
+      expect([...short]).toEqual([]);
+      expect(short.retryAfterMs).toBe(1_000);
+    });
+  });
 }

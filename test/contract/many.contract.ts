@@ -246,8 +246,9 @@ export function manyContract(freshStore: () => Promise<FreshStore>): void {
 
     test("with next, the same transaction leases the next due jobs of the named queue", async () => {
       const { store, snapshot, before } = await twoLeasedAndMoreDue();
-      const { completed, leases } = await store.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "1" }, { id: "job-2", fence: 1, result: "2" }], next: { queue: "q", limit: 3, ttlMs: TTL }, now: T + 2 });
+      const { completed, leases, ended } = await store.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "1" }, { id: "job-2", fence: 1, result: "2" }], next: { queue: "q", limit: 3, ttlMs: TTL }, now: T + 2 });
       expect(completed).toEqual([{ id: "job-1", done: true }, { id: "job-2", done: true }]);
+      expect(ended).toEqual(["q"]); // two leases of q ended: q once
       expect(leases.map((lease) => [lease.job.id, lease.fence, lease.job.owner])).toEqual([["due-1", 1, "A"], ["due-2", 1, "A"]]);
       const after = await snapshot();
       expect(after.later).toEqual(before.later);

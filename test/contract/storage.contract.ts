@@ -367,6 +367,28 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       expect(Object.keys(await snapshot())).toEqual(["open", "young"]);
     });
 
+    test("purge goes on chunk after chunk while a chunk takes chunkSize deleted jobs' histories, with no finished job to purge", async () => {
+      const { store, rows } = await freshStore();
+      for (const id of ["gone-1", "gone-2", "gone-3"]) {
+        await store.enqueue(id, { now: T });
+        const { fence } = await store.claim(id, { owner: "A", ttlMs: TTL, now: T });
+        await store.release(id, { owner: "A", fence, now: T + 1 });
+        await store.delete(id, { now: T + 2 }); // four events each, the last one deleted
+      }
+      await store.enqueue("open", { now: T });
+      expect(await store.purge({ retentionMs: HOUR, now: T + 2 + HOUR, chunkSize: 2 })).toBe(0); // jobs purged: none finished
+      expect(await rows("SELECT job_id, kind FROM events ORDER BY seq")).toEqual([{ job_id: "open", kind: "enqueued" }]);
+    });
+
+    test("expire goes on chunk after chunk while each chunk ends chunkSize leases", async () => {
+      const { store } = await freshStore();
+      for (const id of ["a", "b", "c"]) {
+        await store.enqueue(id, { now: T });
+        await store.claim(id, { owner: "A", ttlMs: TTL, now: T });
+      }
+      expect((await store.expire({ now: T + TTL, chunkSize: 1 })).map((ended) => ended.id).sort()).toEqual(["a", "b", "c"]);
+    });
+
     test("a deleted job's history goes once its deletion is older than the retention; a new job under its id keeps its own", async () => {
       const { store, rows } = await freshStore();
       await store.enqueue("again", { now: T });

@@ -507,6 +507,26 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       ["cancel reason", (s) => s.cancel("job-1", { reason: 7 as unknown as string, now: T }), "reason must be a string, got 7"],
       ["cancel now", (s) => s.cancel("job-1", { now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
       ["finishedOf id", (s) => s.finishedOf(["job-1", ""]), 'id must be a non-empty string of printable text, got ""'],
+      ["nextClaimableAt queue", (s) => s.nextClaimableAt("", { now: T }), 'queue must be a non-empty string of printable text, got ""'],
+      ["nextClaimableAt now", (s) => s.nextClaimableAt("default", { now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
+      ["nextClaimableAtEach queue", (s) => s.nextClaimableAtEach(["default", ""], { now: T }), 'queue must be a non-empty string of printable text, got ""'],
+      ["nextClaimableAtEach now", (s) => s.nextClaimableAtEach(["default"], { now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
+      ["queuesOf id", (s) => s.queuesOf(["job-1", ""]), 'id must be a non-empty string of printable text, got ""'],
+      ["renewMany id", (s) => s.renewMany({ owner: "A", leases: [{ id: "job-1", fence: 1 }, { id: "", fence: 1 }], ttlMs: TTL, now: T }), 'id must be a non-empty string of printable text, got ""'],
+      ["renewMany fence", (s) => s.renewMany({ owner: "A", leases: [{ id: "job-1", fence: 0 }], ttlMs: TTL, now: T }), "fence must be a positive safe integer, got 0"],
+      ["renewMany progress", (s) => s.renewMany({ owner: "A", leases: [{ id: "job-1", fence: 1, progress: Symbol("x") }], ttlMs: TTL, now: T }), "progress must be a JSON value, got Symbol(x)"],
+      ["renewMany owner", (s) => s.renewMany({ owner: "", leases: [{ id: "job-1", fence: 1 }], ttlMs: TTL, now: T }), 'owner must be a non-empty string of printable text, got ""'],
+      ["renewMany now", (s) => s.renewMany({ owner: "A", leases: [{ id: "job-1", fence: 1 }], ttlMs: TTL, now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
+      ["renewMany ttlMs", (s) => s.renewMany({ owner: "A", leases: [{ id: "job-1", fence: 1 }], ttlMs: 0, now: T }), "ttlMs must be a positive safe integer, got 0"],
+      ["completeMany id", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "x" }, { id: "", fence: 1, result: "x" }], now: T }), 'id must be a non-empty string of printable text, got ""'],
+      ["completeMany fence", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 0, result: "x" }], now: T }), "fence must be a positive safe integer, got 0"],
+      ["completeMany result", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: 7 as unknown as string }], now: T }), "result must be a string, got 7"],
+      ["completeMany owner", (s) => s.completeMany({ owner: "", leases: [{ id: "job-1", fence: 1, result: "x" }], now: T }), 'owner must be a non-empty string of printable text, got ""'],
+      ["completeMany now", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "x" }], now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
+      ["completeMany next limit", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "x" }], next: { queue: "default", limit: 0, ttlMs: TTL }, now: T }), "limit must be a positive safe integer, got 0"],
+      ["completeMany next ttlMs", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "x" }], next: { queue: "default", limit: 1, ttlMs: 0 }, now: T }), "ttlMs must be a positive safe integer, got 0"],
+      ["complete next limit", (s) => s.complete("job-1", { owner: "A", fence: 1, result: "x", next: { limit: 0, ttlMs: TTL }, now: T }), "limit must be a positive safe integer, got 0"],
+      ["fail next ttlMs", (s) => s.fail("job-1", { owner: "A", fence: 1, error: "x", next: { limit: 1, ttlMs: 0 }, now: T }), "ttlMs must be a positive safe integer, got 0"],
       ["cancel reason too long", (s) => s.cancel("job-1", { reason: "é".repeat(513), now: T }), "reason must be at most 1024 bytes of UTF-8, got 1026"],
       ["enqueue payload with NaN deep down", (s) => s.enqueue("job-2", { payload: nested(300, Number.NaN), now: T }), "payload must not hold NaN or Infinity, which JSON cannot carry"],
     ];
@@ -650,6 +670,21 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         expect((await store.finishedOf(asked)).sort()).toEqual(["cancelled", "dead", "deleted", "done", "never-enqueued"]);
         expect(await store.finishedOf(["queued", "leased"])).toEqual([]);
         expect(await store.finishedOf([])).toEqual([]);
+        expect(await snapshot()).toEqual(before);
+      });
+    });
+
+    describe("nextClaimableAtEach (what the wait rooms' re-check asks)", () => {
+      test("answers each queue asked that has a time, with it, and leaves out those that have none, writing nothing", async () => {
+        const { store, snapshot } = await freshStore();
+        await store.enqueue("due", { queue: "a", now: T });
+        await store.enqueue("later", { queue: "b", runAt: T + 5, now: T });
+        await store.enqueue("held", { queue: "c", now: T });
+        await store.claim("held", { owner: "A", ttlMs: TTL, now: T });
+        const before = await snapshot();
+        const each = await store.nextClaimableAtEach(["a", "b", "c", "empty"], { now: T });
+        expect([...each].sort((x, y) => x.queue.localeCompare(y.queue))).toEqual([{ queue: "a", at: T }, { queue: "b", at: T + 5 }, { queue: "c", at: T + TTL }]);
+        expect(await store.nextClaimableAtEach(["empty"], { now: T })).toEqual([]);
         expect(await snapshot()).toEqual(before);
       });
     });

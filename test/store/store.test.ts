@@ -1,10 +1,11 @@
 import { createClient } from "@libsql/client";
-import { describe, expect, test } from "vitest";
+import { describe, expect, onTestFinished, test } from "vitest";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Driver } from "../../src/drivers/driver.ts";
 import { libsqlFileDriver } from "../../src/drivers/libsql-file.ts";
 import { LeaseStore, StorageUnavailable } from "../../src/index.ts";
-import { openStore } from "../../src/node.ts";
+import { connect, openStore } from "../../src/node.ts";
 import { cancelContract } from "../contract/cancel.contract.ts";
 import { manyContract } from "../contract/many.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
@@ -15,7 +16,8 @@ import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
 import { tokensContract } from "../contract/tokens.contract.ts";
 import { traceContract } from "../contract/trace.contract.ts";
-import { freshStore, freshUrl } from "../fresh-db.ts";
+import { freshDir, freshStore, freshUrl } from "../fresh-db.ts";
+import { hranaFake } from "../hrana-fake.ts";
 import { noteVerbs } from "../../src/store/note.ts";
 import { clockId } from "../../src/store/step-back.ts";
 import { leasesOf } from "../../src/store/job.ts";
@@ -116,6 +118,34 @@ describe("what each verb sends", () => {
     const exec = async (sql: string) => void (await driver.run({ sql, args: [] }));
     return { store, sent, exec };
   }
+
+  test("an enqueue that finds its id taken, then gone before it reads the job (deleted in between by another connection), enqueues again and answers created", async () => {
+    const url = freshUrl();
+    const other = await openStore({ url });
+    await other.enqueue("a", { payload: "old", now: 1 });
+    const driver = libsqlFileDriver(fileURLToPath(url));
+    const calls: string[] = [];
+    let deleteAfterBatch = true;
+    const racing: Driver = {
+      run: (statement) => (calls.push("read"), driver.run(statement)),
+      batch: async (statements) => {
+        calls.push(`batch ${statements.length}`);
+        const rows = await driver.batch(statements);
+        if (deleteAfterBatch) (deleteAfterBatch = false), await other.delete("a", { now: 2 });
+        return rows;
+      },
+      close: () => driver.close(),
+    };
+    const store = new LeaseStore(racing);
+    try {
+      expect(await store.enqueue("a", { payload: "new", now: 3 })).toMatchObject({ created: true, job: { id: "a", payload: "new", fence: 0, createdAt: 3 } });
+      expect(calls).toEqual(["batch 2", "read", "batch 2"]); // taken, gone, then inserted
+      expect(await other.get("a", { now: 3 })).toMatchObject({ payload: "new", status: "queued" });
+    } finally {
+      store.close();
+      other.close();
+    }
+  });
 
   test("an accepted write is its batch alone: the answer comes from what its statement returned", async () => {
     const { store, sent } = await counted();
@@ -243,5 +273,64 @@ describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("a long tight lo
     } finally {
       store.close();
     }
+  });
+});
+
+describe("dataVersion, what the wait rooms' re-check compares", () => {
+  const drivers: [string, Parameters<typeof freshStore>[0]][] = [
+    ["the native file driver", undefined],
+    ["@libsql/client on a file", async (url, options) => openStore({ client: await connect(url), ...options })],
+  ];
+  for (const [driver, open] of drivers) {
+    test(`on ${driver}, it changes when another connection commits, and not for the store's own writes or anyone's reads`, async () => {
+      const fresh = await freshStore(open);
+      const { store } = fresh;
+      const other = await fresh.reopen();
+      const first = await store.dataVersion();
+      expect(first).toEqual(expect.any(Number));
+      await store.enqueue("own", { queue: "q" });
+      await store.claimNext("q", { owner: "w", ttlMs: 60_000, now: Date.now() });
+      await other.stats({ now: Date.now() });
+      expect(await store.dataVersion()).toBe(first);
+      await other.enqueue("theirs", { queue: "q" });
+      const second = await store.dataVersion();
+      expect(second).not.toBe(first);
+      expect(await store.dataVersion()).toBe(second);
+      await fresh.exec("UPDATE jobs SET priority = 1 WHERE id = 'theirs'"); // plain SQL
+      expect(await store.dataVersion()).not.toBe(second);
+    });
+  }
+});
+
+// A remote driver sends claim-next's retryAfterMs hint in the claim's own
+// batch; a local file reads it only after a claim that came back short. Both
+// must answer the same: the hint only when the bucket is what held the claim back.
+describe("claim-next on a remote database, its hint in the claim's batch", () => {
+  const T = 1_000_000;
+  const TTL = 30_000;
+
+  /** A store on test/hrana-fake.ts over a fresh file: @libsql/client speaking Hrana over HTTP. */
+  async function remoteStore() {
+    const fake = await hranaFake(join(freshDir(), "remote.db"));
+    const store = await openStore({ url: fake.url });
+    onTestFinished(() => store.close());
+    return store;
+  }
+
+  test("answers the leases it took, a retryAfterMs only when the empty bucket held it back, and no data version", async () => {
+    const store = await remoteStore();
+    expect(await store.dataVersion()).toBeNull(); // each call may be served by another connection
+    await store.queues.set("q", { ratePerSecond: 1, burst: 2, now: T });
+    await store.enqueueMany("q", { jobs: [{ id: "a" }, { id: "b" }, { id: "c" }], now: T });
+    await store.enqueue("later", { queue: "q", runAt: T + 10_000, now: T });
+    const taken = await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 2, now: T });
+    expect(taken.map((lease) => [lease.job.id, lease.fence, lease.until])).toEqual([["a", 1, T + TTL], ["b", 1, T + TTL]]);
+    expect("retryAfterMs" in taken).toBe(false); // c is due and the bucket is empty, but the claim took its limit
+    const short = await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 2, now: T + 1 });
+    expect([...short]).toEqual([]);
+    expect(short.retryAfterMs).toBe(999);
+    const one = await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 2, now: T + 1_000 });
+    expect(one.map((lease) => lease.job.id)).toEqual(["c"]);
+    expect("retryAfterMs" in one).toBe(false); // short, and the bucket empty again, but only "later" is left, not yet due
   });
 });

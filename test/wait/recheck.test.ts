@@ -3,7 +3,6 @@ import type { Driver, Statement } from "../../src/drivers/driver.ts";
 import { libsqlFileDriver } from "../../src/drivers/libsql-file.ts";
 import { LeaseStore } from "../../src/store/store.ts";
 import { noteVerbs } from "../../src/store/note.ts";
-import { connect, openStore } from "../../src/node.ts";
 import { localWaits } from "../../src/wait/long-poll.ts";
 import { WaitRoom } from "../../src/wait/wait-room.ts";
 import { freshStore } from "../fresh-db.ts";
@@ -167,30 +166,4 @@ describe("the wait room's re-check over a store", () => {
     expect(await read).toMatchObject({ id: "job-1", status: "done", result: "42" });
     expect(performance.now() - completedAt).toBeLessThan(100 + 900);
   });
-});
-
-describe("dataVersion, what the re-check compares", () => {
-  const drivers: [string, Parameters<typeof freshStore>[0]][] = [
-    ["the native file driver", undefined],
-    ["@libsql/client on a file", async (url, options) => openStore({ client: await connect(url), ...options })],
-  ];
-  for (const [driver, open] of drivers) {
-    test(`on ${driver}, it changes when another connection commits, and not for the store's own writes or anyone's reads`, async () => {
-      const fresh = await freshStore(open);
-      const { store } = fresh;
-      const other = await fresh.reopen();
-      const first = await store.dataVersion();
-      expect(first).toEqual(expect.any(Number));
-      await store.enqueue("own", { queue: "q" });
-      await store.claimNext("q", { owner: "w", ttlMs: TTL, now: Date.now() });
-      await other.stats({ now: Date.now() });
-      expect(await store.dataVersion()).toBe(first);
-      await other.enqueue("theirs", { queue: "q" });
-      const second = await store.dataVersion();
-      expect(second).not.toBe(first);
-      expect(await store.dataVersion()).toBe(second);
-      await fresh.exec("UPDATE jobs SET priority = 1 WHERE id = 'theirs'"); // plain SQL
-      expect(await store.dataVersion()).not.toBe(second);
-    });
-  }
 });
