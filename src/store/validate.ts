@@ -6,7 +6,8 @@ import { PUSH_OWNER } from "./sql/claim-next.ts";
 // Every store verb checks its arguments here, before the database is touched,
 // so a bad call can never leave a half-written trace.
 
-function describe(value: unknown): string {
+/** A refused value as a message shows it: a string quoted, so that "2" and 2 read apart; anything else as String gives it. */
+export function describe(value: unknown): string {
   return typeof value === "string" ? JSON.stringify(value) : String(value);
 }
 
