@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { CRON_SCHEDULE_CHUNKS, fireOnTime, maintain, maintainedLine, repeat, wakeAfter } from "../../src/store/maintenance.ts";
 import { HOUSEKEEPING_CHUNK } from "../../src/store/store.ts";
+import { inChunks } from "../../src/store/in-chunks.ts";
 import type { Waits } from "../../src/wait/long-poll.ts";
 import { freshStore } from "../fresh-db.ts";
 
@@ -153,5 +154,67 @@ describe("schedules in the maintenance", () => {
     await timer.stop();
     expect(lines.length).toBeGreaterThanOrEqual(2);
     expect(lines[0]).toMatch(/^fencelease: firing schedules failed: /);
+  });
+});
+
+describe("inChunks, how housekeeping and the schedules' fires split their work", () => {
+  /** A chunk that records each size it is given and answers full until `full` run out. */
+  const chunks = (full: number) => {
+    const sizes: number[] = [];
+    const chunk = async (size: number) => {
+      sizes.push(size);
+      return sizes.length <= full;
+    };
+    return { sizes, chunk };
+  };
+
+  test("runs chunks of chunkSize (HOUSEKEEPING_CHUNK by default) until one is not full", async () => {
+    const given = chunks(2);
+    await inChunks({ chunkSize: 7 }, given.chunk);
+    expect(given.sizes).toEqual([7, 7, 7]);
+    const byDefault = chunks(0);
+    await inChunks({}, byDefault.chunk);
+    expect(byDefault.sizes).toEqual([HOUSEKEEPING_CHUNK]);
+  });
+
+  test("runs at most maxChunks, full or not", async () => {
+    const given = chunks(10);
+    await inChunks({ chunkSize: 1, maxChunks: 3 }, given.chunk);
+    expect(given.sizes).toEqual([1, 1, 1]);
+  });
+
+  test("runs the first chunk at once, and each next one only after the event loop has turned", async () => {
+    const seen: string[] = [];
+    const running = inChunks({ chunkSize: 1, maxChunks: 2 }, async () => {
+      seen.push("chunk");
+      setImmediate(() => seen.push("turn"));
+      return true;
+    });
+    expect(seen).toEqual(["chunk"]); // before the call has yielded once
+    await running;
+    expect(seen.slice(0, 3)).toEqual(["chunk", "turn", "chunk"]);
+  });
+
+  test("runs no chunk once its signal is aborted, and stops after the chunk in hand when it is aborted meanwhile", async () => {
+    const before = chunks(10);
+    await inChunks({ chunkSize: 1, signal: AbortSignal.abort() }, before.chunk);
+    expect(before.sizes).toEqual([]);
+    const controller = new AbortController();
+    const sizes: number[] = [];
+    await inChunks({ chunkSize: 1, signal: controller.signal }, async (size) => {
+      sizes.push(size);
+      if (sizes.length === 2) controller.abort();
+      return true;
+    });
+    expect(sizes).toEqual([1, 1]);
+  });
+
+  test.each([
+    [{ chunkSize: 0 }, "chunkSize must be a positive safe integer, got 0"],
+    [{ maxChunks: 1.5 }, "maxChunks must be a positive safe integer, got 1.5"],
+  ])("refuses %o by name, before any chunk", async (options, message) => {
+    const given = chunks(10);
+    await expect(inChunks(options, given.chunk)).rejects.toThrow(message);
+    expect(given.sizes).toEqual([]);
   });
 });
