@@ -218,3 +218,54 @@ describe("inChunks, how housekeeping and the schedules' fires split their work",
     expect(given.sizes).toEqual([]);
   });
 });
+
+describe("what a maintenance run tells and logs", () => {
+  const none = { expired: 0, purged: 0, ended: [], fired: [], taken: [], skipped: [] };
+
+  test("wakeAfter rings each queue once with its leases ended alive and its fires, and finishes the dead ones", async () => {
+    const { waits, rung, finished } = recordingWaits();
+    const ended = [
+      { id: "a", queue: "mail", dead: false },
+      { id: "b", queue: "mail", dead: true },
+      { id: "c", queue: "ops", dead: false },
+    ];
+    await wakeAfter({ ended, fired: [{ id: "d", queue: "mail" }] }, waits);
+    expect(rung).toEqual([["mail", 2], ["ops", 1]]);
+    expect(finished).toEqual(["b"]);
+  });
+
+  test("wakeAfter finishes nothing when no lease died, and rings nothing for nothing", async () => {
+    const { waits, rung, finished } = recordingWaits();
+    let told = 0;
+    await wakeAfter({ ended: [{ id: "a", queue: "mail", dead: false }], fired: [] }, { ...waits, finished: () => void told++ });
+    expect(told).toBe(0);
+    expect(rung).toEqual([["mail", 1]]);
+    await wakeAfter({ ended: [], fired: [] }, { ...waits, finished: () => void told++ });
+    expect(told).toBe(0);
+    expect(finished).toEqual([]);
+  });
+
+  test("maintainedLine counts in the singular for one, and names no fires when there are none", () => {
+    expect(maintainedLine({ ...none, expired: 1, purged: 1 })).toBe("fencelease: ended 1 expired lease, purged 1 old job");
+    expect(maintainedLine({ ...none, expired: 2, purged: 0 })).toBe("fencelease: ended 2 expired leases, purged 0 old jobs");
+  });
+
+  test("maintainedLine names the first five fires, taken ids and every skipped schedule, and counts the rest", () => {
+    const ids = ["j1", "j2", "j3", "j4", "j5", "j6", "j7"];
+    const line = maintainedLine({
+      ...none,
+      fired: ids.map((id) => ({ id, queue: "q" })),
+      taken: ids.slice(0, 6).map((id) => ({ name: "s", id })),
+      skipped: [{ name: "a", error: "bad cron" }, { name: "b", error: "bad timezone" }],
+    });
+    expect(line).toBe(
+      "fencelease: ended 0 expired leases, purged 0 old jobs, enqueued 7 scheduled jobs (j1, j2, j3, j4, j5 and 2 more)" +
+        '; 6 scheduled fires enqueued nothing: a job had the id already ("j1", "j2", "j3", "j4", "j5" and 1 more)' +
+        '; could not fire "a" (bad cron), "b" (bad timezone)',
+    );
+    expect(maintainedLine({ ...none, fired: [{ id: "j1", queue: "q" }], taken: ids.slice(0, 5).map((id) => ({ name: "s", id })), skipped: [] })).toBe(
+      'fencelease: ended 0 expired leases, purged 0 old jobs, enqueued 1 scheduled job (j1); 5 scheduled fires enqueued nothing: a job had the id already ("j1", "j2", "j3", "j4", "j5")',
+    );
+    expect(maintainedLine({ ...none, taken: [{ name: "s", id: "j1" }] })).toBe('fencelease: ended 0 expired leases, purged 0 old jobs; 1 scheduled fire enqueued nothing: a job had the id already ("j1")');
+  });
+});
