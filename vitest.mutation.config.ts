@@ -10,6 +10,7 @@ export default defineConfig({
       "test/store/maintenance.test.ts",
       "test/store/storage.test.ts",
       "test/store/token-cache.test.ts",
+      "test/store/printable.test.ts",
       "test/store/migrate.test.ts",
       "test/store/races.test.ts",
       "test/store/property.test.ts",

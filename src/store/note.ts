@@ -52,7 +52,8 @@ async function unlessRefused<T, A>(call: Promise<T>, answer: (value: T) => A, re
 export function noteVerbs(store: LeaseStore): NoteVerbs {
   const claim = (id: string, owner: string, now: number, ttlMs: number) => unlessRefused(store.claim(id, { owner, ttlMs, now }), (lease) => lease.fence, null);
   return {
-    enqueue: (id, options = {}) => unlessRefused(store.enqueue(id, options), (enqueued) => enqueued.created, false),
+    // An enqueue is never refused: an id that exists answers created: false.
+    enqueue: async (id, options = {}) => (await store.enqueue(id, options)).created,
     state: (id, now) => unlessRefused(store.get(id, { now }), (job): Job | null => job, null),
     claim,
     renew: (id, owner, fence, now, ttlMs) => unlessRefused(store.renew(id, { owner, fence, ttlMs, now }), () => true, false),

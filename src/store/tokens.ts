@@ -47,12 +47,10 @@ export function inScope(queues: readonly string[], queue: string): boolean {
   return queues.some((pattern) => (pattern.endsWith("*") ? queue.startsWith(pattern.slice(0, -1)) : queue === pattern));
 }
 
-const describe = (value: unknown) => (typeof value === "string" ? JSON.stringify(value) : String(value));
-
 /** A role, checked. */
 export function role(value: unknown): Role {
   if (ROLES.includes(value as Role)) return value as Role;
-  throw new InvalidArgument(`role must be one of ${ROLES.join(", ")}, got ${describe(value)}`);
+  throw new InvalidArgument(`role must be one of ${ROLES.join(", ")}, got ${check.describe(value)}`);
 }
 
 /**
@@ -61,11 +59,11 @@ export function role(value: unknown): Role {
  */
 export function queueScope(value: unknown): string[] {
   if (!Array.isArray(value) || value.length === 0 || value.length > MAX_TOKEN_QUEUES) {
-    throw new InvalidArgument(`queues must be a list of 1 to ${MAX_TOKEN_QUEUES} queue names or prefixes such as "mail-*" (["*"] for every queue), got ${Array.isArray(value) ? `${value.length} entries` : describe(value)}`);
+    throw new InvalidArgument(`queues must be a list of 1 to ${MAX_TOKEN_QUEUES} queue names or prefixes such as "mail-*" (["*"] for every queue), got ${Array.isArray(value) ? `${value.length} entries` : check.describe(value)}`);
   }
   const queues = value.map((pattern, i) => {
     const checked = check.name(`queues[${i}]`, pattern);
-    if (checked.slice(0, -1).includes("*")) throw new InvalidArgument(`queues[${i}] may have a * only at its end (a prefix, such as "mail-*"), got ${describe(pattern)}`);
+    if (checked.slice(0, -1).includes("*")) throw new InvalidArgument(`queues[${i}] may have a * only at its end (a prefix, such as "mail-*"), got ${check.describe(pattern)}`);
     return checked;
   });
   return queues.includes("*") ? ["*"] : [...new Set(queues)];
@@ -84,8 +82,8 @@ function tokenName(value: unknown): string {
 /** Bytes as lowercase hex. */
 const hex = (bytes: Uint8Array) => Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 
-/** Bytes as base64url without padding. */
-const base64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+/** Bytes as base64url without padding (base64 has = nowhere else). */
+const base64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replaceAll("=", "");
 
 /** The SHA-256 of a secret, in hex: what the database keeps instead of it. */
 export async function hashOf(secret: string): Promise<string> {
@@ -119,8 +117,8 @@ export class Tokens implements TokenStore {
     };
     const secret = `fl_${base64url(crypto.getRandomValues(new Uint8Array(32)))}`;
     const id = `tok_${hex(crypto.getRandomValues(new Uint8Array(8)))}`;
-    const [[row] = []] = await this.#driver.batch([sql.insertToken({ ...stored, id, hash: await hashOf(secret) })]);
-    return { ...tokenFromRow(row!), token: secret };
+    const [inserted] = await this.#driver.batch([sql.insertToken({ ...stored, id, hash: await hashOf(secret) })]);
+    return { ...tokenFromRow(inserted![0]!), token: secret };
   }
 
   async list(): Promise<TokenInfo[]> {
@@ -133,7 +131,7 @@ export class Tokens implements TokenStore {
   }
 
   async revoke(id: string): Promise<void> {
-    const [[row] = []] = await this.#driver.batch([sql.deleteToken(check.name("id", id))]);
-    if (row === undefined) throw new NotFound(id, `no token has the id ${JSON.stringify(id)}`);
+    const [deleted] = await this.#driver.batch([sql.deleteToken(check.name("id", id))]);
+    if (deleted!.length === 0) throw new NotFound(id, `no token has the id ${JSON.stringify(id)}`);
   }
 }

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { CRON_SCHEDULE_CHUNKS, fireOnTime, maintain, maintainedLine, repeat, wakeAfter } from "../../src/store/maintenance.ts";
 import { HOUSEKEEPING_CHUNK } from "../../src/store/store.ts";
+import { inChunks } from "../../src/store/in-chunks.ts";
 import type { Waits } from "../../src/wait/long-poll.ts";
 import { freshStore } from "../fresh-db.ts";
 
@@ -107,7 +108,7 @@ describe("schedules in the maintenance", () => {
   test("a run told schedules: false (the Node server, whose schedule timer fires them) leaves a due schedule to that timer", async () => {
     const { store, snapshot } = await freshStore();
     await store.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *", now: T });
-    expect((await maintain(store, AT_3, undefined, { schedules: false })).fired).toEqual([]);
+    expect(await maintain(store, AT_3, undefined, { schedules: false })).toEqual({ expired: 0, purged: 0, ended: [], fired: [], taken: [], skipped: [] });
     expect(await snapshot()).toEqual({});
     expect((await store.schedules.get("nightly")).nextFireAt).toBe(AT_3); // still due, for the timer
   });
@@ -153,5 +154,118 @@ describe("schedules in the maintenance", () => {
     await timer.stop();
     expect(lines.length).toBeGreaterThanOrEqual(2);
     expect(lines[0]).toMatch(/^fencelease: firing schedules failed: /);
+  });
+});
+
+describe("inChunks, how housekeeping and the schedules' fires split their work", () => {
+  /** A chunk that records each size it is given and answers full until `full` run out. */
+  const chunks = (full: number) => {
+    const sizes: number[] = [];
+    const chunk = async (size: number) => {
+      sizes.push(size);
+      return sizes.length <= full;
+    };
+    return { sizes, chunk };
+  };
+
+  test("runs chunks of chunkSize (HOUSEKEEPING_CHUNK by default) until one is not full", async () => {
+    const given = chunks(2);
+    await inChunks({ chunkSize: 7 }, given.chunk);
+    expect(given.sizes).toEqual([7, 7, 7]);
+    const byDefault = chunks(0);
+    await inChunks({}, byDefault.chunk);
+    expect(byDefault.sizes).toEqual([HOUSEKEEPING_CHUNK]);
+  });
+
+  test("runs at most maxChunks, full or not", async () => {
+    const given = chunks(10);
+    await inChunks({ chunkSize: 1, maxChunks: 3 }, given.chunk);
+    expect(given.sizes).toEqual([1, 1, 1]);
+  });
+
+  test("runs the first chunk at once, and each next one only after the event loop has turned", async () => {
+    const seen: string[] = [];
+    const running = inChunks({ chunkSize: 1, maxChunks: 2 }, async () => {
+      seen.push("chunk");
+      setImmediate(() => seen.push("turn"));
+      return true;
+    });
+    expect(seen).toEqual(["chunk"]); // before the call has yielded once
+    await running;
+    expect(seen.slice(0, 3)).toEqual(["chunk", "turn", "chunk"]);
+  });
+
+  test("runs no chunk once its signal is aborted, and stops after the chunk in hand when it is aborted meanwhile", async () => {
+    const before = chunks(10);
+    await inChunks({ chunkSize: 1, signal: AbortSignal.abort() }, before.chunk);
+    expect(before.sizes).toEqual([]);
+    const controller = new AbortController();
+    const sizes: number[] = [];
+    await inChunks({ chunkSize: 1, signal: controller.signal }, async (size) => {
+      sizes.push(size);
+      if (sizes.length === 2) controller.abort();
+      return true;
+    });
+    expect(sizes).toEqual([1, 1]);
+  });
+
+  test.each([
+    [{ chunkSize: 0 }, "chunkSize must be a positive safe integer, got 0"],
+    [{ maxChunks: 1.5 }, "maxChunks must be a positive safe integer, got 1.5"],
+  ])("refuses %o by name, before any chunk", async (options, message) => {
+    const given = chunks(10);
+    await expect(inChunks(options, given.chunk)).rejects.toThrow(message);
+    expect(given.sizes).toEqual([]);
+  });
+});
+
+describe("what a maintenance run tells and logs", () => {
+  const none = { expired: 0, purged: 0, ended: [], fired: [], taken: [], skipped: [] };
+
+  test("wakeAfter rings each queue once with its leases ended alive and its fires, and finishes the dead ones", async () => {
+    const { waits, rung, finished } = recordingWaits();
+    const ended = [
+      { id: "a", queue: "mail", dead: false },
+      { id: "b", queue: "mail", dead: true },
+      { id: "c", queue: "ops", dead: false },
+    ];
+    await wakeAfter({ ended, fired: [{ id: "d", queue: "mail" }] }, waits);
+    expect(rung).toEqual([["mail", 2], ["ops", 1]]);
+    expect(finished).toEqual(["b"]);
+  });
+
+  test("wakeAfter finishes nothing when no lease died, and rings nothing for nothing", async () => {
+    const { waits, rung, finished } = recordingWaits();
+    let told = 0;
+    await wakeAfter({ ended: [{ id: "a", queue: "mail", dead: false }], fired: [] }, { ...waits, finished: () => void told++ });
+    expect(told).toBe(0);
+    expect(rung).toEqual([["mail", 1]]);
+    await wakeAfter({ ended: [], fired: [] }, { ...waits, finished: () => void told++ });
+    expect(told).toBe(0);
+    expect(finished).toEqual([]);
+  });
+
+  test("maintainedLine counts in the singular for one, and names no fires when there are none", () => {
+    expect(maintainedLine({ ...none, expired: 1, purged: 1 })).toBe("fencelease: ended 1 expired lease, purged 1 old job");
+    expect(maintainedLine({ ...none, expired: 2, purged: 0 })).toBe("fencelease: ended 2 expired leases, purged 0 old jobs");
+  });
+
+  test("maintainedLine names the first five fires, taken ids and every skipped schedule, and counts the rest", () => {
+    const ids = ["j1", "j2", "j3", "j4", "j5", "j6", "j7"];
+    const line = maintainedLine({
+      ...none,
+      fired: ids.map((id) => ({ id, queue: "q" })),
+      taken: ids.slice(0, 6).map((id) => ({ name: "s", id })),
+      skipped: [{ name: "a", error: "bad cron" }, { name: "b", error: "bad timezone" }],
+    });
+    expect(line).toBe(
+      "fencelease: ended 0 expired leases, purged 0 old jobs, enqueued 7 scheduled jobs (j1, j2, j3, j4, j5 and 2 more)" +
+        '; 6 scheduled fires enqueued nothing: a job had the id already ("j1", "j2", "j3", "j4", "j5" and 1 more)' +
+        '; could not fire "a" (bad cron), "b" (bad timezone)',
+    );
+    expect(maintainedLine({ ...none, fired: [{ id: "j1", queue: "q" }], taken: ids.slice(0, 5).map((id) => ({ name: "s", id })), skipped: [] })).toBe(
+      'fencelease: ended 0 expired leases, purged 0 old jobs, enqueued 1 scheduled job (j1); 5 scheduled fires enqueued nothing: a job had the id already ("j1", "j2", "j3", "j4", "j5")',
+    );
+    expect(maintainedLine({ ...none, taken: [{ name: "s", id: "j1" }] })).toBe('fencelease: ended 0 expired leases, purged 0 old jobs; 1 scheduled fire enqueued nothing: a job had the id already ("j1")');
   });
 });

@@ -100,4 +100,74 @@ describe("cachedTokens", () => {
     await cache.find(token);
     expect(reads.count).toBe(2);
   });
+
+  test("ttlMs 0 keeps nothing, even when the clock steps back", async () => {
+    const { cache, reads, clock } = await setup({ ttlMs: 0 });
+    const { token } = await cache.create({ role: "reader", queues: ["*"] });
+    await cache.find(token);
+    clock.now = T - 1;
+    await cache.find(token);
+    expect(reads.count).toBe(2);
+  });
+
+  test("a token read again after its ttlMs is kept as the newest: room is made by dropping the one read longest ago", async () => {
+    const { cache, reads, clock } = await setup({ ttlMs: 5_000, maxEntries: 2 });
+    const [a, b, c] = [await cache.create({ role: "reader", queues: ["*"] }), await cache.create({ role: "reader", queues: ["*"] }), await cache.create({ role: "reader", queues: ["*"] })];
+    await cache.find(a.token);
+    clock.now = T + 1_000;
+    await cache.find(b.token);
+    clock.now = T + 5_000; // a's entry has ended, b's has not
+    await cache.find(a.token);
+    await cache.find(c.token); // makes room: b goes, a read again just now stays
+    expect(reads.count).toBe(4);
+    expect(await cache.find(a.token)).toMatchObject({ id: a.id });
+    expect(reads.count).toBe(4);
+    expect(await cache.find(b.token)).toMatchObject({ id: b.id });
+    expect(reads.count).toBe(5);
+  });
+
+  test("a revoke drops only the revoked token: the others are still answered from memory", async () => {
+    const { cache, reads } = await setup();
+    const [gone, kept] = [await cache.create({ role: "reader", queues: ["*"] }), await cache.create({ role: "reader", queues: ["*"] })];
+    await cache.find(gone.token);
+    await cache.find(kept.token);
+    await cache.revoke(gone.id);
+    expect(await cache.find(kept.token)).toMatchObject({ id: kept.id });
+    expect(reads.count).toBe(2);
+    expect(await cache.find(gone.token)).toBeNull();
+    expect(reads.count).toBe(3);
+  });
+
+  test("create and list go to the store: list answers the tokens made, without secrets", async () => {
+    const { cache, store } = await setup();
+    const made = await cache.create({ role: "worker", queues: ["mail"], name: "mailer", now: T });
+    const { token: _secret, ...shown } = made;
+    expect(await cache.list()).toEqual([shown]);
+    expect(await store.tokens.list()).toEqual([shown]);
+  });
+
+  test.each([
+    [{ ttlMs: -1 }, "ttlMs must be a whole number of ms, 0 or more, got -1"],
+    [{ ttlMs: 1.5 }, "ttlMs must be a whole number of ms, 0 or more, got 1.5"],
+    [{ ttlMs: Number.NaN }, "ttlMs must be a whole number of ms, 0 or more, got NaN"],
+    [{ maxEntries: 0 }, "maxEntries must be a positive whole number, got 0"],
+    [{ maxEntries: 2.5 }, "maxEntries must be a positive whole number, got 2.5"],
+    [{ maxEntries: Number.POSITIVE_INFINITY }, "maxEntries must be a positive whole number, got Infinity"],
+  ])("refuses %o with a RangeError that names it", async (options, message) => {
+    const { store } = await freshStore();
+    expect(() => cachedTokens(store.tokens, options)).toThrow(new RangeError(message));
+  });
+
+  test("maxEntries 1 keeps the one token read last", async () => {
+    const { cache, reads } = await setup({ maxEntries: 1 });
+    const [a, b] = [await cache.create({ role: "reader", queues: ["*"] }), await cache.create({ role: "reader", queues: ["*"] })];
+    await cache.find(a.token);
+    await cache.find(a.token);
+    expect(reads.count).toBe(1);
+    await cache.find(b.token);
+    await cache.find(b.token);
+    expect(reads.count).toBe(2);
+    await cache.find(a.token);
+    expect(reads.count).toBe(3);
+  });
 });

@@ -32,7 +32,8 @@ export type StoredLimits = { maxLeased: number | null; refillPerMs: number | nul
  * holds now, at most the new burst. `clock` is the clock `now` was read from.
  */
 export function setQueue(queue: string, limits: StoredLimits, now: number, clock: string): Statement {
-  const kept = keptBucket("queues.", "excluded.refill_per_ms", "excluded.burst", "excluded.updated_at", "?6");
+  // In DO UPDATE a bare column is the stored row's (excluded.* the new one's).
+  const kept = keptBucket("", "excluded.refill_per_ms", "excluded.burst", "excluded.updated_at", "?6");
   return {
     sql: `INSERT INTO queues (queue, max_leased, refill_per_ms, burst, micro_tokens, tokens_at, tokens_clock, updated_at)
           VALUES (?1, ?2, ?3, ?4, ?4 * 1000000, CASE WHEN ?3 IS NOT NULL THEN ?5 END, CASE WHEN ?3 IS NOT NULL THEN ?6 END, ?5)
