@@ -37,7 +37,7 @@ export function cachedTokens(tokens: TokenStore, options: TokenCacheOptions = {}
   const clock = options.clock ?? Date.now;
   if (!Number.isSafeInteger(ttlMs) || ttlMs < 0) throw new RangeError(`ttlMs must be a whole number of ms, 0 or more, got ${ttlMs}`);
   if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) throw new RangeError(`maxEntries must be a positive whole number, got ${maxEntries}`);
-  const found = new Map<string, { token: TokenInfo; until: number }>();
+  const found = new Map<string, { token: TokenInfo; at: number }>();
   // Moves on as a revoke starts and as it ends: a find whose read overlapped one keeps nothing.
   let revokes = 0;
 
@@ -46,12 +46,14 @@ export function cachedTokens(tokens: TokenStore, options: TokenCacheOptions = {}
     list: () => tokens.list(),
     async find(secret) {
       const kept = found.get(secret);
-      if (kept !== undefined && clock() < kept.until) return kept.token;
+      const now = clock();
+      // Trusted only between the read and ttlMs later: a clock that stepped back before the read reads again.
+      if (kept !== undefined && kept.at <= now && now < kept.at + ttlMs) return kept.token;
       found.delete(secret);
       const seen = revokes;
       const token = await tokens.find(secret);
       if (token !== null && ttlMs > 0 && seen === revokes) {
-        found.set(secret, { token, until: clock() + ttlMs });
+        found.set(secret, { token, at: clock() });
         if (found.size > maxEntries) found.delete(found.keys().next().value!);
       }
       return token;

@@ -80,6 +80,17 @@ describe("cachedTokens", () => {
     expect(reads.count).toBe(2);
   });
 
+  test("a clock stepped back behind a read does not stretch the trust: the next find reads again", async () => {
+    const { cache, reads, clock } = await setup({ ttlMs: 5_000 });
+    const { token, id } = await cache.create({ role: "reader", queues: ["*"] });
+    expect(await cache.find(token)).toMatchObject({ id });
+    clock.now = T - 60_000; // an NTP correction of a minute back: ttlMs would otherwise last 65 s
+    expect(await cache.find(token)).toMatchObject({ id });
+    expect(reads.count).toBe(2);
+    expect(await cache.find(token)).toMatchObject({ id }); // kept again from this read, on the corrected clock
+    expect(reads.count).toBe(2);
+  });
+
   test("at most maxEntries are kept, the oldest dropped first", async () => {
     const { cache, reads } = await setup({ maxEntries: 2 });
     const made = [];
