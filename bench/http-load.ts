@@ -10,9 +10,12 @@ import { fileURLToPath } from "node:url";
 export type ServerProcess = { url: string; token: string; stop: () => Promise<void> };
 
 /** Starts src/runtime/node/server.ts's startServer in a child process, with no request log, on a free loopback port. */
+/** `--cpu-prof` into $BENCH_CPU_PROF, when set: a profile of the server process for each run. */
+const profileArgs = () => (process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []);
+
 export async function startServerProcess(databaseUrl: string, env: Record<string, string> = {}): Promise<ServerProcess> {
   const token = "bench-token";
-  const child: ChildProcess = spawn(process.execPath, [fileURLToPath(new URL("../test/chaos/server.ts", import.meta.url))], {
+  const child: ChildProcess = spawn(process.execPath, [...profileArgs(), fileURLToPath(new URL("../test/chaos/server.ts", import.meta.url))], {
     env: { ...process.env, HOST: "127.0.0.1", PORT: "0", DATABASE_URL: databaseUrl, FENCELEASE_TOKENS: token, FENCELEASE_AUTH: "", ...env },
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });

@@ -1,5 +1,6 @@
 import { errorFromResponse, UnavailableError } from "./errors.ts";
 import { delayBefore, neverSent, type RetryOptions, type RetryPolicy, retryPolicy } from "./retry.ts";
+import { type Answer, type Send, sendWithFetch, sendWithNodeHttp } from "./send.ts";
 import { addTraceHeaders } from "./tracing.ts";
 
 /** Where the API is and how to reach it. */
@@ -8,7 +9,7 @@ export type LeaseClientOptions = {
   baseUrl: string;
   /** A bearer token from the server's FENCELEASE_TOKENS; none for a server with auth off. */
   token?: string;
-  /** The fetch to use; default the global one (Workers, Node >= 20, Deno, Bun, browsers). */
+  /** The fetch to use; default node:http with keep-alive where the runtime has it (Node, Bun, Deno), else the global fetch (Workers, browsers). */
   fetch?: typeof fetch;
   /** How often, and after how long, a call that could not be served is sent again: see Repeat for which calls may be. */
   retry?: RetryOptions;
@@ -65,14 +66,15 @@ function outcomeOf(answer: unknown): unknown {
 export class Transport {
   readonly #baseUrl: string;
   readonly #token: string | undefined;
-  readonly #fetch: typeof fetch;
+  readonly #send: Send;
   readonly #retry: RetryPolicy;
   readonly #timeoutMs: number;
 
   constructor(options: LeaseClientOptions) {
     this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.#token = options.token;
-    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    const given = options.fetch;
+    this.#send = given ? sendWithFetch(given) : (sendWithNodeHttp() ?? sendWithFetch((input, init) => fetch(input, init)));
     this.#retry = retryPolicy(options.retry);
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     if (!Number.isSafeInteger(this.#timeoutMs) || this.#timeoutMs < 1) throw new RangeError(`timeoutMs must be a positive whole number of ms, got ${options.timeoutMs}`);
@@ -84,16 +86,16 @@ export class Transport {
     if (this.#token) headers.Authorization = `Bearer ${this.#token}`;
     if (body !== undefined) headers["Content-Type"] = "application/json";
     addTraceHeaders(headers);
-    const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) };
+    const text = body === undefined ? undefined : JSON.stringify(body);
 
     for (let attempt = 0; ; attempt++) {
       const retriesLeft = attempt < this.#retry.retries;
-      let response: Response;
+      let response: Answer;
       try {
         // A server that never answers is a broken connection: the outcome of the call is unknown.
         // A long poll may be answered only after its waitMs: it gets that much more.
         const timeout = AbortSignal.timeout(this.#timeoutMs + (options.waitMs ?? 0));
-        response = await this.#fetch(`${this.#baseUrl}${path}`, { ...init, signal: options.signal ? AbortSignal.any([timeout, options.signal]) : timeout });
+        response = await this.#send(`${this.#baseUrl}${path}`, { method, headers, body: text, signal: options.signal ? AbortSignal.any([timeout, options.signal]) : timeout });
       } catch (error) {
         options.signal?.throwIfAborted(); // given up by the caller: not a failure to retry
         if (retriesLeft && (repeat === "always" || neverSent(error))) {
@@ -102,16 +104,25 @@ export class Transport {
         }
         throw new UnavailableError(0, "unreachable", `could not reach ${this.#baseUrl}: ${(error as Error).message}`, undefined, { cause: error });
       }
-      const answer = await response.json().catch(() => undefined);
+      const answer = parsedOrUndefined(response.body);
       // A 503 whose details say "not_applied" wrote nothing, so any call may be sent again; one whose
       // outcome is unknown (the database's connection broke) only a call that is safe to repeat.
       if (response.status === 503 && retriesLeft && (repeat === "always" || outcomeOf(answer) === "not_applied")) {
-        await this.#retry.sleep(delayBefore(attempt, this.#retry, response.headers.get("Retry-After")));
+        await this.#retry.sleep(delayBefore(attempt, this.#retry, response.header("Retry-After")));
         continue;
       }
-      if (!response.ok) throw errorFromResponse(response.status, answer);
+      if (response.status < 200 || response.status > 299) throw errorFromResponse(response.status, answer);
       return answer as T;
     }
+  }
+}
+
+/** A body's JSON, or undefined when it is empty or not JSON (an answer from something other than fencelease). */
+function parsedOrUndefined(body: string): unknown {
+  try {
+    return body === "" ? undefined : JSON.parse(body);
+  } catch {
+    return undefined;
   }
 }
 
