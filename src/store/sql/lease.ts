@@ -72,9 +72,18 @@ export function countEnqueued(queue: string, count: string, args: InValue[]): St
   };
 }
 
+/**
+ * The columns a Job is read from (src/store/job.ts, jobFromRow). An accepted
+ * write answers these and no more: its row has as many again that only the
+ * history reads, and handing each to JavaScript is most of what a claim of
+ * many jobs costs beyond its writes.
+ */
+export const JOB_COLUMNS = `id, queue, payload, priority, run_at, owner, until, fence, result, done, dead, cancelled,
+  attempts, max_attempts, last_error, progress, traceparent, tracestate, created_at, updated_at`;
+
 /** What an accepted write answers: the job as it left it, with its status at `now` (the parameter that holds it). */
 export function returningJob(now: string): string {
-  return `RETURNING *, ${status(now)} AS status`;
+  return `RETURNING ${JOB_COLUMNS}, ${status(now)} AS status`;
 }
 
 /**
