@@ -73,17 +73,30 @@ export function jobFromRow(row: Row): Job {
 /** A lease taken by a claim: the job as it is now held, with its fence and expiry. */
 export type Lease = { job: Job; fence: number; until: number };
 
-const utf8 = new TextEncoder();
+/**
+ * A UTF-16 unit's place in code point order, which is UTF-8's byte order: the
+ * units of U+E000..U+FFFF come after those below U+D800, as in UTF-16, but
+ * before the surrogates (D800..DFFF), which encode code points from U+10000.
+ */
+function unitRank(unit: number): number {
+  if (unit < 0xd800) return unit;
+  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
+}
 
 /**
- * Two distinct ids in SQLite's order of text (BINARY: by their UTF-8 bytes).
- * JavaScript's < compares UTF-16 units instead, and puts "\u{1F600}" before "\uFF01".
+ * Two distinct ids in SQLite's order of text (BINARY: by their UTF-8 bytes,
+ * that is by code points). JavaScript's < compares UTF-16 units instead, and
+ * puts "\u{1F600}" (a surrogate pair) before "\uFF01". The first unit that
+ * differs decides (ids are well-formed: a pair's first halves are equal when
+ * its second halves differ), and a prefix comes first.
  */
 function idOrder(a: string, b: string): number {
-  const [x, y] = [utf8.encode(a), utf8.encode(b)];
-  const at = x.findIndex((byte, i) => byte !== y[i]);
-  // No byte differs: a is the start of b, and comes first. Where b ends first, its missing byte counts as 0, below any of a's.
-  return at === -1 ? -1 : x[at]! - (y[at] ?? 0);
+  const common = Math.min(a.length, b.length);
+  for (let i = 0; i < common; i++) {
+    const [x, y] = [a.charCodeAt(i), b.charCodeAt(i)];
+    if (x !== y) return unitRank(x) - unitRank(y);
+  }
+  return a.length - b.length;
 }
 
 /** Claim order, as the claim's ORDER BY: highest priority first, then the job due longest, then the oldest, then by id. */

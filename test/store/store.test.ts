@@ -73,6 +73,20 @@ describe("clock ids", () => {
 });
 
 describe("claim order", () => {
+  test("ids that tie on everything else come in SQLite's order of text, at the edges of UTF-16's ranges too", async () => {
+    const { store, url } = await freshStore();
+    const edges = ["~", "\u00A0", "\u07FF", "\u0800", "\uD7FF", "\uE000", "\uFFFD", "\u{10000}", "\u{1F600}", "\u{1F601}", "\u{10FFFD}"];
+    const ids = [...edges.map((c) => `x${c}`), ...edges.map((c) => `x${c}y`), "x", "xy", "w\u{10000}", "z"];
+    const shuffled = [...ids].sort((a, b) => (a.length * 7 + a.charCodeAt(a.length - 1)) % 13 - (b.length * 7 + b.charCodeAt(b.length - 1)) % 13);
+    await store.enqueueMany("q", { jobs: shuffled.map((id) => ({ id })), now: 1_000 });
+    const db = createClient({ url });
+    const sqliteOrder = (await db.execute("SELECT id FROM jobs ORDER BY id")).rows.map((row) => row.id);
+    db.close();
+    expect(sqliteOrder).toEqual([...ids].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))));
+    const leases = await store.claimNext("q", { owner: "A", ttlMs: 1_000, limit: 100, now: 1_000 });
+    expect(leases.map((lease) => lease.job.id)).toEqual(sqliteOrder);
+  });
+
   test("leases are answered in the claim's ORDER BY whatever order the database hands back their rows", async () => {
     const T = 1_000_000;
     const { store, url } = await freshStore();
