@@ -40,16 +40,15 @@ export function sendWithNodeHttp(): Send | undefined {
   const http = process.getBuiltinModule("node:http") as HttpModule | undefined;
   const https = process.getBuiltinModule("node:https") as HttpModule | undefined;
   if (http === undefined || https === undefined) return undefined;
-  // Node's default agent keeps no connection alive; these reuse them, and drop an idle one before the server would.
-  const agents = { "http:": new http.Agent({ keepAlive: true }), "https:": new https.Agent({ keepAlive: true }) };
+  // Each client keeps its connections alive; Node's agent drops an idle one before the server's Keep-Alive timeout.
+  const plain = { module: http, agent: new http.Agent({ keepAlive: true }) };
+  const secure = { module: https, agent: new https.Agent({ keepAlive: true }) };
   return (url, { method, headers, body, signal }) =>
     new Promise((resolve, reject) => {
-      const target = new URL(url);
-      const module = target.protocol === "https:" ? https : http;
-      const agent = agents[target.protocol as keyof typeof agents];
+      const { module, agent } = url.startsWith("https:") ? secure : plain;
       const failed = (error: unknown) => reject(signal.aborted ? signal.reason : new Error(`request failed: ${(error as Error).message}`, { cause: error }));
       const sized = body === undefined ? headers : { ...headers, "Content-Length": String(Buffer.byteLength(body)) };
-      const request = module.request(target, { method, headers: sized, agent, signal }, (response) => {
+      const request = module.request(url, { method, headers: sized, agent, signal }, (response) => {
         const chunks: Buffer[] = [];
         response.on("data", (chunk: Buffer) => chunks.push(chunk));
         response.on("error", failed);
