@@ -1,4 +1,4 @@
-// fencelease/client: what a worker calls. Runs on fetch alone: Workers, Node >= 20, Deno, Bun, browsers.
+// fencelease/client: what a worker calls. Runs on Workers, Node >= 20, Deno, Bun and browsers: over node:http where the runtime has it, fetch elsewhere.
 export { claimMany } from "./claim-many.ts";
 export {
   ConflictError,

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import { type AddressInfo, createServer as createTcpServer, type Socket } from "node:net";
 import { describe, expect, onTestFinished, test } from "vitest";
 import { LeaseClient, UnavailableError } from "../../src/client/index.ts";
 
@@ -61,12 +61,28 @@ describe.each(transports)("the client's transport: %s", (_, clientOf) => {
   });
 });
 
-test("the default transport on Node keeps its connection alive: twenty calls in a row, one connection", async () => {
+test("the default transport on Node keeps its connections alive, for every client of the process: twenty calls of two clients, one connection", async () => {
   const server = await listening((_, response) => {
     response.writeHead(200, { "Content-Type": "application/json" });
     response.end(JSON.stringify(JOB));
   });
-  const client = new LeaseClient({ baseUrl: server.url });
-  for (let i = 0; i < 20; i++) expect(await client.get("job-1")).toEqual(JOB);
+  const [one, two] = [new LeaseClient({ baseUrl: server.url }), new LeaseClient({ baseUrl: server.url })];
+  for (let i = 0; i < 10; i++) {
+    expect(await one.get("job-1")).toEqual(JOB);
+    expect(await two.get("job-1")).toEqual(JOB);
+  }
   expect(server.connections()).toBe(1);
+});
+
+test("a base URL written HTTPS:// in capitals is spoken to over TLS, as fetch does", async () => {
+  const firstBytes: number[] = [];
+  const tcp = createTcpServer((socket) => socket.once("data", (data) => {
+    firstBytes.push(data[0]!);
+    socket.destroy(); // no TLS here: the client's call fails, after it began a TLS handshake
+  }));
+  await new Promise<void>((resolve) => tcp.listen(0, "127.0.0.1", resolve));
+  onTestFinished(() => void tcp.close());
+  const client = new LeaseClient({ baseUrl: `HTTPS://127.0.0.1:${(tcp.address() as AddressInfo).port}`, retry: { retries: 0 } });
+  expect(await client.get("job-1").catch((error) => error)).toMatchObject({ name: "UnavailableError", code: "unreachable" });
+  expect(firstBytes).toEqual([0x16]); // a TLS record: handshake
 });
