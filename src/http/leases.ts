@@ -300,7 +300,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
     await c.get("permit").job("work", c.req.valid("param").id);
     const settled = await store.complete(c.req.valid("param").id, { owner, fence, result: check.json("result", result)!, next, now: clock() });
     wake.finished([settled.job.id]);
-    wake.ended([settled.job.queue]);
+    afterAnswer(c, wake.ended([settled.job.queue], owner));
     return c.json(settledView(settled, next), 200);
   });
 
@@ -309,7 +309,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
     await c.get("permit").job("work", c.req.valid("param").id);
     const now = clock();
     const job = await store.release(c.req.valid("param").id, { owner, fence, now });
-    afterAnswer(c, wake.settled(job, now));
+    afterAnswer(c, wake.settled(job, now, owner));
     return c.json({ job: jobView(job) }, 200);
   });
 
@@ -318,7 +318,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
     await c.get("permit").job("work", c.req.valid("param").id);
     const now = clock();
     const settled = await store.fail(c.req.valid("param").id, { owner, fence, error, retryInMs, next, now });
-    afterAnswer(c, wake.settled(settled.job, now));
+    afterAnswer(c, wake.settled(settled.job, now, owner));
     return c.json(settledView(settled, next), 200);
   });
 
@@ -343,7 +343,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
     const { completed: seen, leases: taken, ended } = await store.completeMany({ owner, leases: completions, next, now: clock() });
     const completed = unseenAsUnknown(leases, hidden, seen);
     wake.finished(completed.flatMap((outcome) => ("done" in outcome ? [outcome.id] : [])));
-    wake.ended(ended);
+    afterAnswer(c, wake.ended(ended, owner));
     return c.json({ completed: completed.map(outcomeView), leases: taken.map(leaseView) }, 200);
   });
 

@@ -17,6 +17,12 @@ export function afterAnswer(c: Context, work: void | Promise<void>): void {
   }
 }
 
+/** One promise for what several rings answer, or nothing when none answered one. */
+function together(...rings: (void | Promise<void>)[]): void | Promise<void> {
+  const pending = rings.filter((ring) => ring instanceof Promise);
+  if (pending.length > 0) return Promise.all(pending).then(() => undefined);
+}
+
 /**
  * What the app's writes tell the waiters, once their batch has committed:
  * which jobs became claimable now or later, and which finished.
@@ -32,23 +38,19 @@ export function wakeWith(waits: Waits) {
     },
 
     /**
-     * A job whose lease a release or fail ended, or that a retry queued:
-     * claimable now (which rings), or later, or finished (dead); in those two
-     * the slot its lease held is free now.
+     * A job whose lease (of `owner`) a release or fail ended, or that a retry
+     * queued (no owner): claimable now (which rings), or later, or finished
+     * (dead); in those two the slot its lease held is free now.
      */
-    settled(job: Job, now: number): void | Promise<void> {
-      if (isFinished(job)) {
-        waits.ended(job.queue);
-        return waits.finished([job.id]);
-      }
+    settled(job: Job, now: number, owner?: string): void | Promise<void> {
+      if (isFinished(job)) return together(owner === undefined ? undefined : waits.ended(job.queue, owner), waits.finished([job.id]));
       if (job.runAt <= now) return waits.claimable(job.queue, 1);
-      waits.ended(job.queue);
-      return waits.claimable(job.queue, 0, job.runAt);
+      return together(owner === undefined ? undefined : waits.ended(job.queue, owner), waits.claimable(job.queue, 0, job.runAt));
     },
 
-    /** Leases of these queues ended by completions: a claim that a queue's maxLeased held back looks again. */
-    ended(queues: Iterable<string>): void {
-      for (const queue of queues) waits.ended(queue);
+    /** Leases of `owner` in these queues ended by completions: a claim that a queue's maxLeased (or maxInFlight) held back looks again. */
+    ended(queues: Iterable<string>, owner: string): void | Promise<void> {
+      return together(...[...queues].map((queue) => waits.ended(queue, owner)));
     },
 
     /** A queue resumed or given a new limit: its waiters look again, as many as there may be jobs for. */

@@ -1,4 +1,5 @@
 import type { PushChanges } from "../http/push.ts";
+import { PUSH_OWNER } from "../store/sql/claim-next.ts";
 import type { LeaseStore } from "../store/store.ts";
 import type { Waits } from "../wait/long-poll.ts";
 import type { DeliverOptions } from "./deliver.ts";
@@ -78,15 +79,24 @@ export function pushAfterWrites(
     const limit = Math.min(MAX_PUSH_AFTER_WRITE, maxInFlight);
     await pushWhileDue(queue, { ...options, waits, first: due === "some" ? limit : Math.min(limit, due), limit, endBy, maxTimeoutMs });
   };
+  /** Delivers what is due, alongside the ring of the plain waits; a failure is logged, never thrown at the write. */
+  const alongside = (rung: void | Promise<void>, queue: string, due: number | "some") => {
+    const endBy = performance.now() + windowMs;
+    const pushing = deliverDue(queue, due, endBy).catch((error: unknown) => options.log?.(`fencelease: pushing the jobs of ${JSON.stringify(queue)} failed: ${(error as Error).message}`));
+    return Promise.all([rung, pushing]).then(() => undefined);
+  };
   return {
     waits: {
       ...waits,
       claimable(queue, due, at) {
-        const endBy = performance.now() + windowMs;
         const rung = waits.claimable(queue, due, at);
-        if (due === 0) return rung;
-        const pushing = deliverDue(queue, due, endBy).catch((error: unknown) => options.log?.(`fencelease: pushing the jobs of ${JSON.stringify(queue)} failed: ${(error as Error).message}`));
-        return Promise.all([rung, pushing]).then(() => undefined);
+        return due === 0 ? rung : alongside(rung, queue, due);
+      },
+      // A pushed lease ended through the API (its endpoint answered 202 and settled later): its slot of
+      // maxInFlight is free, and without this the jobs it held back would wait for the next enqueue or the cron.
+      ended(queue, owner) {
+        const rung = waits.ended(queue, owner);
+        return owner === PUSH_OWNER ? alongside(rung, queue, "some") : rung;
       },
     },
     changed() {

@@ -281,7 +281,7 @@ async function deliverCarrying(lease: Lease, target: PushTarget, options: Delive
     if (answer.stopped) {
       // No answer is known: the lease is given back, its attempt with it, for whoever delivers next.
       const released = await store.release(job.id, { owner, fence, now });
-      await wake?.settled(released, now);
+      await wake?.settled(released, now, owner);
       return report("released");
     }
     await store.push.record({ lease, outcome: answer.outcome, status: answer.status, durationMs, error: answer.error, at: now });
@@ -289,11 +289,11 @@ async function deliverCarrying(lease: Lease, target: PushTarget, options: Delive
     if (answer.outcome === "success") {
       await store.complete(job.id, { owner, fence, result: answer.result!, now });
       wake?.finished([job.id]);
-      wake?.ended([job.queue]);
+      await wake?.ended([job.queue], owner);
       return report("completed");
     }
     const settled = await store.fail(job.id, { owner, fence, error: answer.error!, retryInMs: answer.retryInMs, now });
-    await wake?.settled(settled.job, now);
+    await wake?.settled(settled.job, now, owner);
     return report(settled.job.status === "dead" ? "dead" : "failed");
   } catch (error) {
     if (error instanceof LeaseLost || error instanceof NotFound) return report("refused");

@@ -30,8 +30,12 @@ export type Waits = {
   claimable(queue: string, due: number | "some", at?: number): void | Promise<void>;
   /** These jobs are done, dead, cancelled or deleted. */
   finished(ids: string[]): void;
-  /** A lease of `queue` ended (completed, failed, released): a claim its maxLeased held back may take the slot. */
-  ended(queue: string): void;
+  /**
+   * A lease of `queue` held by `owner` ended (completed, failed, released): a
+   * claim its maxLeased held back may take the slot, and so may a push
+   * delivery its maxInFlight held back when `owner` is the push owner.
+   */
+  ended(queue: string, owner: string): void | Promise<void>;
 };
 
 /** Whether a job's result is final: done, cancelled, or dead (a retry can still bring it back). */

@@ -72,7 +72,7 @@ describe("the push dispatcher", () => {
         await sleep(300);
         const { id, owner, fence } = leaseOf(endpoint.received[i - 1]!);
         expect((await one.store.complete(id, { owner, fence, result: '"done"' })).changed).toBe(true);
-        wakeWith(one.waits).ended(["mail"]);
+        wakeWith(one.waits).ended(["mail"], owner);
       }
       await sleep(300); // nothing more to deliver: a loop would go on claiming here
       expect(endpoint.received.map((request) => leaseOf(request).id)).toEqual(["job-1", "job-2", "job-3"]);

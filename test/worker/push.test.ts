@@ -87,6 +87,18 @@ describe("push on the Worker", () => {
     expect((await call("POST", "/v1/jobs/w-accept-1/complete", { owner: "push", fence: 1, result: "later" })).status).toBe(200);
   });
 
+  test("an endpoint that answered 202 and completes later through the API frees its slot: that request delivers the job held back", async () => {
+    await call("PUT", "/v1/queues/w-slot/push", { url: `${ENDPOINT}/accept`, maxInFlight: 1 });
+    await call("POST", "/v1/jobs", { id: "w-slot-1", queue: "w-slot" });
+    await call("POST", "/v1/jobs", { id: "w-slot-2", queue: "w-slot" });
+    expect(await received("w-slot-1")).toHaveLength(1);
+    expect(await received("w-slot-2")).toEqual([]); // its one slot is held by the first, answered 202
+    expect((await call("GET", "/v1/jobs/w-slot-2")).body).toMatchObject({ status: "queued", owner: null, fence: 0 });
+    expect((await call("POST", "/v1/jobs/w-slot-1/complete", { owner: "push", fence: 1, result: "later" })).status).toBe(200);
+    expect(await received("w-slot-2")).toHaveLength(1); // no enqueue, no cron: the completion's waitUntil delivered it
+    expect((await call("GET", "/v1/jobs/w-slot-2")).body).toMatchObject({ status: "leased", owner: "push", fence: 1 });
+  });
+
   test("the enqueue's waitUntil goes on delivering as slots free up: five jobs at two at a time are all delivered by it", async () => {
     await call("PUT", "/v1/queues/w-rounds/push", { url: `${ENDPOINT}/ok`, maxInFlight: 2 });
     const ids = ["w-rounds-1", "w-rounds-2", "w-rounds-3", "w-rounds-4", "w-rounds-5"];
