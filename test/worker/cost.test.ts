@@ -3,6 +3,7 @@ import type { D1Database, D1PreparedStatement, D1Result } from "@cloudflare/work
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import worker from "../../src/worker.ts";
 import costPage from "../../docs/cost.md?raw";
+import { BATCH, COST_VERBS, LONG_POLL } from "./cost-verbs.ts";
 
 // What each verb costs on D1, in the rows D1 bills: every query's
 // meta.rows_read and meta.rows_written, summed over the verb's HTTP call
@@ -64,7 +65,6 @@ const T = Date.UTC(2026, 0, 1);
 const DAY = 24 * 60 * 60 * 1000;
 const TTL = 30_000;
 const TOKEN = "worker-test-token"; // FENCELEASE_TOKENS in vitest.config.ts
-const BATCH = 100;
 
 /** A payload of 60 bytes and a result of 50 bytes as JSON text, the sizes docs/cost.md prices. */
 const PAYLOAD = { order: "o".repeat(48) };
@@ -202,7 +202,7 @@ beforeAll(async () => {
   vi.setSystemTime(T);
   await inUse("polled");
   const producer = countedWorker();
-  const waiting = measure("claim-next, long poll (looks, waits, then takes one)", () => w.call("POST", "/v1/queues/polled/claim", { owner: "A", ttlMs: TTL, waitMs: 5_000 }));
+  const waiting = measure(LONG_POLL, () => w.call("POST", "/v1/queues/polled/claim", { owner: "A", ttlMs: TTL, waitMs: 5_000 }));
   // Once the claim has looked (a claim-next, then when a job is next due), and sleeps until its re-check a second later.
   while (w.peek().queries < 3) await new Promise((resolve) => setTimeout(resolve, 5));
   expectStatus(await producer.call("POST", "/v1/jobs", { id: "polled", queue: "polled", payload: PAYLOAD }), 201);
@@ -238,37 +238,11 @@ afterAll(() => {
   vi.useRealTimers();
 });
 
-/** The lines of the table in docs/cost.md, in its order. */
-const VERBS = [
-  "enqueue",
-  "claim-next",
-  "claim (by id)",
-  "renew",
-  "renew, again in the same lease",
-  "complete",
-  "purge (cron, one job)",
-  `enqueueMany of ${BATCH}`,
-  `claim-next of ${BATCH}`,
-  `renewMany of ${BATCH}`,
-  `completeMany of ${BATCH} with next (none left)`,
-  `completeMany of ${BATCH} with next (takes ${BATCH})`,
-  `purge (cron, ${BATCH} jobs)`,
-  "refused stale write",
-  "refused stale write, repeated",
-  "fail (retried later)",
-  "release",
-  "cancel (queued)",
-  "expiry (cron, one lease)",
-  "claim-next, long poll (looks, waits, then takes one)",
-  "events (read)",
-  "stats (read)",
-];
-
 /** The table of docs/cost.md: each verb's queries and rows, as measured. */
 function costTable(): string {
-  expect([...measured.keys()].sort()).toEqual([...VERBS].sort());
+  expect([...measured.keys()].sort()).toEqual([...COST_VERBS].sort());
   const lines = ["| verb | queries | rows read | rows written |", "|---|---:|---:|---:|"];
-  for (const verb of VERBS) {
+  for (const verb of COST_VERBS) {
     const { queries, read, written } = measured.get(verb)!;
     lines.push(`| ${verb} | ${queries} | ${read} | ${written} |`);
   }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import costPage from "../../../docs/cost.md?raw";
 import { queueObject } from "../storage-mode.ts";
 import { type Billed, billedBetween, meters } from "./meters.ts";
+import { BATCH, COST_VERBS, LONG_POLL } from "../cost-verbs.ts";
 
 // What each verb costs in objects mode (docs/cost.md, "In objects mode"): the
 // requests the objects bill (the queue's object, the directory shards, the
@@ -16,7 +17,6 @@ const T = Date.UTC(2031, 0, 1); // ahead of the real clock: no alarm rings but w
 const DAY = 24 * 60 * 60 * 1000;
 const TTL = 30_000;
 const TOKEN = "worker-test-token"; // FENCELEASE_TOKENS in vitest.config.ts
-const BATCH = 100;
 const PAYLOAD = { order: "o".repeat(48) };
 const RESULT = { receipt: "r".repeat(36) };
 const QUEUES = ["single", "many", "loop", "ends", "polled"];
@@ -127,29 +127,7 @@ beforeAll(async () => {
 afterAll(() => vi.useRealTimers());
 
 /** The lines of the objects table in docs/cost.md, in its order: the D1 table's, less the long poll (whose wake is another call's write here). */
-const VERBS = [
-  "enqueue",
-  "claim-next",
-  "claim (by id)",
-  "renew",
-  "renew, again in the same lease",
-  "complete",
-  "purge (cron, one job)",
-  `enqueueMany of ${BATCH}`,
-  `claim-next of ${BATCH}`,
-  `renewMany of ${BATCH}`,
-  `completeMany of ${BATCH} with next (none left)`,
-  `completeMany of ${BATCH} with next (takes ${BATCH})`,
-  `purge (cron, ${BATCH} jobs)`,
-  "refused stale write",
-  "refused stale write, repeated",
-  "fail (retried later)",
-  "release",
-  "cancel (queued)",
-  "expiry (cron, one lease)",
-  "events (read)",
-  "stats (read)",
-];
+const VERBS = COST_VERBS.filter((verb) => verb !== LONG_POLL);
 
 /** A verb's rows written on D1, from the D1 table of docs/cost.md (test/worker/cost.test.ts keeps that one true). */
 function d1Written(verb: string): number {
