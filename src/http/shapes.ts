@@ -4,6 +4,7 @@ import type { LeaseOutcome } from "../store/refusal.ts";
 import { STATUSES } from "../store/sql/lease.ts";
 import { describeError } from "./errors.ts";
 import { hasUnprintable, UNPRINTABLE_CLASS } from "../store/printable.ts";
+import { utf8Bytes } from "../store/validate.ts";
 import { linkJobTrace } from "../tracing/job-span.ts";
 
 // The shapes every resource of the API shares: the limits, the rules of its
@@ -22,8 +23,6 @@ export type Limits = {
 
 /** The limits used where none are given. */
 export const DEFAULT_LIMITS: Limits = { maxBodyBytes: 1024 * 1024, maxTtlMs: 60 * 60 * 1000 };
-
-const utf8 = new TextEncoder();
 
 // Messages name no field: the validation hook puts the field's path before each.
 
@@ -46,7 +45,7 @@ export function label() {
   return z
     .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
     .min(1, { error: "must not be empty" })
-    .refine((value) => utf8.encode(value).byteLength <= MAX_LABEL_BYTES, { error: `must be at most ${MAX_LABEL_BYTES} bytes of UTF-8` })
+    .refine((value) => utf8Bytes(value) <= MAX_LABEL_BYTES, { error: `must be at most ${MAX_LABEL_BYTES} bytes of UTF-8` })
     // A NUL would be cut off by SQLite, a lone surrogate would become U+FFFD, and
     // "." or ".." would be rewritten by every URL parser on the way to /v1/jobs/:id.
     .refine((value) => !value.includes("\u0000") && value.isWellFormed(), { error: "must be well-formed text without NUL characters" })

@@ -94,17 +94,29 @@ export function distinctIds(what: string, entries: { id: string }[]): void {
   });
 }
 
-const utf8 = new TextEncoder();
-
 /** The most bytes of UTF-8 a job's progress may take as JSON text. */
 export const MAX_PROGRESS_BYTES = 4096;
 
 /** The most bytes of UTF-8 a cancel's reason may take. */
 export const MAX_REASON_BYTES = 1024;
 
-/** How many bytes of UTF-8 `text` takes. */
+/**
+ * How many bytes of UTF-8 `text` takes, as TextEncoder writes it (a lone
+ * surrogate as U+FFFD, 3 bytes). Counted without encoding: every id, owner
+ * and queue of a request is measured, and encoding each allocated.
+ */
 export function utf8Bytes(text: string): number {
-  return utf8.encode(text).byteLength;
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x80) continue;
+    if (unit < 0x800) bytes += 1;
+    else if ((unit & 0xfc00) === 0xd800 && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 2; // a surrogate pair: 4 bytes for its 2 units
+      i++;
+    } else bytes += 2;
+  }
+  return bytes;
 }
 
 /** A progress report: any JSON value of at most MAX_PROGRESS_BYTES as JSON text, returned as that text; undefined (none) as null. */
