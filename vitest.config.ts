@@ -1,6 +1,8 @@
 import { fileURLToPath } from "node:url";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { splitStatements } from "./src/store/sql-script.ts";
+import { earlierMains } from "./test/fixtures/earlier-mains.ts";
 
 // The examples import the package by name, as its users do; in the tests that
 // name means the sources here, not the build in dist/.
@@ -22,15 +24,24 @@ const sqlAsText = {
 
 const testMigrations = await readD1Migrations("migrations");
 
+// The migrations/ folders of three earlier mains (test/fixtures/earlier-mains.ts), as wrangler
+// would have applied them: test/worker/earlier-mains-d1.test.ts builds a database with each.
+const earlier = earlierMains(testMigrations.map((migration) => migration.name)).map(({ commit, migrations }) => ({
+  commit,
+  binding: `DB_AT_${commit.toUpperCase()}`,
+  migrations: migrations.map(({ name, sql }) => ({ name, queries: splitStatements(sql) })),
+}));
+
 // The Worker in the Workers runtime, as a wrangler config builds it.
 const inWorkers = (configPath: string, d1Databases: string[] = []) =>
   cloudflareTest({
     wrangler: { configPath },
     miniflare: {
       // A second database that no setup migrates: test/worker/migrate-d1.test.ts builds it step by step.
-      d1Databases: ["DB_UNMIGRATED", ...d1Databases],
+      d1Databases: ["DB_UNMIGRATED", ...earlier.map((main) => main.binding), ...d1Databases],
       bindings: {
         TEST_MIGRATIONS: testMigrations,
+        EARLIER_MAINS: earlier,
         FENCELEASE_TOKENS: "worker-test-token",
         // test/worker/objects/bench.test.ts runs only when asked: FENCELEASE_BENCH=1 (or quick).
         BENCH: process.env.FENCELEASE_BENCH ?? "",

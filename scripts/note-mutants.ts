@@ -4,8 +4,8 @@
 //
 // | # | The note's wrong fragment                         | The same mistake in fencelease                                      |
 // |---|---------------------------------------------------|---------------------------------------------------------------------|
-// | 1 | CREATE TABLE jobs (not idempotent; a restart       | src/store/migrate.ts: the runner no longer skips a migration already      |
-// |   |   that rebuilds the table resets the fences)       |   applied, so a reopen runs 0001_jobs.sql again                     |
+// | 1 | CREATE TABLE jobs (not idempotent; a restart       | src/store/migrate.ts: the runner no longer records a migration it   |
+// |   |   that rebuilds the table resets the fences)       |   applies, so a reopen runs 0001_jobs.sql again                     |
 // | 2 | INSERT OR REPLACE INTO jobs                        | sql/lease.ts enqueue: INSERT OR REPLACE, no ON CONFLICT DO NOTHING, |
 // |   |                                                    |   so re-enqueueing wipes a lease in progress (and its fence)        |
 // | 3 | if row else {}                                     | noteVerbs state: answers {} instead of null for an unknown id       |
@@ -40,7 +40,7 @@ const COPIED = ["src", "test", "migrations", "package.json", "tsconfig.json", "v
 const MUTANTS: Mutant[] = [
   {
     name: "1 migrate re-runs applied migrations (CREATE TABLE jobs)",
-    edits: [{ file: "src/store/migrate.ts", search: "if (done.rows.length > 0) continue;", replace: "if (done.rows.length < 0) continue;" }],
+    edits: [{ file: "src/store/migrate.ts", search: '{ sql: "INSERT INTO d1_migrations (name) VALUES (?1)", args: [step.name] }', replace: '{ sql: "SELECT ?1", args: [step.name] }' }],
     tests: ["test/store/migrate.test.ts"],
   },
   {

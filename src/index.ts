@@ -24,7 +24,7 @@ export {
 export type { Health, HealthOptions, HealthReason } from "./store/health.ts";
 export type { Job, JobEvent, JobStatus, Lease } from "./store/job.ts";
 export { maintain, type Maintained, RETENTION_MS } from "./store/maintenance.ts";
-export { type Migration, migrate } from "./store/migrate.ts";
+export { type Migration, MigrationChanged, MigrationFailed, migrate } from "./store/migrate.ts";
 export { type NoteVerbs, noteVerbs } from "./store/note.ts";
 export type { LeaseOutcome } from "./store/refusal.ts";
 export type { Fired, FiredJob, Schedule, Schedules, ScheduleSpec, TakenFire } from "./store/schedules.ts";

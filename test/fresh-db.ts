@@ -23,11 +23,11 @@ export function freshUrl(): string {
 export type OpenOn = (url: string, options?: { migrations?: false; random?: () => number }) => Promise<LeaseStore>;
 
 /**
- * A store on a fresh file database, and a second connection that reads what is
- * really stored, so that assertions never see a cache of the store's.
+ * A store on a fresh file database (or on `url`, a file made for this test),
+ * and a second connection that reads what is really stored, so that
+ * assertions never see a cache of the store's.
  */
-export async function freshStore(open: OpenOn = (url, options) => openStore({ url, ...options })): Promise<FreshStorage & { url: string }> {
-  const url = freshUrl();
+export async function freshStore(open: OpenOn = (url, options) => openStore({ url, ...options }), url = freshUrl()): Promise<FreshStorage & { url: string }> {
   const store = await open(url);
   const reader = createClient({ url });
   onTestFinished(() => {

@@ -21,14 +21,19 @@ export async function serve(io: Io): Promise<number> {
 
 /** migrate: applies migrations/ to DATABASE_URL. */
 export async function migrateDatabase(io: Io): Promise<number> {
-  const [{ migrate }, { readMigrations }, { connect }] = await Promise.all([import("../store/migrate.ts"), import("../runtime/node/migrations-dir.ts"), import("../runtime/node/open.ts")]);
+  const [{ migrate }, { readMigrations }, { connect }, { libsqlDriver }] = await Promise.all([
+    import("../store/migrate.ts"),
+    import("../runtime/node/migrations-dir.ts"),
+    import("../runtime/node/open.ts"),
+    import("../drivers/libsql-client.ts"),
+  ]);
   const url = io.env.DATABASE_URL ?? "file:./data/fencelease.db";
-  const client = await connect(url, { authToken: io.env.DATABASE_AUTH_TOKEN });
+  const driver = libsqlDriver(await connect(url, { authToken: io.env.DATABASE_AUTH_TOKEN }), { statementTimeoutMs: Number.POSITIVE_INFINITY });
   try {
-    const applied = await migrate(client, await readMigrations());
+    const applied = await migrate(driver, await readMigrations());
     io.out(applied.length === 0 ? `${url}: up to date` : `${url}: applied ${applied.join(", ")}`);
     return EXIT.ok;
   } finally {
-    client.close();
+    driver.close();
   }
 }

@@ -9,8 +9,9 @@ export type LibsqlDriverOptions = {
   /**
    * On a remote database, how long a call may take before it fails with
    * StorageUnavailable, outcome `unknown`, reason `timeout` (the request may
-   * have reached the database); default STATEMENT_TIMEOUT_MS. A local file
-   * has its busy timeout instead.
+   * have reached the database); default STATEMENT_TIMEOUT_MS; Infinity for
+   * none (the migrations, one of which may take long). A local file has its
+   * busy timeout instead.
    */
   statementTimeoutMs?: number;
   /**
@@ -43,7 +44,8 @@ class StatementTimeout extends Error {
 export function libsqlDriver(client: Client, options: LibsqlDriverOptions = {}): Driver {
   const local = client.protocol === "file";
   const afterBusy = options.afterBusy ?? (local ? () => client.reconnect() : undefined);
-  const timeoutMs = local ? undefined : (options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS);
+  const given = options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS;
+  const timeoutMs = local || given === Number.POSITIVE_INFINITY ? undefined : given;
   if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)) throw new RangeError(`statementTimeoutMs must be a positive integer, got ${timeoutMs}`);
   let calls = 0;
   async function failure(error: unknown): Promise<unknown> {

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { InvalidArgument, LeaseLost, NotClaimable, NotFound, StorageUnavailable, WrongStatus } from "../store/errors.ts";
+import { MigrationChanged, MigrationFailed } from "../store/migrate.ts";
 import { ApiError } from "./api-error.ts";
 
 /** The body of every error response. */
@@ -38,6 +39,11 @@ export function describeError(error: unknown): Described {
   if (error instanceof StorageUnavailable) {
     const details = { outcome: error.outcome, reason: error.reason };
     return { status: 503, code: error.code, message: error.message, details, headers: { "Retry-After": RETRY_AFTER_SECONDS } };
+  }
+  // The schema could not be brought up to date (the Worker migrates its D1 before serving): nothing is served until it is.
+  if (error instanceof MigrationChanged) return { status: 503, code: error.code, message: error.message, details: { migration: error.migration } };
+  if (error instanceof MigrationFailed) {
+    return { status: 503, code: "migration_failed", message: `migration ${error.migration} failed, and nothing of it was applied: see the server's log`, details: { migration: error.migration } };
   }
   // Hono's own refusals of a body: malformed JSON (400), or none where one is required (415).
   if (error instanceof HTTPException && error.status === 400) {

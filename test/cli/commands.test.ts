@@ -1,7 +1,9 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, test } from "vitest";
+import { createClient } from "@libsql/client";
+import { describe, expect, onTestFinished, test } from "vitest";
 import { readMigrations } from "../../src/node.ts";
+import { EDITED_MIGRATIONS } from "../../src/store/migration-repairs.ts";
 import { cli, serving } from "./process.ts";
 import { freshDir, freshUrl } from "../fresh-db.ts";
 
@@ -255,10 +257,27 @@ describe("the fencelease command", () => {
 
   test("migrate applies the migrations once", async () => {
     const url = freshUrl();
-    const names = (await readMigrations()).map((migration) => migration.name);
+    const names = [...(await readMigrations()).map((migration) => migration.name), EDITED_MIGRATIONS.name].sort();
     expect(names.slice(0, 2)).toEqual(["0001_jobs.sql", "0002_lifecycle.sql"]);
     expect(await cli(["migrate"], { DATABASE_URL: url })).toEqual({ code: 0, stdout: `${url}: applied ${names.join(", ")}\n`, stderr: "" });
     expect((await cli(["migrate"], { DATABASE_URL: url })).stdout).toBe(`${url}: up to date\n`);
+  });
+
+  test("serve and migrate refuse a database on which an applied migration was edited since: one line naming the file, exit 1, nothing changed", async () => {
+    const url = freshUrl();
+    expect((await cli(["migrate"], { DATABASE_URL: url })).code).toBe(0);
+    const client = createClient({ url });
+    onTestFinished(() => client.close());
+    // As if the file had been edited after this database applied it: the recorded text is not the file's.
+    await client.execute("UPDATE migration_checksums SET sha256 = '0123456789ab' || substr(sha256, 13) WHERE name = '0013_bucket_follows_clock.sql'");
+    const before = (await client.execute("SELECT * FROM d1_migrations")).rows.length;
+    for (const command of [["serve"], ["migrate"]]) {
+      const ran = await cli(command, { DATABASE_URL: url, FENCELEASE_AUTH: "off", PORT: "0" });
+      expect(ran.code).toBe(1);
+      expect(ran.stderr).toMatch(/^fencelease: migrations\/0013_bucket_follows_clock\.sql was applied to this database as a text whose SHA-256 is 0123456789ab…/);
+      expect(ran.stderr.trim().split("\n")).toHaveLength(1);
+    }
+    expect((await client.execute("SELECT * FROM d1_migrations")).rows.length).toBe(before);
   });
 
   test("--help prints the usage and exits 0; no command prints it to stderr and exits 2", async () => {

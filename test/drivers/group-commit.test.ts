@@ -16,7 +16,7 @@ const TTL = 60_000;
 /** A driver over a fresh file database that counts the batches and runs that reach it. */
 async function countingDriver() {
   const client = await connect(freshUrl());
-  await migrate(client, await readMigrations());
+  await migrate(libsqlDriver(client), await readMigrations());
   const inner = libsqlDriver(client);
   const calls = { batches: [] as number[], runs: 0 };
   const driver: Driver = {

@@ -3,6 +3,7 @@ import { createClient } from "@libsql/client";
 import Database from "libsql";
 import { describe, expect, onTestFinished, test, vi } from "vitest";
 import type { Driver } from "../../src/drivers/driver.ts";
+import { libsqlDriver } from "../../src/drivers/libsql-client.ts";
 import { BUSY_TIMEOUT_MS, libsqlFileDriver, STATEMENT_CACHE_SIZE } from "../../src/drivers/libsql-file.ts";
 import { LeaseStore, migrate, StorageUnavailable } from "../../src/index.ts";
 import { readMigrations } from "../../src/node.ts";
@@ -49,7 +50,7 @@ describe("prepared statements", () => {
   test("each SQL text is prepared once: repeating the verbs prepares nothing more", async () => {
     const { driver, url } = fresh();
     const client = outside(url);
-    await migrate(client, await readMigrations());
+    await migrate(libsqlDriver(client), await readMigrations());
     const store = new LeaseStore(driver);
     const cycle = async (i: number) => {
       await store.enqueue(`job-${i}`, { now: T });

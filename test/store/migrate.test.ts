@@ -1,6 +1,9 @@
 import { type Client, createClient } from "@libsql/client";
-import { describe, expect, test } from "vitest";
+import { describe, expect, onTestFinished, test } from "vitest";
+import { libsqlDriver } from "../../src/drivers/libsql-client.ts";
 import { migrate } from "../../src/index.ts";
+import { checksumOf, type Migration, MigrationChanged } from "../../src/store/migrate.ts";
+import { EDITED_MIGRATIONS } from "../../src/store/migration-repairs.ts";
 import { BUSY_TIMEOUT_MS, connect, openStore, readMigrations, reconnect } from "../../src/node.ts";
 import { freshDir, freshStore, freshUrl } from "../fresh-db.ts";
 import { noteVerbs } from "../../src/store/note.ts";
@@ -22,14 +25,18 @@ const T = 1_000_000;
 const TTL = 30_000;
 
 describe("migrate", () => {
-  test("applies every migration once, in name order, and records each", async () => {
+  test("applies every migration once, in name order, with the repair of the edited ones in its place, and records each with its text's checksum", async () => {
     const client = createClient({ url: freshUrl() });
     try {
       const migrations = await readMigrations();
       expect(migrations.map((m) => m.name)).toEqual([...migrations.map((m) => m.name)].sort());
-      expect(await migrate(client, migrations)).toEqual(migrations.map((m) => m.name));
+      const steps = [...migrations.map((m) => m.name), EDITED_MIGRATIONS.name].sort();
+      expect(steps.indexOf(EDITED_MIGRATIONS.name)).toBe(steps.indexOf("0015_fewer_rows_written.sql") - 1);
+      expect(await migrate(libsqlDriver(client), migrations)).toEqual(steps);
       const recorded = await client.execute("SELECT name FROM d1_migrations ORDER BY id");
-      expect(recorded.rows.map((row) => row.name)).toEqual(migrations.map((m) => m.name));
+      expect(recorded.rows.map((row) => row.name)).toEqual(steps);
+      const checksums = await client.execute("SELECT name, sha256 FROM migration_checksums ORDER BY name");
+      expect(checksums.rows.map((row) => ({ ...row }))).toEqual(await Promise.all(migrations.map(async (m) => ({ name: m.name, sha256: await checksumOf(m.sql) }))));
     } finally {
       client.close();
     }
@@ -43,7 +50,7 @@ describe("migrate", () => {
         { name: "0003_second_row", sql: "INSERT INTO t (x) VALUES (3);" },
         { name: "0001_table", sql: "CREATE TABLE t (x INTEGER);" },
       ];
-      expect(await migrate(client, migrations)).toEqual(["0001_table", "0002_first_row", "0003_second_row"]);
+      expect(await migrate(libsqlDriver(client), migrations)).toEqual(["0001_table", "0002_first_row", "0003_second_row"]);
       const recorded = await client.execute("SELECT name FROM d1_migrations ORDER BY id");
       expect(recorded.rows.map((row) => row.name)).toEqual(["0001_table", "0002_first_row", "0003_second_row"]);
       expect((await client.execute("SELECT x FROM t ORDER BY rowid")).rows.map((row) => row.x)).toEqual([2, 3]);
@@ -59,19 +66,22 @@ describe("migrate", () => {
     const before = await snapshot();
     const client = createClient({ url });
     try {
-      expect(await migrate(client, await readMigrations())).toEqual([]);
+      expect(await migrate(libsqlDriver(client), await readMigrations())).toEqual([]);
     } finally {
       client.close();
     }
     expect(await snapshot()).toEqual(before);
   });
 
-  test("rolls back a migration that fails, with its record", async () => {
+  test("rolls back a migration that fails, with its record, names it, and tries none after it", async () => {
     const client = createClient({ url: freshUrl() });
     try {
-      const broken = [{ name: "0001_half", sql: "CREATE TABLE half (x); INSERT INTO nowhere VALUES (1);" }];
-      await expect(migrate(client, broken)).rejects.toThrow(/nowhere/);
-      const tables = await client.execute("SELECT name FROM sqlite_master WHERE name = 'half'");
+      const broken = [
+        { name: "0001_half", sql: "CREATE TABLE half (x); INSERT INTO nowhere VALUES (1);" },
+        { name: "0002_after", sql: "CREATE TABLE after_half (x);" },
+      ];
+      await expect(migrate(libsqlDriver(client), broken)).rejects.toThrow(/^migration 0001_half failed, and nothing of it was applied: .*nowhere/);
+      const tables = await client.execute("SELECT name FROM sqlite_master WHERE name IN ('half', 'after_half')");
       expect(tables.rows).toEqual([]);
       expect((await client.execute("SELECT count(*) AS n FROM d1_migrations")).rows[0]?.n).toBe(0);
     } finally {
@@ -110,7 +120,7 @@ describe("migrate", () => {
       await db.exec("UPDATE jobs SET last_event = 'renewed', updated_at = ?1 WHERE id = 'job-1'", [T + 2]);
       const history = await db.rows("SELECT * FROM events ORDER BY seq");
       expect(history.map((event) => [event.kind, event.count])).toEqual([["enqueued", 1], ["claimed", 1], ["renewed", 2]]);
-      expect(await migrate(client, (await readMigrations()).filter((m) => m.name < "0013"))).toEqual(["0012_events_without_autoincrement.sql"]);
+      expect(await migrate(libsqlDriver(client), (await readMigrations()).filter((m) => m.name < "0013"))).toEqual(["0012_events_without_autoincrement.sql"]);
       expect(await db.rows("SELECT * FROM events ORDER BY seq")).toEqual(history);
       expect((await db.rows("SELECT sql FROM sqlite_master WHERE name = 'events'"))[0]!.sql).not.toMatch(/AUTOINCREMENT/i);
       await db.exec("UPDATE jobs SET last_event = 'renewed', updated_at = ?1 WHERE id = 'job-1'", [T + 3]);
@@ -128,7 +138,7 @@ describe("migrate", () => {
     try {
       const db = rawDatabase(client);
       const before = await writeHistoryBefore0015(db);
-      expect((await migrate(client, await readMigrations()))[0]).toBe("0015_fewer_rows_written.sql"); // then any later one
+      expect((await migrate(libsqlDriver(client), await readMigrations()))[0]).toBe("0015_fewer_rows_written.sql"); // then any later one
       await expectKeptAfter0015(db, before);
       const store = await openStore({ url });
       try {
@@ -139,6 +149,82 @@ describe("migrate", () => {
     } finally {
       client.close();
     }
+  });
+});
+
+/** A database file migrated by `files`, and a raw client on it. */
+async function migratedFile(files: Migration[]): Promise<{ url: string; client: Client }> {
+  const url = freshUrl();
+  const client = createClient({ url });
+  onTestFinished(() => client.close());
+  await migrate(libsqlDriver(client), files);
+  return { url, client };
+}
+
+/** What a test compares to see that nothing changed: every object of the schema and every record of the runner. */
+async function everything(client: Client): Promise<unknown> {
+  const read = async (sql: string) => (await client.execute(sql)).rows.map((row) => ({ ...row }));
+  return { schema: await read("SELECT type, name, sql FROM sqlite_master ORDER BY name"), applied: await read("SELECT * FROM d1_migrations ORDER BY id"), checksums: await read("SELECT * FROM migration_checksums ORDER BY name") };
+}
+
+describe("migrations are append-only, checked by their text", () => {
+  const files = [
+    { name: "0001_table", sql: "CREATE TABLE t (x INTEGER);" },
+    { name: "0002_row", sql: "INSERT INTO t (x) VALUES (2);" },
+  ];
+  const edited = [files[0]!, { name: "0002_row", sql: "INSERT INTO t (x) VALUES (3);" }, { name: "0003_more", sql: "CREATE TABLE u (y);" }];
+
+  test("refuses a database on which an applied migration's file was edited since, naming the file, and applies nothing", async () => {
+    const { client } = await migratedFile(files);
+    const before = await everything(client);
+    const refused = await migrate(libsqlDriver(client), edited).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(MigrationChanged);
+    expect(refused).toMatchObject({ code: "migration_changed", migration: "0002_row" });
+    expect((refused as Error).message).toMatch(/^migrations\/0002_row was applied to this database as a text whose SHA-256 is [0-9a-f]{12}…, and the file now reads otherwise \([0-9a-f]{12}…\)\. A migration that has been applied is never edited/);
+    expect(await everything(client)).toEqual(before); // 0003_more not applied either
+  });
+
+  test("openStore refuses to open such a database, with the same message", async () => {
+    const { url } = await migratedFile(files);
+    await expect(openStore({ url, migrations: edited })).rejects.toThrow(/^migrations\/0002_row was applied/);
+  });
+
+  test("a file whose lines end in CRLF (a Windows checkout) reads as the same text", async () => {
+    const { client } = await migratedFile(files);
+    const crlf = files.map((file) => ({ ...file, sql: `-- a comment\n${file.sql}\n`.replace(/\n/g, "\r\n") }));
+    const lf = files.map((file) => ({ ...file, sql: `-- a comment\n${file.sql}\n` }));
+    const { client: other } = await migratedFile(lf);
+    expect(await migrate(libsqlDriver(other), crlf)).toEqual([]);
+    await expect(migrate(libsqlDriver(client), crlf)).rejects.toBeInstanceOf(MigrationChanged); // a comment is part of the text
+  });
+
+  test("takes migrations recorded without a checksum (by wrangler, or before checksums) as their files read now, records them, and refuses a later edit", async () => {
+    const { client } = await migratedFile(files);
+    await client.execute("DELETE FROM migration_checksums");
+    expect(await migrate(libsqlDriver(client), files)).toEqual([]);
+    expect((await client.execute("SELECT name FROM migration_checksums ORDER BY name")).rows.map((row) => row.name)).toEqual(["0001_table", "0002_row"]);
+    await expect(migrate(libsqlDriver(client), edited)).rejects.toThrow(/^migrations\/0002_row was applied/);
+  });
+
+  test("a repair waits until the migrations it amends are applied: a shorter list leaves it for later", async () => {
+    const { client } = await migratedFile((await readMigrations()).filter((m) => m.name < "0013"));
+    const names = async () => (await client.execute("SELECT name FROM d1_migrations ORDER BY id")).rows.map((row) => row.name);
+    expect(await names()).not.toContain(EDITED_MIGRATIONS.name);
+    expect(await migrate(libsqlDriver(client), await readMigrations())).toContain(EDITED_MIGRATIONS.name);
+    expect((await names()).indexOf(EDITED_MIGRATIONS.name)).toBe((await names()).indexOf("0014_schedule_fires.sql") + 1);
+  });
+
+  test("two stores opening a new database at once apply each migration once, and both serve", async () => {
+    const url = freshUrl();
+    const stores = await Promise.all([openStore({ url }), openStore({ url })]);
+    onTestFinished(() => stores.forEach((store) => store.close()));
+    const client = createClient({ url });
+    onTestFinished(() => client.close());
+    const recorded = (await client.execute("SELECT name, count(*) AS n FROM d1_migrations GROUP BY name")).rows;
+    expect(recorded.length).toBe((await readMigrations()).length + 1);
+    expect(recorded.every((row) => row.n === 1)).toBe(true);
+    await stores[0]!.enqueue("job-1", { now: T });
+    expect(await noteVerbs(stores[1]!).claim("job-1", "A", T, TTL)).toBe(1);
   });
 });
 

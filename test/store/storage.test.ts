@@ -92,7 +92,7 @@ describe("migration 0005", () => {
     const client = createClient({ url });
     onTestFinished(() => client.close());
     const migrations = await readMigrations();
-    await migrate(client, migrations.filter((migration) => migration.name < "0005"));
+    await migrate(libsqlDriver(client), migrations.filter((migration) => migration.name < "0005"));
     await client.execute("INSERT INTO jobs (id, queue, created_at, updated_at) VALUES ('job-1', 'q', 1, 1), ('job-2', 'q', 1, 1)");
     const event = (id: string, at: number, kind: string, owner: string, fence: number, action: string | null = null, currentFence: number | null = null) =>
       client.execute({ sql: "INSERT INTO events (job_id, queue, at, kind, action, owner, fence, current_fence) VALUES (?, 'q', ?, ?, ?, ?, ?, ?)", args: [id, at, kind, action, owner, fence, currentFence] });
@@ -106,7 +106,7 @@ describe("migration 0005", () => {
     const counters = "SELECT (SELECT total FROM refusal_counts) AS total, (SELECT sum(refusals) FROM refusal_minutes) AS minutes";
     expect((await client.execute(counters)).rows.map((row) => ({ ...row }))).toEqual([{ total: 3, minutes: 3 }]);
 
-    await migrate(client, migrations);
+    await migrate(libsqlDriver(client), migrations);
     const rows = (await client.execute("SELECT job_id, at, kind, action, owner, fence, count, last_at FROM events ORDER BY seq")).rows.map((row) => ({ ...row }));
     expect(rows).toEqual([
       { job_id: "job-1", at: 1, kind: "enqueued", action: null, owner: null, fence: null, count: 1, last_at: null },

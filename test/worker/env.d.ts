@@ -7,6 +7,8 @@ declare global {
       DB: D1Database;
       DB_UNMIGRATED: D1Database;
       TEST_MIGRATIONS: D1Migration[];
+      /** Three earlier mains' migrations/ folders (test/fixtures/earlier-mains.ts), each with the D1 binding to build it in. */
+      EARLIER_MAINS: { commit: string; binding: string; migrations: D1Migration[] }[];
       /** Set (1, or quick) to run test/worker/objects/bench.test.ts. */
       BENCH: string;
     }

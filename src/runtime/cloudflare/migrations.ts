@@ -1,10 +1,10 @@
 /// <reference path="./sql-text.d.ts" />
-// The migrations/ folder, bundled into the Worker: a queue's Durable Object
-// builds its own SQLite from the very files that `wrangler d1 migrations apply`
-// and the Node server apply. A new file of the folder needs its line here;
-// test/runtime/object-migrations.test.ts fails until it has one.
-import type { ObjectStorage } from "../../drivers/durable-object-sql.ts";
-import { BOOKKEEPING, type Migration } from "../../store/migrate.ts";
+// The migrations/ folder, bundled into the Worker: the Worker brings its D1, and
+// each queue's Durable Object its own SQLite, up to date from the very files the
+// Node server applies (src/store/migrate.ts runs them on any driver). A new file
+// of the folder needs its line here; test/runtime/object-migrations.test.ts
+// fails until it has one.
+import type { Migration } from "../../store/migrate.ts";
 import m0001 from "../../../migrations/0001_jobs.sql";
 import m0002 from "../../../migrations/0002_lifecycle.sql";
 import m0003 from "../../../migrations/0003_fence_floor.sql";
@@ -45,26 +45,3 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: "0031_push.sql", sql: m0031 },
   { name: "0032_trace_context.sql", sql: m0032 },
 ];
-
-/**
- * migrateObject applies to an object's SQLite the migrations it has not
- * applied yet, in name order, each in one transaction with its record in
- * d1_migrations (the table wrangler and the Node server keep); answers the
- * names it applied. The object runs it in blockConcurrencyWhile, before it
- * serves anything, so no request sees a schema half built. A file is run
- * whole: `sql.exec` takes several statements at once, triggers included,
- * as long as none binds a parameter.
- */
-export function migrateObject(storage: ObjectStorage, migrations: readonly Migration[] = MIGRATIONS): string[] {
-  storage.sql.exec(BOOKKEEPING).toArray();
-  const applied: string[] = [];
-  for (const migration of [...migrations].sort((a, b) => (a.name < b.name ? -1 : 1))) {
-    storage.transactionSync(() => {
-      if (storage.sql.exec("SELECT 1 FROM d1_migrations WHERE name = ?", migration.name).toArray().length > 0) return;
-      storage.sql.exec(migration.sql).toArray(); // a cursor runs its statements as it is read
-      storage.sql.exec("INSERT INTO d1_migrations (name) VALUES (?)", migration.name).toArray();
-      applied.push(migration.name);
-    });
-  }
-  return applied;
-}

@@ -5,6 +5,7 @@ import type { Row } from "../../drivers/driver.ts";
 import { createApp } from "../../http/app.ts";
 import { EnqueueBody, EnqueueManyBody } from "../../http/jobs.ts";
 import { CRON_MAX_CHUNKS, maintain, maintainedLine, RETENTION_MS, wakeAfter } from "../../store/maintenance.ts";
+import { migrate } from "../../store/migrate.ts";
 import type { PushStats } from "../../store/push.ts";
 import { LeaseStore } from "../../store/store.ts";
 import { pushAfterWrites } from "../../push/after-write.ts";
@@ -14,7 +15,7 @@ import { WaitRoom } from "../../wait/wait-room.ts";
 import { Bindings, BINDINGS_SCHEMA } from "./bindings.ts";
 import { registry } from "./directory.ts";
 import { number, type WorkerEnv } from "./env.ts";
-import { migrateObject } from "./migrations.ts";
+import { MIGRATIONS } from "./migrations.ts";
 import { QueueAlarm } from "./queue-alarm.ts";
 
 /** The header by which the Worker tells a queue's object its queue (URI-encoded: a queue name may be any printable text). */
@@ -108,7 +109,7 @@ export class QueueObject extends DurableObject<WorkerEnv> {
     });
     this.#bindings = new Bindings(storage, env.DIRECTORY!, () => this.queue, (queue, ids) => queueStub(env, queue).release(ids, queue));
     void ctx.blockConcurrencyWhile(async () => {
-      migrateObject(storage);
+      await migrate(objectDriver(storage), MIGRATIONS);
       storage.sql.exec(OBJECT_SCHEMA).toArray();
       const [me] = storage.sql.exec("SELECT queue, listed FROM queue_object").toArray() as Row[];
       this.#queue = (me?.queue as string | undefined) ?? null;

@@ -6,16 +6,20 @@
 // claims wait. Objects mode: the router (router.ts) over one QueueObject per
 // queue, whose alarms do the cron's work.
 import type { ExecutionContext, Fetcher, ScheduledController } from "@cloudflare/workers-types";
+import type { Driver } from "../../drivers/driver.ts";
 import { createApp } from "../../http/app.ts";
+import { describeError } from "../../http/errors.ts";
 import { authFromEnv } from "../../http/middleware/auth.ts";
 import type { UiFiles } from "../../http/ui.ts";
 import { CRON_MAX_CHUNKS, maintain, maintainedLine, wakeAfter } from "../../store/maintenance.ts";
 import { PUSH_AFTER_WRITE_MS, pushAfterWrites } from "../../push/after-write.ts";
 import { pushAllDue } from "../../push/push-due.ts";
+import { migrate } from "../../store/migrate.ts";
 import { LeaseStore } from "../../store/store.ts";
 import { requestWaits, type Waits } from "../../wait/long-poll.ts";
 import { durableWaits } from "./queue-doorbell.ts";
 import { driverFor, number, storageMode, type WorkerEnv } from "./env.ts";
+import { MIGRATIONS } from "./migrations.ts";
 import { objectsRouter } from "./router.ts";
 
 
@@ -49,18 +53,19 @@ export const CRON_PUSH_BUDGET_MS = 30_000;
 const log = (line: string) => console.log(line);
 
 // The app is built once per env object, which a Worker isolate keeps between requests.
-const built = new WeakMap<WorkerEnv, { app: ReturnType<typeof createApp>; store: LeaseStore; waits: Waits }>();
+const built = new WeakMap<WorkerEnv, { app: ReturnType<typeof createApp>; store: LeaseStore; waits: Waits; schema: Schema }>();
 const routers = new WeakMap<WorkerEnv, ReturnType<typeof objectsRouter>>();
 
 function builtFor(env: WorkerEnv) {
   let entry = built.get(env);
   if (!entry) {
-    const store = new LeaseStore(driverFor(env));
+    const driver = driverFor(env);
+    const store = new LeaseStore(driver);
     const waits = waitsFor(env, store);
     // A write that makes jobs of a pushed queue due delivers them in its own waitUntil, which no delivery may outlast.
     const pushing = pushAfterWrites(waits, { store, clock: Date.now, log, maxTimeoutMs: PUSH_AFTER_WRITE_MS });
     const app = createApp({ store, ...appOptions(env), waits: pushing.waits, push: pushing });
-    entry = { app, store, waits };
+    entry = { app, store, waits, schema: schemaOf(driver) };
     built.set(env, entry);
   }
   return entry;
@@ -85,11 +90,46 @@ function routerFor(env: WorkerEnv) {
   return router;
 }
 
+/** Whether the database's schema is up to date, and the one call that brings it there. */
+type Schema = { ready: boolean; update: () => Promise<void> };
+
+/**
+ * The isolate's first request (or cron run) brings the schema up to date, as
+ * Node does at open and each queue's object at its start; later ones only
+ * read the flag. A failure is answered to that request and tried again by the
+ * next: an edited migration (MigrationChanged) is refused until the file is
+ * restored.
+ */
+function schemaOf(driver: Driver): Schema {
+  let running: Promise<void> | undefined;
+  const schema: Schema = {
+    ready: false,
+    update: () =>
+      (running ??= migrate(driver, MIGRATIONS).then(
+        () => void (schema.ready = true),
+        (error: unknown) => {
+          running = undefined;
+          console.error(`fencelease: the database's schema could not be brought up to date: ${(error as Error)?.message ?? String(error)}`);
+          throw error;
+        },
+      )),
+  };
+  return schema;
+}
+
+/** The answer to a request the schema's update failed for: the app's error body, as its one handler would make it. */
+function schemaFailed(error: unknown): Response {
+  const { status, code, message, details, headers } = describeError(error);
+  return Response.json({ error: { code, message, ...(details && { details }) } }, { status, headers });
+}
+
 export default {
   /** Serves the API. */
   fetch(request: Request, env: WorkerEnv, ctx: ExecutionContext): Response | Promise<Response> {
     if (storageMode(env) === "objects") return routerFor(env).fetch(request, env, ctx);
-    return builtFor(env).app.fetch(request, env, ctx);
+    const { app, schema } = builtFor(env);
+    if (schema.ready) return app.fetch(request, env, ctx);
+    return schema.update().then(() => app.fetch(request, env, ctx), schemaFailed);
   },
 
   /**
@@ -102,7 +142,8 @@ export default {
   async scheduled(controller: ScheduledController, env: WorkerEnv): Promise<void> {
     // Objects mode: each queue's object does this at the time it is due, by its alarm.
     if (storageMode(env) === "objects") return;
-    const { store, waits } = builtFor(env);
+    const { store, waits, schema } = builtFor(env);
+    if (!schema.ready) await schema.update();
     // A bounded part of a large backlog per run, within D1's limits; the next runs take the rest.
     const done = await maintain(store, controller.scheduledTime, number(env.RETENTION_MS), { maxChunks: CRON_MAX_CHUNKS });
     console.log(maintainedLine(done));

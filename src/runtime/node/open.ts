@@ -45,9 +45,11 @@ export type OpenOptions = (
 export { BUSY_TIMEOUT_MS, STATEMENT_TIMEOUT_MS };
 
 /**
- * openStore opens a lease store and brings its schema up to date. A `file:`
- * URL runs on the native file driver (src/drivers/libsql-file.ts); a remote
- * URL, `:memory:` or a client given run on @libsql/client (libsqlDriver).
+ * openStore opens a lease store and brings its schema up to date (see
+ * migrate: it refuses to open a database on which an applied migration's file
+ * was edited since). A `file:` URL runs on the native file driver
+ * (src/drivers/libsql-file.ts); a remote URL, `:memory:` or a client given run
+ * on @libsql/client (libsqlDriver).
  *
  * @example
  * const store = await openStore({ url: "file:./data/fencelease.db" });
@@ -55,39 +57,50 @@ export { BUSY_TIMEOUT_MS, STATEMENT_TIMEOUT_MS };
  * const { fence } = await store.claim("job-1", { owner: "worker-a", ttlMs: 30_000 });
  */
 export async function openStore(options: OpenOptions): Promise<LeaseStore> {
-  let client = "client" in options ? options.client : await connect(options.url, options);
-  const path = "client" in options ? undefined : localPath(options.url); // after connect, which refuses a malformed URL
-  try {
-    if (options.migrations !== false) await migrate(client, options.migrations ?? (await readMigrations()));
-  } catch (error) {
-    if (!("client" in options)) client.close();
-    throw error;
-  }
-  let driver: Driver;
-  let stuckAfterMs = options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS;
-  if (path !== undefined && path !== ":memory:") {
-    // A file: the client above made its folder, applied the settings and the
-    // migrations; the store runs on the native driver, which prepares each
-    // statement once instead of on every call.
-    client.close();
-    const busyTimeoutMs = "busyTimeoutMs" in options ? options.busyTimeoutMs : undefined;
-    driver = libsqlFileDriver(path, { busyTimeoutMs });
-    stuckAfterMs = busyTimeoutMs ?? BUSY_TIMEOUT_MS;
-  } else {
-    if (!("client" in options) && path === undefined) {
-      // A remote URL: the migrations ran without a timeout (one may take long);
-      // the store's client aborts every request that outlives the statement timeout.
-      client.close();
-      client = await connect(options.url, { authToken: options.authToken, statementTimeoutMs: stuckAfterMs });
-    }
-    // A remote database, a client given, or `:memory:`: an in-memory database
-    // lives on its one connection, so the store keeps the client that migrated it.
-    const ours = !("client" in options) && client.protocol === "file";
-    const local = client;
-    driver = libsqlDriver(client, { statementTimeoutMs: options.statementTimeoutMs, ...(ours && { afterBusy: () => reconnect(local) }) });
-  }
+  const { driver, stuckAfterMs } = await openDriver(options);
   const health = { stuckAfterMs, log: options.log ?? ((line: string) => console.error(line)) };
   return new LeaseStore(options.groupCommit ? groupCommit(driver) : driver, { random: options.random, health });
+}
+
+/** The store's driver, its schema brought up to date, and how long a write may wait before health calls it stuck. */
+async function openDriver(options: OpenOptions): Promise<{ driver: Driver; stuckAfterMs: number }> {
+  const migrations = options.migrations === false ? undefined : (options.migrations ?? (await readMigrations()));
+  if ("client" in options) {
+    const driver = libsqlDriver(options.client, { statementTimeoutMs: options.statementTimeoutMs });
+    if (migrations) await migrate(driver, migrations);
+    return { driver, stuckAfterMs: options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS };
+  }
+  const path = localPath(options.url);
+  if (path !== undefined && path !== ":memory:") {
+    // A file: the native driver, which prepares each statement once instead of on every call.
+    mkdirSync(dirname(path), { recursive: true });
+    const driver = libsqlFileDriver(path, { busyTimeoutMs: options.busyTimeoutMs });
+    await migrated(driver, migrations);
+    return { driver, stuckAfterMs: options.busyTimeoutMs ?? BUSY_TIMEOUT_MS };
+  }
+  const stuckAfterMs = options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS;
+  if (path === undefined && migrations) {
+    // A remote URL: the migrations run without a timeout (one may take long);
+    // the store's client aborts every request that outlives the statement timeout.
+    await migrated(libsqlDriver(await connect(options.url, { authToken: options.authToken }), { statementTimeoutMs: Number.POSITIVE_INFINITY }), migrations, { close: true });
+  }
+  // A remote database, or `:memory:`: an in-memory database lives on its one
+  // connection, so the store keeps the client that migrated it.
+  const client = await connect(options.url, { authToken: options.authToken, ...(path === undefined && { statementTimeoutMs: stuckAfterMs }) });
+  const driver = libsqlDriver(client, { statementTimeoutMs: options.statementTimeoutMs, ...(path !== undefined && { afterBusy: () => reconnect(client) }) });
+  if (path !== undefined) await migrated(driver, migrations);
+  return { driver, stuckAfterMs };
+}
+
+/** Migrates over `driver` (when given migrations), closing it if that fails, or when told to. */
+async function migrated(driver: Driver, migrations: Migration[] | undefined, { close = false } = {}): Promise<void> {
+  try {
+    if (migrations) await migrate(driver, migrations);
+  } catch (error) {
+    driver.close();
+    throw error;
+  }
+  if (close) driver.close();
 }
 
 /**

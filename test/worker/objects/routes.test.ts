@@ -1,6 +1,9 @@
 import { createExecutionContext, env, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, test } from "vitest";
-import { migrateObject, MIGRATIONS } from "../../../src/runtime/cloudflare/migrations.ts";
+import { objectDriver } from "../../../src/drivers/durable-object-sql.ts";
+import { MIGRATIONS } from "../../../src/runtime/cloudflare/migrations.ts";
+import { migrate } from "../../../src/store/migrate.ts";
+import { EDITED_MIGRATIONS } from "../../../src/store/migration-repairs.ts";
 import { storageMode } from "../../../src/runtime/cloudflare/env.ts";
 import worker from "../../../src/worker.ts";
 import { queueObject } from "../storage-mode.ts";
@@ -41,12 +44,17 @@ describe("objects mode serves every route", () => {
 });
 
 describe("a queue's object and the migrations/ folder", () => {
-  test("the Worker bundles every file of migrations/, and an object applies each once, recorded in d1_migrations", async () => {
+  test("the Worker bundles every file of migrations/, and an object applies each once, with the repair in its place, recorded in d1_migrations with its checksum", async () => {
     expect(MIGRATIONS.map((migration) => migration.name)).toEqual(env.TEST_MIGRATIONS.map((migration) => migration.name));
-    const applied = await runInDurableObject(queueObject("rt-migrated"), (_object, state) => ({
+    const applied = await runInDurableObject(queueObject("rt-migrated"), async (_object, state) => ({
       recorded: state.storage.sql.exec("SELECT name FROM d1_migrations ORDER BY id").toArray().map((row) => row.name),
-      again: migrateObject(state.storage as never),
+      checksums: state.storage.sql.exec("SELECT name FROM migration_checksums ORDER BY name").toArray().map((row) => row.name),
+      again: await migrate(objectDriver(state.storage as never), MIGRATIONS),
     }));
-    expect(applied).toEqual({ recorded: MIGRATIONS.map((migration) => migration.name), again: [] });
+    expect(applied).toEqual({
+      recorded: [...MIGRATIONS.map((migration) => migration.name), EDITED_MIGRATIONS.name].sort(),
+      checksums: MIGRATIONS.map((migration) => migration.name),
+      again: [],
+    });
   });
 });

@@ -1,0 +1,26 @@
+import { cancelContract } from "./cancel.contract.ts";
+import { lifecycleContract } from "./lifecycle.contract.ts";
+import { manyContract } from "./many.contract.ts";
+import { pushContract } from "./push.contract.ts";
+import { queuesContract } from "./queues.contract.ts";
+import { rateLimitContract } from "./rate-limit.contract.ts";
+import { schedulesContract } from "./schedules.contract.ts";
+import { type FreshStorage, storageContract } from "./storage.contract.ts";
+import { storeContract } from "./store.contract.ts";
+import { tokensContract } from "./tokens.contract.ts";
+import { traceContract } from "./trace.contract.ts";
+
+/** Every contract suite, on a storage that `freshStore` gives fresh to each test: what a storage passes before it is used. */
+export function everyContract(freshStore: () => Promise<FreshStorage>): void {
+  storeContract(freshStore);
+  lifecycleContract(freshStore);
+  manyContract(freshStore);
+  rateLimitContract(freshStore);
+  queuesContract(freshStore);
+  pushContract(freshStore);
+  schedulesContract(freshStore);
+  cancelContract(freshStore);
+  tokensContract(freshStore);
+  traceContract(freshStore);
+  storageContract(freshStore);
+}
