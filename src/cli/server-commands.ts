@@ -4,19 +4,44 @@ import type { Io } from "./command.ts";
 // The server-side commands load the server, the database and the migrations
 // only when they run, so that the job commands start quickly.
 
-/** serve: the Node server until SIGINT or SIGTERM, then a graceful stop. */
+/** serve: the Node server until SIGINT or SIGTERM, then a graceful stop; a signal that comes during the stop is ignored. */
 export async function serve(io: Io): Promise<number> {
   const { serverConfigFromEnv, startServer } = await import("../runtime/node/server.ts");
   const log = (line: string) => io.out(`${new Date().toISOString()} ${line}`);
   const config = { ...serverConfigFromEnv(io.env), log };
   const server = await startServer(config);
   log(`fencelease listening on ${server.url} (database ${config.databaseUrl}, auth ${config.auth === "off" ? "off" : "on"})`);
-  const signal = await new Promise<string>((resolve) => {
-    for (const name of ["SIGINT", "SIGTERM"] as const) process.once(name, () => resolve(name));
-  });
-  log(`${signal}: finishing requests in flight, then closing the database`);
-  await server.stop();
+  const signals = stopSignals(log);
+  try {
+    log(`${await signals.first}: finishing requests in flight, then closing the database`);
+    await server.stop();
+  } finally {
+    signals.release();
+  }
   return EXIT.ok;
+}
+
+/**
+ * The first SIGINT or SIGTERM (`first`), and a listener for both until
+ * `release`, under which another is logged and ignored. A stop signal often
+ * comes twice: sent to a process group (Ctrl-C in a terminal, systemd's
+ * control group, `kill -- -PGID`), it reaches `npm start` and the server, and
+ * npm forwards its own. With no listener left, the second would kill the
+ * server mid-stop, cutting the long polls it was answering and the requests in
+ * flight; the stop is bounded by the shutdown grace instead.
+ */
+function stopSignals(log: (line: string) => void): { first: Promise<string>; release: () => void } {
+  const names = ["SIGINT", "SIGTERM"] as const;
+  let stopping = false;
+  let resolveFirst: (name: string) => void = () => {};
+  const first = new Promise<string>((resolve) => (resolveFirst = resolve));
+  const listener = (name: NodeJS.Signals) => {
+    if (stopping) return log(`${name} again: already stopping, within the shutdown grace`);
+    stopping = true;
+    resolveFirst(name);
+  };
+  for (const name of names) process.on(name, listener);
+  return { first, release: () => names.forEach((name) => process.off(name, listener)) };
 }
 
 /** migrate: applies migrations/ to DATABASE_URL. */

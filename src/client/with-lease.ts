@@ -8,8 +8,8 @@ import { startProcessSpan } from "./tracing.ts";
 import { runInSpan } from "../tracing/job-span.ts";
 
 /**
- * What `fn` is handed: the job (its payload a `Payload`, default unknown), its fence (pass it on to any system you write
- * to), a signal aborted once the lease is lost (reason: the LeaseLostError,
+ * What `fn` is handed: the job (its payload a `Payload`, default unknown), its fence (pass it on to a system that keeps
+ * the highest fence it has seen; never put it in an idempotency key, which must be the same under every lease), a signal aborted once the lease is lost (reason: the LeaseLostError,
  * `reason` "cancelled" when the job was cancelled), and `progress(value)`,
  * which reports any JSON value (at most 4096 bytes as JSON) with the next
  * renew: the latest report wins, and a report not yet sent when the lease ends
@@ -58,8 +58,9 @@ export type WithLeaseOptions = {
  * worker waits for work without polling; aborting `signal` gives up the wait).
  *
  * @example
- * await withLease(client, { queue: "mail" }, async ({ job, fence, signal }) => {
- *   await sendMail(job.payload, { idempotencyKey: `${job.id}:${fence}`, signal });
+ * await withLease(client, { queue: "mail" }, async ({ job, signal }) => {
+ *   // The job's id, the same under every lease: a second lease of the job sends no second mail.
+ *   await sendMail(job.payload, { idempotencyKey: job.id, signal });
  *   return { sent: true };
  * }, { owner: "worker-a", ttlMs: 30_000 });
  */

@@ -2,7 +2,8 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { expect, test } from "vitest";
-import { LeaseClient } from "../../src/client/index.ts";
+import { type ChargeCard, chargeInvoice, chargeKey, type Invoice } from "../../examples/charge-once.ts";
+import { LeaseClient, LeaseLostError, withLease } from "../../src/client/index.ts";
 import { startServer } from "../../src/node.ts";
 import { freshStore } from "../fresh-db.ts";
 
@@ -67,6 +68,71 @@ test("examples/push-endpoint-node.ts takes a pushed queue's jobs: answers one wi
     ]);
   } finally {
     child.kill("SIGKILL");
+    await server.stop();
+  }
+});
+
+/**
+ * A payment provider that honours idempotency keys, as Stripe's does: the
+ * first call with a key makes the charge; a later one with the same key makes
+ * none and answers the first one's charge. `stallFirst` holds the first call's
+ * answer back, its charge made, until `resume` is called: a worker stalled
+ * mid-charge.
+ */
+function paymentProvider() {
+  const charges: { chargeId: string; key: string; invoice: Invoice }[] = [];
+  const keys: string[] = [];
+  let charged = () => {};
+  let resume = () => {};
+  const firstCharged = new Promise<void>((resolve) => (charged = resolve));
+  const resumed = new Promise<void>((resolve) => (resume = resolve));
+  const charge: ChargeCard = async (invoice, { idempotencyKey }) => {
+    keys.push(idempotencyKey);
+    let made = charges.find((charge) => charge.key === idempotencyKey);
+    if (made === undefined) charges.push((made = { chargeId: `ch_${charges.length + 1}`, key: idempotencyKey, invoice }));
+    if (keys.length === 1) {
+      charged();
+      await resumed;
+    }
+    return { chargeId: made.chargeId };
+  };
+  return { charge, charges, keys, firstCharged, resume };
+}
+
+test("examples/charge-once.ts charges once when a worker stalls mid-charge past its lease and a second lease charges again; the stalled worker's complete is refused", async () => {
+  const { url, snapshot } = await freshStore();
+  const clock = { now: Date.now() }; // the server's clock, moved past a lease instead of waiting for it
+  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: [TOKEN] }, clock: () => clock.now });
+  const client = new LeaseClient({ baseUrl: server.url, token: TOKEN });
+  const provider = paymentProvider();
+  const handler = chargeInvoice(provider.charge);
+  try {
+    const invoice = { card: "4242", cents: 1200 };
+    await client.enqueue({ id: "invoice-7", queue: "invoices", payload: invoice });
+    await client.enqueue({ id: "invoice-8", queue: "other", payload: { card: "1881", cents: 5 } });
+
+    const a = withLease(client, { queue: "invoices" }, handler, { owner: "worker-a", ttlMs: 30_000 }).catch((error: unknown) => error);
+    await provider.firstCharged; // A's charge is made; A stalls before it hears back
+    clock.now += 30_000; // A's lease has run out: now == until
+    const b = await withLease(client, { queue: "invoices" }, handler, { owner: "worker-b", ttlMs: 30_000 });
+    expect(b).toMatchObject({ id: "invoice-7", status: "done", owner: "worker-b", fence: 2, result: { chargeId: "ch_1" } });
+    provider.resume();
+    const late = await a;
+    expect(late).toBeInstanceOf(LeaseLostError);
+    expect((late as LeaseLostError).reason).toBe("superseded"); // a newer lease took the job
+
+    expect(provider.keys).toEqual([chargeKey("invoice-7"), chargeKey("invoice-7")]); // two leases asked
+    expect(provider.charges).toEqual([{ chargeId: "ch_1", key: "invoice-7/charge", invoice }]); // one charge
+    const rows = await snapshot();
+    expect(rows["invoice-7"]).toMatchObject({ owner: "worker-b", fence: 2, done: 1, attempts: 2, result: JSON.stringify({ chargeId: "ch_1" }) });
+    expect(rows["invoice-8"]).toMatchObject({ owner: null, fence: 0, done: 0, attempts: 0 });
+    const { events } = await client.events("invoice-7");
+    expect(events.map((event) => [event.kind, event.action, event.owner, event.fence])).toEqual([
+      ["enqueued", null, null, null], ["claimed", null, "worker-a", 1], ["expired", null, "worker-a", 1],
+      ["claimed", null, "worker-b", 2], ["completed", null, "worker-b", 2], ["refused", "complete", "worker-a", 1],
+    ]);
+  } finally {
+    provider.resume();
     await server.stop();
   }
 });

@@ -211,6 +211,69 @@ describe("the Node server", () => {
     expect(() => serverConfigFromEnv({ DATABASE_TIMEOUT_MS: "soon" })).toThrow(/DATABASE_TIMEOUT_MS/);
   });
 
+  test("a SIGTERM that comes again during the stop (a process group's, forwarded by npm) is ignored: waiting long polls and a request in flight get their answers, and the server exits 0", async () => {
+    const { url, snapshot } = await freshStore();
+    const child = spawn(process.execPath, ["src/cli/main.ts", "serve"], {
+      env: { ...process.env, PORT: "0", DATABASE_URL: url, FENCELEASE_TOKENS: TOKEN, FENCELEASE_AUTH: "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const exited = once(child, "exit");
+    const logged: string[] = [];
+    createInterface({ input: child.stdout }).on("line", (line) => logged.push(line));
+    /** The first line the server logged that matches `pattern`, once it has. */
+    const line = async (pattern: RegExp) => {
+      for (;;) {
+        const found = logged.find((line) => pattern.test(line));
+        if (found !== undefined) return found;
+        await new Promise((resolve) => child.stdout!.once("data", resolve));
+      }
+    };
+    try {
+      const base = /listening on (\S+)/.exec(await line(/listening on/))![1]!;
+      const call = (path: string, body?: unknown) => fetch(`${base}${path}`, {
+        method: body === undefined ? "GET" : "POST",
+        headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      /** An answer's status, Connection header and JSON body; a connection cut without one is an error. */
+      const answer = (sent: Promise<Response>) =>
+        sent.then(async (response) => ({ status: response.status, connection: response.headers.get("connection"), body: await response.json() }), (error: Error) => error);
+      expect((await call("/v1/jobs", { id: "pending", queue: "other" })).status).toBe(201);
+      const claim = answer(call("/v1/queues/q/claim", { owner: "w", ttlMs: TTL, waitMs: 30_000 }));
+      const read = answer(call("/v1/jobs/pending?waitMs=30000"));
+      // A request in flight: its body half sent, so the stop waits for it.
+      const socket = connect(Number(new URL(base).port), "127.0.0.1");
+      await once(socket, "connect");
+      let received = "";
+      socket.setEncoding("utf8").on("data", (chunk: string) => (received += chunk));
+      socket.on("error", () => {}); // a connection cut is what the assertions below would show
+      const closed = once(socket, "close");
+      const body = JSON.stringify({ id: "in-flight", queue: "other" });
+      socket.write(`POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+      expect((await call("/healthz")).status).toBe(200); // the requests above have reached the server
+
+      const stoppedAt = performance.now();
+      child.kill("SIGTERM");
+      await line(/SIGTERM: finishing requests in flight, then closing the database$/);
+      child.kill("SIGTERM"); // what npm forwards when the whole group was sent SIGTERM
+      expect(await claim).toMatchObject({ status: 200, connection: "close", body: { leases: [] } });
+      expect(await read).toMatchObject({ status: 200, connection: "close", body: { id: "pending", status: "queued", fence: 0 } });
+      expect(performance.now() - stoppedAt).toBeLessThan(1_000);
+      socket.write(body.slice(5));
+      await closed;
+      expect(received).toMatch(/^HTTP\/1\.1 201 /);
+      expect(received.toLowerCase()).toContain("connection: close");
+
+      expect(await exited).toEqual([0, null]);
+      await line(/SIGTERM again: already stopping/);
+      const rows = await snapshot();
+      expect(Object.keys(rows)).toEqual(["in-flight", "pending"]);
+      expect(rows.pending).toMatchObject({ owner: null, fence: 0, done: 0, attempts: 0 });
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+
   test("npm start's entry serves, then stops gracefully on SIGTERM", async () => {
     const child = spawn(process.execPath, ["src/cli/main.ts", "serve"], {
       env: { ...process.env, PORT: "0", DATABASE_URL: freshUrl(), FENCELEASE_AUTH: "off", FENCELEASE_TOKENS: "" },

@@ -71,6 +71,28 @@ describe("npm start", () => {
     }
   });
 
+  test("a SIGTERM to its whole process group (npm forwards one more) answers the waiting long polls before the server exits", async () => {
+    const port = await freePort();
+    const started = npm(["start"], port);
+    try {
+      expect(await until(() => started.output().stdout.includes(`fencelease listening on http://127.0.0.1:${port}`), 20_000)).toBe(true);
+      const base = `http://127.0.0.1:${port}`;
+      const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+      expect((await post("/v1/jobs", { id: "pending", queue: "other" })).status).toBe(201);
+      const claim = post("/v1/queues/q/claim", { owner: "w", ttlMs: 60_000, waitMs: 30_000 }).then(async (response) => [response.status, await response.json()], (error: Error) => error);
+      const read = fetch(`${base}/v1/jobs/pending?waitMs=30000`).then(async (response) => [response.status, await response.json()], (error: Error) => error);
+      expect((await fetch(`${base}/healthz`)).status).toBe(200); // the long polls have reached the server
+      const exited = once(started, "exit");
+      process.kill(-started.pid!, "SIGTERM"); // the group: npm, and the server it exec'd
+      expect(await claim).toEqual([200, expect.objectContaining({ leases: [] })]);
+      expect(await read).toEqual([200, expect.objectContaining({ id: "pending", status: "queued" })]);
+      await exited;
+      expect(await until(async () => !(await listening(port)), 5_000)).toBe(true);
+    } finally {
+      killGroup(started);
+    }
+  });
+
   test("on a port that is taken it prints one line naming the port and exits non-zero", async () => {
     const port = await freePort();
     const taken: Server = createServer();

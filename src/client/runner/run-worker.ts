@@ -110,8 +110,9 @@ export type WorkerHandle = {
  *
  * @example
  * const worker = runWorker<{ card: string; cents: number }>(client, { queue: "invoices", owner: "worker-a", concurrency: 32, ttlMs: 30_000 },
- *   async ({ job, fence, signal }) => {
- *     await chargeCard(job.payload.card, job.payload.cents, { idempotencyKey: `${job.id}:${fence}`, signal });
+ *   async ({ job, signal }) => {
+ *     // The job's id, the same under every lease: a second lease of the job makes no second charge.
+ *     await chargeCard(job.payload.card, job.payload.cents, { idempotencyKey: job.id, signal });
  *     return { charged: true };
  *   });
  * process.once("SIGTERM", () => void worker.stop());
