@@ -7,7 +7,7 @@ export { groupCommit, type GroupCommitOptions } from "./drivers/group-commit.ts"
 export { libsqlDriver, type LibsqlDriverOptions } from "./drivers/libsql-client.ts";
 export { type AppOptions, createApp } from "./http/app.ts";
 export { type Auth, authFromEnv } from "./http/middleware/auth.ts";
-export { DEFAULT_LIMITS, type Limits } from "./http/shapes.ts";
+export { DEFAULT_LIMITS, type GivenLimits, type Limits } from "./http/shapes.ts";
 export type { UiFiles } from "./http/ui.ts";
 export {
   InvalidArgument,

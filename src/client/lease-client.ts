@@ -131,7 +131,7 @@ export class LeaseClient {
    * has passed, and answers the job as it then is: check its `status`. Each
    * request waits at most 30 s on the server; NotFoundError if there is no such job.
    */
-  async waitFor<Payload = unknown, Result = unknown>(id: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Job<Payload, Result>> {
+  async waitFor<Payload = unknown, Result = unknown>(id: string, options: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined } = {}): Promise<Job<Payload, Result>> {
     const timeoutMs = options.timeoutMs ?? 60_000;
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) throw new RangeError(`waitFor: timeoutMs must be a whole number of ms, 0 or more, got ${options.timeoutMs}`);
     const deadline = Date.now() + timeoutMs;
@@ -162,7 +162,7 @@ export class LeaseClient {
    * limit stopped it short, the array's `retryAfterMs` says in how many ms the
    * next token is due: ask again then, not before.
    */
-  async claimNext<Payload = unknown>(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<ClaimedLeases<Payload>> {
+  async claimNext<Payload = unknown>(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal | undefined } = {}): Promise<ClaimedLeases<Payload>> {
     const { leases, retryAfterMs } = await this.claimNextAnswer<Payload>(queue, request, options);
     return retryAfterMs === undefined ? leases : Object.assign(leases, { retryAfterMs });
   }
@@ -174,7 +174,7 @@ export class LeaseClient {
    * no earlier than this call's send time plus `waitedMs`, on this process's
    * clock: where a lease's deadline starts.
    */
-  claimNextAnswer<Payload = unknown>(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal } = {}): Promise<ClaimNextAnswer<Payload>> {
+  claimNextAnswer<Payload = unknown>(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal | undefined } = {}): Promise<ClaimNextAnswer<Payload>> {
     return this.#transport.call("POST", `${queuePath(queue)}/claim`, request, "if-unsent", { waitMs: request.waitMs, signal: options.signal });
   }
 

@@ -1,15 +1,15 @@
 /** How the client retries a call that could not be served; every field has a default. */
 export type RetryOptions = {
   /** Retries after the first attempt; default 4. */
-  retries?: number;
+  retries?: number | undefined;
   /** The first backoff; it doubles each time; default 100 ms. */
-  baseDelayMs?: number;
+  baseDelayMs?: number | undefined;
   /** No backoff, and no Retry-After, waits longer than this; default 5000 ms. */
-  maxDelayMs?: number;
+  maxDelayMs?: number | undefined;
   /** How to wait; tests give one that records the delay instead. */
-  sleep?: (ms: number) => Promise<void>;
+  sleep?: ((ms: number) => Promise<void>) | undefined;
   /** A number in [0, 1) for the jitter; default Math.random. */
-  random?: () => number;
+  random?: (() => number) | undefined;
 };
 
 /** The retry options with every default filled in. */

@@ -50,7 +50,7 @@ export async function inSendSpan<T>(queue: string, jobs: { id: string }[], send:
 }
 
 /** What the span of a job in hand says of its lease, as far as it is known. */
-export type HeldBy = { owner?: string | null; fence?: number; attempts?: number };
+export type HeldBy = { owner?: string | null | undefined; fence?: number | undefined; attempts?: number | undefined };
 
 /** Starts the consumer span "process {queue}" of a job in hand (see startJobSpan); null when there is nothing to trace. */
 export function startProcessSpan(job: TracedJob, held: HeldBy): JobSpan | null {

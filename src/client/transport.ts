@@ -8,13 +8,13 @@ export type LeaseClientOptions = {
   /** The server, e.g. `http://127.0.0.1:8787` or `https://fencelease.example.workers.dev`. */
   baseUrl: string;
   /** A bearer token from the server's FENCELEASE_TOKENS; none for a server with auth off. */
-  token?: string;
+  token?: string | undefined;
   /** The fetch to use; default node:http with keep-alive where the runtime has it (Node, Bun, Deno), else the global fetch (Workers, browsers). */
-  fetch?: typeof fetch;
+  fetch?: typeof fetch | undefined;
   /** How often, and after how long, a call that could not be served is sent again: see Repeat for which calls may be. */
-  retry?: RetryOptions;
+  retry?: RetryOptions | undefined;
   /** How long one attempt may wait for its answer before it counts as a broken connection; default 30 s. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 };
 
 /**
@@ -49,7 +49,7 @@ export type LeaseClientOptions = {
 export type Repeat = "always" | "if-unsent";
 
 /** What one call may add: how long the server may wait before answering (a long poll), and a signal to give up. */
-export type CallOptions = { waitMs?: number; signal?: AbortSignal };
+export type CallOptions = { waitMs?: number | undefined; signal?: AbortSignal | undefined };
 
 /** The `details.outcome` of an error answer, if it has one. */
 function outcomeOf(answer: unknown): unknown {

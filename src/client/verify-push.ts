@@ -72,7 +72,7 @@ function header(headers: PushMessage["headers"], name: string): string | null {
  *   },
  * };
  */
-export async function verifyPush<Payload = unknown>(message: PushMessage, secret: string | string[], options: { now?: number } = {}): Promise<PushDelivery<Payload>> {
+export async function verifyPush<Payload = unknown>(message: PushMessage, secret: string | string[], options: { now?: number | undefined } = {}): Promise<PushDelivery<Payload>> {
   const headers = message.headers;
   const id = header(headers, "webhook-id");
   const stamp = header(headers, "webhook-timestamp");

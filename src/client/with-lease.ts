@@ -23,17 +23,17 @@ export type WithLeaseOptions = {
   owner: string;
   ttlMs: number;
   /** How often to renew; default a third of the ttl. */
-  renewEveryMs?: number;
+  renewEveryMs?: number | undefined;
   /** Abort to stop: fn's signal is aborted and the lease released (not failed). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** When fn throws, the job is due again this many ms later; default the server's backoff. */
-  retryInMs?: number;
+  retryInMs?: number | undefined;
   /**
    * With `{ queue }`: while no job is due, wait up to this many ms (at most
    * 30,000) for one, on the server, and for the queue's rate limit's next
    * token if it is due within it; default 0, answer null at once.
    */
-  waitMs?: number;
+  waitMs?: number | undefined;
 };
 
 /**

@@ -29,7 +29,7 @@ export interface Driver {
    * so statements sent in one batch cost about what one alone does; absent or
    * false on a local file, where a batch of two costs a transaction.
    */
-  readonly remote?: boolean;
+  readonly remote?: boolean | undefined;
 }
 
 /**

@@ -4,7 +4,7 @@ import { StorageUnavailable } from "../store/errors.ts";
 /** Options of `groupCommit`; every one has a default. */
 export type GroupCommitOptions = {
   /** The most statements one group transaction carries; callers past it wait for the next group. Default 512. */
-  maxStatements?: number;
+  maxStatements?: number | undefined;
 };
 
 /** One caller waiting for its statements to run. */

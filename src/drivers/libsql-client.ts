@@ -13,7 +13,7 @@ export type LibsqlDriverOptions = {
    * none (the migrations, one of which may take long). A local file has its
    * busy timeout instead.
    */
-  statementTimeoutMs?: number;
+  statementTimeoutMs?: number | undefined;
   /**
    * Run after a local statement failed with SQLITE_BUSY; default
    * `client.reconnect()` for a `file:` client. libSQL leaves a statement that
@@ -21,7 +21,7 @@ export type LibsqlDriverOptions = {
    * until then every transaction on that connection fails to commit; a new
    * connection is the sure way out.
    */
-  afterBusy?: () => Promise<void>;
+  afterBusy?: (() => Promise<void>) | undefined;
 };
 
 /** The error of a call that got no answer in time; storageError reads its name as a timeout. */

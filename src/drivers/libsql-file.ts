@@ -11,7 +11,7 @@ export const STATEMENT_CACHE_SIZE = 256;
 /** Options of `libsqlFileDriver`; every one has a default. */
 export type LibsqlFileDriverOptions = {
   /** How long a write waits for another connection's lock before failing; default BUSY_TIMEOUT_MS. */
-  busyTimeoutMs?: number;
+  busyTimeoutMs?: number | undefined;
 };
 
 /** A statement prepared on the current connection, how many arguments it binds, and whether it answers rows. */

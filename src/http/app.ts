@@ -18,7 +18,7 @@ import { tracing } from "./middleware/tracing.ts";
 import { RequestMetrics } from "./metrics.ts";
 import type { Served } from "./resource.ts";
 import { SCHEDULES_TAG, scheduleRoutes, serveSchedules } from "./schedules.ts";
-import { DEFAULT_LIMITS, type Limits } from "./shapes.ts";
+import { DEFAULT_LIMITS, type GivenLimits, type Limits } from "./shapes.ts";
 import { serveSystem, systemRoutes } from "./system.ts";
 import { type UiFiles, uiRoutes } from "./ui.ts";
 import { unknownRoute } from "./middleware/unknown-route.ts";
@@ -36,31 +36,31 @@ export type AppOptions = {
   /** Who may call; see `authFromEnv`. */
   auth: Auth;
   /** Body size and lease length caps; each defaults to DEFAULT_LIMITS. */
-  limits?: Partial<Limits>;
+  limits?: GivenLimits | undefined;
   /** The server's clock, in ms since the epoch. Only tests replace it. */
-  clock?: () => number;
+  clock?: (() => number) | undefined;
   /** Where to write one line per request; none by default. */
-  log?: (line: string) => void;
+  log?: ((line: string) => void) | undefined;
   /** The files of the dashboard (/ui) and of the API docs (/docs); without them neither is served. */
-  ui?: UiFiles;
+  ui?: UiFiles | undefined;
   /** Where requests with waitMs wait, and what writes ring; default a WaitRoom of the app's own, in this process. */
-  waits?: Waits;
+  waits?: Waits | undefined;
   /** Told when a queue's push settings change (src/http/push.ts): the runtime's pusher. Without it, nothing pushes from this app. */
-  push?: PushChanges;
+  push?: PushChanges | undefined;
   /** Where the tokens made through the API are kept; default `store.tokens`, the store's own database. */
-  tokens?: TokenStore;
+  tokens?: TokenStore | undefined;
   /** How long a token found is trusted before it is looked up again: the most a revoke made by another process waits; default TOKEN_CACHE_MS (5 s). */
-  tokenCacheMs?: number;
+  tokenCacheMs?: number | undefined;
   /**
    * Only a router in front reaches this app, and it has checked the caller (a
    * queue's Durable Object in objects mode): with auth off, each request may
    * do what the grant the router sends in the Fencelease-Grant header allows.
    */
-  forwardedGrants?: boolean;
+  forwardedGrants?: boolean | undefined;
 };
 
 /** The limits given, each checked once when the app is built, the rest from DEFAULT_LIMITS. */
-function limitsOf(given: Partial<Limits> = {}): Limits {
+function limitsOf(given: GivenLimits = {}): Limits {
   const limits = {
     maxBodyBytes: given.maxBodyBytes ?? DEFAULT_LIMITS.maxBodyBytes,
     maxTtlMs: given.maxTtlMs ?? DEFAULT_LIMITS.maxTtlMs,

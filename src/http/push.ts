@@ -20,8 +20,8 @@ import { afterAnswer } from "./wake.ts";
  */
 export type PushChanges = {
   changed(queue: string): void | Promise<void>;
-  checkUrl?(url: string): void;
-  timeoutMs?: { max: number; because: string };
+  checkUrl?: ((url: string) => void) | undefined;
+  timeoutMs?: { max: number; because: string } | undefined;
 };
 
 /** A queue's push settings as the API shows them: never the secret. */

@@ -21,6 +21,9 @@ export type Limits = {
   maxTtlMs: number;
 };
 
+/** Limits as createApp takes them: each one left out (or undefined) is its default. */
+export type GivenLimits = { [Name in keyof Limits]?: Limits[Name] | undefined };
+
 /** The limits used where none are given. */
 export const DEFAULT_LIMITS: Limits = { maxBodyBytes: 1024 * 1024, maxTtlMs: 60 * 60 * 1000 };
 

@@ -10,13 +10,13 @@ export type Health = { ok: true } | { ok: false; reason: HealthReason; message: 
 /** Options of the store's write health; every one has a default. */
 export type HealthOptions = {
   /** How long a write may wait (in the store, group commit's queue included) before health calls writes stuck; default STUCK_AFTER_MS. */
-  stuckAfterMs?: number;
+  stuckAfterMs?: number | undefined;
   /** How long health answers the failure of a write without probing again; default HEALTH_HOLD_MS. */
-  holdMs?: number;
+  holdMs?: number | undefined;
   /** Where a change of health is written, one line each; default none. */
-  log?: (line: string) => void;
+  log?: ((line: string) => void) | undefined;
   /** Milliseconds from any origin, for the two durations above; default performance.now. Only tests replace it. */
-  clock?: () => number;
+  clock?: (() => number) | undefined;
 };
 
 /** The default of `stuckAfterMs`: the default statement and busy timeouts, past which a write fails anyway. */

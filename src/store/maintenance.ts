@@ -36,7 +36,7 @@ export const CRON_SCHEDULE_CHUNKS = 2;
  * them (see HousekeepingOptions). `schedules: false` leaves the schedules to a
  * timer of their own (the Node server's `fireOnTime`).
  */
-export async function maintain(store: LeaseStore, now: number, retentionMs = RETENTION_MS, options: Omit<HousekeepingOptions, "chunkSize"> & { schedules?: boolean } = {}): Promise<Maintained> {
+export async function maintain(store: LeaseStore, now: number, retentionMs = RETENTION_MS, options: Omit<HousekeepingOptions, "chunkSize"> & { schedules?: boolean | undefined } = {}): Promise<Maintained> {
   const maxChunks = options.maxChunks === undefined ? undefined : Math.min(options.maxChunks, CRON_SCHEDULE_CHUNKS);
   const { jobs: fired, taken, skipped } = options.schedules === false ? { jobs: [], taken: [], skipped: [] } : await store.schedules.fireDue({ ...options, maxChunks, now });
   const ended = await store.expire({ ...options, now });

@@ -28,7 +28,7 @@ export type PushSettings = {
 export type PushTarget = PushSettings & { secrets: string[] };
 
 /** What `put` sets: the endpoint's URL, and optionally its timeout and how many deliveries it takes at once. */
-export type PushRequest = { url: string; timeoutMs?: number; maxInFlight?: number; now?: number };
+export type PushRequest = { url: string; timeoutMs?: number | undefined; maxInFlight?: number | undefined; now?: number | undefined };
 
 /** How a delivery went: a 2xx (success), a 202 (accepted: the endpoint ends the lease itself), another status (failure), no answer in time (timeout), or none at all (unreachable). */
 export type DeliveryOutcome = "success" | "accepted" | "failure" | "timeout" | "unreachable";
@@ -148,7 +148,7 @@ export class PushEndpoints {
    * deliveries are signed with the new one and the one it replaces until the
    * next rotation, which drops the older. NotFound if the queue has no endpoint.
    */
-  async rotate(queue: string, options: { now?: number } = {}): Promise<{ settings: PushSettings; secret: string }> {
+  async rotate(queue: string, options: { now?: number | undefined } = {}): Promise<{ settings: PushSettings; secret: string }> {
     const secret = newSecret();
     const [rows] = await this.#driver.batch([sql.rotatePush(check.name("queue", queue), secret, check.instant("now", options.now ?? Date.now()))]);
     const row = rows![0];
@@ -186,7 +186,7 @@ export class PushEndpoints {
    * PUSH_SETTLE_MS. A queue without an endpoint gives none. Stopped short by
    * a bucket whose clock stepped back, it follows the clock as claimNext does.
    */
-  async claim(queue: string, options: { limit: number; now?: number }): Promise<PushClaim> {
+  async claim(queue: string, options: { limit: number; now?: number | undefined }): Promise<PushClaim> {
     const now = check.instant("now", options.now ?? Date.now());
     const name = check.name("queue", queue);
     const limit = check.positiveInt("limit", options.limit);
@@ -208,7 +208,7 @@ export class PushEndpoints {
    * the first of them ends (see nextToPush). Null when none will be, or the
    * queue has no endpoint.
    */
-  async nextDueAt(queue: string, options: { now?: number } = {}): Promise<number | null> {
+  async nextDueAt(queue: string, options: { now?: number | undefined } = {}): Promise<number | null> {
     const [row] = await this.#driver.run(nextToPush(check.name("queue", queue), check.instant("now", options.now ?? Date.now()), this.#clock));
     return (row?.at as number | null | undefined) ?? null;
   }
@@ -221,7 +221,7 @@ export class PushEndpoints {
   }
 
   /** stats answers, per queue that has an endpoint or had deliveries, its deliveries by outcome ever and its pushed leases current at `now`. */
-  async stats(options: { now?: number } = {}): Promise<PushStats[]> {
+  async stats(options: { now?: number | undefined } = {}): Promise<PushStats[]> {
     const rows = await this.#driver.run(sql.pushStats(PUSH_OWNER, check.instant("now", options.now ?? Date.now())));
     const byQueue = new Map<string, PushStats>();
     for (const row of rows) {

@@ -65,12 +65,12 @@ export class Queues {
   }
 
   /** pause pauses a queue: claims hand out none of its jobs until resume; leases already held go on. Answers its settings. */
-  async pause(queue: string, request: { now?: number } = {}): Promise<QueueSettings> {
+  async pause(queue: string, request: { now?: number | undefined } = {}): Promise<QueueSettings> {
     return this.#write(sqlQueues.pauseQueue(check.name("queue", queue), 1, check.instant("now", timeOf(request))));
   }
 
   /** resume lets claims take the jobs of a paused queue again; answers its settings. */
-  async resume(queue: string, request: { now?: number } = {}): Promise<QueueSettings> {
+  async resume(queue: string, request: { now?: number | undefined } = {}): Promise<QueueSettings> {
     return this.#write(sqlQueues.pauseQueue(check.name("queue", queue), 0, check.instant("now", timeOf(request))));
   }
 

@@ -15,17 +15,17 @@ export type ScheduleSpec = {
   /** The queue its jobs go to. */
   queue: string;
   /** Five fields (minute hour day-of-month month day-of-week), read in `timezone`; e.g. "0 9 * * 1-5". */
-  cron?: string;
+  cron?: string | undefined;
   /** Or: every this many ms (at least 1000), from the schedule's creation. */
-  everyMs?: number;
+  everyMs?: number | undefined;
   /** The IANA time zone a cron is read in; default "UTC". Not with everyMs. */
-  timezone?: string;
+  timezone?: string | undefined;
   /** Any JSON value, every job's payload; default null. */
   payload?: unknown;
   /** Every job's priority; default 0. */
-  priority?: number;
+  priority?: number | undefined;
   /** Every job's maxAttempts; default 25. */
-  maxAttempts?: number;
+  maxAttempts?: number | undefined;
 };
 
 /** The shortest everyMs: a second. */

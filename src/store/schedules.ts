@@ -110,7 +110,7 @@ export class Schedules {
    * after `now` (default `Date.now()`). Answers whether it was created, and the schedule.
    * InvalidArgument, naming the field, for a bad spec; nothing is written then.
    */
-  async put(name: string, spec: ScheduleSpec & { now?: number }): Promise<{ created: boolean; schedule: Schedule }> {
+  async put(name: string, spec: ScheduleSpec & { now?: number | undefined }): Promise<{ created: boolean; schedule: Schedule }> {
     const now = timeOf(spec);
     const checkedName = scheduleName(name);
     const stored = storedSpec(spec);
@@ -147,7 +147,7 @@ export class Schedules {
    * the jobs enqueued, the fires that found their job's id taken (and enqueued
    * nothing), and when the earliest schedule fires next.
    */
-  async fireDue(request: HousekeepingOptions & { now?: number } = {}): Promise<Fired> {
+  async fireDue(request: HousekeepingOptions & { now?: number | undefined } = {}): Promise<Fired> {
     const now = check.instant("now", timeOf(request));
     const jobs: FiredJob[] = [];
     const taken: TakenFire[] = [];

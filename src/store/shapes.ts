@@ -6,26 +6,26 @@ import type { Job, Lease } from "./job.ts";
 // its HTTP route; every request may carry `now`.
 
 /** The time a verb runs at, in ms since the epoch; default `Date.now()`. Tests and replays fix it. */
-type At = { now?: number };
+type At = { now?: number | undefined };
 
 /** What `enqueue` takes (POST /v1/jobs, less the id); every field has a default. */
 export type EnqueueRequest = At & {
   /** The queue that claim-next takes the job from; default `"default"`. */
-  queue?: string;
+  queue?: string | undefined;
   /** Any JSON value, handed to the worker that claims the job; default null. */
   payload?: unknown;
   /** Higher is claimed first; default 0. */
-  priority?: number;
+  priority?: number | undefined;
   /** Claim-next leaves the job alone before this time; default `now`. */
-  runAt?: number;
+  runAt?: number | undefined;
   /** Or: due this many ms after `now`; not with runAt. */
-  delayMs?: number;
+  delayMs?: number | undefined;
   /** How many claims may end in failure or expiry before the job is dead; default 25. */
-  maxAttempts?: number;
+  maxAttempts?: number | undefined;
   /** The W3C traceparent of the producer's span, handed back with every lease of the job (docs/traces.md); default none. */
-  traceparent?: string | null;
+  traceparent?: string | null | undefined;
   /** The W3C tracestate that goes with `traceparent`; default none. */
-  tracestate?: string | null;
+  tracestate?: string | null | undefined;
 };
 
 /** One job of `enqueueMany`: its id and what `enqueue` takes, less the queue and the time, which are the call's. */
@@ -38,7 +38,7 @@ export type EnqueueManyRequest = At & { jobs: NewJob[] };
 export type ClaimRequest = At & { owner: string; ttlMs: number };
 
 /** What `claimNext` takes (POST /v1/queues/:queue/claim, less waitMs): as `claim`, and up to how many jobs (default 1). */
-export type ClaimNextRequest = ClaimRequest & { limit?: number };
+export type ClaimNextRequest = ClaimRequest & { limit?: number | undefined };
 
 /** A lease as its holder presents it: `release` (POST /v1/jobs/:id/release) and `leaseCheck` (GET /v1/jobs/:id/lease) take it. */
 export type HeldLease = At & { owner: string; fence: number };
@@ -50,25 +50,25 @@ export type RenewRequest = HeldLease & { ttlMs: number; progress?: unknown };
 export type NextClaim = { limit: number; ttlMs: number };
 
 /** What `complete` takes (POST /v1/jobs/:id/complete): the lease, the result as stored text, and the next jobs to take with it. */
-export type CompleteRequest = HeldLease & { result: string; next?: NextClaim };
+export type CompleteRequest = HeldLease & { result: string; next?: NextClaim | undefined };
 
 /** What `fail` takes (POST /v1/jobs/:id/fail): the lease, why it failed, when to try again (default: the backoff), and the next jobs to take with it. */
-export type FailRequest = HeldLease & { error: string; retryInMs?: number; next?: NextClaim };
+export type FailRequest = HeldLease & { error: string; retryInMs?: number | undefined; next?: NextClaim | undefined };
 
 /** What `renewMany` takes (POST /v1/leases/renew): one owner's leases, each renewed for `ttlMs`, with the progress each reports. */
 export type RenewManyRequest = At & { owner: string; ttlMs: number; leases: { id: string; fence: number; progress?: unknown }[] };
 
 /** What `completeMany` takes (POST /v1/leases/complete): one owner's completions, and the next jobs of `next.queue` to take with them. */
-export type CompleteManyRequest = At & { owner: string; leases: { id: string; fence: number; result: string }[]; next?: NextClaim & { queue: string } };
+export type CompleteManyRequest = At & { owner: string; leases: { id: string; fence: number; result: string }[]; next?: NextClaim & { queue: string } | undefined };
 
 /** What `cancel` takes (POST /v1/jobs/:id/cancel): who cancels (default `"api"`), and why, both recorded in the cancelled event. */
-export type CancelRequest = At & { by?: string; reason?: string | null };
+export type CancelRequest = At & { by?: string | undefined; reason?: string | null | undefined };
 
 /** What `list` takes (GET /v1/jobs): a queue, a status at `now`, the cursor of the page before, and a page size (default 50). */
-export type ListRequest = At & { queue?: string; status?: Job["status"]; cursor?: string; limit?: number };
+export type ListRequest = At & { queue?: string | undefined; status?: Job["status"] | undefined; cursor?: string | undefined; limit?: number | undefined };
 
 /** What `events` takes (GET /v1/jobs/:id/events): the cursor of the page before, and a page size (default 100). */
-export type EventsRequest = { cursor?: string; limit?: number };
+export type EventsRequest = { cursor?: string | undefined; limit?: number | undefined };
 
 /** A lease ended by complete or fail, the leases of the next jobs taken with it (empty unless `next` was asked), and whether this call wrote it (false: the same completion sent again). */
 export type Settled = { job: Job; leases: Lease[]; changed: boolean };
@@ -85,7 +85,7 @@ export const HOUSEKEEPING_CHUNK = 500;
  * event loop given a turn between two, until a chunk is not full, `maxChunks`
  * chunks have run (default: no limit), or `signal` aborts.
  */
-export type HousekeepingOptions = { chunkSize?: number; maxChunks?: number; signal?: AbortSignal };
+export type HousekeepingOptions = { chunkSize?: number | undefined; maxChunks?: number | undefined; signal?: AbortSignal | undefined };
 
 /** What `expire` takes: the time, and how to work through the expired leases. */
 export type ExpireRequest = At & HousekeepingOptions;
@@ -107,7 +107,7 @@ export type QueueSettings = { queue: string; paused: boolean; maxLeased: number 
  * What `queues.set` sets, all three at once (absent or null: none). `burst`
  * needs `ratePerSecond`; without it, max(1, ceil(ratePerSecond)).
  */
-export type QueueLimits = { maxLeased?: number | null; ratePerSecond?: number | null; burst?: number | null };
+export type QueueLimits = { maxLeased?: number | null | undefined; ratePerSecond?: number | null | undefined; burst?: number | null | undefined };
 
 /** What `queues.set` takes (PUT /v1/queues/:queue): the limits, and the time. */
 export type QueueLimitsRequest = At & QueueLimits;

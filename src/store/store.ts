@@ -97,7 +97,7 @@ export class LeaseStore {
   readonly #clock = clockId();
 
   /** `random` draws the backoff jitter; tests fix it. `health`: how `health()` decides (see WriteHealth), and where it logs. */
-  constructor(driver: Driver, options: { random?: () => number; health?: HealthOptions } = {}) {
+  constructor(driver: Driver, options: { random?: (() => number) | undefined; health?: HealthOptions | undefined } = {}) {
     this.#health = new WriteHealth(options.health);
     this.#driver = traced(this.#health.watch(driver));
     this.#random = options.random ?? Math.random;
@@ -134,7 +134,7 @@ export class LeaseStore {
   }
 
   /** get answers the job as stored, with its status at `now`; NotFound if there is none. */
-  async get(id: string, request: { now?: number } = {}): Promise<Job> {
+  async get(id: string, request: { now?: number | undefined } = {}): Promise<Job> {
     const job = await this.#read(check.name("id", id), check.instant("now", timeOf(request)));
     if (job === null) throw new NotFound(id);
     return job;
@@ -180,13 +180,13 @@ export class LeaseStore {
   }
 
   /** nextClaimableAt answers when a job of `queue` next becomes claimable by claimNext (maybe already), or null if none will. */
-  async nextClaimableAt(queue: string, request: { now?: number } = {}): Promise<number | null> {
+  async nextClaimableAt(queue: string, request: { now?: number | undefined } = {}): Promise<number | null> {
     const [row] = await this.#driver.run(claims.nextClaimable([check.name("queue", queue)], check.instant("now", timeOf(request)), this.#clock));
     return (row?.at as number | null | undefined) ?? null;
   }
 
   /** nextClaimableAtEach is nextClaimableAt of many queues in one read (the wait rooms' re-check): those that have a time, with it. */
-  async nextClaimableAtEach(queues: string[], request: { now?: number } = {}): Promise<{ queue: string; at: number }[]> {
+  async nextClaimableAtEach(queues: string[], request: { now?: number | undefined } = {}): Promise<{ queue: string; at: number }[]> {
     const rows = await this.#driver.run(claims.nextClaimable(queues.map((queue) => check.name("queue", queue)), check.instant("now", timeOf(request)), this.#clock));
     return rows.filter((row) => row.at !== null).map((row) => ({ queue: row.queue as string, at: row.at as number }));
   }
@@ -306,7 +306,7 @@ export class LeaseStore {
   }
 
   /** retry puts a dead job back in its queue with its attempts reset and answers it; NotFound, or WrongStatus if it is not dead. */
-  async retry(id: string, request: { now?: number } = {}): Promise<Job> {
+  async retry(id: string, request: { now?: number | undefined } = {}): Promise<Job> {
     const now = timeOf(request);
     const [row] = (await this.#driver.batch(housekeeping.retry(check.name("id", id), check.instant("now", now))))[0]!;
     if (row !== undefined) return jobFromRow(row);
@@ -336,7 +336,7 @@ export class LeaseStore {
   }
 
   /** delete deletes a job nobody holds a current lease on; NotFound, or WrongStatus while it is leased. */
-  async delete(id: string, request: { now?: number } = {}): Promise<void> {
+  async delete(id: string, request: { now?: number | undefined } = {}): Promise<void> {
     const now = timeOf(request);
     const [, deleted] = await this.#driver.batch(housekeeping.remove(check.name("id", id), check.instant("now", now)));
     if (deleted!.length === 1) return;
@@ -388,7 +388,7 @@ export class LeaseStore {
    * stats answers, per queue, the jobs by status at `now`, the oldest due job's
    * age, and refused stale writes; one read, which never waits for the write lock.
    */
-  async stats(request: { now?: number } = {}): Promise<QueueStats[]> {
+  async stats(request: { now?: number | undefined } = {}): Promise<QueueStats[]> {
     const now = check.instant("now", timeOf(request));
     return queueStats(await this.#driver.run(reads.stats(now)), now);
   }

@@ -9,11 +9,11 @@ export const TOKEN_CACHE_ENTRIES = 1_000;
 /** How a cachedTokens behaves; each option has the default named beside it. */
 export type TokenCacheOptions = {
   /** How long a token found is answered from memory; default TOKEN_CACHE_MS. 0 keeps nothing. */
-  ttlMs?: number;
+  ttlMs?: number | undefined;
   /** At most this many tokens are kept, the oldest dropped first; default TOKEN_CACHE_ENTRIES. */
-  maxEntries?: number;
+  maxEntries?: number | undefined;
   /** The clock, in ms; default Date.now. */
-  clock?: () => number;
+  clock?: (() => number) | undefined;
 };
 
 /**

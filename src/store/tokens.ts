@@ -18,7 +18,7 @@ export type Role = (typeof ROLES)[number];
 export type TokenInfo = { id: string; name: string | null; role: Role; queues: string[]; createdAt: number };
 
 /** What a new token is made of; `now` (ms since the epoch) defaults to Date.now(). */
-export type NewToken = { role: Role; queues: string[]; name?: string | null; now?: number };
+export type NewToken = { role: Role; queues: string[]; name?: string | null | undefined; now?: number | undefined };
 
 /** A token just made: its secret (`token`), shown this once, and what it is. */
 export type CreatedToken = TokenInfo & { token: string };

@@ -11,7 +11,7 @@ export type WorkerHandle = {
    * and stops once the queue has none (see runWorker, "Drain"). Resolves as
    * `done` does.
    */
-  stop(options?: { drain?: boolean }): Promise<void>;
+  stop(options?: { drain?: boolean | undefined }): Promise<void>;
   /** Resolves once the runner has stopped (by `stop()` or the signal); never rejects. */
   readonly done: Promise<void>;
 };

@@ -26,21 +26,21 @@ export type WorkerOptions = {
   /** How long each lease lasts, in ms. */
   ttlMs: number;
   /** How often to renew all the leases in hand, in one call; default a third of the ttl. */
-  renewEveryMs?: number;
+  renewEveryMs?: number | undefined;
   /**
    * While the queue has no due job, a claim waits up to this many ms on the
    * server for one (a long poll; 0 to 30,000); default 30 s, so an idle
    * runner sends about 2 requests a minute. 0: ask again after `idleMs` instead.
    */
-  waitMs?: number;
+  waitMs?: number | undefined;
   /** With `waitMs` 0, how long to wait before asking again when the queue had no due job; also the pause after a long poll the server cut short (stopping, or full). Default 1 s. */
-  idleMs?: number;
+  idleMs?: number | undefined;
   /** When a handler throws, the job is due again this many ms later; default the server's backoff. */
-  retryInMs?: number;
+  retryInMs?: number | undefined;
   /** Abort to stop, as `stop()` does. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Where the runner's own errors go (unreachable server, lost leases); default console.error. */
-  onError?: (error: unknown) => void;
+  onError?: ((error: unknown) => void) | undefined;
 };
 
 /** The longest retryInMs the server takes: a year (FailBody in src/http/leases.ts). */

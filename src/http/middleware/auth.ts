@@ -15,7 +15,7 @@ declare module "hono" {
 export type Auth = { tokens: readonly string[] } | "off";
 
 /** Reads `FENCELEASE_TOKENS` (one token or a comma-separated list) and `FENCELEASE_AUTH=off`. */
-export function authFromEnv(env: { FENCELEASE_TOKENS?: string; FENCELEASE_AUTH?: string }): Auth {
+export function authFromEnv(env: { FENCELEASE_TOKENS?: string | undefined; FENCELEASE_AUTH?: string | undefined }): Auth {
   const tokens = (env.FENCELEASE_TOKENS ?? "").split(",").map((token) => token.trim()).filter(Boolean);
   if (tokens.length === 0 && env.FENCELEASE_AUTH === "off") return "off";
   return { tokens };

@@ -9,27 +9,27 @@ import { libsqlDriver } from "../../drivers/libsql-client.ts";
 
 /** The Worker's bindings and vars, as wrangler.toml and the secrets set them. */
 export type WorkerEnv = {
-  DB?: D1Database;
-  LIBSQL_DB_URL?: string;
-  LIBSQL_DB_AUTH_TOKEN?: string;
-  FENCELEASE_TOKENS?: string;
-  FENCELEASE_AUTH?: string;
-  MAX_TTL_MS?: string;
-  MAX_BODY_BYTES?: string;
+  DB?: D1Database | undefined;
+  LIBSQL_DB_URL?: string | undefined;
+  LIBSQL_DB_AUTH_TOKEN?: string | undefined;
+  FENCELEASE_TOKENS?: string | undefined;
+  FENCELEASE_AUTH?: string | undefined;
+  MAX_TTL_MS?: string | undefined;
+  MAX_BODY_BYTES?: string | undefined;
   /** How long done, dead and cancelled jobs are kept, in ms; default 7 days. */
-  RETENTION_MS?: string;
+  RETENTION_MS?: string | undefined;
   /** The folder src/ui, as static assets: the dashboard and the API docs (wrangler.toml's [assets]). */
-  ASSETS?: Fetcher;
+  ASSETS?: Fetcher | undefined;
   /** The Durable Objects of the queues, where waiting claims wait (QueueDoorbell); without it, a bounded re-check. */
-  DOORBELL?: DurableObjectNamespace;
+  DOORBELL?: DurableObjectNamespace | undefined;
   /** The most claims waiting at once in one queue's object (and reads in one isolate); default 10,000. */
-  MAX_WAITING?: string;
+  MAX_WAITING?: string | undefined;
   /** Where the jobs live: "d1" (the default: one database, DB or LIBSQL_DB_URL) or "objects" (each queue in its own Durable Object; docs/scale.md). */
-  STORAGE?: string;
+  STORAGE?: string | undefined;
   /** Objects mode: the queues' Durable Objects (class QueueObject), one per queue name; typed where it is used (queue-object.ts, objects.ts). */
-  QUEUES?: DurableObjectNamespace;
+  QUEUES?: DurableObjectNamespace | undefined;
   /** Objects mode: the directory of ids, queues and schedules (class Directory); typed where it is used (directory.ts). */
-  DIRECTORY?: DurableObjectNamespace;
+  DIRECTORY?: DurableObjectNamespace | undefined;
 };
 
 /** The two places the Worker can keep its jobs. */

@@ -15,9 +15,9 @@ export type OpenOptions = (
       /** `file:./data/fencelease.db`, `:memory:`, `http(s)://` or `libsql://` (sqld, Turso). */
       url: string;
       /** The token for a remote database. */
-      authToken?: string;
+      authToken?: string | undefined;
       /** How long a write waits for another connection's lock before failing; default 5000 ms. */
-      busyTimeoutMs?: number;
+      busyTimeoutMs?: number | undefined;
     }
   | {
       /** An open client; its connection settings stay as you made them. */
@@ -25,20 +25,20 @@ export type OpenOptions = (
     }
 ) & {
   /** The migrations to apply at open; default the `migrations/` folder; false applies none. */
-  migrations?: Migration[] | false;
+  migrations?: Migration[] | false | undefined;
   /** Draws the retry backoff's jitter; default Math.random (tests fix it). */
-  random?: () => number;
+  random?: (() => number) | undefined;
   /** Commit writes that arrive together as one transaction (see group-commit.ts); default false. Node only. */
-  groupCommit?: boolean;
+  groupCommit?: boolean | undefined;
   /**
    * On a remote database, how long a call may take before it fails with 503
    * `unavailable`, outcome `unknown`, reason `timeout`; default
    * STATEMENT_TIMEOUT_MS (5 s). Also how long a write may wait before
    * `health()` calls writes stuck (on a file: the busy timeout).
    */
-  statementTimeoutMs?: number;
+  statementTimeoutMs?: number | undefined;
   /** Where the store writes a change of its health (writes failing, and why; writes succeeding again), one line each; default console.error. */
-  log?: (line: string) => void;
+  log?: ((line: string) => void) | undefined;
 };
 
 /** The default busy timeout (kept with the file driver, which uses it too), and the default statement timeout of a remote database (kept with its driver). */
@@ -109,7 +109,7 @@ async function migrated(driver: Driver, migrations: Migration[] | undefined, { c
  * timeout, its folder created if need be; for a remote URL, a plain client,
  * whose every request is aborted after `statementTimeoutMs` if given.
  */
-export async function connect(url: string, options: { authToken?: string; busyTimeoutMs?: number; statementTimeoutMs?: number } = {}): Promise<Client> {
+export async function connect(url: string, options: { authToken?: string | undefined; busyTimeoutMs?: number | undefined; statementTimeoutMs?: number | undefined } = {}): Promise<Client> {
   const path = localPath(url);
   if (path === undefined) {
     const timeoutMs = options.statementTimeoutMs;

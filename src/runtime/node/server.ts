@@ -20,27 +20,27 @@ export type ServerConfig = {
   port: number;
   /** Default `file:./data/fencelease.db`. */
   databaseUrl: string;
-  databaseAuthToken?: string;
+  databaseAuthToken?: string | undefined;
   /** How long a write waits for the database's lock before answering 503; default BUSY_TIMEOUT_MS. */
-  busyTimeoutMs?: number;
+  busyTimeoutMs?: number | undefined;
   /** On a remote database, how long a call may take before answering 503 `unavailable`, outcome `unknown`; default STATEMENT_TIMEOUT_MS (5 s). */
-  statementTimeoutMs?: number;
+  statementTimeoutMs?: number | undefined;
   auth: Auth;
   /** How long done and dead jobs are kept; default RETENTION_MS (7 days). */
-  retentionMs?: number;
+  retentionMs?: number | undefined;
   /** Commit requests that arrive together as one transaction; default true. */
-  groupCommit?: boolean;
+  groupCommit?: boolean | undefined;
   /** How long between the end of one run that fires due schedules, ends expired leases and purges old jobs and the start of the next; default a minute; 0 never. */
-  maintainEveryMs?: number;
+  maintainEveryMs?: number | undefined;
   /** The longest the schedule timer sleeps: it fires each schedule at its time, and one another process put within this; default SCHEDULE_RECHECK_MS (1 s); 0 leaves schedules to the maintenance run. */
-  scheduleRecheckMs?: number;
-  log?: (line: string) => void;
+  scheduleRecheckMs?: number | undefined;
+  log?: ((line: string) => void) | undefined;
   /** How long requests in flight may take to finish after a stop before their connections are cut; default SHUTDOWN_GRACE_MS (10 s). */
-  shutdownGraceMs?: number;
+  shutdownGraceMs?: number | undefined;
   /** The most requests waiting at once (waitMs); beyond it they answer at once. Default MAX_WAITING (10,000). */
-  maxWaiting?: number;
+  maxWaiting?: number | undefined;
   /** How often a queue with waiting claims, or a job with waiting reads, is looked at again for writes of other processes; default RECHECK_MS (1 s). */
-  recheckMs?: number;
+  recheckMs?: number | undefined;
   /**
    * Whether push deliveries may go to addresses that are not public
    * (loopback, private, link-local...): default "allow" with auth off (the
@@ -48,9 +48,9 @@ export type ServerConfig = {
    * local development), "deny" with tokens (an admin of one queue must not
    * reach the server's own network). See docs/push.md, Security.
    */
-  pushPrivate?: PrivateAddresses;
+  pushPrivate?: PrivateAddresses | undefined;
   /** The server's clock; only tests replace it. */
-  clock?: () => number;
+  clock?: (() => number) | undefined;
 };
 
 /** A running server: where it listens, how many requests wait (waitMs) now, and how to stop it. */
