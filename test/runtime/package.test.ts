@@ -1,92 +1,183 @@
-import { execFile } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { execFile, spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { delimiter, dirname, join, resolve } from "node:path";
+import { createInterface } from "node:readline";
 import { promisify } from "node:util";
-import { expect, test } from "vitest";
+import ts from "typescript";
+import { afterAll, beforeAll, expect, test } from "vitest";
 import { freshDir } from "../fresh-db.ts";
+import { freePort, killGroup, npm, until } from "./npm-process.ts";
 
-// The package as its users get it: built, packed, installed from the tarball
-// into a new project, then type-checked with that project's own tsconfig
-// (skipLibCheck left at its default, false, so every declaration file the
-// entries reach is checked) and run. Nothing here reads the sources in src/.
+// The package as its users get it: packed by `npm pack` (whose prepack
+// builds dist/), installed from the tarball into a new project that has only
+// its own dependencies (from the registry, never linked from this repo), then
+// type-checked there under the tsconfig that `tsc --init` writes, with
+// exactOptionalPropertyTypes, strict and verbatimModuleSyntax set in any case:
+// each entry alone, as a Node project, a web page and a Worker would. Then
+// the README's client snippet runs there against `npm start`, and the
+// Worker of docs/deployment.md bundles. Nothing here reads the sources in src/.
 
 const run = promisify(execFile);
 const REPO = resolve(".");
-const bin = (name: string) => join(REPO, "node_modules", ".bin", name);
+const TSC = join(REPO, "node_modules", "typescript", "bin", "tsc");
+/** npm's cache for the consumer's installs: the registry's packages, kept between runs so that a rerun is quick. */
+const CACHE = join(REPO, "node_modules", ".cache", "package-test-npm");
 
-/** The consumer's files: one import of each public entry, and the tsconfigs a Node, a browser and a Worker project would have. */
-const FILES: Record<string, unknown> = {
-  "package.json": { name: "consumer", private: true, type: "module" },
-  // A Node project: TypeScript's defaults but for the module system; every installed @types package is visible.
-  "tsconfig.json": { compilerOptions: { module: "nodenext", strict: true, noEmit: true }, files: ["root.ts", "node.ts", "client.ts"] },
-  // A web page that calls the API: no Node types at all.
-  "tsconfig.browser.json": {
-    compilerOptions: { target: "es2022", module: "esnext", moduleResolution: "bundler", lib: ["es2022", "dom"], types: [], strict: true, noEmit: true },
-    files: ["client.ts"],
-  },
-  // A Worker project, as Cloudflare's templates set one up: the Workers types and no DOM.
-  "tsconfig.worker.json": {
-    compilerOptions: { target: "es2022", module: "es2022", moduleResolution: "bundler", lib: ["es2022"], types: ["@cloudflare/workers-types"], strict: true, noEmit: true },
-    files: ["worker.ts"],
-  },
-  "root.ts": `import { createApp, LeaseStore, type Job } from "fencelease";\nconst job: Job | null = null;\nexport const root = [typeof createApp, typeof LeaseStore, job];\n`,
+/** What every check sets whatever `tsc --init` writes (TypeScript 7's turns exactOptionalPropertyTypes on, 5.9's too). */
+const STRICTER = { strict: true, exactOptionalPropertyTypes: true, verbatimModuleSyntax: true, noEmit: true };
+
+/** The installed version of one of this repo's packages: the consumer asks the registry for the same. */
+const versionHere = (name: string): string => JSON.parse(readFileSync(join(REPO, "node_modules", name, "package.json"), "utf8")).version;
+
+/** Runs `npm install` in the consumer, through CACHE. */
+async function install(dir: string, specs: string[]) {
+  await run("npm", ["install", ...specs, "--cache", CACHE, "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: dir });
+}
+
+/** tsc's output for a project of the consumer: "" when it type-checks. */
+async function typeCheck(dir: string, tsconfig: string): Promise<string> {
+  return (await run(process.execPath, [TSC, "-p", tsconfig], { cwd: dir }).catch((error: { stdout: string }) => error)).stdout;
+}
+
+/** The first fenced block of `language` after `heading` in a Markdown file of this repo. */
+function blockAfter(file: string, heading: string, language: string): string {
+  const text = readFileSync(join(REPO, file), "utf8");
+  const from = text.indexOf(`${heading}\n`);
+  expect(from, `${file}: ${heading}`).toBeGreaterThan(-1);
+  const block = new RegExp("```" + language + "\\n([\\s\\S]*?)```").exec(text.slice(from));
+  expect(block, `${file}: a ${language} block after ${heading}`).not.toBeNull();
+  return block![1]!;
+}
+
+/** The bare module names that the declarations reached from `entry` import (the package's own files followed). */
+function importsReached(entry: string): string[] {
+  const names = new Set<string>();
+  const seen = new Set<string>();
+  for (const todo = [entry]; todo.length > 0; ) {
+    const file = todo.pop()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    const { importedFiles, referencedFiles, typeReferenceDirectives } = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
+    for (const { fileName } of importedFiles) {
+      if (fileName.startsWith(".")) todo.push(resolve(dirname(file), fileName.replace(/\.(d\.)?[jt]s$/, ".d.ts")));
+      else names.add(fileName);
+    }
+    for (const { fileName } of referencedFiles) todo.push(resolve(dirname(file), fileName));
+    for (const { fileName } of typeReferenceDirectives) names.add(fileName);
+  }
+  return [...names].sort();
+}
+
+/** The first `node` on PATH outside node_modules (the system's, Node 20 here), else the one running the tests. */
+function systemNode(): string {
+  const dirs = (process.env.PATH ?? "").split(delimiter).filter((dir) => !dir.includes("node_modules"));
+  return dirs.map((dir) => join(dir, "node")).find((path) => existsSync(path)) ?? process.execPath;
+}
+
+/** The consumer's code: each entry imported alone, and what `run` and the README's snippet need. */
+const FILES: Record<string, string> = {
+  "package.json": JSON.stringify({ name: "consumer", private: true, type: "module" }),
+  "root.ts": `import { createApp, LeaseStore, type AppOptions, type Job } from "fencelease";\nconst limits: AppOptions["limits"] = { maxBodyBytes: undefined, maxTtlMs: 60_000 };\nconst job: Job | null = null;\nexport const root = [typeof createApp, typeof LeaseStore, limits, job];\n`,
   "node.ts": `import { openStore, serverConfigFromEnv, startServer } from "fencelease/node";\nexport const node = [typeof openStore, typeof startServer, serverConfigFromEnv({}).port];\n`,
-  "client.ts": `import { LeaseClient, LeaseLostError } from "fencelease/client";\nexport const client = [new LeaseClient({ baseUrl: "http://127.0.0.1:8787" }), typeof LeaseLostError];\n`,
-  "worker.ts": `import worker, { d1Driver, QueueDoorbell, type WorkerEnv } from "fencelease/worker";\nconst env: WorkerEnv = {};\nexport { QueueDoorbell };\nexport const uses = [typeof d1Driver, env];\nexport default worker;\n`,
+  "browser.ts": `import { LeaseClient, LeaseLostError, runWorker } from "fencelease/client";\nconst client = new LeaseClient({ baseUrl: "https://fencelease.example", token: undefined, retry: { retries: undefined } });\nexport const browser = [client, typeof LeaseLostError, typeof runWorker];\n`,
   "main.js": `import { createApp } from "fencelease";\nimport { serverConfigFromEnv } from "fencelease/node";\nimport { LeaseClient } from "fencelease/client";\nconsole.log(typeof createApp, serverConfigFromEnv({}).port, typeof new LeaseClient({ baseUrl: "http://127.0.0.1:1" }).claim);\n`,
-  "wrangler.toml": [
-    'name = "consumer"',
-    'main = "worker.ts"',
-    'compatibility_date = "2026-11-01"',
-    "[[d1_databases]]",
-    'binding = "DB"',
-    'database_name = "consumer"',
-    'database_id = "00000000-0000-0000-0000-000000000000"',
-    "[[durable_objects.bindings]]",
-    'name = "DOORBELL"',
-    'class_name = "QueueDoorbell"',
-    "[[migrations]]",
-    'tag = "v1"',
-    'new_sqlite_classes = ["QueueDoorbell"]',
-    "",
-  ].join("\n"),
 };
 
-test("the packed package installs into a new project, type-checks there for Node, a browser and a Worker, and runs", async () => {
-  const dir = freshDir();
-  // What `prepare` builds (dist/), then the tarball of exactly what `files` ships.
-  await run(process.execPath, [join(REPO, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"]);
-  await run("npm", ["pack", "--ignore-scripts", "--silent", "--pack-destination", dir]);
-  const [tarball] = readdirSync(dir).filter((name) => name.endsWith(".tgz"));
-  expect(tarball).toBe("fencelease-0.1.0.tgz");
+/** A stand-in for the snippet's payment provider: it says what it was asked. */
+const CHARGE_CARD = `
+async function chargeCard(payload: unknown, options: { idempotencyKey: string; signal: AbortSignal }): Promise<void> {
+  console.log(\`charged \${JSON.stringify(payload)} with key \${options.idempotencyKey}\`);
+}
+`;
 
+/** Each tsconfig of the consumer: `tsc --init`'s, and the settings of one kind of project over it. */
+function tsconfigs(snippet: string) {
+  return {
+    // A Node project: Node's types (@types/node 20, for Node >= 20), and the snippet built to run.
+    "tsconfig.node.json": { extends: "./tsconfig.json", compilerOptions: { ...STRICTER, types: ["node"], noEmit: false, outDir: "out", declaration: false, declarationMap: false, sourceMap: false }, files: ["root.ts", "node.ts", snippet] },
+    // A web page that calls the API: the DOM, no Node types at all.
+    "tsconfig.browser.json": { extends: "./tsconfig.json", compilerOptions: { ...STRICTER, types: [], lib: ["esnext", "dom"], module: "preserve", moduleResolution: "bundler" }, files: ["browser.ts"] },
+    // A Worker project, as Cloudflare's templates set one up: the Workers types and no DOM.
+    "tsconfig.worker.json": { extends: "./tsconfig.json", compilerOptions: { ...STRICTER, types: ["@cloudflare/workers-types"], lib: ["esnext"], module: "preserve", moduleResolution: "bundler" }, files: ["worker.ts"] },
+  };
+}
+
+let packed: { dir: string; tarball: string };
+beforeAll(async () => {
+  const dir = mkdtempSync(join(tmpdir(), "fencelease-package-"));
+  // `npm pack` runs prepack, which builds dist/ anew.
+  await run("npm", ["pack", "--silent", "--pack-destination", dir], { cwd: REPO, env: { ...process.env, npm_config_loglevel: "error" } });
+  packed = { dir, tarball: join(dir, "fencelease-0.1.0.tgz") };
+}, 120_000);
+afterAll(() => rmSync(packed.dir, { recursive: true, force: true }));
+
+test("the packed package holds dist/'s JavaScript and declarations, the migrations and the dashboard, and nothing of the repo's sources, tests or scratch files", async () => {
+  const files = (await run("tar", ["-tzf", packed.tarball])).stdout.trim().split("\n").map((path) => path.replace(/^package\//, ""));
+  expect(files.filter((path) => !/^(dist\/.+\.(js|d\.ts)|migrations\/\d{4}_\w+\.sql|src\/ui\/(.+\.(js|html|css|svg)|\.assetsignore)|src\/ui\/vendor\/swagger-ui\/(LICENSE|NOTICE)|package\.json|README\.md)$/.test(path))).toEqual([]);
+  for (const path of ["dist/cli/main.js", "dist/worker.js", "dist/client/index.d.ts", "migrations/0001_jobs.sql", "src/ui/index.html", "src/ui/vendor/swagger-ui/swagger-ui-bundle.js"]) expect(files).toContain(path);
+  expect(files.filter((path) => /test|scratch|fixture|\.map$|\.ts$/.test(path) && !path.endsWith(".d.ts"))).toEqual([]);
+});
+
+test("the packed package installs into a project with only its own dependencies, type-checks there for Node, a browser and a Worker, and runs the README's snippet against npm start", async () => {
+  const dir = freshDir();
   const consumer = join(dir, "consumer");
   mkdirSync(consumer);
-  for (const [name, content] of Object.entries(FILES)) writeFileSync(join(consumer, name), typeof content === "string" ? content : JSON.stringify(content));
-  // Its dependencies come from npm's cache when they are there: the repo's own install put them there.
-  await run("npm", ["install", join(dir, tarball!), "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: consumer });
-  const installed = JSON.parse(readFileSync(join(consumer, "node_modules", "fencelease", "package.json"), "utf8"));
-  expect(Object.keys(installed.exports)).toEqual([".", "./node", "./worker", "./client"]);
-  // A Worker project has the Workers types installed; this one takes the version the repo tests with.
-  mkdirSync(join(consumer, "node_modules", "@cloudflare"), { recursive: true });
-  symlinkSync(join(REPO, "node_modules", "@cloudflare", "workers-types"), join(consumer, "node_modules", "@cloudflare", "workers-types"));
+  for (const [name, content] of Object.entries(FILES)) writeFileSync(join(consumer, name), content);
+  await run(process.execPath, [TSC, "--init"], { cwd: consumer });
+  await install(consumer, [packed.tarball, "@types/node@20"]);
+  const installed = join(consumer, "node_modules", "fencelease");
+  expect(Object.keys(JSON.parse(readFileSync(join(installed, "package.json"), "utf8")).exports)).toEqual([".", "./node", "./worker", "./client"]);
 
-  for (const tsconfig of ["tsconfig.json", "tsconfig.browser.json", "tsconfig.worker.json"]) {
-    const checked = await run(process.execPath, [join(REPO, "node_modules", "typescript", "bin", "tsc"), "-p", tsconfig], { cwd: consumer }).catch((error: { stdout: string }) => error);
-    expect(checked.stdout, tsconfig).toBe("");
-  }
+  // The entries but the Worker's reach no Workers types: the package's dependencies and Node's modules only, and the client not even Node's.
+  const dependencies = Object.keys(JSON.parse(readFileSync(join(installed, "package.json"), "utf8")).dependencies);
+  for (const entry of ["dist/index.d.ts", "dist/node.d.ts"]) expect(importsReached(join(installed, entry)).filter((name) => !name.startsWith("node:") && !dependencies.includes(name)), entry).toEqual([]);
+  expect(importsReached(join(installed, "dist/client/index.d.ts")).filter((name) => !dependencies.includes(name))).toEqual([]);
 
-  // The Node entries run from dist/ as plain JavaScript, and the bin's demo replays its story.
-  expect((await run(process.execPath, ["main.js"], { cwd: consumer })).stdout).toBe("function 8787 function\n");
-  const demo = await run(process.execPath, [join(consumer, "node_modules", ".bin", "fencelease"), "demo"], { cwd: consumer });
+  const snippet = blockAfter("README.md", "### With the client, in TypeScript", "ts");
+  expect(snippet).toContain('baseUrl: "http://127.0.0.1:8787"');
+  const port = await freePort();
+  writeFileSync(join(consumer, "readme-snippet.ts"), snippet.replace("http://127.0.0.1:8787", `http://127.0.0.1:${port}`) + CHARGE_CARD);
+  for (const [name, tsconfig] of Object.entries(tsconfigs("readme-snippet.ts"))) writeFileSync(join(consumer, name), JSON.stringify(tsconfig));
+  expect(await typeCheck(consumer, "tsconfig.node.json")).toBe("");
+  expect(await typeCheck(consumer, "tsconfig.browser.json")).toBe("");
+
+  // The Node entries run from dist/ as plain JavaScript on the system's Node, and the bin's demo replays its story.
+  const node = systemNode();
+  expect((await run(node, ["main.js"], { cwd: consumer })).stdout).toBe("function 8787 function\n");
+  const demo = await run(node, [join(consumer, "node_modules", ".bin", "fencelease"), "demo"], { cwd: consumer });
   expect(demo.stdout).toMatch(/A {2}completes late with fence 1 +→ 409 stale_lease \(superseded; current fence 2\)/);
 
-  // The Worker entry is shipped as source: wrangler bundles it into the consumer's Worker.
+  // The README's snippet, built by the consumer's tsc, against `npm start` of this repo: it enqueues, its worker charges once and completes, and a SIGTERM stops it.
+  const server = npm(["start"], port);
+  try {
+    expect(await until(() => server.output().stdout.includes(`listening on http://127.0.0.1:${port}`), 30_000)).toBe(true);
+    const worker = spawn(node, ["out/readme-snippet.js"], { cwd: consumer, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, FENCELEASE_TOKEN: undefined } });
+    const lines = createInterface({ input: worker.stdout })[Symbol.asyncIterator]();
+    expect((await lines.next()).value).toBe('charged {"amount":120} with key invoice-44');
+    const job = async () => (await fetch(`http://127.0.0.1:${port}/v1/jobs/invoice-44`)).json() as Promise<Record<string, unknown>>;
+    expect(await until(async () => (await job()).status === "done", 10_000)).toBe(true);
+    expect(await job()).toMatchObject({ queue: "invoices", payload: { amount: 120 }, owner: "worker-a", fence: 1, attempts: 1, result: { charged: true } });
+    const exited = once(worker, "exit");
+    worker.kill("SIGTERM");
+    expect(await exited).toEqual([0, null]);
+  } finally {
+    killGroup(server);
+  }
+
+  // A Worker project installs the Workers types itself (the package's optional peer); its Worker is the one of docs/deployment.md.
+  await install(consumer, [`@cloudflare/workers-types@${versionHere("@cloudflare/workers-types")}`]);
+  writeFileSync(join(consumer, "worker.ts"), blockAfter("docs/deployment.md", "### A Worker of your own", "ts"));
+  writeFileSync(join(consumer, "wrangler.toml"), blockAfter("docs/deployment.md", "### A Worker of your own", "toml"));
+  expect(await typeCheck(consumer, "tsconfig.worker.json")).toBe("");
   const outdir = join(dir, "bundle");
-  const { stdout } = await run(process.execPath, [bin("wrangler"), "deploy", "--dry-run", "--outdir", outdir], {
+  const { stdout } = await run(process.execPath, [join(REPO, "node_modules", "wrangler", "bin", "wrangler.js"), "deploy", "--dry-run", "--outdir", outdir], {
     cwd: consumer,
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", WRANGLER_HIDE_BANNER: "true", CI: "true" },
   });
   expect(stdout).toContain("--dry-run: exiting now.");
-  expect(readFileSync(join(outdir, "worker.js"), "utf8")).toMatch(/QueueDoorbell = class|class QueueDoorbell/);
-}, 240_000);
+  const bundle = readFileSync(join(outdir, "worker.js"), "utf8");
+  expect(bundle).toMatch(/QueueDoorbell = class|class QueueDoorbell/);
+  expect(readdirSync(outdir).filter((name) => name.endsWith(".sql"))).toHaveLength(readdirSync(join(installed, "migrations")).length);
+}, 180_000);
