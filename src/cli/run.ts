@@ -19,7 +19,7 @@ export type { Io } from "./command.ts";
 // commands is a file of its own (jobs.ts, leases.ts, queues.ts, push.ts, schedules.ts, tokens.ts).
 
 /** Every command that calls the server, by name. */
-const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...LEASE_COMMANDS, ...QUEUE_COMMANDS, ...PUSH_COMMANDS, ...SCHEDULE_COMMANDS, ...TOKEN_COMMANDS };
+export const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...LEASE_COMMANDS, ...QUEUE_COMMANDS, ...PUSH_COMMANDS, ...SCHEDULE_COMMANDS, ...TOKEN_COMMANDS };
 
 /**
  * The command named on the line (one word, or two for a group such as
