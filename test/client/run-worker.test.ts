@@ -1,6 +1,7 @@
 import { createClient } from "@libsql/client";
-import { describe, expect, onTestFinished, test } from "vitest";
-import { type JobHandler, LeaseClient, LeaseLostError, runWorker, UnavailableError, type WorkerHandle, type WorkerOptions } from "../../src/client/index.ts";
+import { createServer } from "node:net";
+import { describe, expect, onTestFinished, test, vi } from "vitest";
+import { type JobHandler, LeaseClient, LeaseLostError, runWorker, UnauthorizedError, UnavailableError, type WorkerHandle, type WorkerOptions } from "../../src/client/index.ts";
 import { startServer } from "../../src/node.ts";
 import { freshStore } from "../fresh-db.ts";
 
@@ -555,6 +556,56 @@ describe("runWorker", () => {
     expect(gaps[2]).toBeGreaterThanOrEqual(200);
     expect(s.errors).toHaveLength(3);
     expect(s.errors.every((error) => error instanceof UnavailableError)).toBe(true);
+  });
+
+  test("a token the server refuses (401) stops the runner at its first claim, with one line that says so; nothing is claimed", async () => {
+    await using s = await serving();
+    await s.enqueue(1);
+    const told: [unknown, string][] = [];
+    const stranger = new LeaseClient({ baseUrl: s.server.url, token: "not-a-token" });
+    const worker = runWorker(stranger, { queue: "q", owner: W, concurrency: 2, ttlMs: 60_000, onError: (error, line) => told.push([error, line]) }, async () => "ok");
+    await worker.done; // by itself: a 401 does not heal by asking again
+    expect(told).toHaveLength(1);
+    expect(told[0]![0]).toBeInstanceOf(UnauthorizedError);
+    expect(told[0]![1]).toBe(`${W} on queue q: unauthorized: the bearer token is not valid (or was revoked); stopped, since a 401 does not heal by asking again`);
+    expect((await s.snapshot())["job-0000"]).toMatchObject({ owner: null, fence: 0, attempts: 0, done: 0 });
+  });
+
+  test("a token that may not take the queue's jobs (403) stops the runner at its first claim, with the one line of the default onError", async () => {
+    await using s = await serving();
+    await s.enqueue(1);
+    const { token } = await s.other.tokens.create({ role: "worker", queues: ["other"], name: "elsewhere" });
+    const printed = vi.spyOn(console, "error").mockImplementation(() => {});
+    onTestFinished(() => printed.mockRestore());
+    const worker = runWorker(new LeaseClient({ baseUrl: s.server.url, token }), { queue: "q", owner: W, concurrency: 2, ttlMs: 60_000 }, async () => "ok");
+    await worker.done;
+    expect(printed.mock.calls).toHaveLength(1);
+    const [line] = printed.mock.calls[0]!;
+    expect(line).toMatch(new RegExp(`^${W} on queue q: forbidden: this token "elsewhere" \\(worker for other\\) may not [^\\n]+ q[^\\n]*; stopped, since a 403 does not heal by asking again$`));
+    expect(line).not.toContain("\n");
+    expect((await s.snapshot())["job-0000"]).toMatchObject({ owner: null, fence: 0, attempts: 0, done: 0 });
+  });
+
+  test("with the server unreachable, the default onError prints one line per attempt, with when the next one goes, and the runner goes on until stopped", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const { port } = closed.address() as { port: number };
+    await new Promise((resolve) => closed.close(resolve)); // nobody listens there now
+    const printed = vi.spyOn(console, "error").mockImplementation(() => {});
+    onTestFinished(() => printed.mockRestore());
+    const client = new LeaseClient({ baseUrl: `http://127.0.0.1:${port}`, retry: { retries: 0 } });
+    const worker = runWorker(client, { queue: "q", owner: W, concurrency: 2, ttlMs: 60_000 }, async () => "ok");
+    await until(() => printed.mock.calls.length >= 3, "three attempts");
+    const stopped = worker.stop();
+    await stopped;
+    const lines = printed.mock.calls.map(([line]) => String(line));
+    for (const line of lines) {
+      expect(line).toMatch(new RegExp(`^${W} on queue q: unreachable: could not reach http://127\\.0\\.0\\.1:${port}: [^\\n]+; next attempt in \\d+\\.\\d s, at \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z$`));
+    }
+    // The backoff doubles from 100 ms (times a jitter in [0.5, 1)), and each line says it.
+    const inMs = lines.slice(0, 3).map((line) => Number(/next attempt in ([\d.]+) s/.exec(line)![1]) * 1000);
+    expect(inMs[0]).toBeLessThanOrEqual(100);
+    expect(inMs[2]).toBeGreaterThanOrEqual(200);
   });
 
   test("while the queue is empty one claim at a time waits on the server, waitMs long, and a job enqueued meanwhile is taken at once", async () => {

@@ -39,8 +39,13 @@ export type WorkerOptions = {
   retryInMs?: number | undefined;
   /** Abort to stop, as `stop()` does. */
   signal?: AbortSignal | undefined;
-  /** Where the runner's own errors go (unreachable server, lost leases); default console.error. */
-  onError?: ((error: unknown) => void) | undefined;
+  /**
+   * Where the runner's own errors go (an unreachable server, a lost lease, a
+   * refused token), each with one line that says what failed and what the
+   * runner does next: when it asks again, or that it stopped (a 401 or a 403
+   * stops it). Default: console.error of that line.
+   */
+  onError?: ((error: unknown, line: string) => void) | undefined;
 };
 
 /** The longest retryInMs the server takes: a year (FailBody in src/http/leases.ts). */
@@ -70,5 +75,5 @@ export function workerSettings(options: WorkerOptions): Settings {
   wholeMs("waitMs", waitMs, 0, MAX_WAIT_MS);
   if (options.retryInMs !== undefined) wholeMs("retryInMs", options.retryInMs, 0, MAX_RETRY_IN_MS);
   if (options.onError !== undefined && typeof options.onError !== "function") throw new TypeError("runWorker: onError must be a function");
-  return { ...options, renewEveryMs, idleMs, waitMs, onError: options.onError ?? ((error) => console.error(error)) };
+  return { ...options, renewEveryMs, idleMs, waitMs, onError: options.onError ?? ((_error, line) => console.error(line)) };
 }

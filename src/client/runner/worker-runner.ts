@@ -1,4 +1,4 @@
-import { errorFromResponse, LeaseLostError, NotFoundError, UnavailableError } from "../errors.ts";
+import { errorFromResponse, FenceleaseError, ForbiddenError, LeaseLostError, NotFoundError, UnauthorizedError, UnavailableError } from "../errors.ts";
 import type { LeaseClient } from "../lease-client.ts";
 import { expiredError, LeaseKeeper, type LostLease } from "../lease-keeper.ts";
 import type { ClaimNextAnswer, CompleteManyAnswer, Lease } from "../types.ts";
@@ -64,6 +64,8 @@ export class WorkerRunner {
   #completeBackoff: ReturnType<typeof setTimeout> | undefined;
   #stopping = false;
   #stopped = false;
+  /** Set once a 401 or a 403 stopped the runner: the same refusal of the calls still on their way is not told again. */
+  #hopeless = false;
   #resolveDone!: () => void;
   readonly #onAbort = () => void this.stop();
 
@@ -150,18 +152,24 @@ export class WorkerRunner {
     this.#longPollOnItsWay = longPoll;
     const sentAt = Date.now();
     let answer: ClaimNextAnswer | undefined;
+    let failure: { error: unknown } | undefined;
     try {
       const signal = longPoll ? AbortSignal.any([this.#giveUp.signal, longPoll.signal]) : this.#giveUp.signal;
       answer = await this.#client.claimNextAnswer(queue, { owner, ttlMs, limit, waitMs: waitMs || undefined }, { signal });
     } catch (error) {
-      if (!this.#giveUp.signal.aborted && !longPoll?.signal.aborted) this.#report(error); // given up by stop() or a drain: not an error
+      if (!this.#giveUp.signal.aborted && !longPoll?.signal.aborted) failure = { error }; // given up by stop() or a drain: not an error
     }
     this.#longPollOnItsWay = undefined;
     this.#claiming = false;
     this.#reserved -= limit;
     this.#busy--;
     if (answer === undefined) {
-      if (!longPoll?.signal.aborted) this.#wait(backoffMs(this.#claimFailures++)); // a drain asks again at once
+      if (!longPoll?.signal.aborted) {
+        // A drain asks again at once; anything else after a backoff, which the report tells.
+        const backoff = backoffMs(this.#claimFailures++);
+        if (failure) this.#report(failure.error, backoff);
+        this.#wait(backoff);
+      }
     } else {
       this.#claimFailures = 0;
       this.#pace.answered(answer, waitMs);
@@ -317,18 +325,20 @@ export class WorkerRunner {
 
   /** After a completeMany that failed: the same results again without `next` after a backoff, or each alone. */
   #retryCompletions(batch: Slot[], error: unknown): void {
-    this.#report(error);
     if (error instanceof UnavailableError) {
       // It may have landed. So it is sent again without `next`, and its leases are not renewed meanwhile (a
       // renew that came after it would be refused): it is retried until their deadlines (see #flush).
+      const backoff = backoffMs(this.#completeFailures++);
+      this.#report(error, backoff);
       for (const slot of batch) slot.noNext = true;
       this.#queued.unshift(...batch);
       this.#completeBackoff = setTimeout(() => {
         this.#completeBackoff = undefined;
         this.#flush();
-      }, backoffMs(this.#completeFailures++));
+      }, backoff);
       return;
     }
+    this.#report(error);
     // Refused as a whole, so nothing was applied: the leases are kept and renewed as before.
     for (const slot of batch) this.#keeper.settling(slot.lease.job.id, slot.lease.fence, false);
     if (batch.length > 1) {
@@ -421,11 +431,32 @@ export class WorkerRunner {
     void this.#keeper.stop().then(() => this.#resolveDone());
   }
 
-  #report(error: unknown): void {
+  /**
+   * Tells onError of an error, with its one line: what failed, and what the
+   * runner does next (`retryInMs`: the same call again after that long). A 401
+   * or a 403 stops the runner: the token will not do, and asking again will
+   * not change that; it is told once.
+   */
+  #report(error: unknown, retryInMs?: number): void {
+    const hopeless = error instanceof UnauthorizedError || error instanceof ForbiddenError;
+    if (hopeless && this.#hopeless) return;
+    let next = "";
+    if (hopeless) {
+      this.#hopeless = true;
+      next = `; stopped, since a ${error.status} does not heal by asking again`;
+      void this.stop();
+    } else if (retryInMs !== undefined) next = `; next attempt in ${(retryInMs / 1000).toFixed(1)} s, at ${new Date(Date.now() + retryInMs).toISOString()}`;
+    const { owner, queue } = this.#settings;
     try {
-      this.#settings.onError(error);
+      this.#settings.onError(error, `${owner} on queue ${queue}: ${oneLine(error)}${next}`);
     } catch {
       // An onError that throws must not break the runner.
     }
   }
+}
+
+/** An error in one line: a refusal's code and message, or any other error's message. */
+function oneLine(error: unknown): string {
+  if (error instanceof FenceleaseError) return `${error.code}: ${error.message}`;
+  return (error instanceof Error ? error.message : String(error)).split("\n", 1)[0]!;
 }
