@@ -1,4 +1,5 @@
 import { LeaseClient } from "../client/lease-client.ts";
+import { checkedBaseUrl } from "../client/transport.ts";
 import { printable } from "../store/printable.ts";
 import type { Command, Io } from "./command.ts";
 import { EXIT, exitFor, UsageError } from "./exit-codes.ts";
@@ -42,6 +43,16 @@ function commandOf(first: string, positionals: string[]): { command: Command; ar
   return { command, arg: arg ?? "" };
 }
 
+/** The server's URL that --url or FENCELEASE_URL gives (none when empty), refused before anything is sent if it is not an http(s) URL. */
+function serverUrl(given: string | undefined): string | undefined {
+  if (given === undefined || given === "") return undefined;
+  try {
+    return checkedBaseUrl(given);
+  } catch (error) {
+    throw new UsageError(`--url (or FENCELEASE_URL) ${(error as Error).message.replace(/^baseUrl /, "")}`);
+  }
+}
+
 /** run carries out one command line and answers the exit code. */
 export async function run(argv: string[], io: Io): Promise<number> {
   try {
@@ -55,7 +66,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       io.err(USAGE);
       return EXIT.badInput;
     }
-    const baseUrl = flags.url ?? io.env.FENCELEASE_URL;
+    const baseUrl = serverUrl(flags.url ?? io.env.FENCELEASE_URL);
     const token = flags.token ?? io.env.FENCELEASE_TOKEN;
     if (name === "serve") return await serve(io);
     if (name === "migrate") return await migrateDatabase(io);

@@ -71,7 +71,7 @@ export class Transport {
   readonly #timeoutMs: number;
 
   constructor(options: LeaseClientOptions) {
-    this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.#baseUrl = checkedBaseUrl(options.baseUrl).replace(/\/+$/, "");
     this.#token = options.token;
     const given = options.fetch;
     this.#send = given ? sendWithFetch(given) : (sendWithNodeHttp() ?? sendWithFetch((input, init) => fetch(input, init)));
@@ -115,6 +115,23 @@ export class Transport {
       return answer as T;
     }
   }
+}
+
+/**
+ * The base URL as given, once it is an absolute http: or https: URL: one
+ * without its scheme ("127.0.0.1:8787", "localhost:8787") would otherwise make
+ * every call fail, and only after its retries.
+ */
+export function checkedBaseUrl(baseUrl: unknown): string {
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(String(baseUrl)).protocol.toLowerCase();
+  } catch {
+    // not a URL at all: said below
+  }
+  if (typeof baseUrl === "string" && (protocol === "http:" || protocol === "https:")) return baseUrl;
+  const hint = typeof baseUrl === "string" && /^[\w.-]+(:\d+)?(\/|$)/.test(baseUrl) ? `; did you mean http://${baseUrl}?` : "";
+  throw new TypeError(`baseUrl must be an absolute http:// or https:// URL, such as http://127.0.0.1:8787, got ${JSON.stringify(baseUrl)}${hint}`);
 }
 
 /** A body's JSON, or undefined when it is empty or not JSON (an answer from something other than fencelease). */

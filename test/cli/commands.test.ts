@@ -255,6 +255,18 @@ describe("the fencelease command", () => {
       .toMatchObject({ code: 5, stderr: expect.stringMatching(/could not reach http:\/\/127\.0\.0\.1:1/) });
   });
 
+  test("a --url or FENCELEASE_URL without its scheme exits 2 with one line that says what to write, and sends nothing", async () => {
+    await using s = await serving();
+    const bare = s.server.url.replace("http://", "");
+    expect(await cli(["enqueue", "job-1", "--url", bare, "--token", "t"])).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `fencelease: --url (or FENCELEASE_URL) must be an absolute http:// or https:// URL, such as http://127.0.0.1:8787, got "${bare}"; did you mean http://${bare}? (see fencelease --help)\n`,
+    });
+    expect(await cli(["demo"], { FENCELEASE_URL: bare })).toMatchObject({ code: 2, stderr: expect.stringMatching(/^fencelease: --url \(or FENCELEASE_URL\) must be an absolute/) });
+    expect(await s.snapshot()).toEqual({});
+  });
+
   test("migrate applies the migrations once", async () => {
     const url = freshUrl();
     const names = [...(await readMigrations()).map((migration) => migration.name), EDITED_MIGRATIONS.name].sort();

@@ -196,6 +196,29 @@ describe("LeaseClient against the real Node server", () => {
   });
 });
 
+describe("LeaseClient's base URL", () => {
+  test("one without its scheme, or not http(s), is refused when the client is built, saying what to write; an http(s) URL in any case is taken", async () => {
+    const refusals = ["127.0.0.1:8787", "localhost:8787", "fencelease.example/api", "ftp://fencelease.example", ""].map((baseUrl) => {
+      try {
+        new LeaseClient({ baseUrl });
+        return `${baseUrl}: built`;
+      } catch (error) {
+        return `${(error as Error).name}: ${(error as Error).message}`;
+      }
+    });
+    expect(refusals).toEqual([
+      'TypeError: baseUrl must be an absolute http:// or https:// URL, such as http://127.0.0.1:8787, got "127.0.0.1:8787"; did you mean http://127.0.0.1:8787?',
+      'TypeError: baseUrl must be an absolute http:// or https:// URL, such as http://127.0.0.1:8787, got "localhost:8787"; did you mean http://localhost:8787?',
+      'TypeError: baseUrl must be an absolute http:// or https:// URL, such as http://127.0.0.1:8787, got "fencelease.example/api"; did you mean http://fencelease.example/api?',
+      'TypeError: baseUrl must be an absolute http:// or https:// URL, such as http://127.0.0.1:8787, got "ftp://fencelease.example"',
+      'TypeError: baseUrl must be an absolute http:// or https:// URL, such as http://127.0.0.1:8787, got ""',
+    ]);
+    await using s = await serving();
+    const upper = new LeaseClient({ baseUrl: s.server.url.replace("http://", "HTTP://"), token: TOKEN });
+    expect(await upper.enqueue({ id: "job-1" })).toMatchObject({ created: true });
+  });
+});
+
 describe("LeaseClient: a job's whole life, against the real Node server", () => {
   test("fail ends the lease as a failed attempt: the job is due again after retryInMs, its error kept", async () => {
     const { clock, options } = handClock();
