@@ -7,11 +7,14 @@
 //
 // From this repository, after `npm install` and beside `npm start`:
 //
-//   FENCELEASE_URL=http://127.0.0.1:8787 QUEUE=thumbnails CONCURRENCY=16 npx node examples/node-worker.ts
+//   FENCELEASE_URL=http://127.0.0.1:8787 QUEUE=thumbnails CONCURRENCY=16 node_modules/.bin/node examples/node-worker.ts
 //
-// `npx node` is the Node 24 that the devDependency `node` puts in node_modules/.bin:
-// a .ts file runs only on a Node that strips types (22.18 and later), not on Node 20.
-// Copied into a project of your own, run it with such a Node, or compile it with tsc.
+// node_modules/.bin/node is the Node 24 of the devDependency `node`: a .ts file
+// runs only on a Node that strips types (22.18 and later), not on Node 20. It
+// is run itself, not through `npx node`: npx would stay in between as the
+// parent, and a `kill -TERM` of npx's pid would leave this worker running,
+// orphaned. Copied into a project of your own, run it with such a Node, or
+// compile it with tsc.
 import { type HeldLease, LeaseClient, runWorker } from "fencelease/client";
 
 const client = new LeaseClient({ baseUrl: process.env.FENCELEASE_URL ?? "http://127.0.0.1:8787", token: process.env.FENCELEASE_TOKEN });

@@ -10,12 +10,15 @@
 // From this repository, beside `npm start`:
 //
 //   npx fencelease push set words --endpoint http://127.0.0.1:8790/ # prints the secret, once
-//   PUSH_SECRET=whsec_... PORT=8790 npx node examples/push-endpoint-node.ts
+//   PUSH_SECRET=whsec_... PORT=8790 node_modules/.bin/node examples/push-endpoint-node.ts
 //   npx fencelease enqueue doc-1 --queue words --payload '{"text":"one two three"}'
 //
 // PUSH_SECRET may hold two secrets, comma-separated, while a rotation is under
-// way. `npx node` is the Node 24 of the devDependency `node` (a .ts file runs
-// on a Node that strips types, 22.18 and later).
+// way. node_modules/.bin/node is the Node 24 of the devDependency `node` (a .ts
+// file runs on a Node that strips types, 22.18 and later), run itself rather
+// than through `npx node`, so that a SIGTERM to its pid reaches it. On SIGINT
+// or SIGTERM it stops: it takes no new delivery, finishes the jobs it
+// answered 202, then exits.
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { LeaseClient, LeaseLostError, type PushDelivery, verifyPush } from "fencelease/client";
@@ -36,6 +39,9 @@ async function bodyOf(request: IncomingMessage): Promise<string> {
   for await (const chunk of request) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString("utf8");
 }
+
+/** The jobs answered 202 and not finished yet: a stop waits for them. */
+const finishing = new Set<Promise<void>>();
 
 /** Work longer than one request: renew the lease while it runs, then complete it, all with the delivery's owner and fence. */
 async function finishLater({ job, owner, fence }: PushDelivery<Doc>): Promise<void> {
@@ -61,7 +67,8 @@ const server = createServer(async (request, response) => {
   }
   if (push.job.payload?.long) {
     response.writeHead(202).end();
-    void finishLater(push);
+    const finished = finishLater(push).finally(() => finishing.delete(finished));
+    finishing.add(finished);
     return;
   }
   console.log(`processed ${push.job.id} with fence ${push.fence}`);
@@ -70,4 +77,12 @@ const server = createServer(async (request, response) => {
 server.listen(Number(process.env.PORT ?? 8790), "127.0.0.1", () => {
   console.log(`push endpoint on http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
 });
-for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => server.close());
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, async () => {
+    console.log(`${signal}: taking no new delivery, finishing ${finishing.size} job(s) answered 202, then stopping`);
+    server.close(); // no new connection; the idle ones close at once, a delivery being answered finishes first
+    server.closeIdleConnections();
+    await Promise.all(finishing);
+    console.log("push endpoint stopped");
+  });
+}

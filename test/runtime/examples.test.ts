@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { expect, test } from "vitest";
+import { expect, onTestFinished, test } from "vitest";
 import { type ChargeCard, chargeInvoice, chargeKey, type Invoice } from "../../examples/charge-once.ts";
 import { LeaseClient, LeaseLostError, withLease } from "../../src/client/index.ts";
 import { startServer } from "../../src/node.ts";
@@ -9,14 +10,40 @@ import { freshStore } from "../fresh-db.ts";
 
 const TOKEN = "examples-token";
 
-test("examples/node-worker.ts works through a queue, then stops gracefully on SIGTERM", async () => {
+/** The command of the example's run line, as its header gives it (the line that ends in `examples/<name>`), less the variables it sets: the test sets them. */
+function runLine(name: string): string {
+  const line = readFileSync(`examples/${name}`, "utf8").split("\n").find((text) => text.startsWith("//   ") && text.trimEnd().endsWith(`examples/${name}`));
+  return line!.slice(2).trim().replace(/^(\w+=\S+\s+)+/, "");
+}
+
+/**
+ * Runs the example's run line as a shell runs a command typed at it: the pid
+ * that `kill` is given is the process the line starts. The package's name
+ * resolves to the sources here (not dist/, which the package test rebuilds).
+ */
+function startExample(name: string, env: Record<string, string>) {
+  const child = spawn("sh", ["-c", `exec ${runLine(name)}`], {
+    env: { ...process.env, NODE_OPTIONS: "--conditions=fencelease-source", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  onTestFinished(() => {
+    try {
+      process.kill(-child.pid!, "SIGKILL"); // whatever the line left behind
+    } catch {
+      // nothing left
+    }
+  });
+  return child;
+}
+
+test("examples/node-worker.ts, run by the line its header and docs/client.md give, works through a queue, then stops gracefully on a SIGTERM to its pid", async () => {
+  expect(runLine("node-worker.ts")).toBe("node_modules/.bin/node examples/node-worker.ts");
+  expect(readFileSync("docs/client.md", "utf8")).toContain("QUEUE=thumbnails node_modules/.bin/node examples/node-worker.ts`");
   const { url, snapshot } = await freshStore();
   const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: [TOKEN] } });
   const client = new LeaseClient({ baseUrl: server.url, token: TOKEN });
-  const child = spawn(process.execPath, ["--conditions=fencelease-source", "examples/node-worker.ts"], {
-    env: { ...process.env, FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN, QUEUE: "words", IDLE_MS: "20" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = startExample("node-worker.ts", { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN, QUEUE: "words", IDLE_MS: "20" });
   try {
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     expect((await lines.next()).value).toBe(`node-worker-${child.pid} taking jobs from queue words`);
@@ -35,7 +62,6 @@ test("examples/node-worker.ts works through a queue, then stops gracefully on SI
       expect(rows[`doc-${i}`]).toMatchObject({ owner: `node-worker-${child.pid}`, fence: 1, done: 1, result: JSON.stringify({ words: 3 * i }) });
     }
   } finally {
-    child.kill("SIGKILL");
     await server.stop();
   }
 });
@@ -47,10 +73,8 @@ test("examples/push-endpoint-node.ts takes a pushed queue's jobs: answers one wi
   const client = new LeaseClient({ baseUrl: server.url, token: TOKEN });
   // The secret first (the endpoint needs it to start), then the endpoint's real URL: a later set keeps the secret.
   const { secret } = (await client.push.set("words", { url: "http://127.0.0.1:9/" })) as { secret: string };
-  const child = spawn(process.execPath, ["--conditions=fencelease-source", "examples/push-endpoint-node.ts"], {
-    env: { ...process.env, FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN, PUSH_SECRET: secret, PORT: "0" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  expect(runLine("push-endpoint-node.ts")).toBe("node_modules/.bin/node examples/push-endpoint-node.ts");
+  const child = startExample("push-endpoint-node.ts", { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN, PUSH_SECRET: secret, PORT: "0" });
   try {
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     const endpoint = /^push endpoint on (http:\/\/127\.0\.0\.1:\d+\/)$/.exec(String((await lines.next()).value))![1]!;
@@ -66,8 +90,15 @@ test("examples/push-endpoint-node.ts takes a pushed queue's jobs: answers one wi
     expect((await client.events("doc-2")).events.map((event) => [event.kind, event.action, event.httpStatus])).toEqual([
       ["enqueued", null, null], ["claimed", null, null], ["pushed", "accepted", 202], ["renewed", null, null], ["completed", null, null],
     ]);
+
+    // A SIGTERM to its pid: no new delivery, the jobs answered 202 finished, then it exits.
+    const exited = once(child, "exit");
+    child.kill("SIGTERM");
+    expect(await exited).toEqual([0, null]);
+    const rest: string[] = [];
+    for await (const line of { [Symbol.asyncIterator]: () => lines }) rest.push(line);
+    expect(rest).toEqual(["SIGTERM: taking no new delivery, finishing 0 job(s) answered 202, then stopping", "push endpoint stopped"]);
   } finally {
-    child.kill("SIGKILL");
     await server.stop();
   }
 });
