@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { freshDir } from "../fresh-db.ts";
+import { freshDir, freshStore } from "../fresh-db.ts";
 import { freePort, killGroup, listening, npm, until } from "./npm-process.ts";
 
 // `npm start` as a user runs it: npm, the script's shell, and the server under
@@ -78,5 +78,32 @@ describe("npm start", () => {
     } finally {
       await new Promise((resolve) => taken.close(resolve));
     }
+  });
+
+  test("on a port that is taken, a database with a pushed queue: the one line, and nothing started before it (no job claimed to push)", async () => {
+    const { store, url, snapshot } = await freshStore();
+    await store.push.put("thumbs", { url: "http://127.0.0.1:9/" });
+    await store.enqueue("thumb-1", { queue: "thumbs" });
+    const before = await snapshot();
+    const port = await freePort();
+    const taken: Server = createServer();
+    await new Promise<void>((resolve) => taken.listen(port, "127.0.0.1", resolve));
+    try {
+      const second = npm(["start"], port, url);
+      try {
+        const [code] = await once(second, "close");
+        expect(code).not.toBe(0);
+        // npm adds lines of its own; the server's, on stdout and stderr, are the one line.
+        const { stdout, stderr } = second.output();
+        const ours = `${stdout}\n${stderr}`.split("\n").filter((line) => line.includes("fencelease:"));
+        expect(ours).toEqual([`fencelease: port ${port} on 127.0.0.1 is taken (another fencelease, or another program, listens there): stop it, or set PORT to a free port`]);
+      } finally {
+        killGroup(second);
+      }
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+    expect(await snapshot()).toEqual(before);
+    expect(before["thumb-1"]).toMatchObject({ fence: 0, owner: null, attempts: 0 });
   });
 });

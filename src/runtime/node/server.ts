@@ -136,15 +136,17 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
   // The pushed queues' jobs go out from here, woken in the same room as the long polls.
   const network = pushNetwork(config.pushPrivate ?? (config.auth === "off" ? "allow" : "deny"));
   const pushing = new PushDispatcher({ store, room, waits, clock, post: network.post, log: config.log ?? ((line) => console.error(line)) });
-  await pushing.start();
   const push = { changed: (queue: string) => pushing.changed(queue), checkUrl: network.checkUrl };
   const app = createApp({ store, auth: config.auth, log: config.log, clock: config.clock, ui: uiFilesFromDisk(), waits, push });
   const graceful = gracefulStop(app.fetch);
   graceful.onStop(() => room.stop());
   const { server, address } = await listen(graceful.fetch, config.host, config.port).catch((error: unknown) => {
+    network.close();
     store.close();
     throw error;
   });
+  // Nothing starts before the port is ours: a second server on a taken port must push no job.
+  await pushing.start();
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const every = config.maintainEveryMs ?? 60_000;
   const recheckMs = config.scheduleRecheckMs ?? SCHEDULE_RECHECK_MS;
