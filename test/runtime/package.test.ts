@@ -1,12 +1,12 @@
 import { execFile, spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import ts from "typescript";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, beforeAll, expect, onTestFinished, test } from "vitest";
 import { freshDir } from "../fresh-db.ts";
 import { freePort, killGroup, npm, until } from "./npm-process.ts";
 
@@ -181,3 +181,74 @@ test("the packed package installs into a project with only its own dependencies,
   expect(bundle).toMatch(/QueueDoorbell = class|class QueueDoorbell/);
   expect(readdirSync(outdir).filter((name) => name.endsWith(".sql"))).toHaveLength(readdirSync(join(installed, "migrations")).length);
 }, 180_000);
+
+/** A unit file's [Service] settings: each key's values in order (Environment= comes many times). */
+function serviceSettings(unit: string): Map<string, string[]> {
+  const settings = new Map<string, string[]>();
+  const service = unit.slice(unit.indexOf("[Service]"), unit.indexOf("[Install]"));
+  for (const [, key, value] of service.matchAll(/^(\w+)=(.*)$/gm)) settings.set(key!, [...(settings.get(key!) ?? []), value!]);
+  return settings;
+}
+
+/** The system user that a useradd line makes, made in a copy of this machine's user files (chroot), not on the machine: its uid, gid, home and shell. */
+async function userFrom(useradd: string, dir: string): Promise<{ uid: number; gid: number; home: string; shell: string; group: string }> {
+  const root = join(dir, "chroot");
+  mkdirSync(join(root, "etc"), { recursive: true });
+  for (const file of ["passwd", "group", "shadow", "gshadow", "login.defs"]) if (existsSync(`/etc/${file}`)) copyFileSync(`/etc/${file}`, join(root, "etc", file));
+  await run("sh", ["-c", useradd.replace(/^useradd /, `useradd --root ${root} `)]);
+  const [, , uid, gid, , home, shell] = readFileSync(join(root, "etc", "passwd"), "utf8").split("\n").find((line) => line.startsWith("fencelease:"))!.split(":");
+  const group = readFileSync(join(root, "etc", "group"), "utf8").split("\n").find((line) => line.split(":")[2] === gid)!.split(":")[0]!;
+  return { uid: Number(uid), gid: Number(gid), home: home!, shell: shell!, group };
+}
+
+const asRoot = process.getuid?.() === 0;
+
+test.skipIf(!asRoot)("docs/deployment.md's systemd unit passes systemd-analyze verify, and its ExecStart serves the tarball installed with --omit=dev, on the system's Node, as the system user its useradd line makes; its KillSignal stops it (as root only)", async () => {
+  const dir = freshDir();
+  chmodSync(dir, 0o755); // the service's user reaches the install through it
+  const unit = blockAfter("docs/deployment.md", "### A systemd unit", "ini");
+  const setup = blockAfter("docs/deployment.md", "### A systemd unit", "sh").split("\n");
+  const install = blockAfter("docs/deployment.md", "### In production", "sh").split("\n").map((line) => line.replace(/\s+#.*$/, ""));
+
+  writeFileSync(join(dir, "fencelease.service"), unit);
+  const verified = await run("systemd-analyze", ["verify", join(dir, "fencelease.service")]).catch((error: { stdout: string; stderr: string }) => error);
+  expect({ stdout: verified.stdout, stderr: verified.stderr }).toEqual({ stdout: "", stderr: "" });
+
+  const user = await userFrom(setup.find((line) => line.startsWith("useradd "))!, dir);
+  expect(user).toMatchObject({ home: "/var/lib/fencelease", shell: "/usr/sbin/nologin", group: "fencelease" });
+  expect(user.uid).toBeLessThan(1000); // a system user
+  const service = serviceSettings(unit);
+  expect([service.get("User"), service.get("Group"), service.get("KillSignal")]).toEqual([["fencelease"], ["fencelease"], ["SIGTERM"]]);
+
+  // The docs' install, with /opt/fencelease and /var/lib/fencelease here: no dev dependency comes with it.
+  expect(install).toContain("npm install --prefix /opt/fencelease --omit=dev ./fencelease-0.1.0.tgz");
+  const opt = join(dir, "opt");
+  await run("npm", ["install", "--prefix", opt, "--omit=dev", packed.tarball, "--cache", CACHE, "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]);
+  expect(["typescript", "wrangler", "vitest", "@cloudflare/workers-types"].filter((name) => existsSync(join(opt, "node_modules", name)))).toEqual([]);
+  const state = join(dir, "state"); // StateDirectory: made for the user
+  mkdirSync(state);
+  chownSync(state, user.uid, user.gid);
+  const here = (text: string) => text.replaceAll("/opt/fencelease", opt).replaceAll("/var/lib/fencelease", state);
+
+  const port = await freePort();
+  const environment = Object.fromEntries(service.get("Environment")!.map((pair) => here(pair).split(/=(.*)/s).slice(0, 2)));
+  const env = { PATH: "/usr/bin:/bin", ...environment, PORT: String(port), FENCELEASE_TOKENS: "unit-token" }; // EnvironmentFile's line
+  const [node, ...args] = here(service.get("ExecStart")![0]!).split(" ");
+  expect(Number(/^v(\d+)/.exec((await run(node!, ["--version"])).stdout)![1])).toBeGreaterThanOrEqual(20);
+  const served = spawn("setpriv", ["--reuid", String(user.uid), "--regid", String(user.gid), "--clear-groups", "--", node!, ...args], { cwd: here(service.get("WorkingDirectory")![0]!), env, stdio: ["ignore", "pipe", "pipe"] });
+  onTestFinished(() => void served.kill("SIGKILL"));
+  let output = "";
+  for (const stream of [served.stdout, served.stderr]) stream.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+  const base = `http://127.0.0.1:${port}`;
+  expect(await until(async () => (await fetch(`${base}/healthz`).catch(() => null))?.ok === true, 30_000), output).toBe(true);
+  expect(readFileSync(`/proc/${served.pid}/status`, "utf8")).toMatch(new RegExp(`^Uid:\\s+${user.uid}\\s`, "m"));
+  const enqueue = (token?: string) => fetch(`${base}/v1/jobs`, { method: "POST", headers: { "Content-Type": "application/json", ...(token ? { Authorization: `Bearer ${token}` } : {}) }, body: '{"id":"invoice-1"}' });
+  expect((await enqueue()).status).toBe(401);
+  expect((await enqueue("unit-token")).status).toBe(201);
+  expect(statSync(join(state, "fencelease.db")).uid).toBe(user.uid);
+
+  const exited = once(served, "exit");
+  served.kill("SIGTERM");
+  expect(await exited).toEqual([0, null]);
+  expect(output).toContain("SIGTERM: finishing requests in flight, then closing the database");
+}, 120_000);
