@@ -146,9 +146,9 @@ export default {
     if (!schema.ready) await schema.update();
     // A bounded part of a large backlog per run, within D1's limits; the next runs take the rest.
     const done = await maintain(store, controller.scheduledTime, number(env.RETENTION_MS), { maxChunks: CRON_MAX_CHUNKS });
-    console.log(maintainedLine(done));
+    console.info(maintainedLine(done)); // info: `npm run dev` shows it (WRANGLER_LOG=info), where it leaves out the request log's console.log
     await wakeAfter(done, waits);
     const pushed = await pushAllDue({ store, clock: Date.now, waits, log, budgetMs: CRON_PUSH_BUDGET_MS });
-    if (pushed.length > 0) console.log(`fencelease: pushed ${pushed.length} job${pushed.length === 1 ? "" : "s"} (${pushed.filter((report) => report.written === "completed").length} completed)`);
+    if (pushed.length > 0) console.info(`fencelease: pushed ${pushed.length} job${pushed.length === 1 ? "" : "s"} (${pushed.filter((report) => report.written === "completed").length} completed)`);
   },
 };
