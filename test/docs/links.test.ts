@@ -229,6 +229,13 @@ describe("the README's commands", () => {
     expect(scripts.test).toBeDefined();
   });
 
+  test("the README's section that first says npm install also says what its EBADENGINE warnings are, where a reader meets them", () => {
+    const at = readme.indexOf("npm install");
+    const start = readme.lastIndexOf("\n## ", at);
+    const end = readme.indexOf("\n## ", at);
+    expect(readme.slice(start, end)).toMatch(/EBADENGINE[^]*harmless/);
+  });
+
   test("the README stays a front page: at most 250 lines", () => {
     expect(readme.split("\n").length).toBeLessThanOrEqual(250);
   });
