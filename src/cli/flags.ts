@@ -7,7 +7,8 @@ export const OPTIONS = {
   url: { type: "string" },
   token: { type: "string" },
   json: { type: "boolean" },
-  help: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean" },
   owner: { type: "string" },
   "ttl-ms": { type: "string" },
   fence: { type: "string" },
@@ -107,7 +108,8 @@ export function parseFlags(argv: string[]): { flags: Flags; positionals: string[
   for (const token of tokens) {
     if (token.kind !== "option") continue;
     const typed = args[token.index]!.split("=")[0]!; // as typed: parseArgs splits -abc into -a, -b, -c
-    const option = Object.hasOwn(OPTIONS, token.name) && typed.startsWith("--") ? OPTIONS[token.name as keyof typeof OPTIONS] : undefined;
+    const known = Object.hasOwn(OPTIONS, token.name) ? OPTIONS[token.name as keyof typeof OPTIONS] : undefined;
+    const option = known && (typed.startsWith("--") || ("short" in known && typed === `-${known.short}`)) ? known : undefined;
     if (option === undefined) throw new UsageError(unknownOption(typed));
     if (option.type === "boolean" && token.value !== undefined) throw new UsageError(`${typed} takes no value, got ${JSON.stringify(token.value)}`);
     if (option.type === "string" && (token.value === undefined || (!token.inlineValue && token.value.startsWith("--")))) {

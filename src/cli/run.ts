@@ -12,6 +12,7 @@ import { SCHEDULE_COMMANDS } from "./schedules.ts";
 import { refuseTokenFlags, TOKEN_COMMANDS } from "./tokens.ts";
 import { migrateDatabase, serve } from "./server-commands.ts";
 import { USAGE } from "./usage.ts";
+import { VERSION } from "./version.ts";
 
 export type { Io } from "./command.ts";
 
@@ -60,6 +61,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
     const [name, ...rest] = positionals;
     if (flags.help || name === "help") {
       io.out(USAGE);
+      return EXIT.ok;
+    }
+    if (flags.version) {
+      io.out(`fencelease ${VERSION}`);
       return EXIT.ok;
     }
     if (name === undefined) {

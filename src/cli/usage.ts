@@ -72,7 +72,8 @@ Options:
   --url URL      the server (FENCELEASE_URL; default http://127.0.0.1:8787)
   --token T      a bearer token (FENCELEASE_TOKEN)
   --json         print the server's JSON answer, for scripts
-  --help         this text
+  -h, --help     this text
+  --version      the version of fencelease
 
 Exit codes: 0 ok, 2 bad input, 3 not found, 4 refused (409, or check-lease: not current), 5 unreachable,
 6 unauthorized, 7 forbidden (the token may not do that), 1 anything else.`;

@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createClient } from "@libsql/client";
 import { describe, expect, onTestFinished, test } from "vitest";
@@ -295,6 +295,22 @@ describe("the fencelease command", () => {
   test("--help prints the usage and exits 0; no command prints it to stderr and exits 2", async () => {
     expect(await cli(["--help"])).toMatchObject({ code: 0, stdout: expect.stringContaining("Usage: fencelease <command>") });
     expect(await cli([])).toMatchObject({ code: 2, stderr: expect.stringContaining("Usage: fencelease <command>") });
+  });
+
+  test("-h prints the usage as --help does, and --version the package's version; both exit 0", async () => {
+    const version = JSON.parse(readFileSync("package.json", "utf8")).version;
+    expect(await cli(["-h"])).toEqual(await cli(["--help"]));
+    expect(await cli(["--version"])).toEqual({ code: 0, stdout: `fencelease ${version}\n`, stderr: "" });
+    expect(await cli(["-x"])).toMatchObject({ code: 2, stderr: "fencelease: unknown option -x (see fencelease --help)\n" });
+  });
+
+  test("a server that wants a token, given none, exits 6 with a line that names --token and FENCELEASE_TOKEN, not an HTTP header", async () => {
+    await using s = await serving();
+    expect(await cli(["stats", "--url", s.server.url], { FENCELEASE_TOKEN: "" })).toEqual({
+      code: 6,
+      stdout: "",
+      stderr: "fencelease: unauthorized: no token was sent: give one with --token T, or set FENCELEASE_TOKEN\n",
+    });
   });
 
   test("demo replays the note's story on a server of its own: A's late complete is refused, B's result stays", async () => {
