@@ -123,6 +123,11 @@ export function wakeAfter({ ended, fired }: Pick<Maintained, "ended" | "fired">,
   return Promise.all([...due].map(([queue, jobs]) => waits.claimable(queue, jobs))).then(() => undefined);
 }
 
+/** Whether a maintenance run did anything worth a log line: an idle server's runs say nothing. */
+export function didAnything({ expired, purged, fired, taken, skipped }: Maintained): boolean {
+  return expired + purged + fired.length + taken.length + skipped.length > 0;
+}
+
 /** The log line for a maintenance run. */
 export function maintainedLine({ expired, purged, fired, taken, skipped }: Maintained): string {
   return `fencelease: ended ${expired} expired lease${expired === 1 ? "" : "s"}, purged ${purged} old job${purged === 1 ? "" : "s"}${fired.length > 0 ? `, ${firedLine(fired)}` : ""}${taken.length > 0 ? `; ${takenLine(taken)}` : ""}${skipped.length > 0 ? `; ${skippedLine(skipped)}` : ""}`;

@@ -101,6 +101,29 @@ describe("the Node server", () => {
     }
   });
 
+  test("an idle server's housekeeping writes no line; a run that ends a lease writes one", async () => {
+    const { url } = await freshStore();
+    const clock = { now: 1_000_000 };
+    const lines: string[] = [];
+    const server = await startServer({
+      host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: [TOKEN] },
+      clock: () => clock.now, maintainEveryMs: 5, log: (line) => lines.push(line),
+    });
+    const housekeeping = () => lines.filter((line) => line.startsWith("fencelease: ended"));
+    try {
+      await post(server, "/v1/jobs", { id: "job-1" });
+      await post(server, "/v1/jobs/job-1/claim", { owner: "A", ttlMs: 1_000 });
+      await new Promise((resolve) => setTimeout(resolve, 200)); // dozens of runs, each with nothing to do
+      expect(housekeeping()).toEqual([]);
+      clock.now += 1_000; // job-1's lease ends now
+      for (let waited = 0; housekeeping().length === 0 && waited < 5_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, 100)); // and more runs with nothing to do
+      expect(housekeeping()).toEqual(["fencelease: ended 1 expired lease, purged 0 old jobs"]);
+    } finally {
+      await server.stop();
+    }
+  });
+
   test("ends expired leases and purges old jobs on a timer, as the Worker's cron does", async () => {
     const { url, snapshot } = await freshStore();
     const clock = { now: 1_000_000 };

@@ -4,7 +4,7 @@ import { metered, objectDriver } from "../../drivers/durable-object-sql.ts";
 import type { Row } from "../../drivers/driver.ts";
 import { createApp } from "../../http/app.ts";
 import { EnqueueBody, EnqueueManyBody } from "../../http/jobs.ts";
-import { CRON_MAX_CHUNKS, maintain, maintainedLine, RETENTION_MS, wakeAfter } from "../../store/maintenance.ts";
+import { CRON_MAX_CHUNKS, didAnything, maintain, maintainedLine, RETENTION_MS, wakeAfter } from "../../store/maintenance.ts";
 import { migrate } from "../../store/migrate.ts";
 import type { PushStats } from "../../store/push.ts";
 import { LeaseStore } from "../../store/store.ts";
@@ -155,7 +155,7 @@ export class QueueObject extends DurableObject<WorkerEnv> {
     let failed = false;
     try {
       const done = await maintain(this.#store, Date.now(), this.#retentionMs, { maxChunks: CRON_MAX_CHUNKS });
-      if (done.expired + done.purged + done.fired.length + done.skipped.length > 0) console.log(`fencelease: queue ${JSON.stringify(this.queue)}: ${maintainedLine(done)}`);
+      if (didAnything(done)) console.log(`fencelease: queue ${JSON.stringify(this.queue)}: ${maintainedLine(done)}`);
       await wakeAfter(done, this.#waits);
       // A fire's job is bound after it is created (the store creates it), so that a by-id call finds it.
       const elsewhere = await this.#bindings.bindInDirectory(done.fired.map((job) => job.id));

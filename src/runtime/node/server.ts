@@ -4,7 +4,7 @@ import { serve } from "@hono/node-server";
 import { createApp } from "../../http/app.ts";
 import { type Auth, authFromEnv } from "../../http/middleware/auth.ts";
 import { gracefulStop, SHUTDOWN_GRACE_MS } from "./graceful-stop.ts";
-import { fireOnTime, maintain, maintainedLine, repeat, SCHEDULE_RECHECK_MS, wakeAfter } from "../../store/maintenance.ts";
+import { didAnything, fireOnTime, maintain, maintainedLine, repeat, SCHEDULE_RECHECK_MS, wakeAfter } from "../../store/maintenance.ts";
 import { openStore } from "./open.ts";
 import { uiFilesFromDisk } from "./ui-files.ts";
 import { PushDispatcher } from "../../push/dispatcher.ts";
@@ -156,7 +156,7 @@ export async function startServer(config: ServerConfig): Promise<RunningServer> 
     try {
       const done = await maintain(store, clock(), config.retentionMs, { signal, schedules: recheckMs === 0 }); // else the schedule timer fires them
       void wakeAfter(done, waits);
-      config.log?.(maintainedLine(done));
+      if (didAnything(done)) config.log?.(maintainedLine(done));
     } catch (error) {
       config.log?.(`fencelease: maintenance failed: ${(error as Error).message}`);
     }
