@@ -108,7 +108,7 @@ function signIn(why) {
  * @param {import("./permit.js").Grant} grant what the token may do
  */
 function signedIn(how, grant) {
-  signedInAs(grant);
+  signedInAs(grant, how === "open");
   session.replaceChildren(how === "open"
     ? h("span", { class: "badge muted", title: "FENCELEASE_AUTH=off: no token, and only this machine may call" }, "auth off")
     : h("span", { class: "signed-in" },

@@ -26,10 +26,13 @@ const DOES = {
 
 /** @type {Grant} */
 let current = { id: null, name: null, role: "admin", queues: ["*"] };
+/** With auth off there is no token: the page says so instead of what a token may do. */
+let open = false;
 
-/** The signed-in token, once the page has asked the server. @param {Grant} grant */
-export function signedInAs(grant) {
+/** The signed-in token, once the page has asked the server (`authOff`: no token, FENCELEASE_AUTH=off). @param {Grant} grant @param {boolean} [authOff] */
+export function signedInAs(grant, authOff = false) {
   current = grant;
+  open = authOff;
 }
 
 /** Whether the signed-in token covers `queue`: a name, a prefix ending in `*`, or `*`. @param {string} queue */
@@ -54,6 +57,7 @@ export function scope() {
 
 /** What the token may do, in a sentence. */
 export function abilities() {
+  if (open) return "Auth is off (FENCELEASE_AUTH=off): no token is asked, and this page may do everything, from this machine only.";
   const named = current.name === null ? "This token" : `This token (${current.name})`;
   const queues = current.queues.includes("*") ? "every queue" : `the queue${current.queues.length === 1 ? "" : "s"} ${current.queues.join(", ")}`;
   return `${named} is ${current.role === "admin" ? "an" : "a"} ${current.role} for ${queues}: it ${DOES[current.role]}.`;

@@ -52,13 +52,14 @@ describe("sign-in", () => {
     await leave(visited, server.url);
   });
 
-  test("with auth off the page opens directly, and says auth is off", async () => {
+  test("with auth off the page opens directly, and says auth is off, not what a token may do", async () => {
     const open = await uiServer("off");
     try {
       const visited = await visit(browser);
       await visited.page.goto(`${open.url}/ui`);
       await visited.page.getByRole("heading", { name: "Queues" }).waitFor();
       expect(await visited.page.locator("#session").textContent()).toBe("auth off");
+      expect(await visited.page.locator("#abilities").textContent()).toBe("Auth is off (FENCELEASE_AUTH=off): no token is asked, and this page may do everything, from this machine only.");
       await leave(visited, open.url);
     } finally {
       await open.stop();
