@@ -36,19 +36,20 @@ export function errorNote(error) {
 }
 
 /**
- * Asks before an action: a modal dialog with the action's own button and Cancel.
+ * Asks before an action: a modal dialog with the action's own button and one that dismisses it.
  * @param {string} title
  * @param {string} text
  * @param {string} action the button's label, such as "Retry job"
+ * @param {string} [dismiss] the other button's label: "Cancel", unless the action is itself a cancel
  * @returns {Promise<boolean>}
  */
-export function confirmAction(title, text, action) {
+export function confirmAction(title, text, action, dismiss = "Cancel") {
   const dialog = h("dialog", { class: "confirm", "aria-labelledby": "confirm-title" });
   const form = h("form", { method: "dialog" },
     h("h2", { id: "confirm-title" }, title),
     h("p", {}, text),
     h("div", { class: "buttons" },
-      h("button", { value: "cancel", class: "secondary" }, "Cancel"),
+      h("button", { value: "cancel", class: "secondary" }, dismiss),
       h("button", { value: "ok", class: "danger" }, action)));
   dialog.append(form);
   document.body.append(dialog);

@@ -162,7 +162,7 @@ function actions(job, reload) {
   } }, "Delete");
   const cancel = ["queued", "scheduled", "leased"].includes(job.status) && h("button", { type: "button", class: "danger", onclick: async () => {
     const held = job.status === "leased" ? ` ${job.owner} holds it with fence ${job.fence}: its next renew, complete, fail or release is refused, and its handler is told.` : "";
-    const ok = await confirmAction("Cancel this job?", `${job.id} will not run again; it stays in queue ${job.queue} as cancelled.${held}`, "Cancel job");
+    const ok = await confirmAction("Cancel this job?", `${job.id} will not run again; it stays in queue ${job.queue} as cancelled.${held}`, "Cancel job", "Keep the job");
     if (ok) await act("POST", `${jobPath(job.id)}/cancel`, () => void reload(), { by: "dashboard" });
   } }, "Cancel job");
   const deleted = h("div", { class: "actions" }, retry, cancel, remove, note);

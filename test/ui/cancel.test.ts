@@ -25,7 +25,9 @@ describe("cancel and progress", () => {
     await page.getByRole("button", { name: "Cancel job", exact: true }).click();
     const dialog = page.getByRole("dialog");
     expect(await dialog.locator("p").textContent()).toContain("A holds it with fence 1");
-    await dialog.getByRole("button", { name: "Cancel", exact: true }).click();
+    // Two buttons that say what each does: never "Cancel" beside "Cancel job".
+    expect(await dialog.getByRole("button").allTextContents()).toEqual(["Keep the job", "Cancel job"]);
+    await dialog.getByRole("button", { name: "Keep the job", exact: true }).click();
     expect((await server.call("GET", `/v1/jobs/${id}`)).status).toBe("leased"); // asked, and not cancelled
 
     await page.getByRole("button", { name: "Cancel job", exact: true }).click();
