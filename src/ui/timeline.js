@@ -97,7 +97,7 @@ function generationItem(generation, job, origin, next, cancelledAt) {
   const current = generation.fence === job.fence;
   const end = generation.steps.findLast((step) => ENDS.has(step.kind));
   const state = verdict(generation, end, job, next);
-  return h("li", { class: `generation ${current ? "current" : "past"}`, "data-fence": generation.fence },
+  return h("li", { class: `generation ${current ? "current" : "past"} ${state.tone}`, "data-fence": generation.fence },
     h("div", { class: "lease" },
       h("div", { class: "lease-head" },
         h("span", { class: "fence" }, `fence ${generation.fence}`),

@@ -192,7 +192,17 @@ describe("the header says what is true of the job in its status", () => {
       created: expect.any(String),
     });
     expect(await instant(page, "died")).toBe(new Date(job.updatedAt).toISOString());
+    // Its last lease ended in a failure: outlined as one, not in the green of a completed lease.
+    const outline = (at: Page) => at.evaluate(`getComputedStyle(document.querySelector("li.generation[data-fence='1'] .lease")).borderTopColor`);
+    expect(await page.locator("li.generation[data-fence='1'] .verdict").textContent()).toBe("dead");
+    expect(await outline(page)).toBe("rgb(180, 35, 24)"); // --bad
     await leave(visited, server.url);
+    await server.call("POST", "/v1/jobs", { id: "report-done", queue: "reports" });
+    await server.call("POST", "/v1/jobs/report-done/claim", { owner: "W", ttlMs: 10_000 });
+    await server.call("POST", "/v1/jobs/report-done/complete", { owner: "W", fence: 1, result: 1 });
+    const done = await openJob("report-done", "done");
+    expect(await outline(done.page)).toBe("rgb(29, 122, 70)"); // --ok
+    await leave(done, server.url);
   });
 
   test.each([
