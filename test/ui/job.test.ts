@@ -259,6 +259,23 @@ describe("the header says what is true of the job in its status", () => {
   });
 });
 
+describe("at 390 px", () => {
+  test("a long value of the payload wraps inside its panel: all of it shows, nothing past the panel's edge", async () => {
+    const note = "a note that goes on and on, longer than a phone is wide, and ends here";
+    await server.call("POST", "/v1/jobs", { id: "long-note", queue: "notes", payload: { note, url: `https://example.com/${"x".repeat(80)}` } });
+    const visited = await visit(browser, 390);
+    await signIn(visited.page, server.url);
+    await visited.page.goto(`${server.url}/ui#/job/long-note`);
+    await visited.page.locator("h1 .status-queued").waitFor(WAIT);
+    const panels = await visited.page.evaluate(`[...document.querySelectorAll("pre.json")].map((pre) => [pre.scrollWidth, pre.clientWidth])`) as [number, number][];
+    expect(panels.length).toBeGreaterThan(0);
+    for (const [scrollWidth, clientWidth] of panels) expect(scrollWidth).toBeLessThanOrEqual(clientWidth);
+    expect(await visited.page.locator("pre.json").first().textContent()).toContain(note);
+    expect(await fitsWidth(visited.page)).toBe(true);
+    await leave(visited, server.url);
+  });
+});
+
 describe("actions", () => {
   test("retry of a dead job: the button asks first, Cancel does nothing, Retry queues it again", async () => {
     await dead("report-dead");
