@@ -59,7 +59,8 @@ export async function api(path, { method = "GET", body, bearer = token.get(), qu
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {
-    response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    // Relative to the page (…/ui), so that the API is found beside it under any path a proxy serves it at.
+    response = await fetch(path.replace(/^\//, ""), { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   } catch {
     throw new ApiError(0, "unreachable", "the server did not answer: is it running?");
   }

@@ -14,8 +14,9 @@ import type { ErrorBody } from "../../src/http/errors.ts";
 const withUi = () => freshApp({ ui: uiFilesFromDisk() });
 
 /** The same-origin files a page loads: every script src and stylesheet or icon href. */
-function referenced(html: string): string[] {
-  return [...html.matchAll(/<(?:script|link)\b[^>]*\b(?:src|href)="([^"]+)"/g)].map((match) => match[1]!);
+function referenced(html: string, page: string): string[] {
+  // Relative to the page, as a browser resolves them (relative, so that a proxy may serve it all under a prefix).
+  return [...html.matchAll(/<(?:script|link)\b[^>]*\b(?:src|href)="([^"]+)"/g)].map((match) => new URL(match[1]!, `http://fencelease.test${page}`).pathname);
 }
 
 describe("the dashboard's files", () => {
@@ -39,7 +40,7 @@ describe("the dashboard's files", () => {
       const html = await (await app.request(path)).text();
       expect(html, path).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/); // every script has a src
       expect(html, path).not.toMatch(/\son[a-z]+=/i); // and no inline handler
-      const files = referenced(html);
+      const files = referenced(html, path);
       expect(files.length, path).toBeGreaterThan(2);
       for (const file of files) {
         expect(file, path).toMatch(/^\/ui\//);
@@ -57,7 +58,7 @@ describe("the dashboard's files", () => {
     expect(JSON.parse(readFileSync(`${swaggerDir}package.json`, "utf8")).version).toBe(pinned);
     const { app } = await withUi();
     const html = await (await app.request("/docs")).text();
-    expect(referenced(html)).toContain("/ui/vendor/swagger-ui/swagger-ui-bundle.js");
+    expect(referenced(html, "/docs")).toContain("/ui/vendor/swagger-ui/swagger-ui-bundle.js");
     const bundle = await app.request("/ui/vendor/swagger-ui/swagger-ui-bundle.js");
     expect(bundle.headers.get("Content-Type")).toBe("text/javascript; charset=utf-8");
     expect(Buffer.from(await bundle.arrayBuffer()).equals(readFileSync(`${swaggerDir}swagger-ui-bundle.js`))).toBe(true);

@@ -9,11 +9,11 @@ const get = (path: string) => SELF.fetch(`https://fencelease.test${path}`);
 
 describe("the Worker's dashboard and docs", () => {
   test.each([
-    ["/ui", "text/html", "/ui/app.js"],
+    ["/ui", "text/html", 'src="ui/app.js"'],
     ["/ui/app.js", "text/javascript", "leave.abort()"],
     ["/ui/timeline.js", "text/javascript", "export function leaseHistory"],
     ["/ui/style.css", "text/css", ".refusals"],
-    ["/docs", "text/html", "/ui/vendor/swagger-ui/swagger-ui-bundle.js"],
+    ["/docs", "text/html", 'src="ui/vendor/swagger-ui/swagger-ui-bundle.js"'],
     ["/ui/vendor/swagger-ui/swagger-ui-bundle.js", "text/javascript", "SwaggerUIBundle"],
   ])("%s is served from the assets without a token, with the strict policy", async (path, type, excerpt) => {
     const response = await get(path);
