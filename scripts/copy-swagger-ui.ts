@@ -2,7 +2,7 @@
 // the Worker's static assets (one folder, so the copy). Run by `prepare`, that is by every
 // `npm install` and `npm ci`, so the copy always matches the installed version. The Node
 // server reads the same files straight from node_modules.
-import { copyFileSync, mkdirSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -11,4 +11,8 @@ const FILES = ["swagger-ui-bundle.js", "swagger-ui.css", "LICENSE", "NOTICE"];
 const from = dirname(fileURLToPath(import.meta.resolve("swagger-ui-dist/package.json")));
 const to = fileURLToPath(new URL("../src/ui/vendor/swagger-ui/", import.meta.url));
 mkdirSync(to, { recursive: true });
-for (const file of FILES) copyFileSync(join(from, file), join(to, file));
+// A file already the same is left alone: `npm pack` runs this too, maybe while tests read the folder.
+for (const file of FILES) {
+  const target = join(to, file);
+  if (!existsSync(target) || !readFileSync(target).equals(readFileSync(join(from, file)))) copyFileSync(join(from, file), target);
+}
