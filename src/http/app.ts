@@ -7,7 +7,7 @@ import { cachedTokens, TOKEN_CACHE_MS } from "../store/token-cache.ts";
 import type { TokenStore } from "../store/tokens.ts";
 import { serveTokens, tokenRoutes, TOKENS_TAG } from "./tokens.ts";
 import { errorResponse } from "./errors.ts";
-import { exactNumbers } from "./middleware/exact-numbers.ts";
+import { checkJsonBody } from "./middleware/json-body.ts";
 import { JOBS_TAG, jobRoutes, serveJobs } from "./jobs.ts";
 import { LEASES_TAG, leaseRoutes, serveLeases } from "./leases.ts";
 import { PUSH_TAG, type PushChanges, pushRoutes, servePush } from "./push.ts";
@@ -118,7 +118,7 @@ export function createApp(options: AppOptions) {
     app.use("/metrics", forwardedGrant(lookup.jobQueues));
   }
   app.use("/v1/*", limitBody(limits.maxBodyBytes));
-  app.use("/v1/*", exactNumbers());
+  app.use("/v1/*", checkJsonBody());
 
   serveJobs(app, route, served);
   serveLeases(app, route, served);

@@ -4,7 +4,7 @@ import { MAX_REASON_BYTES, utf8Bytes } from "../store/validate.ts";
 import { MAX_TRACESTATE, traceContextFor, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
 import { emptyBodyIsNone } from "./middleware/empty-body.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
-import { anyJson, body, integer, instant, JobId, JobSchema, jobView, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
+import { anyJson, body, integer, instant, JobId, JobSchema, jobView, jsonValueRules, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
 import { ApiError } from "./api-error.ts";
 import { afterAnswer } from "./wake.ts";
 
@@ -15,7 +15,7 @@ import { afterAnswer } from "./wake.ts";
 /** The fields of one job to enqueue, the queue apart. */
 const newJob = {
   id: JobId,
-  payload: z.unknown().optional().openapi({ description: "Any JSON value, handed to the worker" }),
+  payload: z.unknown().optional().openapi(jsonValueRules("Any JSON value, handed to the worker")),
   priority: integer().optional().openapi({ description: "Higher is claimed first; default 0" }),
   runAt: instant().optional().openapi({ description: "Not claimed by claim-next before this time (ms since the epoch); not with delayMs" }),
   delayMs: integer().min(0, { error: "must not be negative" }).optional().openapi({ description: "Or: due this many ms from now; not with runAt" }),

@@ -6,7 +6,7 @@ import type { Schedule } from "../store/schedules.ts";
 import { ApiError } from "./api-error.ts";
 import type { Permit } from "./permit.ts";
 import { type Api, error, json, refusals, requestBody, type Served } from "./resource.ts";
-import { anyJson, body, integer, label, labelPattern, positive, QueueName } from "./shapes.ts";
+import { anyJson, body, integer, jsonValueRules, label, labelPattern, positive, QueueName } from "./shapes.ts";
 
 // The schedules: each fire (cron in a time zone, or everyMs) enqueues one job;
 // the fires themselves are the maintenance's work, not a request's. What needs
@@ -53,7 +53,7 @@ export const ScheduleBody = body({
     .openapi({ description: `Or: fire every this many ms (at least ${MIN_EVERY_MS}), from the schedule's creation` }),
   timezone: z.string({ error: "must be a string" }).optional()
     .openapi({ example: "Europe/Paris", description: 'The IANA time zone the cron is read in; default "UTC"; with cron only' }),
-  payload: z.unknown().optional().openapi({ description: "Any JSON value, the payload of every job it enqueues" }),
+  payload: z.unknown().optional().openapi(jsonValueRules("Any JSON value, the payload of every job it enqueues")),
   priority: integer().optional().openapi({ description: "Every job's priority; default 0" }),
   maxAttempts: positive().optional().openapi({ description: "Every job's maxAttempts; default 25" }),
 }).openapi("ScheduleBody", {

@@ -5,6 +5,7 @@ import { STATUSES } from "../store/sql/lease.ts";
 import { describeError } from "./errors.ts";
 import { hasUnprintable, UNPRINTABLE_CLASS } from "../store/printable.ts";
 import { utf8Bytes } from "../store/validate.ts";
+import { MAX_JSON_DEPTH, storedJson } from "../store/json-depth.ts";
 import { linkJobTrace } from "../tracing/job-span.ts";
 
 // The shapes every resource of the API shares: the limits, the rules of its
@@ -59,6 +60,18 @@ export function label() {
 export function anyJson() {
   // Typed boolean: inferred as a type guard, it would narrow the value's type to `{} | null`.
   return z.unknown().refine((value): boolean => value !== undefined, { error: "is required: any JSON value" });
+}
+
+/**
+ * What the OpenAPI document says of a JSON value a request sends, beside
+ * `description`: how deep it may nest (src/store/json-depth.ts), in words and
+ * as `x-maxDepth`, which JSON Schema has no keyword for.
+ */
+export function jsonValueRules(description: string) {
+  return {
+    description: `${description}. At most ${MAX_JSON_DEPTH} levels of arrays and objects deep ([[1]] is 2): a value deeper is refused, naming its field`,
+    "x-maxDepth": MAX_JSON_DEPTH,
+  };
 }
 
 /** A safe integer, negative included. */
@@ -190,7 +203,7 @@ export function jobView(job: Job) {
 
 function parseOr(text: string): unknown {
   try {
-    return JSON.parse(text);
+    return storedJson(text);
   } catch {
     return text; // a result stored through the store API as plain text
   }

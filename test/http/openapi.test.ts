@@ -158,6 +158,24 @@ describe("the OpenAPI document", () => {
     expect(body("/v1/schedules/{name}", "put")).toMatchObject({ oneOf: [{ required: ["cron"] }, { required: ["everyMs"] }], dependentRequired: { timezone: ["cron"] } });
     expect(body("/v1/queues/{queue}", "put")).toMatchObject({ dependentRequired: { burst: ["ratePerSecond"] } });
   });
+
+  test("names the depth every JSON value a request sends may nest, 64 levels, as x-maxDepth and in words", async () => {
+    const document = await openApiDocument();
+    const body = (path: string, method: string) => resolve(document, document.paths[path]![method]!.requestBody!.content["application/json"]!.schema);
+    const values = [
+      body("/v1/jobs", "post").properties!.payload!,
+      resolve(document, body("/v1/queues/{queue}/jobs", "post").properties!.jobs!.items!).properties!.payload!,
+      body("/v1/jobs/{id}/renew", "post").properties!.progress!,
+      resolve(document, body("/v1/leases/renew", "post").properties!.leases!.items!).properties!.progress!,
+      body("/v1/jobs/{id}/complete", "post").properties!.result!,
+      resolve(document, body("/v1/leases/complete", "post").properties!.leases!.items!).properties!.result!,
+      body("/v1/schedules/{name}", "put").properties!.payload!,
+    ];
+    for (const value of values) {
+      expect(value["x-maxDepth"]).toBe(64);
+      expect(value.description).toContain("At most 64 levels of arrays and objects deep");
+    }
+  });
 });
 
 /** Each operation's answer in a world that gives every one of them: its operationId, status and JSON body. */
