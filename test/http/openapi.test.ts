@@ -156,7 +156,7 @@ describe("the OpenAPI document", () => {
     expect(body("/v1/jobs", "post")).toMatchObject({ not: { required: ["runAt", "delayMs"] }, additionalProperties: false });
     expect(resolve(document, body("/v1/queues/{queue}/jobs", "post").properties!.jobs!.items!)).toMatchObject({ not: { required: ["runAt", "delayMs"] } });
     expect(body("/v1/schedules/{name}", "put")).toMatchObject({ oneOf: [{ required: ["cron"] }, { required: ["everyMs"] }], dependentRequired: { timezone: ["cron"] } });
-    expect(body("/v1/queues/{queue}", "put")).toMatchObject({ dependentRequired: { burst: ["ratePerSecond"] } });
+    expect(body("/v1/queues/{queue}", "put")).toMatchObject({ if: { properties: { burst: { type: "integer" } }, required: ["burst"] }, then: { properties: { ratePerSecond: { type: "number" } }, required: ["ratePerSecond"] } });
   });
 
   test("names the depth every JSON value a request sends may nest, 64 levels, as x-maxDepth and in words", async () => {

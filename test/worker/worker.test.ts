@@ -180,6 +180,14 @@ describe(`the Worker in ${MODE} mode`, () => {
     expect((await call("POST", "/v1/jobs/stored-deep/complete", { owner: "A", fence, result: "read" })).status).toBe(200);
   });
 
+  test("a queue's limits put with no body at all are 400 the body is required, and stay, as on Node", async () => {
+    expect((await call("PUT", "/v1/queues/limited", { maxLeased: 3 })).status).toBe(200);
+    const bare = await SELF.fetch("https://fencelease.test/v1/queues/limited", { method: "PUT", headers: { Authorization: `Bearer ${TOKEN}` } });
+    expect(bare.status).toBe(400);
+    expect(((await bare.json()) as ErrorBody).error.message).toBe("the body is required: send it as JSON, with the header Content-Type: application/json");
+    expect(((await (await call("GET", "/v1/queues/limited")).json()) as { maxLeased: number }).maxLeased).toBe(3);
+  });
+
   test("healthz answers while the storage does", async () => {
     expect(await (await SELF.fetch("https://fencelease.test/healthz")).json()).toEqual({ ok: true });
   });
