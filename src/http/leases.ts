@@ -4,7 +4,7 @@ import * as check from "../store/validate.ts";
 import { MAX_PROGRESS_BYTES, utf8Bytes } from "../store/validate.ts";
 import { answered, type Claimed } from "../wait/long-poll.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
-import { anyJson, body, Fence, integer, JobId, JobSchema, jobView, jsonValueRules, LeaseErrorSchema, LeaseSchema, leaseView, type Limits, many, MAX_MANY, MAX_WAIT_MS, outcomeView, Owner, positive, query, QueueName, Ttl } from "./shapes.ts";
+import { anyJson, body, Fence, integer, JobId, JobSchema, jobView, jsonValueRules, LeaseErrorSchema, LeaseSchema, leaseView, type Limits, many, MAX_MANY, MAX_WAIT_MS, outcomeView, Owner, positive, query, QueueName, textOfAtMost, Ttl } from "./shapes.ts";
 import { unseenAsUnknown } from "./permit.ts";
 import { afterAnswer } from "./wake.ts";
 
@@ -88,8 +88,7 @@ export const FailBody = (limits: Limits) =>
   body({
     owner: Owner,
     fence: Fence,
-    error: z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") }).max(10_000, { error: "must be at most 10000 characters" })
-      .openapi({ description: "Why the attempt failed, at most 10000 characters (UTF-16 code units); kept as the job's lastError" }),
+    error: textOfAtMost(10_000).openapi({ description: "Why the attempt failed, at most 10000 characters; kept as the job's lastError" }),
     retryInMs: integer().min(0, { error: "must not be negative" }).max(YEAR_MS, { error: `must be at most ${YEAR_MS} (a year)` }).optional()
       .openapi({ description: "Due again this many ms from now; default the backoff (1 s doubling per attempt, capped at 1 hour, with jitter)" }),
     next: NextBody(limits).optional(),

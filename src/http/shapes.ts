@@ -41,6 +41,31 @@ export function labelPattern(alsoRefused = ""): string {
   return `^(?!\\.\\.?$)[^${UNPRINTABLE_CLASS.slice(1, -1)}${alsoRefused}]+$`;
 }
 
+/** How many characters JSON Schema's maxLength counts in `text`: code points, a surrogate pair as one. */
+function codePoints(text: string): number {
+  let count = text.length;
+  for (let i = 0; i < text.length - 1; i++) {
+    if ((text.charCodeAt(i) & 0xfc00) === 0xd800 && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      count--;
+      i++;
+    }
+  }
+  return count;
+}
+
+/** A string of at most `max` characters, counted as the OpenAPI document's maxLength counts them (code points, where zod's max counts UTF-16 units). */
+export function textOfAtMost(max: number) {
+  return z
+    .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
+    .refine((value) => codePoints(value) <= max, { error: `must be at most ${max} characters` })
+    .openapi({ maxLength: max });
+}
+
+/** A JSON Schema pattern of printable text (none of the characters label() refuses), whose start has `shape`. */
+export function printablePattern(shape: string): string {
+  return `^(?=[^${UNPRINTABLE_CLASS.slice(1, -1)}]+$)${shape}`;
+}
+
 /** A non-empty string of at most 255 bytes of UTF-8: an id, an owner, a queue name. */
 export function label() {
   return z
