@@ -23,18 +23,24 @@ export function textNestsDeeper(text: string, max = MAX_JSON_DEPTH): boolean {
   // JSON deeper than `max` has max + 1 openings and as many closings: most texts are shorter.
   if (text.length < 2 * (max + 1)) return false;
   let depth = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const unit = text.charCodeAt(i);
-    if (inString) {
-      if (unit === 0x5c) i++; // a backslash: the unit after it is escaped
-      else if (unit === 0x22) inString = false;
-    } else if (unit === 0x22) inString = true;
+    if (unit === 0x22) i = stringEnd(text, i);
     else if (unit === 0x5b || unit === 0x7b) {
       if (++depth > max) return true;
     } else if (unit === 0x5d || unit === 0x7d) depth--;
   }
   return false;
+}
+
+/** Where the JSON string that opens at `start` closes: its next quote that no backslash escapes (the text's end if none). */
+function stringEnd(text: string, start: number): number {
+  for (let quote = text.indexOf('"', start + 1); quote !== -1; quote = text.indexOf('"', quote + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(quote - 1 - backslashes) === 0x5c) backslashes++;
+    if (backslashes % 2 === 0) return quote;
+  }
+  return text.length;
 }
 
 /**
