@@ -7,7 +7,8 @@ import { cachedTokens, TOKEN_CACHE_MS } from "../store/token-cache.ts";
 import type { TokenStore } from "../store/tokens.ts";
 import { serveTokens, tokenRoutes, TOKENS_TAG } from "./tokens.ts";
 import { errorResponse } from "./errors.ts";
-import { exactNumbers } from "./middleware/exact-numbers.ts";
+import { bodyRequired } from "./middleware/body-required.ts";
+import { checkJsonBody } from "./middleware/json-body.ts";
 import { JOBS_TAG, jobRoutes, serveJobs } from "./jobs.ts";
 import { LEASES_TAG, leaseRoutes, serveLeases } from "./leases.ts";
 import { PUSH_TAG, type PushChanges, pushRoutes, servePush } from "./push.ts";
@@ -118,7 +119,10 @@ export function createApp(options: AppOptions) {
     app.use("/metrics", forwardedGrant(lookup.jobQueues));
   }
   app.use("/v1/*", limitBody(limits.maxBodyBytes));
-  app.use("/v1/*", exactNumbers());
+  app.use("/v1/*", checkJsonBody());
+  for (const { method, path, request } of Object.values(route) as { method: string; path: string; request?: { body?: { required?: boolean } } }[]) {
+    if (request?.body?.required) app.on(method.toUpperCase(), path.replace(/\{(\w+)\}/g, ":$1"), bodyRequired());
+  }
 
   serveJobs(app, route, served);
   serveLeases(app, route, served);

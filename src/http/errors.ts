@@ -41,9 +41,11 @@ export function describeError(error: unknown): Described {
     return { status: 503, code: error.code, message: error.message, details, headers: { "Retry-After": RETRY_AFTER_SECONDS } };
   }
   // The schema could not be brought up to date (the Worker migrates its D1 before serving): nothing is served until it is.
-  if (error instanceof MigrationChanged) return { status: 503, code: error.code, message: error.message, details: { migration: error.migration } };
+  // Retry-After as every 503 has it: an operator's fix is awaited, so a minute.
+  if (error instanceof MigrationChanged) return { status: 503, code: error.code, message: error.message, details: { migration: error.migration }, headers: { "Retry-After": "60" } };
   if (error instanceof MigrationFailed) {
-    return { status: 503, code: "migration_failed", message: `migration ${error.migration} failed, and nothing of it was applied: see the server's log`, details: { migration: error.migration } };
+    const message = `migration ${error.migration} failed, and nothing of it was applied: see the server's log`;
+    return { status: 503, code: "migration_failed", message, details: { migration: error.migration }, headers: { "Retry-After": "60" } };
   }
   // Hono's own refusals of a body: malformed JSON (400), or none where one is required (415).
   if (error instanceof HTTPException && error.status === 400) {

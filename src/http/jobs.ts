@@ -1,10 +1,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { STATUSES } from "../store/sql/lease.ts";
 import { MAX_REASON_BYTES, utf8Bytes } from "../store/validate.ts";
-import { MAX_TRACESTATE, traceContextFor, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
+import { MAX_TRACESTATE, TRACEPARENT_PATTERN, TRACESTATE_PATTERN, traceContextFor, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
 import { emptyBodyIsNone } from "./middleware/empty-body.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
-import { anyJson, body, integer, instant, JobId, JobSchema, jobView, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
+import { anyJson, body, integer, instant, JobId, JobSchema, jobView, jsonValueRules, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
 import { ApiError } from "./api-error.ts";
 import { afterAnswer } from "./wake.ts";
 
@@ -15,7 +15,7 @@ import { afterAnswer } from "./wake.ts";
 /** The fields of one job to enqueue, the queue apart. */
 const newJob = {
   id: JobId,
-  payload: z.unknown().optional().openapi({ description: "Any JSON value, handed to the worker" }),
+  payload: z.unknown().optional().openapi(jsonValueRules("Any JSON value, handed to the worker")),
   priority: integer().optional().openapi({ description: "Higher is claimed first; default 0" }),
   runAt: instant().optional().openapi({ description: "Not claimed by claim-next before this time (ms since the epoch); not with delayMs" }),
   delayMs: integer().min(0, { error: "must not be negative" }).optional().openapi({ description: "Or: due this many ms from now; not with runAt" }),
@@ -26,13 +26,15 @@ const newJob = {
     .optional()
     .openapi({
       example: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-      description: "The W3C traceparent of the producer's span, handed back with every lease of the job; default the request's traceparent header",
+      description: "The W3C traceparent of the producer's span, handed back with every lease of the job (stored as version 00); default the request's traceparent header",
+      minLength: 55,
+      pattern: TRACEPARENT_PATTERN,
     }),
   tracestate: z
     .string({ error: "must be a string" })
     .refine((value) => tracestateFault(value) === null, { error: (issue) => `${tracestateFault(issue.input as string)} (W3C Trace Context)` })
     .optional()
-    .openapi({ maxLength: MAX_TRACESTATE, description: "The W3C tracestate that goes with traceparent; only with it" }),
+    .openapi({ maxLength: MAX_TRACESTATE, pattern: TRACESTATE_PATTERN, description: "The W3C tracestate that goes with traceparent; only with it. Up to 32 key=value members, no key twice" }),
 };
 
 const oneOfRunAtOrDelay = [
@@ -81,13 +83,14 @@ export const ListQuery = query({
   queue: QueueName.optional(),
   status: z.enum(STATUSES, { error: `must be one of ${STATUSES.join(", ")}` }).optional(),
   limit: queryInt(100).optional().openapi({ type: "integer", description: "1 to 100; default 50" }),
-  cursor: z.string().optional().openapi({ description: "nextCursor of the page before" }),
+  cursor: label().optional().openapi({ description: `nextCursor of the page before (a job's id: ${LABEL_RULES})` }),
 });
 
 /** The query of GET /v1/jobs/{id}/events. */
 export const EventsQuery = query({
   limit: queryInt(1000).optional().openapi({ type: "integer", description: "1 to 1000; default 100" }),
-  cursor: z.string().regex(/^\d+$/, { error: "must be the nextCursor of the page before" }).optional(),
+  // At most 15 digits: every sequence number fits, and so does Number's exact range.
+  cursor: z.string().regex(/^\d{1,15}$/, { error: "must be the nextCursor of the page before" }).optional().openapi({ description: "nextCursor of the page before" }),
 });
 
 /** The query of GET /v1/jobs/{id}: how long to wait for the job's end. */

@@ -6,7 +6,7 @@ import type { Schedule } from "../store/schedules.ts";
 import { ApiError } from "./api-error.ts";
 import type { Permit } from "./permit.ts";
 import { type Api, error, json, refusals, requestBody, type Served } from "./resource.ts";
-import { anyJson, body, integer, label, labelPattern, positive, QueueName } from "./shapes.ts";
+import { anyJson, body, integer, jsonValueRules, label, labelPattern, positive, printablePattern, QueueName, textOfAtMost } from "./shapes.ts";
 
 // The schedules: each fire (cron in a time zone, or everyMs) enqueues one job;
 // the fires themselves are the maintenance's work, not a request's. What needs
@@ -44,16 +44,30 @@ export const ScheduleSchema = z
   })
   .openapi("Schedule");
 
+/** The longest time zone name taken: the longest IANA name has 32 characters. */
+const MAX_TIMEZONE_LENGTH = 64;
+/** The characters of every time zone name the runtimes know (Europe/Paris, Etc/GMT+5, America/Port-au-Prince, +05:30). */
+const TIMEZONE = /^[A-Za-z0-9_+\-/:]+$/;
+
 /** What PUT /v1/schedules/{name} creates or replaces: exactly one of cron and everyMs. */
 export const ScheduleBody = body({
   queue: QueueName,
-  cron: z.string({ error: "must be a string" }).max(256, { error: "must be at most 256 characters" }).optional()
-    .openapi({ example: "0 9 * * 1-5", description: "Five fields: minute hour day-of-month month day-of-week (names and @daily-style nicknames too), read in timezone; give cron or everyMs, exactly one" }),
+  cron: textOfAtMost(256).optional()
+    .openapi({
+      example: "0 9 * * 1-5",
+      description: "Five fields: minute hour day-of-month month day-of-week (names and @daily-style nicknames too), read in timezone; give cron or everyMs, exactly one. The pattern says its shape; what each field may hold is croner's (the message of a refusal says which)",
+      minLength: 1,
+      // Five fields between white space, or a nickname: what src/store/schedule-times.ts counts before croner reads it.
+      pattern: printablePattern(String.raw`\s*(?:@.*|\S+(?:\s+\S+){4}\s*)$`),
+    }),
   everyMs: integer().min(MIN_EVERY_MS, { error: `must be at least ${MIN_EVERY_MS} (a second)` }).optional()
     .openapi({ description: `Or: fire every this many ms (at least ${MIN_EVERY_MS}), from the schedule's creation` }),
-  timezone: z.string({ error: "must be a string" }).optional()
-    .openapi({ example: "Europe/Paris", description: 'The IANA time zone the cron is read in; default "UTC"; with cron only' }),
-  payload: z.unknown().optional().openapi({ description: "Any JSON value, the payload of every job it enqueues" }),
+  timezone: z.string({ error: "must be a string" })
+    .max(MAX_TIMEZONE_LENGTH, { error: `must be at most ${MAX_TIMEZONE_LENGTH} characters` })
+    .regex(TIMEZONE, { error: 'must be an IANA time zone name such as "Europe/Paris" (letters, digits and _ + - / :)' })
+    .optional()
+    .openapi({ example: "Europe/Paris", description: 'The IANA time zone the cron is read in, one this server\'s time zone database knows; default "UTC"; with cron only' }),
+  payload: z.unknown().optional().openapi(jsonValueRules("Any JSON value, the payload of every job it enqueues")),
   priority: integer().optional().openapi({ description: "Every job's priority; default 0" }),
   maxAttempts: positive().optional().openapi({ description: "Every job's maxAttempts; default 25" }),
 }).openapi("ScheduleBody", {

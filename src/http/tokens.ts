@@ -82,6 +82,9 @@ export function tokenRoutes() {
       responses: {
         200: json(TokenSelfSchema, "The calling token"),
         401: refusals[401],
+        403: refusals[403],
+        500: refusals[500],
+        503: refusals[503],
       },
     }),
   };

@@ -1,6 +1,7 @@
 import type { Driver, Row } from "../drivers/driver.ts";
 import { NotFound } from "./errors.ts";
 import { inChunks } from "./in-chunks.ts";
+import { storedJson } from "./json-depth.ts";
 import { dueFire, firstCronFire, type ScheduleSpec, scheduleName, storedSpec } from "./schedule-times.ts";
 import * as sql from "./sql/schedules.ts";
 import type { Fire } from "./sql/schedules.ts";
@@ -56,7 +57,7 @@ function scheduleFromRow(row: Row): Schedule {
     cron: row.cron as string | null,
     everyMs: row.every_ms as number | null,
     timezone: row.timezone as string | null,
-    payload: row.payload === null ? null : JSON.parse(row.payload as string),
+    payload: row.payload === null ? null : storedJson(row.payload as string),
     priority: row.priority as number,
     maxAttempts: row.max_attempts as number,
     nextFireAt: row.next_fire_at as number | null,

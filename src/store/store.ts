@@ -279,7 +279,7 @@ export class LeaseStore {
    */
   async renewMany(request: RenewManyRequest): Promise<LeaseOutcome<{ until: number }>[]> {
     const { owner, leases } = request;
-    const held = leases.map(({ id, fence, progress }): sqlMany.HeldLease => [check.name("id", id), check.positiveInt("fence", fence), check.progress("progress", progress)]);
+    const held = leases.map(({ id, fence, progress }, i): sqlMany.HeldLease => [check.name("id", id), check.positiveInt("fence", fence), check.progress(`leases[${i}].progress`, progress)]);
     check.distinctIds("leases", leases);
     const [renewed, refused] = await this.#driver.batch(sqlMany.renewMany(check.name("owner", owner), held, check.instant("now", timeOf(request)), check.positiveInt("ttlMs", request.ttlMs)));
     const until = new Map(renewed!.map((row) => [row.id as string, row.until as number]));
@@ -296,7 +296,7 @@ export class LeaseStore {
   async completeMany(request: CompleteManyRequest): Promise<{ completed: LeaseOutcome<{ done: true }>[]; leases: Lease[]; ended: string[] }> {
     const { owner, leases: completions, next } = request;
     const now = timeOf(request);
-    const presented = completions.map(({ id, fence, result }): sqlMany.Completion => [check.name("id", id), check.positiveInt("fence", fence), check.text("result", result)]);
+    const presented = completions.map(({ id, fence, result }, i): sqlMany.Completion => [check.name("id", id), check.positiveInt("fence", fence), check.result(`leases[${i}].result`, result)]);
     check.distinctIds("leases", completions);
     const statements = sqlMany.completeMany(check.name("owner", owner), presented, check.instant("now", now));
     const take = next === undefined ? [] : takeNext(next.queue, owner, now, next.ttlMs, next.limit, this.#clock);

@@ -32,7 +32,8 @@ const NOT_CONFIGURED =
 export function requireConfiguredAuth(auth: Auth): MiddlewareHandler {
   const configured = auth === "off" || auth.tokens.length > 0;
   return async function requireConfiguredAuth(_c, next) {
-    if (!configured) throw new ApiError(503, "unavailable", NOT_CONFIGURED);
+    // Retry-After as every 503 has it: a deployment's secret may be set while its clients wait.
+    if (!configured) throw new ApiError(503, "unavailable", NOT_CONFIGURED, { "Retry-After": "60" });
     await next();
   };
 }
