@@ -4,13 +4,18 @@ import type { Grant } from "../../http/permit.ts";
 import type { PushStats } from "../../store/push.ts";
 import { byShard, registry } from "./directory.ts";
 import type { WorkerEnv } from "./env.ts";
-import { QUEUE_HEADER, type QueueObject } from "./queue-object.ts";
+import { NO_QUEUE, QUEUE_HEADER, type QueueObject } from "./queue-object.ts";
 
 /** How many ids the Worker remembers the queue of, per isolate. */
 export const REMEMBERED_IDS = 100_000;
 
 /** A request as the router hands it on: its method, URL, headers and signal, its body read once, and what the caller's token may do (none on the open routes). */
 export type Call = { request: Request; body: ArrayBuffer | string | null; grant?: Grant };
+
+/** The object a body's `queue` goes to: its own, or, for what names no queue (not a string, not well-formed text), the one that holds none, whose app says what is wrong. */
+export function bodyQueue(queue: unknown): string {
+  return typeof queue === "string" && queue.isWellFormed() ? queue : NO_QUEUE;
+}
 
 /**
  * Objects is the Worker's side of objects mode: it sends a request to a

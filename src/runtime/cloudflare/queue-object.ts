@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { tryDecodeURIComponent } from "hono/utils/url";
 import type { DurableObjectNamespace, DurableObjectState, DurableObjectStub, Request as WorkerRequest, Response as WorkerResponse } from "@cloudflare/workers-types";
 import { metered, objectDriver } from "../../drivers/durable-object-sql.ts";
 import type { Row } from "../../drivers/driver.ts";
@@ -215,7 +216,8 @@ export class QueueObject extends DurableObject<WorkerEnv> {
     const checked = one ? EnqueueBody.safeParse(parsed) : EnqueueManyBody.safeParse(parsed);
     if (!checked.success) return this.#app.fetch(again());
     const jobs = one ? [checked.data as { id: string; queue?: string }] : (checked.data as { jobs: { id: string }[] }).jobs;
-    const queue = one ? ((checked.data as { queue?: string }).queue ?? "default") : decodeURIComponent(ENQUEUE_MANY.exec(pathname)![1]!);
+    // The path's queue decoded as the app's router decodes it: a malformed escape (%ZZ) stays as it is, part of the name.
+    const queue = one ? ((checked.data as { queue?: string }).queue ?? "default") : tryDecodeURIComponent(ENQUEUE_MANY.exec(pathname)![1]!);
     if (queue !== this.#queue) return misrouted(queue, this.#queue);
     const ids = jobs.map((job) => job.id);
     return this.#bindings.hold(ids, async () => {

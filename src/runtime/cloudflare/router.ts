@@ -14,7 +14,7 @@ import { LeaseStore } from "../../store/store.ts";
 import { cachedTokens } from "../../store/token-cache.ts";
 import type { Permit } from "../../http/permit.ts";
 import type { WorkerEnv } from "./env.ts";
-import { type Call, Objects } from "./objects.ts";
+import { bodyQueue, type Call, Objects } from "./objects.ts";
 import { NO_QUEUE } from "./queue-object.ts";
 import { registryTokens } from "./registry-tokens.ts";
 import { jobList, learned, manyLeases, metrics, parseJson, pushList, queueList, scheduleList, stats } from "./spanning.ts";
@@ -77,8 +77,7 @@ export function objectsRouter(options: RouterOptions): Hono {
   const toQueue = async (c: Context) => objects.send(c.req.param("queue")!, await callOf(c));
   app.post("/v1/jobs", async (c) => {
     const call = await callOf(c);
-    const queue = (parseJson(call.body) as { queue?: unknown } | undefined)?.queue ?? "default";
-    const response = await objects.send(typeof queue === "string" ? queue : NO_QUEUE, call);
+    const response = await objects.send(bodyQueue((parseJson(call.body) as { queue?: unknown } | undefined)?.queue ?? "default"), call);
     return response.ok ? learned(objects, response, (body: JobAnswer) => (body.job ? [body.job] : [])) : response;
   });
   app.post("/v1/queues/:queue/jobs", toQueue);
@@ -178,9 +177,9 @@ async function byId(objects: Objects, id: string, call: Call): Promise<Response>
  * stays bound to one queue in the directory, so no fire is enqueued twice).
  */
 async function putSchedule(objects: Objects, name: string, call: Call): Promise<Response> {
-  const queue = (parseJson(call.body) as { queue?: unknown } | undefined)?.queue; // required: without it, the app says so
-  const response = await objects.send(typeof queue === "string" ? queue : NO_QUEUE, call);
-  if (!response.ok || typeof queue !== "string") return response;
+  const queue = bodyQueue((parseJson(call.body) as { queue?: unknown } | undefined)?.queue); // required: without it, the app says so
+  const response = await objects.send(queue, call);
+  if (!response.ok || queue === NO_QUEUE) return response;
   const before = await objects.registry.moveSchedule(name, queue);
   if (before !== null) {
     const gone = await objects.send(before, { ...call, request: new Request(call.request.url, { method: "DELETE", headers: call.request.headers }) }, null);

@@ -1,7 +1,7 @@
 import { prometheusText, type RequestMetrics } from "../../http/metrics.ts";
 import type { QueueStats } from "../../store/stats.ts";
 import { inScope } from "../../store/tokens.ts";
-import type { Call, Objects } from "./objects.ts";
+import { bodyQueue, type Call, type Objects } from "./objects.ts";
 import { NO_QUEUE } from "./queue-object.ts";
 
 // The calls of objects mode that span queues: each asks several queues'
@@ -131,7 +131,7 @@ export async function manyLeases(objects: Objects, call: Call, outcomesOf: "leas
   if (leases === null || leases.some((lease) => typeof lease?.id !== "string")) return objects.send(NO_QUEUE, call);
   const ids = leases.map((lease) => lease.id);
   const located = await objects.locate(ids);
-  const nextQueue = typeof body!.next?.queue === "string" ? body!.next.queue : undefined;
+  const nextQueue = body!.next?.queue === undefined ? undefined : bodyQueue(body!.next.queue);
   const parts = groupBy(ids, (id) => located.get(id));
   const first = nextQueue ?? [...parts].sort((a, b) => b[1].length - a[1].length)[0]?.[0] ?? NO_QUEUE;
 
