@@ -49,10 +49,21 @@ export function describeError(error: unknown): Described {
   return { status: 500, code: "internal_error", message: "internal error" };
 }
 
-/** The one error handler: maps domain errors to HTTP, and logs what it did not expect. */
-export function errorResponse(error: unknown, c: Context): Response {
+/** An error's status, headers and JSON body; logs what was not expected. */
+function answerOf(error: unknown): { status: Described["status"]; headers?: Record<string, string>; body: ErrorBody } {
   const { status, code, message, details, headers } = describeError(error);
   if (status === 500) console.error("fencelease: unexpected error", error);
-  const body: ErrorBody = { error: { code, message, ...(details && { details }) } };
+  return { status, headers, body: { error: { code, message, ...(details && { details }) } } };
+}
+
+/** The one error handler: maps domain errors to HTTP, and logs what it did not expect. */
+export function errorResponse(error: unknown, c: Context): Response {
+  const { status, headers, body } = answerOf(error);
   return c.json(body, status, headers);
+}
+
+/** The answer errorResponse gives, for code that answers outside the app (a queue's object in objects mode). */
+export function errorAnswer(error: unknown): Response {
+  const { status, headers, body } = answerOf(error);
+  return Response.json(body, { status, headers });
 }

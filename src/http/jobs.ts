@@ -118,6 +118,11 @@ export const EventSchema = z
   })
   .openapi("Event");
 
+/** The refusal of an enqueue whose id a job of a queue the token may not see holds: an id is one for all queues, so that it is taken cannot be hidden, but what takes it can. */
+export function takenUnseen(id: string): ApiError {
+  return new ApiError(409, "conflict", `the id ${JSON.stringify(id)} is taken by a job in a queue this token may not see; nothing changed: choose another id`);
+}
+
 /** The tag of these routes in the OpenAPI document. */
 export const JOBS_TAG = { name: "jobs", description: "The jobs: enqueue one or many, read one (or wait for its end), list them and their history, retry a dead one, cancel, delete." };
 
@@ -237,8 +242,7 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     const now = clock();
     const trace = traceContextFor(rest, c.req.raw.headers);
     const { created, job } = await store.enqueue(id, { ...rest, ...trace, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
-    // An id is one for all queues: that it is taken cannot be hidden, but what takes it can.
-    if (!permit.sees(job.queue)) throw new ApiError(409, "conflict", `the id ${JSON.stringify(id)} is taken by a job in a queue this token may not see; nothing changed: choose another id`);
+    if (!permit.sees(job.queue)) throw takenUnseen(id);
     if (created) afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
     return created ? c.json({ created: true as const, job: jobView(job) }, 201) : c.json({ created: false as const, job: jobView(job) }, 200);
   });

@@ -84,3 +84,19 @@ describe(`tokens on the Worker (${MODE} mode)`, () => {
     expect(await call(token, "GET", "/v1/jobs/many-m")).toMatchObject({ status: 404 });
   });
 });
+
+describe(`what a token learns of queues it may not see, on the Worker (${MODE} mode), as on Node`, () => {
+  test("an enqueue of an id held in a queue the token may not see: 409 conflict naming nothing, and the held job is untouched; a reader's is 403 first", async () => {
+    await call(ADMIN, "POST", "/v1/jobs", { id: "held-1", queue: "payroll", payload: { salary: 1 } });
+    const producer = (await call(ADMIN, "POST", "/v1/tokens", { role: "producer", queues: ["invoices-held"] })).body.token;
+    const answer = await call(producer, "POST", "/v1/jobs", { id: "held-1", queue: "invoices-held" });
+    expect(answer).toEqual({ status: 409, body: { error: { code: "conflict", message: 'the id "held-1" is taken by a job in a queue this token may not see; nothing changed: choose another id' } } });
+    const reader = (await call(ADMIN, "POST", "/v1/tokens", { role: "reader", queues: ["invoices-held", "payroll"] })).body.token;
+    expect(await call(reader, "POST", "/v1/jobs", { id: "held-1", queue: "invoices-held" })).toMatchObject({
+      status: 403,
+      body: { error: { message: "this token (reader for invoices-held, payroll) may not enqueue into invoices-held: that needs a producer or admin token for invoices-held" } },
+    });
+    expect((await call(ADMIN, "GET", "/v1/jobs/held-1")).body).toMatchObject({ queue: "payroll", payload: { salary: 1 }, status: "queued" });
+    expect((await call(ADMIN, "GET", "/v1/jobs?queue=invoices-held")).body).toEqual({ jobs: [], nextCursor: null });
+  });
+});

@@ -113,13 +113,18 @@ export function grantHeader(grant: Grant): string {
  */
 export function forwardedGrant(jobQueues: JobQueues): MiddlewareHandler {
   return async function forwardedGrant(c, next) {
-    const sent = c.req.header(GRANT_HEADER);
-    if (sent !== undefined) {
-      const grant = JSON.parse(decodeURIComponent(sent)) as Grant;
-      c.set("permit", new Permit({ id: grant.id, name: grant.name, role: role(grant.role), queues: queueScope(grant.queues) }, jobQueues));
-    }
+    const permit = forwardedPermit(c.req.raw.headers, jobQueues);
+    if (permit !== null) c.set("permit", permit);
     await next();
   };
+}
+
+/** The permit of the grant a router sent in GRANT_HEADER (see forwardedGrant); null for the router's own call, which sends none. */
+export function forwardedPermit(headers: Headers, jobQueues: JobQueues): Permit | null {
+  const sent = headers.get(GRANT_HEADER);
+  if (sent === null) return null;
+  const grant = JSON.parse(decodeURIComponent(sent)) as Grant;
+  return new Permit({ id: grant.id, name: grant.name, role: role(grant.role), queues: queueScope(grant.queues) }, jobQueues);
 }
 
 /** Host names that only this machine answers to. */

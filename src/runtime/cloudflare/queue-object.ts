@@ -4,7 +4,9 @@ import type { DurableObjectNamespace, DurableObjectState, DurableObjectStub, Req
 import { metered, objectDriver } from "../../drivers/durable-object-sql.ts";
 import type { Row } from "../../drivers/driver.ts";
 import { createApp } from "../../http/app.ts";
-import { EnqueueBody, EnqueueManyBody } from "../../http/jobs.ts";
+import { errorAnswer } from "../../http/errors.ts";
+import { EnqueueBody, EnqueueManyBody, takenUnseen } from "../../http/jobs.ts";
+import { forwardedPermit, GRANT_HEADER } from "../../http/middleware/auth.ts";
 import { CRON_MAX_CHUNKS, maintain, maintainedLine, RETENTION_MS, wakeAfter } from "../../store/maintenance.ts";
 import type { PushStats } from "../../store/push.ts";
 import { LeaseStore } from "../../store/store.ts";
@@ -66,7 +68,8 @@ export type Meter = { instance: string; requests: number; rowsRead: number; rows
  * finds nothing more to do.
  *
  * Enqueues bind their ids in the directory first (Bindings): an id that
- * another queue holds is not created here, and answers as an existing job.
+ * another queue holds is not created here, and answers as an existing job
+ * (or, to a token that may not see that queue, 409 as the app answers it).
  *
  * Failure modes: a failure of the object (restart, eviction while a claim
  * waits) fails the requests in it, which the Worker answers 503 `unavailable`
@@ -219,6 +222,9 @@ export class QueueObject extends DurableObject<WorkerEnv> {
     // The path's queue decoded as the app's router decodes it: a malformed escape (%ZZ) stays as it is, part of the name.
     const queue = one ? ((checked.data as { queue?: string }).queue ?? "default") : tryDecodeURIComponent(ENQUEUE_MANY.exec(pathname)![1]!);
     if (queue !== this.#queue) return misrouted(queue, this.#queue);
+    // A token that may not enqueue here is refused by the app, before any id is bound: an id held elsewhere never reaches the app.
+    const permit = forwardedPermit(request.headers, (ids) => this.#store.queuesOf(ids));
+    if (permit !== null && !permit.may("enqueue", queue)) return this.#app.fetch(again());
     const ids = jobs.map((job) => job.id);
     return this.#bindings.hold(ids, async () => {
       const { taken, asked } = await this.#bindings.bind(ids);
@@ -226,7 +232,9 @@ export class QueueObject extends DurableObject<WorkerEnv> {
       let response: Response;
       if (one) {
         const elsewhere = taken.get(ids[0]!);
-        response = elsewhere === undefined ? await this.#app.fetch(again()) : await existing(this.env, request, ids[0]!, elsewhere);
+        if (elsewhere === undefined) response = await this.#app.fetch(again());
+        else if (permit !== null && !permit.sees(elsewhere)) response = errorAnswer(takenUnseen(ids[0]!));
+        else response = await existing(this.env, request, ids[0]!, elsewhere);
         if (response.status === 201) created.add(ids[0]!);
       } else {
         response = await this.#enqueueMany(request, parsed as { jobs: { id: string }[] }, taken);
@@ -298,9 +306,10 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** An enqueue of an id another queue holds: created false, with the job as that queue has it. */
+/** An enqueue of an id another queue holds, which the token sees: created false, with the job as that queue has it (read as this object's own call). */
 async function existing(env: WorkerEnv, request: Request, id: string, queue: string): Promise<Response> {
   const headers = new Headers(request.headers);
+  headers.delete(GRANT_HEADER);
   headers.set(QUEUE_HEADER, encodeURIComponent(queue));
   const read = await queueStub(env, queue).fetch(new URL(`/v1/jobs/${encodeURIComponent(id)}`, request.url).href, { headers } as never);
   // Gone from there since it was found bound there: the enqueue did nothing, and may be sent again.
