@@ -269,16 +269,15 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     const query = c.req.valid("query");
     const permit = c.get("permit");
     if (query.queue !== undefined) permit.need("read", query.queue);
-    const page = await store.list({ ...query, now: clock() });
-    // Without a queue, a token for some queues sees their jobs of the page: maybe fewer than its limit, even none, while nextCursor goes on.
-    return c.json({ jobs: page.items.filter((job) => permit.sees(job.queue)).map(jobView), nextCursor: page.next }, 200);
+    // Only the jobs of the token's queues are read, so that the cursor is one of them: it names nothing the token may not see.
+    const page = await store.list({ ...query, queues: permit.scope, now: clock() });
+    return c.json({ jobs: page.items.map(jobView), nextCursor: page.next }, 200);
   });
 
   app.openapi(route.events, async (c) => {
-    const page = await store.events(c.req.valid("param").id, c.req.valid("query"));
-    // Each event names its job's queue, so events of a queue the token may not see are left out without a read: an unknown id's answer, an empty page.
-    const permit = c.get("permit");
-    return c.json({ events: page.items.filter((event) => permit.sees(event.queue)), nextCursor: page.next }, 200);
+    // Each event names its job's queue, so those of a queue the token may not see are left out by the read: an unknown id's answer, an empty page, and no cursor.
+    const page = await store.events(c.req.valid("param").id, { ...c.req.valid("query"), queues: c.get("permit").scope });
+    return c.json({ events: page.items, nextCursor: page.next }, 200);
   });
 
   app.openapi(route.retry, async (c) => {

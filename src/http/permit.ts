@@ -91,6 +91,11 @@ export class Permit {
     return MAY[action].includes(this.grant.role) && this.sees(queue);
   }
 
+  /** The queues a read across queues is limited to (store.list, store.events): the token's, or undefined for every queue. */
+  get scope(): readonly string[] | undefined {
+    return this.grant.queues.includes("*") ? undefined : this.grant.queues;
+  }
+
   /** Whether the token may take `action` on every queue: then no job's queue needs reading. */
   everywhere(action: Action): boolean {
     return MAY[action].includes(this.grant.role) && this.grant.queues.includes("*");

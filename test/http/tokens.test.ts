@@ -175,16 +175,35 @@ describe("queue names and prefixes", () => {
 });
 
 describe("what a token learns of queues it may not see", () => {
-  test("listing jobs without a queue shows only its queues' jobs; the cursor goes on through the others", async () => {
+  test("listing jobs without a queue pages through its queues' jobs only: full pages, and a cursor that never names another queue's job", async () => {
     const { call } = await freshApp();
-    await call("POST", "/v1/queues/mail/jobs", { jobs: [{ id: "a" }, { id: "c" }] });
+    await call("POST", "/v1/queues/mail/jobs", { jobs: [{ id: "a" }, { id: "c" }, { id: "e" }] });
     await call("POST", "/v1/queues/invoices/jobs", { jobs: [{ id: "b" }, { id: "d" }] });
+    await call("POST", "/v1/queues/mail-eu/jobs", { jobs: [{ id: "f" }] });
+    await call("POST", "/v1/queues/mail/claim", { owner: "W", ttlMs: 30_000, limit: 2 }); // a and c are leased
+    const { token } = (await call("POST", "/v1/tokens", { role: "reader", queues: ["invoices", "mail-*"] })).body;
+    const seen: unknown[] = [];
+    for (let cursor = ""; ; ) {
+      const page = await call("GET", `/v1/jobs?limit=1${cursor}`, undefined, bearer(token));
+      seen.push(page.body.jobs.map((job: { id: string }) => job.id), page.body.nextCursor);
+      if (page.body.nextCursor === null) break;
+      cursor = `&cursor=${page.body.nextCursor}`;
+    }
+    expect(seen).toEqual([["b"], "b", ["d"], "d", ["f"], null]);
+    // Nor does a status: a and c, of mail, are the only leased jobs.
+    expect((await call("GET", "/v1/jobs?limit=1&status=leased", undefined, bearer(token))).body).toEqual({ jobs: [], nextCursor: null });
+  });
+
+  test("a job's events of a queue the token may not see: an empty page whose cursor says nothing of its history", async () => {
+    const { call } = await freshApp();
+    await call("POST", "/v1/jobs", { id: "m1", queue: "mail" });
+    await call("POST", "/v1/jobs/m1/claim", { owner: "W", ttlMs: 30_000 });
+    await call("POST", "/v1/jobs/m1/complete", { owner: "W", fence: 1, result: 1 });
+    expect((await call("GET", "/v1/jobs/m1/events?limit=1")).body.nextCursor).toBe("1");
     const { token } = (await call("POST", "/v1/tokens", { role: "reader", queues: ["invoices"] })).body;
-    const first = await call("GET", "/v1/jobs?limit=2", undefined, bearer(token));
-    expect(first.body.jobs.map((job: { id: string }) => job.id)).toEqual(["b"]);
-    expect(first.body.nextCursor).toBe("b");
-    const second = await call("GET", "/v1/jobs?limit=2&cursor=b", undefined, bearer(token));
-    expect(second.body).toMatchObject({ jobs: [{ id: "d" }], nextCursor: null });
+    for (const query of ["limit=1", "limit=1&cursor=1", "limit=2"]) {
+      expect((await call("GET", `/v1/jobs/m1/events?${query}`, undefined, bearer(token))).body, query).toEqual({ events: [], nextCursor: null });
+    }
   });
 
   test("an enqueue of an id taken in another queue: 409 conflict that shows nothing of that job, and nothing changes", async () => {

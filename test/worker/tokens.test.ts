@@ -99,4 +99,22 @@ describe(`what a token learns of queues it may not see, on the Worker (${MODE} m
     expect((await call(ADMIN, "GET", "/v1/jobs/held-1")).body).toMatchObject({ queue: "payroll", payload: { salary: 1 }, status: "queued" });
     expect((await call(ADMIN, "GET", "/v1/jobs?queue=invoices-held")).body).toEqual({ jobs: [], nextCursor: null });
   });
+
+  test("a reader pages through its queues' jobs only: the cursor names no other queue's job, by id or status, and a hidden job's events have no cursor", async () => {
+    await call(ADMIN, "POST", "/v1/queues/cur-mail/jobs", { jobs: [{ id: "cur-a" }, { id: "cur-c" }, { id: "cur-e" }] });
+    await call(ADMIN, "POST", "/v1/queues/cur-invoices/jobs", { jobs: [{ id: "cur-b" }, { id: "cur-d" }] });
+    await call(ADMIN, "POST", "/v1/queues/cur-mail-eu/jobs", { jobs: [{ id: "cur-f" }] });
+    await call(ADMIN, "POST", "/v1/queues/cur-mail/claim", { owner: "W", ttlMs: 30_000, limit: 2 });
+    const reader = (await call(ADMIN, "POST", "/v1/tokens", { role: "reader", queues: ["cur-invoices", "cur-mail-*"] })).body.token;
+    const seen: unknown[] = [];
+    for (let cursor = "cur-"; cursor !== null; ) {
+      const page = (await call(reader, "GET", `/v1/jobs?limit=1&cursor=${cursor}`)).body;
+      seen.push(page.jobs.map((job: { id: string }) => job.id), page.nextCursor);
+      cursor = page.nextCursor;
+    }
+    expect(seen).toEqual([["cur-b"], "cur-b", ["cur-d"], "cur-d", ["cur-f"], null]);
+    expect((await call(reader, "GET", "/v1/jobs?limit=1&status=leased&cursor=cur-")).body).toEqual({ jobs: [], nextCursor: null });
+    expect((await call(ADMIN, "GET", "/v1/jobs/cur-a/events?limit=1")).body.nextCursor).toBe("1");
+    expect((await call(reader, "GET", "/v1/jobs/cur-a/events?limit=1")).body).toEqual({ events: [], nextCursor: null });
+  });
 });
