@@ -17,7 +17,7 @@ import { requestMetrics } from "./middleware/request-metrics.ts";
 import { tracing } from "./middleware/tracing.ts";
 import { RequestMetrics } from "./metrics.ts";
 import type { Served } from "./resource.ts";
-import { SCHEDULES_TAG, scheduleRoutes, serveSchedules } from "./schedules.ts";
+import { type ScheduleNames, SCHEDULES_TAG, scheduleRoutes, serveSchedules } from "./schedules.ts";
 import { DEFAULT_LIMITS, type Limits } from "./shapes.ts";
 import { serveSystem, systemRoutes } from "./system.ts";
 import { type UiFiles, uiRoutes } from "./ui.ts";
@@ -51,6 +51,8 @@ export type AppOptions = {
   tokens?: TokenStore;
   /** How long a token found is trusted before it is looked up again: the most a revoke made by another process waits; default TOKEN_CACHE_MS (5 s). */
   tokenCacheMs?: number;
+  /** Where schedule names are held; default the store's schedules table (objects mode: the registry). */
+  scheduleNames?: ScheduleNames;
   /**
    * Only a router in front reaches this app, and it has checked the caller (a
    * queue's Durable Object in objects mode): with auth off, each request may
@@ -124,7 +126,7 @@ export function createApp(options: AppOptions) {
   serveLeases(app, route, served);
   serveQueues(app, route, served);
   servePush(app, route, served, options.push);
-  serveSchedules(app, route, served);
+  serveSchedules(app, route, served, options.scheduleNames);
   serveTokens(app, route, tokens, clock);
   serveSystem(app, route, served, { pages: options.ui !== undefined, tags: [JOBS_TAG, LEASES_TAG, QUEUES_TAG, PUSH_TAG, SCHEDULES_TAG, TOKENS_TAG], requests });
   // With auth off (local development: loopback callers only, so no anonymous loop from afar) the

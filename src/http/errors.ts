@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { InvalidArgument, LeaseLost, NotClaimable, NotFound, StorageUnavailable, WrongStatus } from "../store/errors.ts";
+import { InvalidArgument, LeaseLost, NotClaimable, NotFound, ScheduleNameTaken, StorageUnavailable, WrongStatus } from "../store/errors.ts";
 import { ApiError } from "./api-error.ts";
 
 /** The body of every error response. */
@@ -35,6 +35,7 @@ export function describeError(error: unknown): Described {
   if (error instanceof WrongStatus) {
     return { status: 409, code: error.code, message: error.message, details: { status: error.status } };
   }
+  if (error instanceof ScheduleNameTaken) return { status: 409, code: error.code, message: error.message };
   if (error instanceof StorageUnavailable) {
     const details = { outcome: error.outcome, reason: error.reason };
     return { status: 503, code: error.code, message: error.message, details, headers: { "Retry-After": RETRY_AFTER_SECONDS } };

@@ -1,7 +1,7 @@
 import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, test } from "vitest";
 import type { Row } from "../../src/drivers/driver.ts";
-import { MODE } from "./storage-mode.ts";
+import { MODE, rows } from "./storage-mode.ts";
 
 // Tokens on the Worker, in both storage modes: the same routes and rules as on
 // Node (test/http/tokens.test.ts and permits.test.ts), through the Worker's
@@ -116,5 +116,56 @@ describe(`what a token learns of queues it may not see, on the Worker (${MODE} m
     expect((await call(reader, "GET", "/v1/jobs?limit=1&status=leased&cursor=cur-")).body).toEqual({ jobs: [], nextCursor: null });
     expect((await call(ADMIN, "GET", "/v1/jobs/cur-a/events?limit=1")).body.nextCursor).toBe("1");
     expect((await call(reader, "GET", "/v1/jobs/cur-a/events?limit=1")).body).toEqual({ events: [], nextCursor: null });
+  });
+
+  test("a schedule name held in a queue the admin may not see: 409 conflict, and the schedule stays where it is, listed and read by every admin who sees its queue", async () => {
+    expect((await call(ADMIN, "PUT", "/v1/schedules/sched-nightly", { queue: "sched-b", everyMs: 3_600_000 })).status).toBe(201);
+    const adminA = (await call(ADMIN, "POST", "/v1/tokens", { role: "admin", queues: ["sched-a"] })).body.token;
+    const adminB = (await call(ADMIN, "POST", "/v1/tokens", { role: "admin", queues: ["sched-b"] })).body.token;
+    expect(await call(adminA, "PUT", "/v1/schedules/sched-nightly", { queue: "sched-a", everyMs: 60_000 })).toEqual({
+      status: 409,
+      body: { error: { code: "conflict", message: 'the schedule name "sched-nightly" is taken by a schedule of a queue this token may not see; nothing changed: choose another name' } },
+    });
+    const listed = (await call(ADMIN, "GET", "/v1/schedules")).body.schedules.filter((schedule: { name: string }) => schedule.name.startsWith("sched-"));
+    expect(listed).toMatchObject([{ name: "sched-nightly", queue: "sched-b", everyMs: 3_600_000 }]);
+    expect(await call(adminB, "GET", "/v1/schedules/sched-nightly")).toMatchObject({ status: 200, body: { queue: "sched-b", everyMs: 3_600_000 } });
+    expect((await call(adminA, "GET", "/v1/schedules/sched-nightly")).status).toBe(404);
+    expect(await rows("sched-a", "SELECT name FROM schedules WHERE queue = 'sched-a'")).toEqual([]);
+    expect(await rows("sched-b", "SELECT name, every_ms FROM schedules WHERE queue = 'sched-b'")).toEqual([{ name: "sched-nightly", every_ms: 3_600_000 }]);
+  });
+
+  test("an admin who manages both queues moves a schedule: one schedule of that name, in its new queue, listed there", async () => {
+    await call(ADMIN, "PUT", "/v1/schedules/move-nightly", { queue: "move-b", everyMs: 3_600_000 });
+    const both = (await call(ADMIN, "POST", "/v1/tokens", { role: "admin", queues: ["move-*"] })).body.token;
+    expect((await call(both, "PUT", "/v1/schedules/move-nightly", { queue: "move-a", everyMs: 60_000 })).body).toMatchObject({ queue: "move-a", everyMs: 60_000 });
+    const listed = (await call(ADMIN, "GET", "/v1/schedules")).body.schedules.filter((schedule: { name: string }) => schedule.name.startsWith("move-"));
+    expect(listed).toMatchObject([{ name: "move-nightly", queue: "move-a" }]);
+    expect(await rows("move-b", "SELECT name FROM schedules WHERE queue = 'move-b'")).toEqual([]);
+    const onlyB = (await call(ADMIN, "POST", "/v1/tokens", { role: "admin", queues: ["move-b"] })).body.token;
+    expect(await call(onlyB, "PUT", "/v1/schedules/move-nightly", { queue: "move-b", everyMs: 60_000 })).toMatchObject({ status: 409 });
+    const reader = (await call(ADMIN, "POST", "/v1/tokens", { role: "reader", queues: ["move-*"] })).body.token;
+    expect(await call(reader, "PUT", "/v1/schedules/move-nightly", { queue: "move-b", everyMs: 60_000 })).toMatchObject({
+      status: 403,
+      body: { error: { message: "this token (reader for move-*) may not manage move-b: that needs an admin token for move-b" } },
+    });
+    expect((await call(ADMIN, "GET", "/v1/schedules/move-nightly")).body).toMatchObject({ queue: "move-a", everyMs: 60_000 });
+  });
+
+  test("a put refused by the store (a bad cron) holds no name: an admin of another queue may take it next", async () => {
+    const adminA = (await call(ADMIN, "POST", "/v1/tokens", { role: "admin", queues: ["bad-a"] })).body.token;
+    const adminB = (await call(ADMIN, "POST", "/v1/tokens", { role: "admin", queues: ["bad-b"] })).body.token;
+    expect(await call(adminA, "PUT", "/v1/schedules/bad-nightly", { queue: "bad-a", cron: "99 * * * *" })).toMatchObject({ status: 400, body: { error: { code: "invalid_request" } } });
+    expect(await call(adminB, "PUT", "/v1/schedules/bad-nightly", { queue: "bad-b", everyMs: 60_000 })).toMatchObject({ status: 201, body: { queue: "bad-b" } });
+    expect((await call(ADMIN, "GET", "/v1/schedules/bad-nightly")).body).toMatchObject({ queue: "bad-b" });
+  });
+
+  test("two admins of two queues put one new name at once: one schedule, in the queue of the put answered 201, and the other is refused", async () => {
+    const admins = await Promise.all(["race-a", "race-b"].map(async (queue) => (await call(ADMIN, "POST", "/v1/tokens", { role: "admin", queues: [queue] })).body.token as string));
+    const answers = await Promise.all(["race-a", "race-b"].map((queue, i) => call(admins[i]!, "PUT", "/v1/schedules/race-nightly", { queue, everyMs: 60_000 })));
+    expect(answers.map((answer) => answer.status).sort()).toEqual([201, 409]);
+    const winner = answers.find((answer) => answer.status === 201)!.body.queue;
+    const listed = (await call(ADMIN, "GET", "/v1/schedules")).body.schedules.filter((schedule: { name: string }) => schedule.name.startsWith("race-"));
+    expect(listed).toMatchObject([{ name: "race-nightly", queue: winner }]);
+    for (const queue of ["race-a", "race-b"]) expect(await rows(queue, `SELECT name FROM schedules WHERE queue = '${queue}'`)).toEqual(queue === winner ? [{ name: "race-nightly" }] : []);
   });
 });

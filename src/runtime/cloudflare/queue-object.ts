@@ -16,6 +16,7 @@ import { localWaits, type Waits } from "../../wait/long-poll.ts";
 import { WaitRoom } from "../../wait/wait-room.ts";
 import { Bindings, BINDINGS_SCHEMA } from "./bindings.ts";
 import { registry } from "./directory.ts";
+import { registrySchedules } from "./registry-schedules.ts";
 import { number, type WorkerEnv } from "./env.ts";
 import { migrateObject } from "./migrations.ts";
 import { QueueAlarm } from "./queue-alarm.ts";
@@ -109,6 +110,11 @@ export class QueueObject extends DurableObject<WorkerEnv> {
       limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
       waits: { ...pushingWaits, claimable: (queue, due, at) => afterPushing(pushingWaits.claimable(queue, due, at), () => this.#arm()) },
       push: this.#pushing,
+      scheduleNames: registrySchedules(env.DIRECTORY!, {
+        queue: () => this.queue,
+        deleteHere: (name) => this.#store.schedules.delete(name),
+        deleteAt: (queue, name) => deleteSchedule(env, queue, name),
+      }),
     });
     this.#bindings = new Bindings(storage, env.DIRECTORY!, () => this.queue, (queue, ids) => queueStub(env, queue).release(ids, queue));
     void ctx.blockConcurrencyWhile(async () => {
@@ -304,6 +310,13 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** Deletes schedule `name` from the object of `queue` (as this object's own call, which may do everything): a schedule moved here from there. */
+async function deleteSchedule(env: WorkerEnv, queue: string, name: string): Promise<void> {
+  const headers = { [QUEUE_HEADER]: encodeURIComponent(queue) };
+  const response = await queueStub(env, queue).fetch(`http://localhost/v1/schedules/${encodeURIComponent(name)}`, { method: "DELETE", headers } as never);
+  if (!response.ok && response.status !== 404) throw new Error(`the object of ${JSON.stringify(queue)} answered ${response.status}`);
 }
 
 /** An enqueue of an id another queue holds, which the token sees: created false, with the job as that queue has it (read as this object's own call). */

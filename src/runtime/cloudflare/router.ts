@@ -116,17 +116,15 @@ export function objectsRouter(options: RouterOptions): Hono {
   app.post("/v1/leases/renew", async (c) => manyLeases(objects, await callOf(c), "leases"));
   app.post("/v1/leases/complete", async (c) => manyLeases(objects, await callOf(c), "completed"));
 
-  // Schedules: each in the object of its queue, the registry saying which.
+  // Schedules: each in the object of its queue, the registry saying which (a put goes to its body's queue, whose object keeps the registry true: registry-schedules.ts).
+  const toSchedule = async (c: Context) => objects.send((await objects.registry.scheduleQueue(c.req.param("name")!)) ?? NO_QUEUE, await callOf(c));
   app.get("/v1/schedules", async (c) => scheduleList(objects, await callOf(c)));
-  app.get("/v1/schedules/:name", async (c) => objects.send((await objects.registry.scheduleQueue(c.req.param("name"))) ?? NO_QUEUE, await callOf(c)));
-  app.put("/v1/schedules/:name", async (c) => putSchedule(objects, c.req.param("name"), await callOf(c)));
-  app.delete("/v1/schedules/:name", async (c) => {
-    const name = c.req.param("name");
-    const queue = (await objects.registry.scheduleQueue(name)) ?? NO_QUEUE;
-    const response = await objects.send(queue, await callOf(c));
-    if (response.ok) await objects.registry.forgetSchedule(name, queue);
-    return response;
+  app.get("/v1/schedules/:name", toSchedule);
+  app.put("/v1/schedules/:name", async (c) => {
+    const call = await callOf(c);
+    return objects.send(bodyQueue((parseJson(call.body) as { queue?: unknown } | undefined)?.queue), call); // required: without it, the app says so
   });
+  app.delete("/v1/schedules/:name", toSchedule);
 
   // Whether objects can write: the probe of the object that holds no queue.
   app.get("/healthz", async (c) => objects.send(NO_QUEUE, await callOf(c)));
@@ -168,22 +166,4 @@ async function byId(objects: Objects, id: string, call: Call): Promise<Response>
     return response;
   }
   return learned(objects, response, (body: JobAnswer) => [...(body.queue && body.id ? [{ id: body.id, queue: body.queue }] : []), ...(body.job ? [body.job] : []), ...leasedJobs(body)]);
-}
-
-/**
- * PUT /v1/schedules/{name}: put in the object of its body's queue, then
- * recorded there in the registry; if it lived in another queue until now, it
- * is deleted there (it fires from one queue at a time, and a fire's job id
- * stays bound to one queue in the directory, so no fire is enqueued twice).
- */
-async function putSchedule(objects: Objects, name: string, call: Call): Promise<Response> {
-  const queue = bodyQueue((parseJson(call.body) as { queue?: unknown } | undefined)?.queue); // required: without it, the app says so
-  const response = await objects.send(queue, call);
-  if (!response.ok || queue === NO_QUEUE) return response;
-  const before = await objects.registry.moveSchedule(name, queue);
-  if (before !== null) {
-    const gone = await objects.send(before, { ...call, request: new Request(call.request.url, { method: "DELETE", headers: call.request.headers }) }, null);
-    if (!gone.ok && gone.status !== 404) console.error(`fencelease: schedule ${JSON.stringify(name)} moved to queue ${JSON.stringify(queue)}, but deleting it from ${JSON.stringify(before)} answered ${gone.status}`);
-  }
-  return response;
 }
