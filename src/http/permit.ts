@@ -64,6 +64,11 @@ function forbidden(message: string): ApiError {
   return new ApiError(403, "forbidden", message);
 }
 
+/** Whether `grant` may take `action` on `queue` (Permit.may, for a router that holds only the grant). */
+export function mayTake(grant: Grant, action: Action, queue: string): boolean {
+  return MAY[action].includes(grant.role) && inScope(grant.queues, queue);
+}
+
 /** Reads the queue of each of the jobs `ids` that exists (`store.queuesOf`): one read, however many ids. */
 export type JobQueues = (ids: string[]) => Promise<Map<string, string>>;
 
@@ -88,7 +93,7 @@ export class Permit {
 
   /** Whether the token may take `action` on `queue`. */
   may(action: Action, queue: string): boolean {
-    return MAY[action].includes(this.grant.role) && this.sees(queue);
+    return mayTake(this.grant, action, queue);
   }
 
   /** The queues a read across queues is limited to (store.list, store.events): the token's, or undefined for every queue. */

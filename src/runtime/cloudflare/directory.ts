@@ -99,6 +99,18 @@ export class Directory extends DurableObject<unknown> {
     await this.#driver.run({ sql: "INSERT INTO queues (queue) VALUES (?1) ON CONFLICT DO NOTHING", args: [queue] });
   }
 
+  /** hasQueue answers whether `queue` is recorded (the registry). */
+  async hasQueue(queue: string): Promise<boolean> {
+    this.#meter.requests++;
+    return (await this.#driver.run({ sql: "SELECT 1 FROM queues WHERE queue = ?1", args: [queue] })).length === 1;
+  }
+
+  /** removeQueue forgets `queue`, whose object holds nothing any more (the registry). */
+  async removeQueue(queue: string): Promise<void> {
+    this.#meter.requests++;
+    await this.#driver.run({ sql: "DELETE FROM queues WHERE queue = ?1", args: [queue] });
+  }
+
   /** queues answers every queue recorded, by name (the registry). */
   async queues(): Promise<string[]> {
     this.#meter.requests++;

@@ -12,9 +12,9 @@ import { DEFAULT_LIMITS, type Limits } from "../../http/shapes.ts";
 import type { UiFiles } from "../../http/ui.ts";
 import { LeaseStore } from "../../store/store.ts";
 import { cachedTokens } from "../../store/token-cache.ts";
-import type { Permit } from "../../http/permit.ts";
+import type { Action, Permit } from "../../http/permit.ts";
 import type { WorkerEnv } from "./env.ts";
-import { bodyQueue, type Call, Objects } from "./objects.ts";
+import { allowedQueue, bodyQueue, type Call, Objects } from "./objects.ts";
 import { NO_QUEUE } from "./queue-object.ts";
 import { registryTokens } from "./registry-tokens.ts";
 import { jobList, learned, manyLeases, metrics, parseJson, pushList, queueList, scheduleList, stats } from "./spanning.ts";
@@ -73,26 +73,34 @@ export function objectsRouter(options: RouterOptions): Hono {
   app.use("/metrics", bearerAuth(auth, lookup));
   app.use("/v1/*", limitBody(limits.maxBodyBytes));
 
-  // One queue: its object.
-  const toQueue = async (c: Context) => objects.send(c.req.param("queue")!, await callOf(c));
+  // One queue: its object, for a call the token may make there (allowedQueue), and for a read, once it holds something (readable).
+  const toQueue = (action: Action) => async (c: Context) => {
+    const call = await callOf(c);
+    return objects.send(allowedQueue(call, action, c.req.param("queue")!), call);
+  };
+  const readQueue = async (c: Context) => {
+    const call = await callOf(c);
+    return objects.send(await objects.readable(call, c.req.param("queue")!), call);
+  };
   app.post("/v1/jobs", async (c) => {
     const call = await callOf(c);
-    const response = await objects.send(bodyQueue((parseJson(call.body) as { queue?: unknown } | undefined)?.queue ?? "default"), call);
+    const queue = bodyQueue((parseJson(call.body) as { queue?: unknown } | undefined)?.queue ?? "default");
+    const response = await objects.send(allowedQueue(call, "enqueue", queue), call);
     return response.ok ? learned(objects, response, (body: JobAnswer) => (body.job ? [body.job] : [])) : response;
   });
-  app.post("/v1/queues/:queue/jobs", toQueue);
+  app.post("/v1/queues/:queue/jobs", toQueue("enqueue"));
   app.post("/v1/queues/:queue/claim", async (c) => {
-    const response = await toQueue(c);
+    const response = await toQueue("work")(c);
     return response.ok ? learned(objects, response, leasedJobs) : response;
   });
-  app.post("/v1/queues/:queue/pause", toQueue);
-  app.post("/v1/queues/:queue/resume", toQueue);
-  app.get("/v1/queues/:queue", toQueue);
-  app.put("/v1/queues/:queue", toQueue);
-  app.get("/v1/queues/:queue/push", toQueue);
-  app.put("/v1/queues/:queue/push", toQueue);
-  app.delete("/v1/queues/:queue/push", toQueue);
-  app.post("/v1/queues/:queue/push/rotate", toQueue);
+  app.post("/v1/queues/:queue/pause", toQueue("manage"));
+  app.post("/v1/queues/:queue/resume", toQueue("manage"));
+  app.get("/v1/queues/:queue", readQueue);
+  app.put("/v1/queues/:queue", toQueue("manage"));
+  app.get("/v1/queues/:queue/push", readQueue);
+  app.put("/v1/queues/:queue/push", toQueue("manage"));
+  app.delete("/v1/queues/:queue/push", toQueue("manage"));
+  app.post("/v1/queues/:queue/push/rotate", toQueue("manage"));
 
   // One job: the object of its queue.
   const toJob = async (c: Context) => byId(objects, c.req.param("id")!, await callOf(c));
@@ -122,7 +130,8 @@ export function objectsRouter(options: RouterOptions): Hono {
   app.get("/v1/schedules/:name", toSchedule);
   app.put("/v1/schedules/:name", async (c) => {
     const call = await callOf(c);
-    return objects.send(bodyQueue((parseJson(call.body) as { queue?: unknown } | undefined)?.queue), call); // required: without it, the app says so
+    const queue = bodyQueue((parseJson(call.body) as { queue?: unknown } | undefined)?.queue); // required: without it, the app says so
+    return objects.send(allowedQueue(call, "manage", queue), call);
   });
   app.delete("/v1/schedules/:name", toSchedule);
 

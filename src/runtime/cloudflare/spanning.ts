@@ -1,7 +1,7 @@
 import { prometheusText, type RequestMetrics } from "../../http/metrics.ts";
 import type { QueueStats } from "../../store/stats.ts";
 import { inScope } from "../../store/tokens.ts";
-import { bodyQueue, type Call, type Objects } from "./objects.ts";
+import { allowedQueue, bodyQueue, type Call, type Objects } from "./objects.ts";
 import { NO_QUEUE } from "./queue-object.ts";
 
 // The calls of objects mode that span queues: each asks several queues'
@@ -94,7 +94,7 @@ export async function jobList(objects: Objects, call: Call): Promise<Response> {
   const url = new URL(call.request.url);
   const queue = url.searchParams.get("queue");
   if (queue !== null) {
-    const response = await objects.send(queue, call);
+    const response = await objects.send(await objects.readable(call, queue), call);
     return response.ok ? learned(objects, response, (body: { jobs: { id: string; queue: string }[] }) => body.jobs) : response;
   }
   // Only the queues the token sees are asked: each reads only what the token sees, so whether there is more is theirs alone to say.
@@ -137,7 +137,7 @@ export async function manyLeases(objects: Objects, call: Call, outcomesOf: "leas
   if (leases === null || leases.some((lease) => typeof lease?.id !== "string")) return objects.send(NO_QUEUE, call);
   const ids = leases.map((lease) => lease.id);
   const located = await objects.locate(ids);
-  const nextQueue = body!.next?.queue === undefined ? undefined : bodyQueue(body!.next.queue);
+  const nextQueue = body!.next?.queue === undefined ? undefined : allowedQueue(call, "work", bodyQueue(body!.next.queue));
   const parts = groupBy(ids, (id) => located.get(id));
   const first = nextQueue ?? [...parts].sort((a, b) => b[1].length - a[1].length)[0]?.[0] ?? NO_QUEUE;
 
