@@ -260,9 +260,10 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
 
   app.openapi(route.get, async (c) => {
     const { id } = c.req.valid("param");
-    await c.get("permit").job("read", id);
+    const permit = c.get("permit");
+    await permit.job("read", id);
     const waitMs = c.req.valid("query").waitMs ?? 0;
-    return c.json(jobView(waitMs > 0 ? await waits.job(id, waitMs, c.req.raw.signal) : await store.get(id, { now: clock() })), 200);
+    return c.json(jobView(waitMs > 0 ? await permit.whileValid(c.req.raw.signal, (signal) => waits.job(id, waitMs, signal)) : await store.get(id, { now: clock() })), 200);
   });
 
   app.openapi(route.list, async (c) => {

@@ -1,6 +1,7 @@
 import { NotFound } from "../store/errors.ts";
 import type { LeaseOutcome } from "../store/refusal.ts";
 import { inScope, type Role, type TokenInfo } from "../store/tokens.ts";
+import type { Watch } from "../wait/revocations.ts";
 import { ApiError } from "./api-error.ts";
 
 // What the token of a request may do, decided before the call changes
@@ -59,6 +60,11 @@ export function describeGrant(grant: Grant): string {
   return `this token${grant.name === null ? "" : ` ${JSON.stringify(grant.name)}`} (${grant.role} for ${queues})`;
 }
 
+/** The 401 of a waiting call whose token was revoked meanwhile. */
+function revokedWhileWaiting(): ApiError {
+  return new ApiError(401, "unauthorized", "the bearer token was revoked while this call waited; nothing was handed out", { "WWW-Authenticate": 'Bearer realm="fencelease"' });
+}
+
 /** The 403 of a call this token may not make. */
 function forbidden(message: string): ApiError {
   return new ApiError(403, "forbidden", message);
@@ -80,10 +86,35 @@ export type JobQueues = (ids: string[]) => Promise<Map<string, string>>;
 export class Permit {
   readonly grant: Grant;
   readonly #jobQueues: JobQueues;
+  readonly #watch: ((signal: AbortSignal) => Watch) | undefined;
 
-  constructor(grant: Grant, jobQueues: JobQueues) {
+  /** `watch` watches a waiting call of this token for its revoke (Revocations.watch); none for a token that cannot be revoked. */
+  constructor(grant: Grant, jobQueues: JobQueues, watch?: (signal: AbortSignal) => Watch) {
     this.grant = grant;
     this.#jobQueues = jobQueues;
+    this.#watch = watch;
+  }
+
+  /**
+   * whileValid runs a call that waits (claim-next with waitMs, a job's long
+   * poll) with a signal that aborts when `signal` (its client's) does, or when
+   * the token is revoked (src/wait/revocations.ts says when that is seen). A
+   * wait the revoke ended answers 401 unauthorized, unless its answer hands
+   * something out (`handsOut`: leases taken before the revoke), which then
+   * reaches the caller; the wait itself gives back what it took after the abort.
+   */
+  async whileValid<T>(signal: AbortSignal, wait: (signal: AbortSignal) => Promise<T>, handsOut: (answer: T) => boolean = () => false): Promise<T> {
+    if (this.#watch === undefined) return wait(signal);
+    const watch = this.#watch(signal);
+    try {
+      const answer = await wait(watch.signal);
+      if (watch.revoked && !handsOut(answer)) throw revokedWhileWaiting();
+      return answer;
+    } catch (error) {
+      throw watch.revoked ? revokedWhileWaiting() : error;
+    } finally {
+      watch.end();
+    }
   }
 
   /** Whether the token may see `queue` at all (any role may read its queues). */

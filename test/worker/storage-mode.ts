@@ -2,6 +2,8 @@ import { createExecutionContext, createScheduledController, env, runDurableObjec
 import type { Row } from "../../src/drivers/driver.ts";
 import worker from "../../src/worker.ts";
 import { hasStorage } from "../../src/runtime/cloudflare/empty-object.ts";
+import type { QueueDoorbell } from "../../src/runtime/cloudflare/queue-doorbell.ts";
+import type { QueueObject } from "../../src/runtime/cloudflare/queue-object.ts";
 
 // What the Worker's tests need to know of the storage mode their project runs
 // in (vitest.config.ts: "workers" is D1 mode, "workers-objects" objects mode),
@@ -42,4 +44,11 @@ export async function housekeeping(now: number, queues: string[]): Promise<strin
   const rang: string[] = [];
   for (const queue of queues) if (await runDurableObjectAlarm(queueObject(queue))) rang.push(queue);
   return rang;
+}
+
+/** How many claims of `queue` wait now: in its doorbell object (D1 mode), or in its own object. */
+export function waitingIn(queue: string): Promise<number> {
+  if (MODE === "objects") return runInDurableObject(queueObject(queue), (object: QueueObject) => object.waiting);
+  const stub = env.DOORBELL!.get(env.DOORBELL!.idFromName(queue));
+  return runInDurableObject(stub as never, (doorbell: QueueDoorbell) => doorbell.waiting);
 }

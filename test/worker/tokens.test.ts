@@ -1,8 +1,8 @@
 import { env, runInDurableObject, SELF } from "cloudflare:test";
-import { describe, expect, test } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import { ADMIN, callAs } from "./call-as.ts";
 import type { Row } from "../../src/drivers/driver.ts";
-import { MODE, rows } from "./storage-mode.ts";
+import { MODE, rows, waitingIn } from "./storage-mode.ts";
 
 // Tokens on the Worker, in both storage modes: the same routes and rules as on
 // Node (test/http/tokens.test.ts and permits.test.ts), through the Worker's
@@ -157,5 +157,20 @@ describe(`what a token learns of queues it may not see, on the Worker (${MODE} m
     const listed = (await callAs(ADMIN, "GET", "/v1/schedules")).body.schedules.filter((schedule: { name: string }) => schedule.name.startsWith("race-"));
     expect(listed).toMatchObject([{ name: "race-nightly", queue: winner }]);
     for (const queue of ["race-a", "race-b"]) expect(await rows(queue, `SELECT name FROM schedules WHERE queue = '${queue}'`)).toEqual(queue === winner ? [{ name: "race-nightly" }] : []);
+  });
+
+  test("a revoke ends the token's waiting claim and job long poll: 401 at once, and a job enqueued after the revoke stays queued for the next claim", async () => {
+    const { token, id } = (await callAs(ADMIN, "POST", "/v1/tokens", { role: "worker", queues: ["revoke-q"] })).body;
+    await callAs(ADMIN, "POST", "/v1/jobs", { id: "revoke-read", queue: "revoke-q", delayMs: 60_000 });
+    const started = performance.now();
+    const reading = callAs(token, "GET", "/v1/jobs/revoke-read?waitMs=10000");
+    const claiming = callAs(token, "POST", "/v1/queues/revoke-q/claim", { owner: "W", ttlMs: 30_000, waitMs: 10_000 });
+    await vi.waitFor(async () => expect(await waitingIn("revoke-q")).toBeGreaterThanOrEqual(1));
+    expect((await callAs(ADMIN, "DELETE", `/v1/tokens/${id}`)).status).toBe(200);
+    await callAs(ADMIN, "POST", "/v1/jobs", { id: "revoke-after", queue: "revoke-q", payload: { secret: 1 } });
+    expect(await claiming).toMatchObject({ status: 401, body: { error: { code: "unauthorized" } } });
+    expect(await reading).toMatchObject({ status: 401, body: { error: { code: "unauthorized" } } });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect((await callAs(ADMIN, "GET", "/v1/jobs/revoke-after")).body).toMatchObject({ status: "queued", fence: 0 });
   });
 });

@@ -9,8 +9,8 @@ import { NO_QUEUE, QUEUE_HEADER, type QueueObject } from "./queue-object.ts";
 /** How many ids the Worker remembers the queue of, per isolate. */
 export const REMEMBERED_IDS = 100_000;
 
-/** A request as the router hands it on: its method, URL, headers and signal, its body read once, and what the caller's token may do (none on the open routes). */
-export type Call = { request: Request; body: ArrayBuffer | string | null; grant?: Grant };
+/** A request as the router hands it on: its method, URL, headers and signal (or `signal` in its place), its body read once, and what the caller's token may do (none on the open routes). */
+export type Call = { request: Request; body: ArrayBuffer | string | null; grant?: Grant; signal?: AbortSignal };
 
 /**
  * The object a call of `action` on `queue` goes to: the queue's, when the
@@ -71,7 +71,7 @@ export class Objects {
     if (call.grant !== undefined) headers.set(GRANT_HEADER, grantHeader(call.grant));
     headers.set(QUEUE_HEADER, encodeURIComponent(queue));
     const stub = this.#queues.get(this.#queues.idFromName(queue));
-    const init = { method: call.request.method, headers, body, signal: call.request.signal };
+    const init = { method: call.request.method, headers, body, signal: call.signal ?? call.request.signal };
     return stub.fetch(url.href, init as never) as unknown as Promise<Response>;
   }
 

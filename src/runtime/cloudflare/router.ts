@@ -12,6 +12,7 @@ import { DEFAULT_LIMITS, type Limits } from "../../http/shapes.ts";
 import type { UiFiles } from "../../http/ui.ts";
 import { LeaseStore } from "../../store/store.ts";
 import { cachedTokens } from "../../store/token-cache.ts";
+import { Revocations } from "../../wait/revocations.ts";
 import type { Action, Permit } from "../../http/permit.ts";
 import type { WorkerEnv } from "./env.ts";
 import { allowedQueue, bodyQueue, type Call, Objects } from "./objects.ts";
@@ -55,10 +56,13 @@ export function objectsRouter(options: RouterOptions): Hono {
   const { auth } = options;
   const limits = { ...DEFAULT_LIMITS, ...Object.fromEntries(Object.entries(options.limits).filter(([, value]) => value !== undefined)) };
   const objects = new Objects(options.env);
-  // The tokens made through the API live in the registry; one cache for the router and its app, so a revoke here takes effect here at once.
-  const tokens = cachedTokens(registryTokens(options.env.DIRECTORY!));
-  const pages = createApp({ store: new LeaseStore(noStorage), auth, limits, ui: options.ui, tokens, tokenCacheMs: 0 });
-  const lookup = { tokens, jobQueues: (ids: string[]) => objects.locate(ids) };
+  // The tokens made through the API live in the registry; one cache for the router and its app, so a revoke here takes effect here at once,
+  // and one Revocations, so that it ends at once the waiting calls that came through here (the others at their next lookup).
+  const registered = registryTokens(options.env.DIRECTORY!);
+  const tokens = cachedTokens(registered);
+  const revocations = new Revocations((secret) => registered.find(secret));
+  const pages = createApp({ store: new LeaseStore(noStorage), auth, limits, ui: options.ui, tokens, tokenCacheMs: 0, revocations });
+  const lookup = { tokens, jobQueues: (ids: string[]) => objects.locate(ids), revocations };
 
   const app = new Hono();
   app.onError(errorResponse);
@@ -90,7 +94,8 @@ export function objectsRouter(options: RouterOptions): Hono {
   });
   app.post("/v1/queues/:queue/jobs", toQueue("enqueue"));
   app.post("/v1/queues/:queue/claim", async (c) => {
-    const response = await toQueue("work")(c);
+    const call = await callOf(c);
+    const response = await whileValid(c, (signal) => objects.send(allowedQueue(call, "work", c.req.param("queue")), { ...call, signal }));
     return response.ok ? learned(objects, response, leasedJobs) : response;
   });
   app.post("/v1/queues/:queue/pause", toQueue("manage"));
@@ -104,7 +109,10 @@ export function objectsRouter(options: RouterOptions): Hono {
 
   // One job: the object of its queue.
   const toJob = async (c: Context) => byId(objects, c.req.param("id")!, await callOf(c));
-  app.get("/v1/jobs/:id", toJob);
+  app.get("/v1/jobs/:id", async (c) => {
+    const call = await callOf(c);
+    return whileValid(c, (signal) => byId(objects, c.req.param("id"), { ...call, signal }));
+  });
   app.delete("/v1/jobs/:id", toJob);
   for (const verb of ["claim", "renew", "complete", "release", "fail", "retry", "cancel"]) app.post(`/v1/jobs/:id/${verb}`, toJob);
   app.get("/v1/jobs/:id/lease", toJob);
@@ -146,6 +154,16 @@ export function objectsRouter(options: RouterOptions): Hono {
 async function callOf(c: Context): Promise<Call> {
   const body = c.req.method === "GET" || c.req.method === "HEAD" ? null : await c.req.arrayBuffer();
   return { request: c.req.raw, body, grant: (c.var.permit as Permit | undefined)?.grant };
+}
+
+/**
+ * A call that may wait in a queue's object (claim-next, a job's long poll),
+ * sent with a signal that aborts when its token is revoked (Permit.whileValid):
+ * the object then stops its wait and hands nothing out, and the call answers
+ * 401. An answer that came before is the caller's, whatever it holds.
+ */
+function whileValid(c: Context, send: (signal: AbortSignal) => Promise<Response>): Promise<Response> {
+  return (c.var.permit as Permit).whileValid(c.req.raw.signal, send, () => true);
 }
 
 /** The jobs of the leases a claim answers. */
