@@ -121,6 +121,11 @@ export const EventSchema = z
   })
   .openapi("Event");
 
+/** The refusal of an enqueue whose id a job of a queue the token may not see holds: an id is one for all queues, so that it is taken cannot be hidden, but what takes it can. */
+export function takenUnseen(id: string): ApiError {
+  return new ApiError(409, "conflict", `the id ${JSON.stringify(id)} is taken by a job in a queue this token may not see; nothing changed: choose another id`);
+}
+
 /** The tag of these routes in the OpenAPI document. */
 export const JOBS_TAG = { name: "jobs", description: "The jobs: enqueue one or many, read one (or wait for its end), list them and their history, retry a dead one, cancel, delete." };
 
@@ -240,8 +245,7 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     const now = clock();
     const trace = traceContextFor(rest, c.req.raw.headers);
     const { created, job } = await store.enqueue(id, { ...rest, ...trace, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
-    // An id is one for all queues: that it is taken cannot be hidden, but what takes it can.
-    if (!permit.sees(job.queue)) throw new ApiError(409, "conflict", `the id ${JSON.stringify(id)} is taken by a job in a queue this token may not see; nothing changed: choose another id`);
+    if (!permit.sees(job.queue)) throw takenUnseen(id);
     if (created) afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
     return created ? c.json({ created: true as const, job: jobView(job) }, 201) : c.json({ created: false as const, job: jobView(job) }, 200);
   });
@@ -259,25 +263,25 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
 
   app.openapi(route.get, async (c) => {
     const { id } = c.req.valid("param");
-    await c.get("permit").job("read", id);
+    const permit = c.get("permit");
+    await permit.job("read", id);
     const waitMs = c.req.valid("query").waitMs ?? 0;
-    return c.json(jobView(waitMs > 0 ? await waits.job(id, waitMs, c.req.raw.signal) : await store.get(id, { now: clock() })), 200);
+    return c.json(jobView(waitMs > 0 ? await permit.whileValid(c.req.raw.signal, (signal) => waits.job(id, waitMs, signal)) : await store.get(id, { now: clock() })), 200);
   });
 
   app.openapi(route.list, async (c) => {
     const query = c.req.valid("query");
     const permit = c.get("permit");
     if (query.queue !== undefined) permit.need("read", query.queue);
-    const page = await store.list({ ...query, now: clock() });
-    // Without a queue, a token for some queues sees their jobs of the page: maybe fewer than its limit, even none, while nextCursor goes on.
-    return c.json({ jobs: page.items.filter((job) => permit.sees(job.queue)).map(jobView), nextCursor: page.next }, 200);
+    // Only the jobs of the token's queues are read, so that the cursor is one of them: it names nothing the token may not see.
+    const page = await store.list({ ...query, queues: permit.scope, now: clock() });
+    return c.json({ jobs: page.items.map(jobView), nextCursor: page.next }, 200);
   });
 
   app.openapi(route.events, async (c) => {
-    const page = await store.events(c.req.valid("param").id, c.req.valid("query"));
-    // Each event names its job's queue, so events of a queue the token may not see are left out without a read: an unknown id's answer, an empty page.
-    const permit = c.get("permit");
-    return c.json({ events: page.items.filter((event) => permit.sees(event.queue)), nextCursor: page.next }, 200);
+    // Each event names its job's queue, so those of a queue the token may not see are left out by the read: an unknown id's answer, an empty page, and no cursor.
+    const page = await store.events(c.req.valid("param").id, { ...c.req.valid("query"), queues: c.get("permit").scope });
+    return c.json({ events: page.items, nextCursor: page.next }, 200);
   });
 
   app.openapi(route.retry, async (c) => {

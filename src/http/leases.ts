@@ -283,9 +283,11 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
   app.openapi(route.claimNext, async (c) => {
     const { owner, ttlMs, limit = 1, waitMs = 0 } = c.req.valid("json");
     const queue = c.req.valid("param").queue;
-    c.get("permit").need("work", queue);
+    const permit = c.get("permit");
+    permit.need("work", queue);
     if (waitMs === 0) return c.json(claimedView(answered(await store.claimNext(queue, { owner, ttlMs, limit, now: clock() }), 0), false), 200);
-    return c.json(claimedView(await waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, c.req.raw.signal), true), 200);
+    const claimed = await permit.whileValid(c.req.raw.signal, (signal) => waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, signal), (answer) => answer.leases.length > 0);
+    return c.json(claimedView(claimed, true), 200);
   });
 
   app.openapi(route.renew, async (c) => {

@@ -71,6 +71,15 @@ describe("POST /v1/queues/:queue/pause and /resume", () => {
 });
 
 describe("PUT /v1/queues/:queue, GET /v1/queues/:queue and GET /v1/queues", () => {
+  test("a queue path with a malformed % escape (%ZZ, %, %E0%A4%A) names the queue of that very text (the Worker in objects mode answers the same)", async () => {
+    const { call } = await freshApp();
+    for (const queue of ["%ZZ", "%", "%E0%A4%A"]) {
+      expect(await call("POST", `/v1/queues/${queue}/jobs`, { jobs: [{ id: `escaped-${queue}` }] })).toMatchObject({ status: 200, body: { jobs: [{ id: `escaped-${queue}`, created: true }] } });
+      expect((await call("GET", `/v1/jobs/${encodeURIComponent(`escaped-${queue}`)}`)).body).toMatchObject({ queue, status: "queued" });
+    }
+    expect(await call("POST", "/v1/jobs", '{"id":"lone","queue":"\\ud800"}')).toMatchObject({ status: 400, body: { error: { message: "queue must be well-formed text without NUL characters" } } });
+    expect((await call("GET", "/v1/jobs/lone")).status).toBe(404);
+  });
   test("a queue never set is not paused and has no limit; PUT sets maxLeased and GET reads it back", async () => {
     const { call } = await withJobs(1);
     expect((await call("GET", "/v1/queues/q")).body).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null });

@@ -188,6 +188,29 @@ describe(`the Worker in ${MODE} mode`, () => {
     expect(((await (await call("GET", "/v1/queues/limited")).json()) as { maxLeased: number }).maxLeased).toBe(3);
   });
 
+  test("a queue path with a malformed % escape (%ZZ, %, %E0%A4%A) names the queue of that very text, as on Node; a body's queue of a lone surrogate is 400", async () => {
+    for (const queue of ["%ZZ", "%", "%E0%A4%A"]) {
+      const response = await call("POST", `/v1/queues/${queue}/jobs`, { jobs: [{ id: `escaped-${queue}` }] });
+      expect(response.status, queue).toBe(200);
+      expect(await response.json()).toEqual({ jobs: [{ id: `escaped-${queue}`, created: true }] });
+      expect(await (await call("GET", `/v1/jobs/${encodeURIComponent(`escaped-${queue}`)}`)).json()).toMatchObject({ queue, status: "queued" });
+    }
+    const surrogate = await SELF.fetch("https://fencelease.test/v1/jobs", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+      body: '{"id":"lone","queue":"\\ud800"}',
+    });
+    expect(surrogate.status).toBe(400);
+    expect(((await surrogate.json()) as ErrorBody).error).toEqual({ code: "invalid_request", message: "queue must be well-formed text without NUL characters" });
+    expect((await call("GET", "/v1/jobs/lone")).status).toBe(404);
+    const next = await SELF.fetch("https://fencelease.test/v1/leases/complete", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+      body: '{"owner":"W","leases":[],"next":{"queue":"\\ud800","ttlMs":1000}}',
+    });
+    expect(next.status).toBe(400);
+  });
+
   test("healthz answers while the storage does", async () => {
     expect(await (await SELF.fetch("https://fencelease.test/healthz")).json()).toEqual({ ok: true });
   });
