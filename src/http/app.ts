@@ -7,7 +7,8 @@ import { cachedTokens, TOKEN_CACHE_MS } from "../store/token-cache.ts";
 import type { TokenStore } from "../store/tokens.ts";
 import { serveTokens, tokenRoutes, TOKENS_TAG } from "./tokens.ts";
 import { errorResponse } from "./errors.ts";
-import { exactNumbers } from "./middleware/exact-numbers.ts";
+import { bodyRequired } from "./middleware/body-required.ts";
+import { checkJsonBody } from "./middleware/json-body.ts";
 import { JOBS_TAG, jobRoutes, serveJobs } from "./jobs.ts";
 import { LEASES_TAG, leaseRoutes, serveLeases } from "./leases.ts";
 import { PUSH_TAG, type PushChanges, pushRoutes, servePush } from "./push.ts";
@@ -17,13 +18,14 @@ import { requestMetrics } from "./middleware/request-metrics.ts";
 import { tracing } from "./middleware/tracing.ts";
 import { RequestMetrics } from "./metrics.ts";
 import type { Served } from "./resource.ts";
-import { SCHEDULES_TAG, scheduleRoutes, serveSchedules } from "./schedules.ts";
+import { type ScheduleNames, SCHEDULES_TAG, scheduleRoutes, serveSchedules } from "./schedules.ts";
 import { DEFAULT_LIMITS, type GivenLimits, type Limits } from "./shapes.ts";
 import { serveSystem, systemRoutes } from "./system.ts";
 import { type UiFiles, uiRoutes } from "./ui.ts";
 import { unknownRoute } from "./middleware/unknown-route.ts";
 import { wakeWith } from "./wake.ts";
 import { localWaits, type Waits } from "../wait/long-poll.ts";
+import { Revocations } from "../wait/revocations.ts";
 import { WaitRoom } from "../wait/wait-room.ts";
 
 // The app: its middleware, its one error handler, and the resources it mounts,
@@ -51,6 +53,10 @@ export type AppOptions = {
   tokens?: TokenStore | undefined;
   /** How long a token found is trusted before it is looked up again: the most a revoke made by another process waits; default TOKEN_CACHE_MS (5 s). */
   tokenCacheMs?: number | undefined;
+  /** What ends a revoked token's waiting calls; default one of the app's own, over `tokens`. A router in front that serves the waiting calls itself shares its own. */
+  revocations?: Revocations | undefined;
+  /** Where schedule names are held; default the store's schedules table (objects mode: the registry). */
+  scheduleNames?: ScheduleNames | undefined;
   /**
    * Only a router in front reaches this app, and it has checked the caller (a
    * queue's Durable Object in objects mode): with auth off, each request may
@@ -88,8 +94,10 @@ export function createApp(options: AppOptions) {
   const wake = wakeWith(waits);
   const requests = new RequestMetrics();
   const served: Served = { store, clock, waits, wake, limits };
-  const tokens = cachedTokens(options.tokens ?? store.tokens, { ttlMs: options.tokenCacheMs ?? TOKEN_CACHE_MS, clock });
-  const lookup = { tokens, jobQueues: (ids: string[]) => store.queuesOf(ids) };
+  const stored = options.tokens ?? store.tokens;
+  const tokens = cachedTokens(stored, { ttlMs: options.tokenCacheMs ?? TOKEN_CACHE_MS, clock });
+  const revocations = options.revocations ?? new Revocations((secret) => stored.find(secret));
+  const lookup = { tokens, jobQueues: (ids: string[]) => store.queuesOf(ids), revocations };
 
   const app = new OpenAPIHono({
     defaultHook: (result) => {
@@ -118,14 +126,17 @@ export function createApp(options: AppOptions) {
     app.use("/metrics", forwardedGrant(lookup.jobQueues));
   }
   app.use("/v1/*", limitBody(limits.maxBodyBytes));
-  app.use("/v1/*", exactNumbers());
+  app.use("/v1/*", checkJsonBody());
+  for (const { method, path, request } of Object.values(route) as { method: string; path: string; request?: { body?: { required?: boolean } } }[]) {
+    if (request?.body?.required) app.on(method.toUpperCase(), path.replace(/\{(\w+)\}/g, ":$1"), bodyRequired());
+  }
 
   serveJobs(app, route, served);
   serveLeases(app, route, served);
   serveQueues(app, route, served);
   servePush(app, route, served, options.push);
-  serveSchedules(app, route, served);
-  serveTokens(app, route, tokens, clock);
+  serveSchedules(app, route, served, options.scheduleNames);
+  serveTokens(app, route, tokens, clock, revocations);
   serveSystem(app, route, served, { pages: options.ui !== undefined, tags: [JOBS_TAG, LEASES_TAG, QUEUES_TAG, PUSH_TAG, SCHEDULES_TAG, TOKENS_TAG], requests });
   // With auth off (local development: loopback callers only, so no anonymous loop from afar) the
   // dashboard's files are read again on every request, so that an edit shows on the next reload.

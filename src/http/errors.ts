@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { InvalidArgument, LeaseLost, NotClaimable, NotFound, StorageUnavailable, WrongStatus } from "../store/errors.ts";
+import { InvalidArgument, LeaseLost, NotClaimable, NotFound, ScheduleNameTaken, StorageUnavailable, WrongStatus } from "../store/errors.ts";
 import { MigrationChanged, MigrationFailed } from "../store/migrate.ts";
 import { ApiError } from "./api-error.ts";
 
@@ -36,14 +36,17 @@ export function describeError(error: unknown): Described {
   if (error instanceof WrongStatus) {
     return { status: 409, code: error.code, message: error.message, details: { status: error.status } };
   }
+  if (error instanceof ScheduleNameTaken) return { status: 409, code: error.code, message: error.message };
   if (error instanceof StorageUnavailable) {
     const details = { outcome: error.outcome, reason: error.reason };
     return { status: 503, code: error.code, message: error.message, details, headers: { "Retry-After": RETRY_AFTER_SECONDS } };
   }
   // The schema could not be brought up to date (the Worker migrates its D1 before serving): nothing is served until it is.
-  if (error instanceof MigrationChanged) return { status: 503, code: error.code, message: error.message, details: { migration: error.migration } };
+  // Retry-After as every 503 has it: an operator's fix is awaited, so a minute.
+  if (error instanceof MigrationChanged) return { status: 503, code: error.code, message: error.message, details: { migration: error.migration }, headers: { "Retry-After": "60" } };
   if (error instanceof MigrationFailed) {
-    return { status: 503, code: "migration_failed", message: `migration ${error.migration} failed, and nothing of it was applied: see the server's log`, details: { migration: error.migration } };
+    const message = `migration ${error.migration} failed, and nothing of it was applied: see the server's log`;
+    return { status: 503, code: "migration_failed", message, details: { migration: error.migration }, headers: { "Retry-After": "60" } };
   }
   // Hono's own refusals of a body: malformed JSON (400), or none where one is required (415).
   if (error instanceof HTTPException && error.status === 400) {
@@ -55,10 +58,21 @@ export function describeError(error: unknown): Described {
   return { status: 500, code: "internal_error", message: "internal error" };
 }
 
-/** The one error handler: maps domain errors to HTTP, and logs what it did not expect. */
-export function errorResponse(error: unknown, c: Context): Response {
+/** An error's status, headers and JSON body; logs what was not expected. */
+function answerOf(error: unknown): { status: Described["status"]; headers?: Record<string, string>; body: ErrorBody } {
   const { status, code, message, details, headers } = describeError(error);
   if (status === 500) console.error("fencelease: unexpected error", error);
-  const body: ErrorBody = { error: { code, message, ...(details && { details }) } };
+  return { status, headers, body: { error: { code, message, ...(details && { details }) } } };
+}
+
+/** The one error handler: maps domain errors to HTTP, and logs what it did not expect. */
+export function errorResponse(error: unknown, c: Context): Response {
+  const { status, headers, body } = answerOf(error);
   return c.json(body, status, headers);
+}
+
+/** The answer errorResponse gives, for code that answers outside the app (a queue's object in objects mode). */
+export function errorAnswer(error: unknown): Response {
+  const { status, headers, body } = answerOf(error);
+  return Response.json(body, { status, headers });
 }

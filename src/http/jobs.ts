@@ -1,10 +1,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { STATUSES } from "../store/sql/lease.ts";
 import { MAX_REASON_BYTES, utf8Bytes } from "../store/validate.ts";
-import { MAX_TRACESTATE, traceContextFor, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
+import { MAX_TRACESTATE, TRACEPARENT_PATTERN, TRACESTATE_PATTERN, traceContextFor, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
 import { emptyBodyIsNone } from "./middleware/empty-body.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
-import { anyJson, body, integer, instant, JobId, JobSchema, jobView, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
+import { anyJson, body, integer, instant, JobId, JobSchema, jobView, jsonValueRules, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
 import { ApiError } from "./api-error.ts";
 import { afterAnswer } from "./wake.ts";
 
@@ -15,7 +15,7 @@ import { afterAnswer } from "./wake.ts";
 /** The fields of one job to enqueue, the queue apart. */
 const newJob = {
   id: JobId,
-  payload: z.unknown().optional().openapi({ description: "Any JSON value, handed to the worker" }),
+  payload: z.unknown().optional().openapi(jsonValueRules("Any JSON value, handed to the worker")),
   priority: integer().optional().openapi({ description: "Higher is claimed first; default 0" }),
   runAt: instant().optional().openapi({ description: "Not claimed by claim-next before this time (ms since the epoch); not with delayMs" }),
   delayMs: integer().min(0, { error: "must not be negative" }).optional().openapi({ description: "Or: due this many ms from now; not with runAt" }),
@@ -26,13 +26,15 @@ const newJob = {
     .optional()
     .openapi({
       example: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-      description: "The W3C traceparent of the producer's span, handed back with every lease of the job; default the request's traceparent header",
+      description: "The W3C traceparent of the producer's span, handed back with every lease of the job (stored as version 00); default the request's traceparent header",
+      minLength: 55,
+      pattern: TRACEPARENT_PATTERN,
     }),
   tracestate: z
     .string({ error: "must be a string" })
     .refine((value) => tracestateFault(value) === null, { error: (issue) => `${tracestateFault(issue.input as string)} (W3C Trace Context)` })
     .optional()
-    .openapi({ maxLength: MAX_TRACESTATE, description: "The W3C tracestate that goes with traceparent; only with it" }),
+    .openapi({ maxLength: MAX_TRACESTATE, pattern: TRACESTATE_PATTERN, description: "The W3C tracestate that goes with traceparent; only with it. Up to 32 key=value members, no key twice" }),
 };
 
 const oneOfRunAtOrDelay = [
@@ -81,13 +83,14 @@ export const ListQuery = query({
   queue: QueueName.optional(),
   status: z.enum(STATUSES, { error: `must be one of ${STATUSES.join(", ")}` }).optional(),
   limit: queryInt(100).optional().openapi({ type: "integer", description: "1 to 100; default 50" }),
-  cursor: z.string().optional().openapi({ description: "nextCursor of the page before" }),
+  cursor: label().optional().openapi({ description: `nextCursor of the page before (a job's id: ${LABEL_RULES})` }),
 });
 
 /** The query of GET /v1/jobs/{id}/events. */
 export const EventsQuery = query({
   limit: queryInt(1000).optional().openapi({ type: "integer", description: "1 to 1000; default 100" }),
-  cursor: z.string().regex(/^\d+$/, { error: "must be the nextCursor of the page before" }).optional(),
+  // At most 15 digits: every sequence number fits, and so does Number's exact range.
+  cursor: z.string().regex(/^\d{1,15}$/, { error: "must be the nextCursor of the page before" }).optional().openapi({ description: "nextCursor of the page before" }),
 });
 
 /** The query of GET /v1/jobs/{id}: how long to wait for the job's end. */
@@ -117,6 +120,11 @@ export const EventSchema = z
     lastAt: z.number().int().openapi({ description: "When it last happened; at is the first time" }),
   })
   .openapi("Event");
+
+/** The refusal of an enqueue whose id a job of a queue the token may not see holds: an id is one for all queues, so that it is taken cannot be hidden, but what takes it can. */
+export function takenUnseen(id: string): ApiError {
+  return new ApiError(409, "conflict", `the id ${JSON.stringify(id)} is taken by a job in a queue this token may not see; nothing changed: choose another id`);
+}
 
 /** The tag of these routes in the OpenAPI document. */
 export const JOBS_TAG = { name: "jobs", description: "The jobs: enqueue one or many, read one (or wait for its end), list them and their history, retry a dead one, cancel, delete." };
@@ -237,8 +245,7 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     const now = clock();
     const trace = traceContextFor(rest, c.req.raw.headers);
     const { created, job } = await store.enqueue(id, { ...rest, ...trace, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
-    // An id is one for all queues: that it is taken cannot be hidden, but what takes it can.
-    if (!permit.sees(job.queue)) throw new ApiError(409, "conflict", `the id ${JSON.stringify(id)} is taken by a job in a queue this token may not see; nothing changed: choose another id`);
+    if (!permit.sees(job.queue)) throw takenUnseen(id);
     if (created) afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
     return created ? c.json({ created: true as const, job: jobView(job) }, 201) : c.json({ created: false as const, job: jobView(job) }, 200);
   });
@@ -256,25 +263,25 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
 
   app.openapi(route.get, async (c) => {
     const { id } = c.req.valid("param");
-    await c.get("permit").job("read", id);
+    const permit = c.get("permit");
+    await permit.job("read", id);
     const waitMs = c.req.valid("query").waitMs ?? 0;
-    return c.json(jobView(waitMs > 0 ? await waits.job(id, waitMs, c.req.raw.signal) : await store.get(id, { now: clock() })), 200);
+    return c.json(jobView(waitMs > 0 ? await permit.whileValid(c.req.raw.signal, (signal) => waits.job(id, waitMs, signal)) : await store.get(id, { now: clock() })), 200);
   });
 
   app.openapi(route.list, async (c) => {
     const query = c.req.valid("query");
     const permit = c.get("permit");
     if (query.queue !== undefined) permit.need("read", query.queue);
-    const page = await store.list({ ...query, now: clock() });
-    // Without a queue, a token for some queues sees their jobs of the page: maybe fewer than its limit, even none, while nextCursor goes on.
-    return c.json({ jobs: page.items.filter((job) => permit.sees(job.queue)).map(jobView), nextCursor: page.next }, 200);
+    // Only the jobs of the token's queues are read, so that the cursor is one of them: it names nothing the token may not see.
+    const page = await store.list({ ...query, queues: permit.scope, now: clock() });
+    return c.json({ jobs: page.items.map(jobView), nextCursor: page.next }, 200);
   });
 
   app.openapi(route.events, async (c) => {
-    const page = await store.events(c.req.valid("param").id, c.req.valid("query"));
-    // Each event names its job's queue, so events of a queue the token may not see are left out without a read: an unknown id's answer, an empty page.
-    const permit = c.get("permit");
-    return c.json({ events: page.items.filter((event) => permit.sees(event.queue)), nextCursor: page.next }, 200);
+    // Each event names its job's queue, so those of a queue the token may not see are left out by the read: an unknown id's answer, an empty page, and no cursor.
+    const page = await store.events(c.req.valid("param").id, { ...c.req.valid("query"), queues: c.get("permit").scope });
+    return c.json({ events: page.items, nextCursor: page.next }, 200);
   });
 
   app.openapi(route.retry, async (c) => {

@@ -4,7 +4,7 @@ import * as check from "../store/validate.ts";
 import { MAX_PROGRESS_BYTES, utf8Bytes } from "../store/validate.ts";
 import { answered, type Claimed } from "../wait/long-poll.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
-import { anyJson, body, Fence, integer, JobId, JobSchema, jobView, LeaseErrorSchema, LeaseSchema, leaseView, type Limits, many, MAX_MANY, MAX_WAIT_MS, outcomeView, Owner, positive, query, QueueName, Ttl } from "./shapes.ts";
+import { anyJson, body, Fence, integer, JobId, JobSchema, jobView, jsonValueRules, LeaseErrorSchema, LeaseSchema, leaseView, type Limits, many, MAX_MANY, MAX_WAIT_MS, outcomeView, Owner, positive, query, QueueName, textOfAtMost, Ttl } from "./shapes.ts";
 import { unseenAsUnknown } from "./permit.ts";
 import { afterAnswer } from "./wake.ts";
 
@@ -68,12 +68,12 @@ const progressField = z
     context.addIssue({ code: "custom", message: `must be at most ${MAX_PROGRESS_BYTES} bytes as JSON, ${got}; keep the details elsewhere and report a summary` });
   })
   .optional()
-  .openapi({ description: `Any JSON value of at most ${MAX_PROGRESS_BYTES} bytes as JSON: stored as the job's progress if, and only if, the renew is accepted; absent keeps what is stored` });
+  .openapi(jsonValueRules(`Any JSON value of at most ${MAX_PROGRESS_BYTES} bytes as JSON: stored as the job's progress if, and only if, the renew is accepted; absent keeps what is stored`));
 
 /** What POST /v1/jobs/{id}/renew sends: the lease, its new length, and the progress to store. */
 export const RenewBody = (limits: Limits) => body({ owner: Owner, fence: Fence, ttlMs: Ttl(limits), progress: progressField });
 
-const resultField = anyJson().openapi({ description: "Any JSON value: the job's result" });
+const resultField = anyJson().openapi(jsonValueRules("Any JSON value: the job's result"));
 
 /** What POST /v1/jobs/{id}/complete sends: the lease, the result, and what to take next. */
 export const CompleteBody = (limits: Limits) => body({ owner: Owner, fence: Fence, result: resultField, next: NextBody(limits).optional() });
@@ -88,8 +88,7 @@ export const FailBody = (limits: Limits) =>
   body({
     owner: Owner,
     fence: Fence,
-    error: z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") }).max(10_000, { error: "must be at most 10000 characters" })
-      .openapi({ description: "Why the attempt failed, at most 10000 characters (UTF-16 code units); kept as the job's lastError" }),
+    error: textOfAtMost(10_000).openapi({ description: "Why the attempt failed, at most 10000 characters; kept as the job's lastError" }),
     retryInMs: integer().min(0, { error: "must not be negative" }).max(YEAR_MS, { error: `must be at most ${YEAR_MS} (a year)` }).optional()
       .openapi({ description: "Due again this many ms from now; default the backoff (1 s doubling per attempt, capped at 1 hour, with jitter)" }),
     next: NextBody(limits).optional(),
@@ -284,9 +283,11 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
   app.openapi(route.claimNext, async (c) => {
     const { owner, ttlMs, limit = 1, waitMs = 0 } = c.req.valid("json");
     const queue = c.req.valid("param").queue;
-    c.get("permit").need("work", queue);
+    const permit = c.get("permit");
+    permit.need("work", queue);
     if (waitMs === 0) return c.json(claimedView(answered(await store.claimNext(queue, { owner, ttlMs, limit, now: clock() }), 0), false), 200);
-    return c.json(claimedView(await waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, c.req.raw.signal), true), 200);
+    const claimed = await permit.whileValid(c.req.raw.signal, (signal) => waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, signal), (answer) => answer.leases.length > 0);
+    return c.json(claimedView(claimed, true), 200);
   });
 
   app.openapi(route.renew, async (c) => {
@@ -339,7 +340,8 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
     if (next !== undefined) permit.need("work", next.queue);
     check.distinctIds("leases", leases);
     const hidden = await permit.hidden(leases.map((lease) => lease.id));
-    const completions = leases.filter((lease) => !hidden.has(lease.id)).map(({ id, fence, result }) => ({ id, fence, result: check.json("result", result)! }));
+    const results = leases.map(({ result }, i) => check.json(`leases[${i}].result`, result)!); // indexed as sent, hidden ones included
+    const completions = leases.flatMap(({ id, fence }, i) => (hidden.has(id) ? [] : [{ id, fence, result: results[i]! }]));
     const { completed: seen, leases: taken, ended } = await store.completeMany({ owner, leases: completions, next, now: clock() });
     const completed = unseenAsUnknown(leases, hidden, seen);
     wake.finished(completed.flatMap((outcome) => ("done" in outcome ? [outcome.id] : [])));

@@ -1,6 +1,7 @@
 import { NotFound } from "../store/errors.ts";
 import type { LeaseOutcome } from "../store/refusal.ts";
 import { inScope, type Role, type TokenInfo } from "../store/tokens.ts";
+import type { Watch } from "../wait/revocations.ts";
 import { ApiError } from "./api-error.ts";
 
 // What the token of a request may do, decided before the call changes
@@ -59,9 +60,19 @@ export function describeGrant(grant: Grant): string {
   return `this token${grant.name === null ? "" : ` ${JSON.stringify(grant.name)}`} (${grant.role} for ${queues})`;
 }
 
+/** The 401 of a waiting call whose token was revoked meanwhile. */
+function revokedWhileWaiting(): ApiError {
+  return new ApiError(401, "unauthorized", "the bearer token was revoked while this call waited; nothing was handed out", { "WWW-Authenticate": 'Bearer realm="fencelease"' });
+}
+
 /** The 403 of a call this token may not make. */
 function forbidden(message: string): ApiError {
   return new ApiError(403, "forbidden", message);
+}
+
+/** Whether `grant` may take `action` on `queue` (Permit.may, for a router that holds only the grant). */
+export function mayTake(grant: Grant, action: Action, queue: string): boolean {
+  return MAY[action].includes(grant.role) && inScope(grant.queues, queue);
 }
 
 /** Reads the queue of each of the jobs `ids` that exists (`store.queuesOf`): one read, however many ids. */
@@ -75,10 +86,35 @@ export type JobQueues = (ids: string[]) => Promise<Map<string, string>>;
 export class Permit {
   readonly grant: Grant;
   readonly #jobQueues: JobQueues;
+  readonly #watch: ((signal: AbortSignal) => Watch) | undefined;
 
-  constructor(grant: Grant, jobQueues: JobQueues) {
+  /** `watch` watches a waiting call of this token for its revoke (Revocations.watch); none for a token that cannot be revoked. */
+  constructor(grant: Grant, jobQueues: JobQueues, watch?: (signal: AbortSignal) => Watch) {
     this.grant = grant;
     this.#jobQueues = jobQueues;
+    this.#watch = watch;
+  }
+
+  /**
+   * whileValid runs a call that waits (claim-next with waitMs, a job's long
+   * poll) with a signal that aborts when `signal` (its client's) does, or when
+   * the token is revoked (src/wait/revocations.ts says when that is seen). A
+   * wait the revoke ended answers 401 unauthorized, unless its answer hands
+   * something out (`handsOut`: leases taken before the revoke), which then
+   * reaches the caller; the wait itself gives back what it took after the abort.
+   */
+  async whileValid<T>(signal: AbortSignal, wait: (signal: AbortSignal) => Promise<T>, handsOut: (answer: T) => boolean = () => false): Promise<T> {
+    if (this.#watch === undefined) return wait(signal);
+    const watch = this.#watch(signal);
+    try {
+      const answer = await wait(watch.signal);
+      if (watch.revoked && !handsOut(answer)) throw revokedWhileWaiting();
+      return answer;
+    } catch (error) {
+      throw watch.revoked ? revokedWhileWaiting() : error;
+    } finally {
+      watch.end();
+    }
   }
 
   /** Whether the token may see `queue` at all (any role may read its queues). */
@@ -88,7 +124,12 @@ export class Permit {
 
   /** Whether the token may take `action` on `queue`. */
   may(action: Action, queue: string): boolean {
-    return MAY[action].includes(this.grant.role) && this.sees(queue);
+    return mayTake(this.grant, action, queue);
+  }
+
+  /** The queues a read across queues is limited to (store.list, store.events): the token's, or undefined for every queue. */
+  get scope(): readonly string[] | undefined {
+    return this.grant.queues.includes("*") ? undefined : this.grant.queues;
   }
 
   /** Whether the token may take `action` on every queue: then no job's queue needs reading. */

@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { InvalidArgument } from "../store/errors.ts";
 import { DEFAULT_MAX_IN_FLIGHT, DEFAULT_PUSH_TIMEOUT_MS, MAX_IN_FLIGHT, MAX_PUSH_TIMEOUT_MS, MAX_URL_LENGTH } from "../store/push.ts";
 import { type Api, error, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
-import { body, positive } from "./shapes.ts";
+import { body, positive, printablePattern, textOfAtMost } from "./shapes.ts";
 import { afterAnswer } from "./wake.ts";
 
 // A queue's push endpoint: where the service POSTs each of its due jobs
@@ -45,9 +45,12 @@ const WithSecret = PushSettingsSchema.extend({
 
 /** What PUT /v1/queues/{queue}/push sets. */
 export const PushBody = body({
-  url: z.string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
-    .max(MAX_URL_LENGTH, { error: `must be at most ${MAX_URL_LENGTH} characters` })
-    .openapi({ description: "An absolute http: or https: URL, without a user name or password", example: "https://mail.example/fencelease" }),
+  url: textOfAtMost(MAX_URL_LENGTH).openapi({
+    description: "An absolute http: or https: URL (http:// or https://, then a host the URL parser takes), without a user name or password",
+    example: "https://mail.example/fencelease",
+    minLength: "http://x".length,
+    pattern: printablePattern("[Hh][Tt][Tt][Pp][Ss]?://"),
+  }),
   timeoutMs: positive(MAX_PUSH_TIMEOUT_MS).optional().openapi({ description: `How long a delivery waits for the answer; default ${DEFAULT_PUSH_TIMEOUT_MS}. A runtime may allow less, and its refusal names its limit: the Cloudflare Worker in D1 mode, whose deliveries run in a waitUntil` }),
   maxInFlight: positive(MAX_IN_FLIGHT).optional().openapi({ description: `At most this many deliveries at once (202 leases count until they end); default ${DEFAULT_MAX_IN_FLIGHT}` }),
 }).openapi("PushBody");

@@ -31,15 +31,27 @@ export const QueueSettingsSchema = z
   })
   .openapi("QueueSettings");
 
-/** What PUT /v1/queues/{queue} sets, all at once: maxLeased, and ratePerSecond with burst; null or absent for none. */
+/**
+ * The one rule between a queue's limits, as the store decides it, for the
+ * OpenAPI document: a burst that is a number needs a ratePerSecond that is a
+ * number. It is about values, not presence: `{ burst: null }` alone sets no
+ * rate limit, and `{ burst: 5, ratePerSecond: null }` asks for a bucket of
+ * no rate (which dependentRequired, a rule of presence, would say the reverse of).
+ */
+const BURST_NEEDS_RATE = {
+  if: { properties: { burst: { type: "integer" } }, required: ["burst"] },
+  then: { properties: { ratePerSecond: { type: "number" } }, required: ["ratePerSecond"] },
+};
+
+/** What PUT /v1/queues/{queue} sets, all at once: maxLeased, and ratePerSecond with burst; null or absent for none. The body is required ({} clears every limit). */
 export const QueueSettingsBody = body({
   maxLeased: positive().nullable().optional().openapi({ description: "At most this many current leases at once, decided in the claim; null or absent: no limit" }),
   ratePerSecond: z.number({ error: (issue) => (issue.input === undefined ? "is required" : "must be a number") })
     .gt(0, { error: "must be above 0" }).max(MAX_RATE_PER_SECOND, { error: `must be at most ${MAX_RATE_PER_SECOND}` }).nullable().optional()
     .openapi({ description: `Leases handed out per second, on average, by a token bucket decided in the claim (above 0, at most ${MAX_RATE_PER_SECOND}, in steps of 0.001); null or absent: no rate limit` }),
   burst: positive(MAX_BURST).nullable().optional()
-    .openapi({ description: "The most tokens the bucket holds (leases at once after an idle spell); needs ratePerSecond; default max(1, ceil(ratePerSecond))" }),
-}).openapi("QueueSettingsBody", { dependentRequired: { burst: ["ratePerSecond"] } } as object);
+    .openapi({ description: "The most tokens the bucket holds (leases at once after an idle spell); a number needs ratePerSecond to be one; default max(1, ceil(ratePerSecond))" }),
+}).openapi("QueueSettingsBody", BURST_NEEDS_RATE as object);
 
 /** The tag of these routes in the OpenAPI document. */
 export const QUEUES_TAG = { name: "queues", description: "The queues: their numbers, and their settings (paused, maxLeased, a rate limit)." };
@@ -70,7 +82,7 @@ export function queueRoutes() {
       path: "/v1/queues/{queue}",
       tags: [QUEUES_TAG.name],
       operationId: "setQueue",
-      summary: "Set a queue's limits, all three at once (null or absent: none): maxLeased, and ratePerSecond with burst; keeps whether it is paused. Leases already held above a new limit go on; a new rate starts with a full bucket, a changed one keeps the tokens it holds (at most the new burst)",
+      summary: "Set a queue's limits, all three at once (null or absent: none; the body {} clears them all, and a body is required): maxLeased, and ratePerSecond with burst; keeps whether it is paused. Leases already held above a new limit go on; a new rate starts with a full bucket, a changed one keeps the tokens it holds (at most the new burst)",
       request: { params: QueueParam, ...requestBody(QueueSettingsBody) },
       responses: { 200: json(QueueSettingsSchema, "The queue's settings"), ...refusals },
     }),

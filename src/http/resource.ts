@@ -30,13 +30,28 @@ export const json = <T extends z.ZodType>(body: T, description: string) => ({
 /** An error answer, described by its code. */
 export const error = (description: string) => json(ErrorSchema, description);
 
-/** The refusals every API route may answer. */
+/** The Retry-After header every 503 carries (src/http/errors.ts, the auth's and the stop's refusals): whole seconds to wait before trying again. */
+export const RETRY_AFTER = {
+  "Retry-After": { description: "Whole seconds to wait before trying again", required: true, schema: { type: "integer" as const, minimum: 0 } },
+};
+
+/** The answer of a 503: unavailable, and when to try again. */
+export const unavailable = (description: string) => ({ ...error(description), headers: RETRY_AFTER });
+
+/** The answer nobody expects: something failed that the server did not foresee (nothing of it is shown; it is logged). */
+export const internalError = error("internal_error: the server failed in a way it did not foresee; nothing of it is shown, and it is logged");
+
+/** The refusals every API route may answer, and the 500 no route means to. */
 export const refusals = {
   400: error("invalid_request: the request breaks a rule; the message says which"),
-  401: error("unauthorized: a missing or wrong bearer token"),
+  401: {
+    ...error("unauthorized: a missing or wrong bearer token"),
+    headers: { "WWW-Authenticate": { description: 'The scheme to authenticate with: Bearer realm="fencelease"', required: true, schema: { type: "string" as const } } },
+  },
   403: error("forbidden: the token's role or queues do not allow this call; the message names the role and queue it needs"),
   413: error("payload_too_large: the body is over the limit"),
-  503: error("unavailable: the database cannot be reached; retry after Retry-After seconds"),
+  500: internalError,
+  503: unavailable("unavailable: the database cannot be reached (or no token is configured, or the server is stopping); migration_changed or migration_failed: the Worker cannot bring its database's schema up to date. Retry after Retry-After seconds"),
 };
 
 /** The {id} of a job's path. */

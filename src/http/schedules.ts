@@ -6,7 +6,7 @@ import type { Schedule } from "../store/schedules.ts";
 import { ApiError } from "./api-error.ts";
 import type { Permit } from "./permit.ts";
 import { type Api, error, json, refusals, requestBody, type Served } from "./resource.ts";
-import { anyJson, body, integer, label, labelPattern, positive, QueueName } from "./shapes.ts";
+import { anyJson, body, integer, jsonValueRules, label, labelPattern, positive, printablePattern, QueueName, textOfAtMost } from "./shapes.ts";
 
 // The schedules: each fire (cron in a time zone, or everyMs) enqueues one job;
 // the fires themselves are the maintenance's work, not a request's. What needs
@@ -44,16 +44,30 @@ export const ScheduleSchema = z
   })
   .openapi("Schedule");
 
+/** The longest time zone name taken: the longest IANA name has 32 characters. */
+const MAX_TIMEZONE_LENGTH = 64;
+/** The characters of every time zone name the runtimes know (Europe/Paris, Etc/GMT+5, America/Port-au-Prince, +05:30). */
+const TIMEZONE = /^[A-Za-z0-9_+\-/:]+$/;
+
 /** What PUT /v1/schedules/{name} creates or replaces: exactly one of cron and everyMs. */
 export const ScheduleBody = body({
   queue: QueueName,
-  cron: z.string({ error: "must be a string" }).max(256, { error: "must be at most 256 characters" }).optional()
-    .openapi({ example: "0 9 * * 1-5", description: "Five fields: minute hour day-of-month month day-of-week (names and @daily-style nicknames too), read in timezone; give cron or everyMs, exactly one" }),
+  cron: textOfAtMost(256).optional()
+    .openapi({
+      example: "0 9 * * 1-5",
+      description: "Five fields: minute hour day-of-month month day-of-week (names and @daily-style nicknames too), read in timezone; give cron or everyMs, exactly one. The pattern says its shape; what each field may hold is croner's (the message of a refusal says which)",
+      minLength: 1,
+      // Five fields between white space, or a nickname: what src/store/schedule-times.ts counts before croner reads it.
+      pattern: printablePattern(String.raw`\s*(?:@.*|\S+(?:\s+\S+){4}\s*)$`),
+    }),
   everyMs: integer().min(MIN_EVERY_MS, { error: `must be at least ${MIN_EVERY_MS} (a second)` }).optional()
     .openapi({ description: `Or: fire every this many ms (at least ${MIN_EVERY_MS}), from the schedule's creation` }),
-  timezone: z.string({ error: "must be a string" }).optional()
-    .openapi({ example: "Europe/Paris", description: 'The IANA time zone the cron is read in; default "UTC"; with cron only' }),
-  payload: z.unknown().optional().openapi({ description: "Any JSON value, the payload of every job it enqueues" }),
+  timezone: z.string({ error: "must be a string" })
+    .max(MAX_TIMEZONE_LENGTH, { error: `must be at most ${MAX_TIMEZONE_LENGTH} characters` })
+    .regex(TIMEZONE, { error: 'must be an IANA time zone name such as "Europe/Paris" (letters, digits and _ + - / :)' })
+    .optional()
+    .openapi({ example: "Europe/Paris", description: 'The IANA time zone the cron is read in, one this server\'s time zone database knows; default "UTC"; with cron only' }),
+  payload: z.unknown().optional().openapi(jsonValueRules("Any JSON value, the payload of every job it enqueues")),
   priority: integer().optional().openapi({ description: "Every job's priority; default 0" }),
   maxAttempts: positive().optional().openapi({ description: "Every job's maxAttempts; default 25" }),
 }).openapi("ScheduleBody", {
@@ -77,7 +91,12 @@ export function scheduleRoutes() {
       operationId: "putSchedule",
       summary: "Create or replace a recurring schedule: each fire (cron in a time zone, or everyMs) enqueues the job {name}@{fire time as ISO 8601}; the next fire is the first after now",
       request: { params: ScheduleParam, ...requestBody(ScheduleBody) },
-      responses: { 201: json(ScheduleSchema, "The schedule, created"), 200: json(ScheduleSchema, "The schedule, replaced (createdAt and lastFireAt kept)"), ...refusals },
+      responses: {
+        201: json(ScheduleSchema, "The schedule, created"),
+        200: json(ScheduleSchema, "The schedule, replaced (createdAt and lastFireAt kept)"),
+        409: error("conflict: the name is taken by a schedule of a queue this token may not see, or was taken by another put meanwhile; nothing changed"),
+        ...refusals,
+      },
     }),
     getSchedule: createRoute({
       method: "get",
@@ -108,19 +127,58 @@ export function scheduleRoutes() {
   };
 }
 
-/** Serves the schedule routes on `app`, over `store.schedules`; a fire's jobs are enqueued by the maintenance, not here. */
-export function serveSchedules(app: Api, route: ReturnType<typeof scheduleRoutes>, { store, clock }: Served): void {
+/**
+ * Where schedule names are held: one name is one schedule in the whole
+ * deployment, whatever its queue. `put` runs `write`, the put of `name` into
+ * `queue`, with `holder`, the queue whose schedule has the name (null: none):
+ * the write checks that the token may take the name from it
+ * (needScheduleName) and replaces only a schedule of that queue, so a put of
+ * that name by another call meanwhile is refused, never overwritten. By
+ * default (storeScheduleNames) the store's one table, keyed by name; in
+ * objects mode each queue's object keeps its own schedules and the registry
+ * holds the names (src/runtime/cloudflare/registry-schedules.ts).
+ */
+export type ScheduleNames = {
+  put<T>(name: string, queue: string, write: (holder: string | null) => Promise<T>): Promise<T>;
+  /** Runs `remove`, the delete of schedule `name` (NotFound when there is none), and lets the name go. */
+  delete(name: string, remove: () => Promise<void>): Promise<void>;
+};
+
+/** The names of the store's own schedules table: the holder read by name, and a put into another queue moves the row (the table's key is the name). */
+export function storeScheduleNames(store: Served["store"]): ScheduleNames {
+  return {
+    async put(name, _queue, write) {
+      const before = await store.schedules.get(name).catch((error: unknown) => (error instanceof NotFound ? null : Promise.reject(error)));
+      return write(before?.queue ?? null);
+    },
+    delete: (_name, remove) => remove(),
+  };
+}
+
+/**
+ * Refuses a put of schedule `name` by a token that may not take the name from
+ * `holder`, the queue whose schedule has it (null: none). A schedule's name is
+ * one for all queues, like a job's id: that it is taken cannot be hidden, but
+ * where can: 409 when the token may not see that queue, 403 when it sees it but
+ * may not manage it (a replace, or a move, changes that queue's schedule too).
+ */
+export function needScheduleName(permit: Permit, name: string, holder: string | null): void {
+  if (holder === null) return;
+  if (!permit.sees(holder)) throw new ApiError(409, "conflict", `the schedule name ${JSON.stringify(name)} is taken by a schedule of a queue this token may not see; nothing changed: choose another name`);
+  permit.need("manage", holder);
+}
+
+/** Serves the schedule routes on `app`, over `store.schedules`, their names held by `names`; a fire's jobs are enqueued by the maintenance, not here. */
+export function serveSchedules(app: Api, route: ReturnType<typeof scheduleRoutes>, { store, clock }: Served, names: ScheduleNames = storeScheduleNames(store)): void {
   app.openapi(route.putSchedule, async (c) => {
     const { name } = c.req.valid("param");
+    const body = c.req.valid("json");
     const permit = c.get("permit");
-    permit.need("manage", c.req.valid("json").queue);
-    // A schedule's name is one for all queues, like a job's id: a replace must also be allowed on the queue it had.
-    if (!permit.everywhere("manage")) {
-      const before = await store.schedules.get(name).catch((error: unknown) => (error instanceof NotFound ? null : Promise.reject(error)));
-      if (before !== null && !permit.sees(before.queue)) throw new ApiError(409, "conflict", `the schedule name ${JSON.stringify(name)} is taken by a schedule of a queue this token may not see; nothing changed: choose another name`);
-      if (before !== null) permit.need("manage", before.queue);
-    }
-    const { created, schedule } = await store.schedules.put(name, { ...c.req.valid("json"), now: clock() });
+    permit.need("manage", body.queue);
+    const { created, schedule } = await names.put(name, body.queue, async (holder) => {
+      needScheduleName(permit, name, holder);
+      return store.schedules.put(name, { ...body, now: clock(), replacing: holder });
+    });
     return created ? c.json(schedule, 201) : c.json(schedule, 200);
   });
 
@@ -140,8 +198,9 @@ export function serveSchedules(app: Api, route: ReturnType<typeof scheduleRoutes
 
   app.openapi(route.deleteSchedule, async (c) => {
     const permit = c.get("permit");
-    if (!permit.everywhere("manage")) permit.need("manage", (await visibleSchedule(permit, c.req.valid("param").name)).queue);
-    await store.schedules.delete(c.req.valid("param").name);
+    const { name } = c.req.valid("param");
+    if (!permit.everywhere("manage")) permit.need("manage", (await visibleSchedule(permit, name)).queue);
+    await names.delete(name, () => store.schedules.delete(name));
     return c.body(null, 204);
   });
 }

@@ -5,6 +5,7 @@ import { STATUSES } from "../store/sql/lease.ts";
 import { describeError } from "./errors.ts";
 import { hasUnprintable, UNPRINTABLE_CLASS } from "../store/printable.ts";
 import { utf8Bytes } from "../store/validate.ts";
+import { MAX_JSON_DEPTH, storedJson } from "../store/json-depth.ts";
 import { linkJobTrace } from "../tracing/job-span.ts";
 
 // The shapes every resource of the API shares: the limits, the rules of its
@@ -43,6 +44,31 @@ export function labelPattern(alsoRefused = ""): string {
   return `^(?!\\.\\.?$)[^${UNPRINTABLE_CLASS.slice(1, -1)}${alsoRefused}]+$`;
 }
 
+/** How many characters JSON Schema's maxLength counts in `text`: code points, a surrogate pair as one. */
+function codePoints(text: string): number {
+  let count = text.length;
+  for (let i = 0; i < text.length - 1; i++) {
+    if ((text.charCodeAt(i) & 0xfc00) === 0xd800 && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      count--;
+      i++;
+    }
+  }
+  return count;
+}
+
+/** A string of at most `max` characters, counted as the OpenAPI document's maxLength counts them (code points, where zod's max counts UTF-16 units). */
+export function textOfAtMost(max: number) {
+  return z
+    .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
+    .refine((value) => codePoints(value) <= max, { error: `must be at most ${max} characters` })
+    .openapi({ maxLength: max });
+}
+
+/** A JSON Schema pattern of printable text (none of the characters label() refuses), whose start has `shape`. */
+export function printablePattern(shape: string): string {
+  return `^(?=[^${UNPRINTABLE_CLASS.slice(1, -1)}]+$)${shape}`;
+}
+
 /** A non-empty string of at most 255 bytes of UTF-8: an id, an owner, a queue name. */
 export function label() {
   return z
@@ -62,6 +88,18 @@ export function label() {
 export function anyJson() {
   // Typed boolean: inferred as a type guard, it would narrow the value's type to `{} | null`.
   return z.unknown().refine((value): boolean => value !== undefined, { error: "is required: any JSON value" });
+}
+
+/**
+ * What the OpenAPI document says of a JSON value a request sends, beside
+ * `description`: how deep it may nest (src/store/json-depth.ts), in words and
+ * as `x-maxDepth`, which JSON Schema has no keyword for.
+ */
+export function jsonValueRules(description: string) {
+  return {
+    description: `${description}. At most ${MAX_JSON_DEPTH} levels of arrays and objects deep ([[1]] is 2): a value deeper is refused, naming its field`,
+    "x-maxDepth": MAX_JSON_DEPTH,
+  };
 }
 
 /** A safe integer, negative included. */
@@ -193,7 +231,7 @@ export function jobView(job: Job) {
 
 function parseOr(text: string): unknown {
   try {
-    return JSON.parse(text);
+    return storedJson(text);
   } catch {
     return text; // a result stored through the store API as plain text
   }

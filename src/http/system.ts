@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { prometheusText, type RequestMetrics } from "./metrics.ts";
-import { type Api, error, json, refusals, type Served } from "./resource.ts";
+import { type Api, error, internalError, json, refusals, type Served, unavailable } from "./resource.ts";
 import { serveFile, type StaticFile, staticFile } from "./static-file.ts";
 
 // What the server says of itself: whether writes can succeed (/healthz), its
@@ -36,7 +36,9 @@ export function systemRoutes() {
       security: [],
       responses: {
         200: json(z.object({ ok: z.literal(true) }), "Writes can succeed: the last one did, or a probe write that changes nothing did"),
-        503: error("unavailable: writes are failing or stuck; details.reason says why (read_only, corrupt, full, io, busy, timeout, stuck...)"),
+        403: error("forbidden: with auth off, a caller from another host or site"),
+        500: internalError,
+        503: unavailable("unavailable: writes are failing or stuck; details.reason says why (read_only, corrupt, full, io, busy, timeout, stuck...)"),
       },
     }),
   };

@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { MAX_TOKEN_QUEUES, ROLES, type TokenStore } from "../store/tokens.ts";
+import type { Revocations } from "../wait/revocations.ts";
 import { type Api, error, json, refusals, requestBody } from "./resource.ts";
 import { body, label } from "./shapes.ts";
 
@@ -69,7 +70,7 @@ export function tokenRoutes() {
       path: "/v1/tokens/{id}",
       tags: [TOKENS_TAG.name],
       operationId: "revokeToken",
-      summary: "Revoke a token: refused from the next request on (by another server process sharing the database, within the token cache's 5 s)",
+      summary: "Revoke a token: refused from the next request on, and its waiting calls end with 401, handed nothing (by another server process sharing the database, within the token cache's 5 s)",
       request: { params: TokenIdParam },
       responses: { 200: json(z.object({ revoked: z.literal(true) }), "Revoked"), 404: error("not_found: no token has this id"), ...refusals },
     }),
@@ -82,13 +83,16 @@ export function tokenRoutes() {
       responses: {
         200: json(TokenSelfSchema, "The calling token"),
         401: refusals[401],
+        403: refusals[403],
+        500: refusals[500],
+        503: refusals[503],
       },
     }),
   };
 }
 
-/** Serves the token routes on `app`, over `tokens`. */
-export function serveTokens(app: Api, route: ReturnType<typeof tokenRoutes>, tokens: TokenStore, clock: () => number): void {
+/** Serves the token routes on `app`, over `tokens`; a revoke ends the token's waiting calls through `revocations`. */
+export function serveTokens(app: Api, route: ReturnType<typeof tokenRoutes>, tokens: TokenStore, clock: () => number, revocations: Revocations): void {
   app.openapi(route.createToken, async (c) => {
     c.get("permit").needTokens();
     return c.json(await tokens.create({ ...c.req.valid("json"), now: clock() }), 201);
@@ -103,7 +107,9 @@ export function serveTokens(app: Api, route: ReturnType<typeof tokenRoutes>, tok
 
   app.openapi(route.revokeToken, async (c) => {
     c.get("permit").needTokens();
-    await tokens.revoke(c.req.valid("param").id);
+    const { id } = c.req.valid("param");
+    await tokens.revoke(id);
+    await revocations.revoked(id); // its waiting calls here end now; elsewhere, at their next lookup
     return c.json({ revoked: true as const }, 200);
   });
 }

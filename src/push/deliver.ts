@@ -1,6 +1,8 @@
 import { context } from "@opentelemetry/api";
 import { wakeWith } from "../http/wake.ts";
 import { LeaseLost, NotFound } from "../store/errors.ts";
+import { inexactNumberPath } from "../store/exact-numbers.ts";
+import { MAX_JSON_DEPTH, textNestsDeeper } from "../store/json-depth.ts";
 import type { Job, Lease } from "../store/job.ts";
 import type { DeliveryOutcome, PushTarget } from "../store/push.ts";
 import type { LeaseStore } from "../store/store.ts";
@@ -159,15 +161,23 @@ export function retryAfterMs(header: string | null, now: number): number | undef
   return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, Math.round(ms)));
 }
 
-/** A 2xx answer's body as the job's result, stored as JSON text: JSON as it is, an empty body as null, any other text as a JSON string. */
-function resultOf(text: string): string {
-  if (text.trim() === "") return "null";
+/**
+ * A 2xx answer's body as the job's result, stored as JSON text: JSON as it
+ * is, an empty body as null, any other text as a JSON string. JSON that a
+ * result sent through the API could not be is unfit, with why: nested
+ * deeper than MAX_JSON_DEPTH, or with a number JSON.parse cannot read exactly.
+ */
+function resultOf(text: string): { result: string } | { unfit: string } {
+  if (text.trim() === "") return { result: "null" };
   try {
-    JSON.parse(text);
-    return text;
+    JSON.parse(text); // it does not recurse: any depth is safe here
   } catch {
-    return JSON.stringify(text);
+    return { result: JSON.stringify(text) };
   }
+  if (textNestsDeeper(text)) return { unfit: `nests more than ${MAX_JSON_DEPTH} levels of arrays and objects` };
+  const inexact = inexactNumberPath(text);
+  if (inexact) return { unfit: `holds a number that cannot be kept exactly${inexact.length > 0 ? ` (at ${inexact.join(".")})` : ""}` };
+  return { result: text };
 }
 
 /** What went wrong on the connection, in a word if it has a code: fetch puts it in the error's cause. */
@@ -204,7 +214,9 @@ async function answerOf(response: Response, target: PushTarget, timeout: AbortSi
   if (ok) {
     if ("broke" in read) return { outcome: "success", status, error: `the endpoint answered ${status}, but its body ${read.broke}: the job is done with the result null`, result: "null" };
     if (read.over) return { outcome: "success", status, error: `the endpoint answered ${status} with a body over ${MAX_ANSWER_BYTES} bytes, too large for a result: the job is done with the result null`, result: "null" };
-    return { outcome: "success", status, error: null, result: resultOf(read.text) };
+    const result = resultOf(read.text);
+    if ("unfit" in result) return { outcome: "success", status, error: `the endpoint answered ${status} with JSON that ${result.unfit}, which a result may not: the job is done with the result null`, result: "null" };
+    return { outcome: "success", status, error: null, result: result.result };
   }
   const text = "broke" in read ? "" : read.text.trim();
   const quoted = text === "" ? "" : `: ${text}${"over" in read && read.over ? "…" : ""}`;
@@ -237,7 +249,8 @@ async function send(target: PushTarget, request: { headers: Record<string, strin
  * with the lease's own owner and fence:
  * - a 2xx but 202: complete, the answer's body as the result (null, and
  *   the delivery's error saying why, when the body is over MAX_ANSWER_BYTES,
- *   breaks off or does not end in time: the status is the answer);
+ *   breaks off or does not end in time, or is JSON that no result sent
+ *   through the API may be: the status is the answer);
  * - a 202: nothing; the endpoint renews, completes or fails the lease
  *   itself, with the owner and fence of the headers, before its `until`;
  * - any other status, or no answer within the timeout: fail, due again

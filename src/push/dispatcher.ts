@@ -36,6 +36,12 @@ type Line = { queue: string; maxInFlight: number; inFlight: number; waiter?: Wai
  * Woken, it claims through store.push.claim (the claim-next statement: pause,
  * maxLeased and the rate limit decide there, and the queue's maxInFlight)
  * as many jobs as it has deliveries free, and delivers each with deliver().
+ * Its place in the room counts for the deliveries it has free: with all
+ * of them on their way, an enqueue's ring passes it by to the long polls
+ * waiting after it. Its claim stops at the queue's maxInFlight pushed leases
+ * too, so a claim that comes back short does not mean that no job is due
+ * (202 leases, or another process's deliveries, may hold the slots): it hands
+ * the wake on to the next waiter, which spends a claim at most.
  * A claim that takes nothing sets the timer at store.push.nextDueAt: while
  * the queue's slots are held by leases this loop does not wait on (202s,
  * deliveries of another process), that is when the first of them ends, and
@@ -131,7 +137,7 @@ export class PushDispatcher {
     if (line) {
       const grew = maxInFlight > line.maxInFlight;
       line.maxInFlight = maxInFlight;
-      if (line.waiter) line.waiter.limit = maxInFlight; // what a ring counts it for
+      this.#roomFor(line);
       // Only a larger maxInFlight lets it claim more now: an idle queue costs no claim per refresh.
       if (grew) line.waiter?.rung();
       return;
@@ -174,6 +180,7 @@ export class PushDispatcher {
             }
             for (const lease of leases) this.#deliver(line, lease, target);
             if (leases.length === free) continue; // full: it sleeps once a delivery is on its way back
+            waiter.passOn(); // short: maybe only of push slots, while a long poll behind it could take a job
             if (leases.length > 0) room.wakeAt(line.queue, Math.min(...leases.map((lease) => lease.until)));
             // Not before a job is due and, while its maxInFlight pushed leases are all held (202s,
             // deliveries of other processes), one of them ends: a claim sooner would take nothing again.
@@ -189,13 +196,20 @@ export class PushDispatcher {
     }
   }
 
+  /** What a ring counts the line's waiter for: the deliveries it has free. */
+  #roomFor(line: Line): void {
+    if (line.waiter) line.waiter.limit = Math.max(0, line.maxInFlight - line.inFlight);
+  }
+
   #deliver(line: Line, lease: Lease, target: PushTarget): void {
     line.inFlight++;
+    this.#roomFor(line);
     const { store, clock, waits, log, post } = this.#options;
     const delivery = deliver(lease, target, { store, clock, waits, log, post, signal: this.#stopping.signal })
       .catch((error: unknown) => log?.(`fencelease: pushing job ${JSON.stringify(lease.job.id)} failed, its lease will run out: ${(error as Error).message}`))
       .finally(() => {
         line.inFlight--;
+        this.#roomFor(line);
         this.#deliveries.delete(delivery);
         line.waiter?.rung(); // a delivery free: claim again
       });

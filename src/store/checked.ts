@@ -61,7 +61,7 @@ export const checked = {
       check.progress("progress", request.progress),
     ),
   complete: (id: string, request: CompleteRequest, now: number, next?: Statement) =>
-    sql.complete(check.name("id", id), check.name("owner", request.owner), check.positiveInt("fence", request.fence), check.instant("now", now), check.text("result", request.result), next),
+    sql.complete(check.name("id", id), check.name("owner", request.owner), check.positiveInt("fence", request.fence), check.instant("now", now), check.result("result", request.result), next),
   release: (id: string, request: HeldLease, now: number) =>
     sql.release(check.name("id", id), check.name("owner", request.owner), check.positiveInt("fence", request.fence), check.instant("now", now)),
   cancel: (id: string, request: CancelRequest, now: number) =>

@@ -152,3 +152,16 @@ export class WrongStatus extends Error {
     this.status = status;
   }
 }
+
+/**
+ * A put of a schedule whose name another call took since the put read who
+ * held it: the queue holding the name is no longer the one it may replace.
+ * Nothing was written; read it again and send the put again.
+ */
+export class ScheduleNameTaken extends Error {
+  readonly code = "conflict";
+  constructor(name: string) {
+    super(`the schedule name ${JSON.stringify(name)} was taken by another call meanwhile; nothing changed: read it and send the put again`);
+    this.name = "ScheduleNameTaken";
+  }
+}

@@ -1,5 +1,6 @@
 import type { Row } from "../drivers/driver.ts";
 import type { STATUSES } from "./sql/lease.ts";
+import { storedJson } from "./json-depth.ts";
 
 /** Where a job is in its life: queued, scheduled (due later), leased, done, dead or cancelled. */
 export type JobStatus = (typeof STATUSES)[number];
@@ -40,9 +41,9 @@ export type Job = {
   updatedAt: number;
 };
 
-/** A JSON text column as its value; NULL as null, the value of the JSON text "null". */
+/** A JSON text column as its value (one nested too deep as its text: storedJson); NULL as null, the value of the JSON text "null". */
 function parsed(column: unknown): unknown {
-  return JSON.parse(String(column));
+  return storedJson(String(column));
 }
 
 /** Reads a `jobs` row, selected with its `status`, into a Job. */

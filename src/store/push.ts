@@ -84,7 +84,10 @@ function targetFromRow(row: Row): PushTarget {
   return { ...settingsFromRow(row), secrets };
 }
 
-/** An endpoint URL: absolute, http: or https:, without credentials (they would be sent in every delivery's logs). */
+/** How an endpoint URL starts: its scheme, http or https in any case, and the "//" of an absolute URL (the URL parser would also take "http:host"). */
+export const ENDPOINT_URL_START = /^https?:\/\//i;
+
+/** An endpoint URL: absolute, http: or https: written out, without credentials (they would be sent in every delivery's logs); at most MAX_URL_LENGTH characters (code points). */
 function endpointUrl(value: unknown): string {
   const given = check.name("url", value);
   let url: URL;
@@ -94,8 +97,10 @@ function endpointUrl(value: unknown): string {
     throw new InvalidArgument(`url must be an absolute http: or https: URL, got ${JSON.stringify(given)}`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new InvalidArgument(`url must be an http: or https: URL, got ${JSON.stringify(given)}`);
+  if (!ENDPOINT_URL_START.test(given)) throw new InvalidArgument(`url must start with http:// or https:// as it is written, got ${JSON.stringify(given)}`);
   if (url.username !== "" || url.password !== "") throw new InvalidArgument("url must not hold a user name or password: each delivery is signed instead (see the secret)");
-  if (given.length > MAX_URL_LENGTH) throw new InvalidArgument(`url must be at most ${MAX_URL_LENGTH} characters, got ${given.length}`);
+  const length = [...given].length; // code points, as JSON Schema's maxLength counts
+  if (length > MAX_URL_LENGTH) throw new InvalidArgument(`url must be at most ${MAX_URL_LENGTH} characters, got ${length}`);
   return given;
 }
 

@@ -1,6 +1,7 @@
 import type { Driver, Row } from "../drivers/driver.ts";
-import { NotFound } from "./errors.ts";
+import { NotFound, ScheduleNameTaken } from "./errors.ts";
 import { inChunks } from "./in-chunks.ts";
+import { storedJson } from "./json-depth.ts";
 import { dueFire, firstCronFire, type ScheduleSpec, scheduleName, storedSpec } from "./schedule-times.ts";
 import * as sql from "./sql/schedules.ts";
 import type { Fire } from "./sql/schedules.ts";
@@ -56,7 +57,7 @@ function scheduleFromRow(row: Row): Schedule {
     cron: row.cron as string | null,
     everyMs: row.every_ms as number | null,
     timezone: row.timezone as string | null,
-    payload: row.payload === null ? null : JSON.parse(row.payload as string),
+    payload: row.payload === null ? null : storedJson(row.payload as string),
     priority: row.priority as number,
     maxAttempts: row.max_attempts as number,
     nextFireAt: row.next_fire_at as number | null,
@@ -109,14 +110,19 @@ export class Schedules {
    * the anchor of everyMs, and its lastFireAt); its next fire is the first one
    * after `now` (default `Date.now()`). Answers whether it was created, and the schedule.
    * InvalidArgument, naming the field, for a bad spec; nothing is written then.
+   * With `replacing`, the queue whose schedule of that name it may replace
+   * (null: none): ScheduleNameTaken, nothing written, when the name is held by
+   * another queue's schedule by the time it writes (decided in the write).
    */
-  async put(name: string, spec: ScheduleSpec & { now?: number | undefined }): Promise<{ created: boolean; schedule: Schedule }> {
+  async put(name: string, spec: ScheduleSpec & { now?: number | undefined; replacing?: string | null | undefined }): Promise<{ created: boolean; schedule: Schedule }> {
     const now = timeOf(spec);
     const checkedName = scheduleName(name);
     const stored = storedSpec(spec);
     check.instant("now", now);
     const cronNext = stored.cron === null ? null : firstCronFire(stored.cron, stored.timezone!, now);
-    const [existed, written] = await this.#driver.batch(sql.putSchedule(checkedName, stored, cronNext, now, this.#clock));
+    const replacing = spec.replacing == null ? spec.replacing : check.name("replacing", spec.replacing);
+    const [existed, written] = await this.#driver.batch(sql.putSchedule(checkedName, stored, cronNext, now, this.#clock, replacing));
+    if (written!.length === 0) throw new ScheduleNameTaken(checkedName);
     return { created: existed![0]!.existed === 0, schedule: scheduleFromRow(written![0]!) };
   }
 

@@ -64,11 +64,11 @@ export type CompleteManyRequest = At & { owner: string; leases: { id: string; fe
 /** What `cancel` takes (POST /v1/jobs/:id/cancel): who cancels (default `"api"`), and why, both recorded in the cancelled event. */
 export type CancelRequest = At & { by?: string | undefined; reason?: string | null | undefined };
 
-/** What `list` takes (GET /v1/jobs): a queue, a status at `now`, the cursor of the page before, and a page size (default 50). */
-export type ListRequest = At & { queue?: string | undefined; status?: Job["status"] | undefined; cursor?: string | undefined; limit?: number | undefined };
+/** What `list` takes (GET /v1/jobs): a queue, a status at `now`, the cursor of the page before, a page size (default 50), and the queues of the caller's token (names and prefixes ending in *; default every queue). */
+export type ListRequest = At & { queue?: string | undefined; status?: Job["status"] | undefined; cursor?: string | undefined; limit?: number | undefined; queues?: readonly string[] | undefined };
 
-/** What `events` takes (GET /v1/jobs/:id/events): the cursor of the page before, and a page size (default 100). */
-export type EventsRequest = { cursor?: string | undefined; limit?: number | undefined };
+/** What `events` takes (GET /v1/jobs/:id/events): the cursor of the page before, a page size (default 100), and the queues of the caller's token (default every queue). */
+export type EventsRequest = { cursor?: string | undefined; limit?: number | undefined; queues?: readonly string[] | undefined };
 
 /** A lease ended by complete or fail, the leases of the next jobs taken with it (empty unless `next` was asked), and whether this call wrote it (false: the same completion sent again). */
 export type Settled = { job: Job; leases: Lease[]; changed: boolean };

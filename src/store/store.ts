@@ -6,7 +6,7 @@ import { PushEndpoints } from "./push.ts";
 import { claimRefusal, leaseLostReason, type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
 import { Schedules } from "./schedules.ts";
 import { Queues } from "./queues.ts";
-import { Tokens } from "./tokens.ts";
+import { queueScope, Tokens } from "./tokens.ts";
 import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./sql/lease.ts";
 import { followClock } from "./sql/bucket.ts";
@@ -45,6 +45,12 @@ import {
 
 export type * from "./shapes.ts";
 export { HOUSEKEEPING_CHUNK, MAX_BURST, MAX_RATE_PER_SECOND } from "./shapes.ts";
+
+/** A token's queues as the reads take them (JSON), checked; null for every queue. */
+function scopeOf(queues: readonly string[] | undefined): string | null {
+  const checked = queues === undefined ? ["*"] : queueScope(queues);
+  return checked.includes("*") ? null : JSON.stringify(checked);
+}
 
 /**
  * The statements of a claim-next of up to `limit` jobs of `queue` at `now`
@@ -279,7 +285,7 @@ export class LeaseStore {
    */
   async renewMany(request: RenewManyRequest): Promise<LeaseOutcome<{ until: number }>[]> {
     const { owner, leases } = request;
-    const held = leases.map(({ id, fence, progress }): sqlMany.HeldLease => [check.name("id", id), check.positiveInt("fence", fence), check.progress("progress", progress)]);
+    const held = leases.map(({ id, fence, progress }, i): sqlMany.HeldLease => [check.name("id", id), check.positiveInt("fence", fence), check.progress(`leases[${i}].progress`, progress)]);
     check.distinctIds("leases", leases);
     const [renewed, refused] = await this.#driver.batch(sqlMany.renewMany(check.name("owner", owner), held, check.instant("now", timeOf(request)), check.positiveInt("ttlMs", request.ttlMs)));
     const until = new Map(renewed!.map((row) => [row.id as string, row.until as number]));
@@ -296,7 +302,7 @@ export class LeaseStore {
   async completeMany(request: CompleteManyRequest): Promise<{ completed: LeaseOutcome<{ done: true }>[]; leases: Lease[]; ended: string[] }> {
     const { owner, leases: completions, next } = request;
     const now = timeOf(request);
-    const presented = completions.map(({ id, fence, result }): sqlMany.Completion => [check.name("id", id), check.positiveInt("fence", fence), check.text("result", result)]);
+    const presented = completions.map(({ id, fence, result }, i): sqlMany.Completion => [check.name("id", id), check.positiveInt("fence", fence), check.result(`leases[${i}].result`, result)]);
     check.distinctIds("leases", completions);
     const statements = sqlMany.completeMany(check.name("owner", owner), presented, check.instant("now", now));
     const take = next === undefined ? [] : takeNext(next.queue, owner, now, next.ttlMs, next.limit, this.#clock);
@@ -359,7 +365,11 @@ export class LeaseStore {
     return { ...answer, reason: leaseLostReason({ owner: row.owner as string | null, fence: answer.fence, status: row.status as JobStatus }, owner, fence) };
   }
 
-  /** list pages through jobs in id order, optionally of one queue and one status at `now`; stable while jobs change. */
+  /**
+   * list pages through jobs in id order, optionally of one queue, one status
+   * at `now`, and a token's `queues` (only their jobs are read, so the next
+   * cursor is one of them); stable while jobs change.
+   */
   async list(request: ListRequest = {}): Promise<Page<Job>> {
     const limit = check.positiveInt("limit", request.limit ?? 50);
     const rows = await this.#driver.run(
@@ -369,17 +379,18 @@ export class LeaseStore {
         after: request.cursor === undefined ? null : check.name("cursor", request.cursor),
         limit: limit + 1,
         now: check.instant("now", timeOf(request)),
+        scope: scopeOf(request.queues),
       }),
     );
     const items = rows.slice(0, limit).map(jobFromRow);
     return { items, next: rows.length > limit ? items.at(-1)!.id : null };
   }
 
-  /** events pages through a job's history, oldest first; the cursor is the last sequence number seen. */
+  /** events pages through a job's history, oldest first, optionally only its events in a token's `queues`; the cursor is the last sequence number seen. */
   async events(id: string, request: EventsRequest = {}): Promise<Page<JobEvent>> {
     const limit = check.positiveInt("limit", request.limit ?? 100);
     const after = request.cursor === undefined ? 0 : check.instant("cursor", Number(request.cursor));
-    const rows = await this.#driver.run(reads.events(check.name("id", id), after, limit + 1));
+    const rows = await this.#driver.run(reads.events(check.name("id", id), after, limit + 1, scopeOf(request.queues)));
     const items = rows.slice(0, limit).map(eventFromRow);
     return { items, next: rows.length > limit ? String(items.at(-1)!.seq) : null };
   }

@@ -2,6 +2,7 @@ import { InvalidArgument } from "./errors.ts";
 import { hasUnprintable } from "./printable.ts";
 import { MAX_TRACESTATE, normalTraceparent, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
 import { PUSH_OWNER } from "./sql/claim-next.ts";
+import { MAX_JSON_DEPTH, textNestsDeeper, valueNestsDeeper } from "./json-depth.ts";
 
 // Every store verb checks its arguments here, before the database is touched,
 // so a bad call can never leave a half-written trace.
@@ -128,10 +129,31 @@ export function progress(what: string, value: unknown): string | null {
   return encoded;
 }
 
-/** Any string, the empty one included (a result). */
+/** Any string, the empty one included. */
 export function text(what: string, value: unknown): string {
   if (typeof value === "string") return value;
   throw new InvalidArgument(`${what} must be a string, got ${describe(value)}`);
+}
+
+/** The refusal of a JSON value that nests deeper than MAX_JSON_DEPTH. */
+function tooDeep(what: string): InvalidArgument {
+  return new InvalidArgument(`${what} must nest at most ${MAX_JSON_DEPTH} levels of arrays and objects; flatten it, or send its deep part as a string`);
+}
+
+/** A result as stored: any text, the empty one included; but JSON text no deeper than MAX_JSON_DEPTH (text that is not JSON is shown as a string, at any depth). */
+export function result(what: string, value: unknown): string {
+  const given = text(what, value);
+  if (textNestsDeeper(given) && isJson(given)) throw tooDeep(what);
+  return given;
+}
+
+function isJson(given: string): boolean {
+  try {
+    JSON.parse(given);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Whether JSON.stringify meets NaN or ±Infinity in `value`, at any depth (it writes them as null). */
@@ -152,9 +174,11 @@ export function shortText(what: string, value: unknown, maxBytes: number): strin
   return given;
 }
 
-/** A value that JSON can carry, returned as its JSON text. */
+/** A value that JSON can carry, nested at most MAX_JSON_DEPTH levels, returned as its JSON text. */
 export function json(what: string, value: unknown): string | null {
   if (value === undefined) return null;
+  // Before JSON.stringify, which recurses: deep enough, it would overflow the stack.
+  if (valueNestsDeeper(value)) throw tooDeep(what);
   let encoded: string | undefined;
   try {
     encoded = JSON.stringify(value);

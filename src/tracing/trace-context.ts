@@ -17,9 +17,31 @@ import { createTraceState, type SpanContext } from "@opentelemetry/api";
 export const MAX_TRACESTATE = 512;
 
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
-const KEY = /^(?:[a-z][a-z0-9_\-*/]{0,255}|[a-z0-9][a-z0-9_\-*/]{0,240}@[a-z][a-z0-9_\-*/]{0,13})$/;
+const KEY_SOURCE = String.raw`(?:[a-z][a-z0-9_\-*/]{0,255}|[a-z0-9][a-z0-9_\-*/]{0,240}@[a-z][a-z0-9_\-*/]{0,13})`;
 // 0x20 to 0x7e but "," and "=", not ending in a space.
-const VALUE = /^[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]$/;
+const VALUE_SOURCE = String.raw`[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]`;
+const KEY = new RegExp(`^${KEY_SOURCE}$`);
+const VALUE = new RegExp(`^${VALUE_SOURCE}$`);
+
+/** A traceparent's trace-id, parent-id and flags, after its version: neither id all zeros. */
+const TRACE_IDS = String.raw`-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}`;
+
+/**
+ * traceparentFault's rules as one JSON Schema pattern, for the OpenAPI
+ * document: version 00 of exactly 55 characters, or a later version (not ff)
+ * with anything after a "-"; neither id all zeros. Lookaheads only, no
+ * lookbehind: the regular expressions of other languages' tools read it too.
+ */
+export const TRACEPARENT_PATTERN = `^(?:00${TRACE_IDS}|(?!00|ff)[0-9a-f]{2}${TRACE_IDS}(?:-.*)?)$`;
+
+/**
+ * tracestateFault's rules as one JSON Schema pattern, for the OpenAPI
+ * document (its length apart: maxLength): up to 32 key=value members between
+ * commas, with spaces and tabs around them and empty ones between, no key twice.
+ */
+export const TRACESTATE_PATTERN =
+  String.raw`^(?!(?:.*,)?[ \t]*([^=, \t]+)=[^,]*,(?:.*,)?[ \t]*\1=)` + // no key twice
+  String.raw`[ \t,]*(?:${KEY_SOURCE}=${VALUE_SOURCE}(?:[ \t]*,[ \t,]*${KEY_SOURCE}=${VALUE_SOURCE}){0,31})?[ \t,]*$`;
 
 /** The parts of a traceparent. */
 export type Traceparent = { traceId: string; parentId: string; flags: number };

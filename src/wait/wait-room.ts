@@ -64,9 +64,12 @@ function unref(timer: unknown): unknown {
  *   `sleep` returns at once and it claims again.
  * - No thundering herd: `ring(queue, jobs)` wakes waiters in arrival order
  *   until their limits cover `jobs`, skipping those already woken and not yet
- *   done claiming. A wake of unknown size (a timer, a re-check) wakes one; a
- *   waiter that then takes a full batch hands the wake on (`leave(true)`),
- *   and so on until one comes back short.
+ *   done claiming, and those whose limit is 0 for now (the push dispatcher
+ *   with every delivery on its way). A wake of unknown size (a timer, a
+ *   re-check) wakes one; a waiter that then takes a full batch hands the wake
+ *   on (`leave(true)`), and so on until one comes back short. A waiter whose
+ *   short claim does not mean the queue has no more (the dispatcher's claim
+ *   stops at the queue's maxInFlight too) hands it on with `passOn`.
  * - A wake is not lost with its waiter: one that leaves while owed (its
  *   deadline, its client gone, a failed claim) hands the wake to the next.
  * - Scheduled jobs and lease ends: `wakeAt` keeps one timer per queue with
@@ -161,16 +164,16 @@ export class WaitRoom {
     let left = jobs;
     for (const waiter of this.#queues.get(queue)?.waiters ?? []) {
       if (left <= 0) return;
-      if (waiter.owed) continue;
+      if (waiter.owed || waiter.limit === 0) continue;
       waiter.rung();
       left -= waiter.limit;
     }
   }
 
-  /** Some jobs of `queue` may be claimable, how many unknown: wakes the first waiter not already woken. */
-  wake(queue: string): void {
+  /** Some jobs of `queue` may be claimable, how many unknown: wakes the first waiter not already woken that may take one (but `except`). */
+  wake(queue: string, except?: Waiter): void {
     for (const waiter of this.#queues.get(queue)?.waiters ?? []) {
-      if (waiter.owed) continue;
+      if (waiter.owed || waiter.limit === 0 || waiter === except) continue;
       waiter.rung();
       return;
     }
@@ -255,7 +258,7 @@ export class WaitRoom {
  * stops; it leaves once, whatever happened.
  */
 export class Waiter {
-  /** The most jobs its claim takes: what a ring counts it for. It may change while it waits (the push dispatcher's follows its queue's maxInFlight). */
+  /** The most jobs its claim takes: what a ring counts it for; 0, none for now, and rings pass it by. It may change while it waits (the push dispatcher's is its deliveries free). */
   limit: number;
   readonly #room: WaitRoom;
   readonly #line: Line;
@@ -310,6 +313,11 @@ export class Waiter {
    */
   claiming(): void {
     this.#owed = false;
+  }
+
+  /** Its claim came back short, which may not mean its queue has no more: wakes the next waiter of its queue that may take one. */
+  passOn(): void {
+    if (this.#line.kind === "queue" && !this.#left) this.#room.wake(this.#line.key, this);
   }
 
   /**

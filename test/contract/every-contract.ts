@@ -1,4 +1,5 @@
 import { cancelContract } from "./cancel.contract.ts";
+import { jsonDepthContract } from "./json-depth.contract.ts";
 import { lifecycleContract } from "./lifecycle.contract.ts";
 import { manyContract } from "./many.contract.ts";
 import { pushContract } from "./push.contract.ts";
@@ -23,4 +24,5 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   tokensContract(freshStore);
   traceContract(freshStore);
   storageContract(freshStore);
+  jsonDepthContract(freshStore);
 }

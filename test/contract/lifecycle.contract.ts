@@ -310,6 +310,13 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       expect(await store.events("job-1", { limit: 3, cursor: first.next! })).toEqual({ items: all.slice(3), next: null });
     });
 
+    test("with a token's queues, a job of another queue has no events, and no cursor", async () => {
+      const { store } = await leasedByA();
+      await store.release("job-1", { owner: "A", fence: 1, now: T + 1 });
+      expect(await store.events("job-1", { limit: 1, queues: ["mail", "default-*"] })).toEqual({ items: [], next: null });
+      expect((await store.events("job-1", { limit: 1, queues: ["default"] })).next).toBe("1");
+    });
+
     test("page oldest first with a cursor, to the end", async () => {
       const { store } = await leasedByA();
       for (let i = 1; i <= 2; i++) {
@@ -347,6 +354,18 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       expect(first).toMatchObject({ items: [{ id: "a" }, { id: "b" }, { id: "c" }], next: "c" });
       expect(first.items).toHaveLength(3);
       expect(await store.list({ limit: 3, cursor: "c", now: T })).toMatchObject({ items: [{ id: "d" }], next: null });
+    });
+
+    test("with a token's queues, reads only their jobs (names, and prefixes up to their *), so its cursor is always one of them", async () => {
+      const { store } = await freshStore();
+      for (const [id, queue] of [["a", "mail"], ["b", "invoices"], ["c", "mail"], ["d", "mail-eu"], ["e", "mail-"], ["f", "invoices-old"]]) await store.enqueue(id!, { queue, now: T });
+      await store.claim("c", { owner: "A", ttlMs: TTL, now: T });
+      const queues = ["invoices", "mail-*"];
+      expect(await store.list({ limit: 2, queues, now: T })).toMatchObject({ items: [{ id: "b" }, { id: "d" }], next: "d" });
+      expect(await store.list({ limit: 2, cursor: "d", queues, now: T })).toMatchObject({ items: [{ id: "e" }], next: null });
+      expect(await store.list({ limit: 1, status: "leased", queues, now: T })).toEqual({ items: [], next: null });
+      expect((await store.list({ queues: ["*"], now: T })).items).toHaveLength(6);
+      await expect(store.list({ queues: ["a*b"], now: T })).rejects.toThrow(/may have a \* only at its end/);
     });
 
     test("pages by id and stays stable while jobs are added and removed between pages", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { InvalidArgument, NotFound } from "../../src/store/errors.ts";
+import { InvalidArgument, NotFound, ScheduleNameTaken } from "../../src/store/errors.ts";
 import type { ScheduleSpec } from "../../src/store/schedules.ts";
 import type { FreshStore } from "./store.contract.ts";
 import { noteVerbs } from "../../src/store/note.ts";
@@ -275,6 +275,18 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       });
       expect((await store.schedules.fireDue({ now: AT_3 + 30 * MINUTE })).jobs).toEqual([{ id: "nightly@2026-11-30T03:30:00.000Z", queue: "other" }]);
       expect(await store.get("nightly@2026-11-30T03:30:00.000Z", { now: AT_3 + 30 * MINUTE })).toMatchObject({ payload: "new", priority: 0, maxAttempts: 25 });
+    });
+
+    test("a put replacing a given queue writes only while the name is that queue's (null: nobody's): else ScheduleNameTaken, and the schedule stays as it was", async () => {
+      const { store } = await freshStore();
+      await store.schedules.put("nightly", { ...nightly, now: T });
+      const before = await store.schedules.get("nightly");
+      for (const replacing of [null, "other"]) {
+        await expect(store.schedules.put("nightly", { queue: "other", everyMs: HOUR, replacing, now: T + 1 })).rejects.toThrow(ScheduleNameTaken);
+      }
+      expect(await store.schedules.get("nightly")).toEqual(before);
+      expect(await store.schedules.put("nightly", { queue: "other", everyMs: HOUR, replacing: nightly.queue, now: T + 1 })).toMatchObject({ created: false, schedule: { queue: "other", everyMs: HOUR } });
+      expect(await store.schedules.put("fresh", { queue: "q", everyMs: HOUR, replacing: null, now: T + 1 })).toMatchObject({ created: true, schedule: { queue: "q" } });
     });
 
     test("a replace with everyMs keeps its anchor: the next fire is createdAt + k × everyMs, the first after now", async () => {

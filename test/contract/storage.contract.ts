@@ -461,10 +461,12 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       }
     });
 
-    test("a job's events are read by its id: its stored history from the cursor on, and its row", async () => {
-      const lines = await reads(readStatements.events("job-1", 5, 100));
-      expect(lines).toContain("SEARCH history USING PRIMARY KEY (job_id=? AND seq>?)");
-      for (const line of lines) expect(line).toMatch(/^SEARCH (history USING PRIMARY KEY \(job_id=\?( AND seq>\?)?\)|jobs USING PRIMARY KEY \(id=\?\))$/);
+    test("a job's events are read by its id, for a token of some queues too: its stored history from the cursor on, and its row", async () => {
+      for (const scope of [null, '["invoices","mail-*"]']) {
+        const lines = await reads(readStatements.events("job-1", 5, 100, scope));
+        expect(lines).toContain("SEARCH history USING PRIMARY KEY (job_id=? AND seq>?)");
+        for (const line of lines) expect(line).toMatch(/^SEARCH (history USING PRIMARY KEY \(job_id=\?( AND seq>\?)?\)|jobs USING PRIMARY KEY \(id=\?\))$/);
+      }
     });
 
     test("claim-next seeks the due jobs nobody holds priority by priority, and the ended leases: never the leased or future jobs", async () => {

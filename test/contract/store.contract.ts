@@ -434,7 +434,17 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
 
   describe("refusals", () => {
     /** `leaf` inside `depth` arrays, one in the other. */
-    const nested = (depth: number, leaf: unknown): unknown => (depth === 0 ? leaf : [nested(depth - 1, leaf)]);
+    const nested = (depth: number, leaf: unknown): unknown => {
+      let value = leaf;
+      for (let i = 0; i < depth; i++) value = [value];
+      return value;
+    };
+    const holdingItself = () => {
+      const value: { self?: unknown } = {};
+      value.self = value;
+      return value;
+    };
+    const TOO_DEEP = "must nest at most 64 levels of arrays and objects; flatten it, or send its deep part as a string";
 
     // Each row: the call, and the message it must be refused with. The message
     // names the argument and shows the value (a string quoted), for a person to read.
@@ -514,13 +524,13 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       ["queuesOf id", (s) => s.queuesOf(["job-1", ""]), 'id must be a non-empty string of printable text, got ""'],
       ["renewMany id", (s) => s.renewMany({ owner: "A", leases: [{ id: "job-1", fence: 1 }, { id: "", fence: 1 }], ttlMs: TTL, now: T }), 'id must be a non-empty string of printable text, got ""'],
       ["renewMany fence", (s) => s.renewMany({ owner: "A", leases: [{ id: "job-1", fence: 0 }], ttlMs: TTL, now: T }), "fence must be a positive safe integer, got 0"],
-      ["renewMany progress", (s) => s.renewMany({ owner: "A", leases: [{ id: "job-1", fence: 1, progress: Symbol("x") }], ttlMs: TTL, now: T }), "progress must be a JSON value, got Symbol(x)"],
+      ["renewMany progress", (s) => s.renewMany({ owner: "A", leases: [{ id: "job-1", fence: 1, progress: Symbol("x") }], ttlMs: TTL, now: T }), "leases[0].progress must be a JSON value, got Symbol(x)"],
       ["renewMany owner", (s) => s.renewMany({ owner: "", leases: [{ id: "job-1", fence: 1 }], ttlMs: TTL, now: T }), 'owner must be a non-empty string of printable text, got ""'],
       ["renewMany now", (s) => s.renewMany({ owner: "A", leases: [{ id: "job-1", fence: 1 }], ttlMs: TTL, now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
       ["renewMany ttlMs", (s) => s.renewMany({ owner: "A", leases: [{ id: "job-1", fence: 1 }], ttlMs: 0, now: T }), "ttlMs must be a positive safe integer, got 0"],
       ["completeMany id", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "x" }, { id: "", fence: 1, result: "x" }], now: T }), 'id must be a non-empty string of printable text, got ""'],
       ["completeMany fence", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 0, result: "x" }], now: T }), "fence must be a positive safe integer, got 0"],
-      ["completeMany result", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: 7 as unknown as string }], now: T }), "result must be a string, got 7"],
+      ["completeMany result", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: 7 as unknown as string }], now: T }), "leases[0].result must be a string, got 7"],
       ["completeMany owner", (s) => s.completeMany({ owner: "", leases: [{ id: "job-1", fence: 1, result: "x" }], now: T }), 'owner must be a non-empty string of printable text, got ""'],
       ["completeMany now", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "x" }], now: -1 }), "now must be integer milliseconds since the epoch, got -1"],
       ["completeMany next limit", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "x" }], next: { queue: "default", limit: 0, ttlMs: TTL }, now: T }), "limit must be a positive safe integer, got 0"],
@@ -528,7 +538,16 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
       ["complete next limit", (s) => s.complete("job-1", { owner: "A", fence: 1, result: "x", next: { limit: 0, ttlMs: TTL }, now: T }), "limit must be a positive safe integer, got 0"],
       ["fail next ttlMs", (s) => s.fail("job-1", { owner: "A", fence: 1, error: "x", next: { limit: 1, ttlMs: 0 }, now: T }), "ttlMs must be a positive safe integer, got 0"],
       ["cancel reason too long", (s) => s.cancel("job-1", { reason: "é".repeat(513), now: T }), "reason must be at most 1024 bytes of UTF-8, got 1026"],
-      ["enqueue payload with NaN deep down", (s) => s.enqueue("job-2", { payload: nested(300, Number.NaN), now: T }), "payload must not hold NaN or Infinity, which JSON cannot carry"],
+      ["enqueue payload with NaN deep down", (s) => s.enqueue("job-2", { payload: nested(60, Number.NaN), now: T }), "payload must not hold NaN or Infinity, which JSON cannot carry"],
+      // One depth for every JSON value, whoever sends it (docs/limits.md): 64 levels of arrays and objects.
+      ["enqueue payload nested 65 deep", (s) => s.enqueue("job-2", { payload: nested(65, 1), now: T }), `payload ${TOO_DEEP}`],
+      ["enqueue payload nested 500,000 deep", (s) => s.enqueue("job-2", { payload: nested(500_000, 1), now: T }), `payload ${TOO_DEEP}`],
+      ["enqueue payload that holds itself", (s) => s.enqueue("job-2", { payload: holdingItself(), now: T }), `payload ${TOO_DEEP}`],
+      ["enqueueMany payload nested 65 deep", (s) => s.enqueueMany("default", { jobs: [{ id: "job-2" }, { id: "job-3", payload: nested(65, 1) }], now: T }), `jobs[1].payload ${TOO_DEEP}`],
+      ["renew progress nested 65 deep", (s) => s.renew("job-1", { owner: "A", fence: 1, ttlMs: TTL, progress: nested(65, 1), now: T }), `progress ${TOO_DEEP}`],
+      ["renewMany progress nested 65 deep", (s) => s.renewMany({ owner: "A", leases: [{ id: "job-1", fence: 1, progress: nested(65, 1) }], ttlMs: TTL, now: T }), `leases[0].progress ${TOO_DEEP}`],
+      ["complete result of JSON text nested 65 deep", (s) => s.complete("job-1", { owner: "A", fence: 1, result: JSON.stringify(nested(65, 1)), now: T }), `result ${TOO_DEEP}`],
+      ["completeMany result of JSON text nested 65 deep", (s) => s.completeMany({ owner: "A", leases: [{ id: "job-1", fence: 1, result: "[".repeat(100_000) + "]".repeat(100_000) }], now: T }), `leases[0].result ${TOO_DEEP}`],
     ];
 
     test.each(cases)("%s: a bad value is refused with a message naming it, and nothing changes", async (_, call, message) => {

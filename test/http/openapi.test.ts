@@ -3,8 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import openapiTS, { astToString } from "openapi-typescript";
 import ts from "typescript";
-import { describe, expect, onTestFinished, test } from "vitest";
-import { freshApp } from "../fresh-app.ts";
+import { describe, expect, onTestFinished, test, vi } from "vitest";
+import { createApp } from "../../src/index.ts";
+import { LeaseStore } from "../../src/store/store.ts";
+import { freshApp, TOKEN } from "../fresh-app.ts";
 
 // The OpenAPI document says everything the server enforces and answers, so
 // that a client generated from it (here by openapi-typescript) meets no
@@ -156,7 +158,69 @@ describe("the OpenAPI document", () => {
     expect(body("/v1/jobs", "post")).toMatchObject({ not: { required: ["runAt", "delayMs"] }, additionalProperties: false });
     expect(resolve(document, body("/v1/queues/{queue}/jobs", "post").properties!.jobs!.items!)).toMatchObject({ not: { required: ["runAt", "delayMs"] } });
     expect(body("/v1/schedules/{name}", "put")).toMatchObject({ oneOf: [{ required: ["cron"] }, { required: ["everyMs"] }], dependentRequired: { timezone: ["cron"] } });
-    expect(body("/v1/queues/{queue}", "put")).toMatchObject({ dependentRequired: { burst: ["ratePerSecond"] } });
+    expect(body("/v1/queues/{queue}", "put")).toMatchObject({ if: { properties: { burst: { type: "integer" } }, required: ["burst"] }, then: { properties: { ratePerSecond: { type: "number" } }, required: ["ratePerSecond"] } });
+  });
+
+  test("declares a 500 on every operation, a required WWW-Authenticate on every 401 and a required Retry-After on every 429 and 503", async () => {
+    const document = await openApiDocument();
+    const all = operations(document);
+    const missing: string[] = [];
+    for (const { method, path, operation } of all) {
+      const where = `${method} ${path}`;
+      const responses = operation.responses as Record<string, { headers?: Record<string, { required?: boolean; schema?: Schema }>; content?: Record<string, { schema: Schema }> }>;
+      if (responses["500"]?.content?.["application/json"]?.schema.$ref !== "#/components/schemas/Error") missing.push(`${where} 500`);
+      if (responses["401"] && responses["401"].headers?.["WWW-Authenticate"]?.required !== true) missing.push(`${where} 401 WWW-Authenticate`);
+      for (const status of ["429", "503"]) {
+        if (responses[status] && (responses[status].headers?.["Retry-After"]?.required !== true || responses[status].headers["Retry-After"].schema?.type !== "integer")) missing.push(`${where} ${status} Retry-After`);
+      }
+    }
+    expect(missing).toEqual([]);
+    expect(all.filter(({ operation }) => "401" in operation.responses).length).toBe(all.length - 1); // all but /healthz
+    expect(all.filter(({ operation }) => "503" in operation.responses).length).toBe(all.length);
+  });
+
+  test("the headers it declares are the ones the server sends: WWW-Authenticate on a 401, Retry-After on every kind of 503, and a 500 in the Error shape", async () => {
+    const { app, store } = await freshApp();
+    const refused = await app.request("/v1/stats", { headers: { Authorization: "Bearer wrong" } });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("WWW-Authenticate")).toBe('Bearer realm="fencelease"');
+
+    const unconfigured = await (await freshApp({ auth: { tokens: [] } })).app.request("/v1/stats");
+    expect(unconfigured.status).toBe(503);
+    expect(unconfigured.headers.get("Retry-After")).toMatch(/^\d+$/);
+
+    const unexpected = createApp({ store: new LeaseStore({ run: () => Promise.reject(new Error("a bug")), batch: () => Promise.reject(new Error("a bug")), close() {} }), auth: "off" });
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const failed = await unexpected.request("http://localhost/v1/stats");
+      expect(failed.status).toBe(500);
+      expect(await failed.json()).toEqual({ error: { code: "internal_error", message: "internal error" } });
+    } finally {
+      logged.mockRestore();
+    }
+
+    store.close(); // the database gone: every route that reads it answers 503
+    const gone = await app.request("/v1/stats", { headers: { Authorization: `Bearer ${TOKEN}` } });
+    expect(gone.status).toBe(503);
+    expect(gone.headers.get("Retry-After")).toMatch(/^\d+$/);
+  });
+
+  test("names the depth every JSON value a request sends may nest, 64 levels, as x-maxDepth and in words", async () => {
+    const document = await openApiDocument();
+    const body = (path: string, method: string) => resolve(document, document.paths[path]![method]!.requestBody!.content["application/json"]!.schema);
+    const values = [
+      body("/v1/jobs", "post").properties!.payload!,
+      resolve(document, body("/v1/queues/{queue}/jobs", "post").properties!.jobs!.items!).properties!.payload!,
+      body("/v1/jobs/{id}/renew", "post").properties!.progress!,
+      resolve(document, body("/v1/leases/renew", "post").properties!.leases!.items!).properties!.progress!,
+      body("/v1/jobs/{id}/complete", "post").properties!.result!,
+      resolve(document, body("/v1/leases/complete", "post").properties!.leases!.items!).properties!.result!,
+      body("/v1/schedules/{name}", "put").properties!.payload!,
+    ];
+    for (const value of values) {
+      expect(value["x-maxDepth"]).toBe(64);
+      expect(value.description).toContain("At most 64 levels of arrays and objects deep");
+    }
   });
 });
 

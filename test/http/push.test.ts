@@ -61,6 +61,7 @@ describe("the push routes", () => {
       [{ url: URL_A, maxInFlight: 1_001 }, "maxInFlight must be at most 1000"],
       [{ url: "ftp://mail.example/" }, 'url must be an http: or https: URL, got "ftp://mail.example/"'],
       [{ url: "mail.example/push" }, 'url must be an absolute http: or https: URL, got "mail.example/push"'],
+      [{ url: "https:mail.example/push" }, 'url must start with http:// or https:// as it is written, got "https:mail.example/push"'],
       [{ url: "https://me:pw@mail.example/" }, "url must not hold a user name or password: each delivery is signed instead (see the secret)"],
     ];
     for (const [body, message] of cases) {

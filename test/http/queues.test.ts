@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { freshApp, T } from "../fresh-app.ts";
+import { freshApp, T, TOKEN } from "../fresh-app.ts";
+import { documentSchemas, servedDocument } from "./document-schemas.ts";
 
 // The queue controls over HTTP: pause, resume and maxLeased, on the real app.
 // Each test builds its own app on a fresh database.
@@ -70,6 +71,15 @@ describe("POST /v1/queues/:queue/pause and /resume", () => {
 });
 
 describe("PUT /v1/queues/:queue, GET /v1/queues/:queue and GET /v1/queues", () => {
+  test("a queue path with a malformed % escape (%ZZ, %, %E0%A4%A) names the queue of that very text (the Worker in objects mode answers the same)", async () => {
+    const { call } = await freshApp();
+    for (const queue of ["%ZZ", "%", "%E0%A4%A"]) {
+      expect(await call("POST", `/v1/queues/${queue}/jobs`, { jobs: [{ id: `escaped-${queue}` }] })).toMatchObject({ status: 200, body: { jobs: [{ id: `escaped-${queue}`, created: true }] } });
+      expect((await call("GET", `/v1/jobs/${encodeURIComponent(`escaped-${queue}`)}`)).body).toMatchObject({ queue, status: "queued" });
+    }
+    expect(await call("POST", "/v1/jobs", '{"id":"lone","queue":"\\ud800"}')).toMatchObject({ status: 400, body: { error: { message: "queue must be well-formed text without NUL characters" } } });
+    expect((await call("GET", "/v1/jobs/lone")).status).toBe(404);
+  });
   test("a queue never set is not paused and has no limit; PUT sets maxLeased and GET reads it back", async () => {
     const { call } = await withJobs(1);
     expect((await call("GET", "/v1/queues/q")).body).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
@@ -79,6 +89,29 @@ describe("PUT /v1/queues/:queue, GET /v1/queues/:queue and GET /v1/queues", () =
       queues: [{ queue: "other", paused: false, maxLeased: null, ratePerSecond: null, burst: null }, { queue: "q", paused: false, maxLeased: 2, ratePerSecond: null, burst: null }],
     });
     expect((await call("PUT", "/v1/queues/q", {})).body).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
+  });
+
+  test("a PUT with no body at all is 400 the body is required, and keeps every limit; the body {} clears them", async () => {
+    const { app, call } = await withJobs(1);
+    const limited = { queue: "q", paused: false, maxLeased: 3, ratePerSecond: 2, burst: 4 };
+    await call("PUT", "/v1/queues/q", { maxLeased: 3, ratePerSecond: 2, burst: 4 });
+    for (const headers of [{}, { "Content-Length": "0" }]) {
+      const bare = await app.request("/v1/queues/q", { method: "PUT", headers: { Authorization: `Bearer ${TOKEN}`, ...headers } });
+      expect(bare.status).toBe(400);
+      expect(await bare.json()).toEqual({ error: { code: "invalid_request", message: "the body is required: send it as JSON, with the header Content-Type: application/json" } });
+    }
+    expect((await call("GET", "/v1/queues/q")).body).toEqual(limited);
+    expect((await call("PUT", "/v1/queues/q", {})).body).toEqual({ ...limited, maxLeased: null, ratePerSecond: null, burst: null });
+  });
+
+  test("a burst that is a number needs a ratePerSecond that is one, by the server and by the document alike", async () => {
+    const { call } = await withJobs(1);
+    const valid = documentSchemas(await servedDocument()).body("/v1/queues/{queue}", "put");
+    const bodies = [{}, { burst: null }, { ratePerSecond: null, burst: null }, { ratePerSecond: 2 }, { ratePerSecond: 2, burst: null }, { ratePerSecond: 2, burst: 5 }, { burst: 5 }, { burst: 5, ratePerSecond: null }];
+    const judged = [];
+    for (const body of bodies) judged.push({ body, byDocument: valid(body).valid, byServer: (await call("PUT", "/v1/queues/q", body)).status === 200 });
+    expect(judged.filter(({ byDocument, byServer }) => byDocument !== byServer)).toEqual([]);
+    expect(judged.filter(({ byServer }) => !byServer).map(({ body }) => body)).toEqual([{ burst: 5 }, { burst: 5, ratePerSecond: null }]);
   });
 
   test("a maxLeased that is not a positive integer is 400 invalid_request and changes nothing", async () => {

@@ -1,11 +1,13 @@
 import { createHash } from "node:crypto";
 import { createClient } from "@libsql/client";
-import { describe, expect, test } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import { authFromEnv } from "../../src/index.ts";
 import { Hono } from "hono";
 import { createApp } from "../../src/index.ts";
 import { errorResponse } from "../../src/http/errors.ts";
 import { bearerAuth } from "../../src/http/middleware/auth.ts";
+import type { TokenInfo } from "../../src/store/tokens.ts";
+import { Revocations } from "../../src/wait/revocations.ts";
 import { freshApp, T, TOKEN } from "../fresh-app.ts";
 
 // The token routes, and what a token made through them is let do: its
@@ -138,6 +140,68 @@ describe("DELETE /v1/tokens/:id", () => {
   });
 });
 
+describe("a revoke ends the token's waiting calls", () => {
+  /** An app whose Revocations the test can watch, and a worker token for queue q. */
+  async function watchedApp(recheckMs?: number) {
+    const found: { find?: (secret: string) => Promise<TokenInfo | null> } = {};
+    const revocations = new Revocations((secret) => found.find!(secret), { recheckMs });
+    const fresh = await freshApp({ revocations });
+    found.find = (secret) => fresh.store.tokens.find(secret);
+    const { token, id } = (await fresh.call("POST", "/v1/tokens", { role: "worker", queues: ["q"] })).body;
+    return { ...fresh, revocations, token, id };
+  }
+
+  test("through this server: a waiting claim and a job's long poll answer 401 at once, and a job enqueued after the revoke stays queued", async () => {
+    const { call, revocations, token, id } = await watchedApp();
+    await call("POST", "/v1/jobs", { id: "read-me", queue: "q", delayMs: 60_000 });
+    const started = performance.now();
+    const claiming = call("POST", "/v1/queues/q/claim", { owner: "W", ttlMs: 30_000, waitMs: 10_000 }, bearer(token));
+    const reading = call("GET", "/v1/jobs/read-me?waitMs=10000", undefined, bearer(token));
+    await vi.waitFor(() => expect(revocations.watching).toBe(2));
+    expect((await call("DELETE", `/v1/tokens/${id}`)).status).toBe(200);
+    await call("POST", "/v1/jobs", { id: "after", queue: "q", payload: { secret: 1 } });
+    const revoked = { code: "unauthorized", message: "the bearer token was revoked while this call waited; nothing was handed out" };
+    expect(await claiming).toMatchObject({ status: 401, body: { error: revoked } });
+    expect(await reading).toMatchObject({ status: 401, body: { error: revoked } });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(revocations.watching).toBe(0);
+    expect((await call("GET", "/v1/jobs/after")).body).toMatchObject({ status: "queued", attempts: 0, fence: 0 });
+    expect((await call("POST", "/v1/queues/q/claim", { owner: "V", ttlMs: 30_000 })).body.leases).toMatchObject([{ fence: 1, job: { id: "after" } }]);
+  });
+
+  test("a waiting claim of another token, and one of the same token that ends before the revoke, are left as they are", async () => {
+    const { call, revocations, token, id } = await watchedApp();
+    const other = (await call("POST", "/v1/tokens", { role: "worker", queues: ["q"] })).body.token;
+    expect((await call("POST", "/v1/queues/q/claim", { owner: "W", ttlMs: 30_000, waitMs: 1 }, bearer(token))).body).toMatchObject({ leases: [] });
+    const waiting = call("POST", "/v1/queues/q/claim", { owner: "O", ttlMs: 30_000, waitMs: 10_000 }, bearer(other));
+    await vi.waitFor(() => expect(revocations.watching).toBe(1));
+    expect((await call("DELETE", `/v1/tokens/${id}`)).status).toBe(200);
+    await call("POST", "/v1/jobs", { id: "for-other", queue: "q" });
+    expect((await waiting).body.leases).toMatchObject([{ fence: 1, job: { id: "for-other" } }]);
+  });
+
+  test("through another server on the same database: a waiting claim here answers 401 at its next look at the token", async () => {
+    const { call, url, token, id } = await watchedApp();
+    const { openStore } = await import("../../src/node.ts");
+    const otherStore = await openStore({ url });
+    const revocations = new Revocations((secret) => otherStore.tokens.find(secret), { recheckMs: 100 });
+    const other = createApp({ store: otherStore, auth: { tokens: [TOKEN] }, revocations });
+    try {
+      const started = performance.now();
+      const waiting = other.request("/v1/queues/q/claim", { method: "POST", headers: { ...bearer(token), "Content-Type": "application/json" }, body: JSON.stringify({ owner: "W", ttlMs: 30_000, waitMs: 10_000 }) });
+      await vi.waitFor(() => expect(revocations.watching).toBe(1));
+      expect((await call("DELETE", `/v1/tokens/${id}`)).status).toBe(200);
+      const answer = await waiting;
+      expect(answer.status).toBe(401);
+      expect(performance.now() - started).toBeLessThan(5_000);
+      await call("POST", "/v1/jobs", { id: "later", queue: "q" });
+      expect((await call("GET", "/v1/jobs/later")).body).toMatchObject({ status: "queued", fence: 0 });
+    } finally {
+      otherStore.close();
+    }
+  });
+});
+
 describe("GET /v1/tokens/self", () => {
   test("a configured token, and every caller with auth off, is admin for every queue, with no id or name", async () => {
     const { call } = await freshApp();
@@ -175,16 +239,35 @@ describe("queue names and prefixes", () => {
 });
 
 describe("what a token learns of queues it may not see", () => {
-  test("listing jobs without a queue shows only its queues' jobs; the cursor goes on through the others", async () => {
+  test("listing jobs without a queue pages through its queues' jobs only: full pages, and a cursor that never names another queue's job", async () => {
     const { call } = await freshApp();
-    await call("POST", "/v1/queues/mail/jobs", { jobs: [{ id: "a" }, { id: "c" }] });
+    await call("POST", "/v1/queues/mail/jobs", { jobs: [{ id: "a" }, { id: "c" }, { id: "e" }] });
     await call("POST", "/v1/queues/invoices/jobs", { jobs: [{ id: "b" }, { id: "d" }] });
+    await call("POST", "/v1/queues/mail-eu/jobs", { jobs: [{ id: "f" }] });
+    await call("POST", "/v1/queues/mail/claim", { owner: "W", ttlMs: 30_000, limit: 2 }); // a and c are leased
+    const { token } = (await call("POST", "/v1/tokens", { role: "reader", queues: ["invoices", "mail-*"] })).body;
+    const seen: unknown[] = [];
+    for (let cursor = ""; ; ) {
+      const page = await call("GET", `/v1/jobs?limit=1${cursor}`, undefined, bearer(token));
+      seen.push(page.body.jobs.map((job: { id: string }) => job.id), page.body.nextCursor);
+      if (page.body.nextCursor === null) break;
+      cursor = `&cursor=${page.body.nextCursor}`;
+    }
+    expect(seen).toEqual([["b"], "b", ["d"], "d", ["f"], null]);
+    // Nor does a status: a and c, of mail, are the only leased jobs.
+    expect((await call("GET", "/v1/jobs?limit=1&status=leased", undefined, bearer(token))).body).toEqual({ jobs: [], nextCursor: null });
+  });
+
+  test("a job's events of a queue the token may not see: an empty page whose cursor says nothing of its history", async () => {
+    const { call } = await freshApp();
+    await call("POST", "/v1/jobs", { id: "m1", queue: "mail" });
+    await call("POST", "/v1/jobs/m1/claim", { owner: "W", ttlMs: 30_000 });
+    await call("POST", "/v1/jobs/m1/complete", { owner: "W", fence: 1, result: 1 });
+    expect((await call("GET", "/v1/jobs/m1/events?limit=1")).body.nextCursor).toBe("1");
     const { token } = (await call("POST", "/v1/tokens", { role: "reader", queues: ["invoices"] })).body;
-    const first = await call("GET", "/v1/jobs?limit=2", undefined, bearer(token));
-    expect(first.body.jobs.map((job: { id: string }) => job.id)).toEqual(["b"]);
-    expect(first.body.nextCursor).toBe("b");
-    const second = await call("GET", "/v1/jobs?limit=2&cursor=b", undefined, bearer(token));
-    expect(second.body).toMatchObject({ jobs: [{ id: "d" }], nextCursor: null });
+    for (const query of ["limit=1", "limit=1&cursor=1", "limit=2"]) {
+      expect((await call("GET", `/v1/jobs/m1/events?${query}`, undefined, bearer(token))).body, query).toEqual({ events: [], nextCursor: null });
+    }
   });
 
   test("an enqueue of an id taken in another queue: 409 conflict that shows nothing of that job, and nothing changes", async () => {

@@ -39,6 +39,17 @@ const POSTS: [string, Post | undefined][] = [["fetch", undefined], ["the Node se
 describe.each(POSTS)("a delivery through %s", (_name, post) => {
   const pushedJob: typeof pushedJobWith = (answer, options = {}) => pushedJobWith(answer, { ...options, post });
 
+  /** Answered 200 with `body`, which cannot be the result: the job is done all the same, its result null, and `error` recorded with the delivery. */
+  async function doneWithResultNull(body: string, error: string) {
+    const { run, store, clock } = await pushedJob(answerWith(200, body));
+    expect(await run()).toMatchObject({ outcome: "success", status: 200, error, written: "completed" });
+    expect(await store.get("job-1", { now: clock.now })).toMatchObject({ status: "done", result: "null", attempts: 1 });
+    expect((await history(store)).slice(2)).toEqual([
+      { kind: "pushed", action: "success", owner: PUSH_OWNER, fence: 1, httpStatus: 200, error },
+      { kind: "completed", action: null, owner: PUSH_OWNER, fence: 1, httpStatus: null, error: null },
+    ]);
+  }
+
   test("POSTs the job as the API shows it, with the lease in headers, signed with the queue's secret", async () => {
     const { run, endpoint, secret, lease, clock } = await pushedJob(answerWith(200, { sent: true }));
     await run();
@@ -89,15 +100,27 @@ describe.each(POSTS)("a delivery through %s", (_name, post) => {
     expect((await store.get("job-1", { now: clock.now }))?.result).toBe('"sent to ada"');
   });
 
+  test("answered 2xx with JSON that a result sent through the API may not be: done all the same, its result null, why said in the delivery's error", async () => {
+    const cases = [
+      { body: `${"[".repeat(100_000)}1${"]".repeat(100_000)}`, unfit: "nests more than 64 levels of arrays and objects" },
+      { body: `${"[".repeat(65)}1${"]".repeat(65)}`, unfit: "nests more than 64 levels of arrays and objects" },
+      { body: '{"order":{"ids":[1,12345678901234567891]}}', unfit: "holds a number that cannot be kept exactly (at order.ids.1)" },
+      { body: "1e400", unfit: "holds a number that cannot be kept exactly" },
+    ];
+    for (const { body, unfit } of cases) await doneWithResultNull(body, `the endpoint answered 200 with JSON that ${unfit}, which a result may not: the job is done with the result null`);
+  });
+
+  test("answered 2xx with JSON nested 64 levels, or with brackets that are not JSON: kept as a result sent through the API would be", async () => {
+    const deepest = `${"[".repeat(64)}1${"]".repeat(64)}`;
+    for (const [body, result] of [[deepest, deepest], ["[".repeat(1_000), JSON.stringify("[".repeat(1_000))]]) {
+      const { run, store, clock } = await pushedJob(answerWith(200, body));
+      expect(await run()).toMatchObject({ outcome: "success", error: null, written: "completed" });
+      expect((await store.get("job-1", { now: clock.now })).result).toBe(result);
+    }
+  });
+
   test("answered 2xx with a body over 1 MiB: done all the same, its result null, the cut said in the delivery's error", async () => {
-    const { run, store, clock } = await pushedJob(answerWith(200, "x".repeat(MAX_ANSWER_BYTES + 1)));
-    const error = `the endpoint answered 200 with a body over ${MAX_ANSWER_BYTES} bytes, too large for a result: the job is done with the result null`;
-    expect(await run()).toMatchObject({ outcome: "success", status: 200, error, written: "completed" });
-    expect(await store.get("job-1", { now: clock.now })).toMatchObject({ status: "done", result: "null", attempts: 1 });
-    expect((await history(store)).slice(2)).toEqual([
-      { kind: "pushed", action: "success", owner: PUSH_OWNER, fence: 1, httpStatus: 200, error },
-      { kind: "completed", action: null, owner: PUSH_OWNER, fence: 1, httpStatus: null, error: null },
-    ]);
+    await doneWithResultNull("x".repeat(MAX_ANSWER_BYTES + 1), `the endpoint answered 200 with a body over ${MAX_ANSWER_BYTES} bytes, too large for a result: the job is done with the result null`);
   });
 
   test("answered 2xx whose body then breaks off, or never ends: done with the result null, the status kept, the break said", async () => {

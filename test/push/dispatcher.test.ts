@@ -38,6 +38,29 @@ async function dispatching(store: LeaseStore, options: { recheckMs?: number; ref
   };
 }
 
+/**
+ * Queue "mail" pushed to `url` with one slot, and a dispatcher on it; `enqueue`
+ * rings as the API's enqueue does, and `workerWaitingFor` starts a long poll
+ * of the queue, lets its first claim find nothing, then enqueues `id`.
+ */
+async function pushedAndPolled(url: string) {
+  const { store } = await freshStore();
+  await store.push.put("mail", { url, timeoutMs: 10_000, maxInFlight: 1 });
+  const pushing = await dispatching(store);
+  const enqueue = async (id: string) => {
+    const now = Date.now();
+    await store.enqueue(id, { queue: "mail", now });
+    await wakeWith(pushing.waits).enqueued("mail", [now], now);
+  };
+  const workerWaitingFor = async (id: string) => {
+    const worker = pushing.waits.claimNext({ queue: "mail", owner: "worker", ttlMs: 60_000, limit: 1, waitMs: 3_000 }, new AbortController().signal);
+    await sleep(50); // its first claim found nothing: it waits behind the dispatcher
+    await enqueue(id);
+    return worker;
+  };
+  return { ...pushing, enqueue, workerWaitingFor };
+}
+
 /** Waits until `ready` holds, checking every 10 ms, for at most `ms`. */
 async function until(ready: () => boolean, ms = 5_000): Promise<void> {
   const deadline = performance.now() + ms;
@@ -102,6 +125,40 @@ describe("the push dispatcher", () => {
       await (await reopen()).push.put("mail", { url: endpoint.url, maxInFlight: 2 });
       await until(() => endpoint.received.length === 2, 1_000);
       expect(leaseOf(endpoint.received[1]!).id).toBe("job-2");
+    } finally {
+      await pushing.stop();
+    }
+  });
+
+  test("while its deliveries fill the queue's slots, an enqueue's ring passes the dispatcher by and wakes the worker waiting after it", async () => {
+    const endpoint = await startEndpoint(answerWith(200, { ok: true }, {}, 2_000)); // slow: its one slot stays taken
+    const pushing = await pushedAndPolled(endpoint.url);
+    try {
+      await pushing.enqueue("job-1");
+      await until(() => endpoint.received.length === 1); // on its way: the dispatcher has no delivery free
+      const claimsBefore = pushing.counted.claims;
+      const claimed = await pushing.workerWaitingFor("job-2");
+      expect(claimed.waitedMs).toBeLessThan(1_000); // rung, not answered at its deadline
+      expect(claimed.leases.map((lease) => lease.job.id)).toEqual(["job-2"]);
+      expect(pushing.counted.claims).toBe(claimsBefore); // the dispatcher, with no delivery free, claimed nothing
+      expect(endpoint.received).toHaveLength(1);
+    } finally {
+      await pushing.stop();
+    }
+  });
+
+  test("while 202 leases hold the queue's slots, a dispatcher that was rung and took nothing hands the ring on to the worker waiting after it", async () => {
+    const endpoint = await startEndpoint(answerWith(202));
+    const pushing = await pushedAndPolled(endpoint.url);
+    try {
+      await pushing.enqueue("job-1");
+      await until(() => endpoint.received.length === 1);
+      await until(() => pushing.dispatcher.inFlight === 0); // answered 202: the endpoint holds the slot, not a delivery
+      const claimed = await pushing.workerWaitingFor("job-2");
+      expect(claimed.waitedMs).toBeLessThan(1_000);
+      expect(claimed.leases.map((lease) => lease.job.id)).toEqual(["job-2"]);
+      expect((await pushing.store.get("job-1")).owner).toBe(PUSH_OWNER); // the endpoint's lease is untouched
+      expect(endpoint.received).toHaveLength(1);
     } finally {
       await pushing.stop();
     }

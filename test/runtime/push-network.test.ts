@@ -32,7 +32,11 @@ describe("private addresses", () => {
       ["169.254.169.254", "link-local"], ["fe80::1", "link-local"],
       ["192.0.2.1", "reserved"], ["198.18.0.1", "reserved"], ["255.255.255.255", "reserved"], ["2001:db8::1", "reserved"], ["::7f00:1", "reserved"],
       ["224.0.0.1", "multicast"], ["ff02::1", "multicast"],
-      ["8.8.8.8", null], ["172.32.0.1", null], ["100.128.0.1", null], ["1.1.1.1", null], ["2606:4700:4700::1111", null], ["64:ff9b::808:808", null],
+      // NAT64 (64:ff9b::/96) reaches the IPv4 address it carries: that address decides. 6to4 is refused whole.
+      ["64:ff9b::7f00:1", "NAT64-mapped loopback"], ["64:ff9b::127.0.0.1", "NAT64-mapped loopback"], ["64:ff9b::a9fe:a9fe", "NAT64-mapped link-local"],
+      ["64:ff9b::a00:1", "NAT64-mapped private"], ["64:ff9b::", "NAT64-mapped unspecified"], ["64:ff9b:1::808:808", "reserved"],
+      ["2002:7f00:1::1", "6to4"], ["2002:808:808::1", "6to4"], ["2002::", "6to4"],
+      ["8.8.8.8", null], ["64:ff9b::1.1.1.1", null], ["172.32.0.1", null], ["100.128.0.1", null], ["1.1.1.1", null], ["2606:4700:4700::1111", null], ["64:ff9b::808:808", null],
       ["example.com", null], ["localhost", null],
     ];
     expect(named.map(([address]) => [address, privateRange(address)])).toEqual(named);
@@ -40,7 +44,7 @@ describe("private addresses", () => {
 
   test("with deny, a put of a URL whose host is a private IP or localhost is refused, saying how to allow it; names and public IPs are taken", () => {
     const { checkUrl } = pushNetwork("deny");
-    for (const url of ["http://127.0.0.1:8080/push", "http://2130706433/", "http://[::1]/", "http://[::ffff:127.0.0.1]/", "https://10.0.0.7/", "http://169.254.169.254/latest/meta-data/", "http://localhost:3000/", "http://api.localhost/"]) {
+    for (const url of ["http://127.0.0.1:8080/push", "http://2130706433/", "http://[::1]/", "http://[::ffff:127.0.0.1]/", "https://10.0.0.7/", "http://169.254.169.254/latest/meta-data/", "http://localhost:3000/", "http://api.localhost/", "http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "http://[2002:a9fe:a9fe::]/"]) {
       expect(() => checkUrl(url), url).toThrow(InvalidArgument);
     }
     expect(() => checkUrl("http://169.254.169.254/latest/")).toThrow(
@@ -70,6 +74,9 @@ describe("private addresses", () => {
     // One private address among public ones is enough to refuse.
     const mixed = pushNetwork("deny", resolving("endpoint.test", ["93.184.215.14", "10.0.0.1"]));
     await expect(mixed.post(named, { ...REQUEST, signal })).rejects.toMatchObject({ cause: { message: expect.stringMatching(/^endpoint\.test resolves to 10\.0\.0\.1, a private address/) } });
+    // So is a name that a DNS64 answers with the NAT64 address of a private one.
+    const nat64 = pushNetwork("deny", resolving("endpoint.test", ["64:ff9b::a00:1"]));
+    await expect(nat64.post(named, { ...REQUEST, signal })).rejects.toMatchObject({ cause: { message: expect.stringMatching(/^endpoint\.test resolves to 64:ff9b::a00:1, a NAT64-mapped private address/) } });
     expect(endpoint.received).toEqual([]);
   });
 

@@ -5,13 +5,16 @@ import { libsqlDriver } from "../../src/drivers/libsql-client.ts";
 import { migrate } from "../../src/index.ts";
 import { openStore, readMigrations } from "../../src/node.ts";
 import { LeaseStore } from "../../src/store/store.ts";
+import { jsonDepthContract } from "../contract/json-depth.contract.ts";
 import { storageContract } from "../contract/storage.contract.ts";
 import { freshStore, freshUrl } from "../fresh-db.ts";
 
-// What the store keeps, and what it costs to keep, on libSQL over a real file;
-// the same suite runs on D1 in test/worker/store-d1.test.ts. Below it, what
-// only a file shows: who takes the write lock, and a migration of old rows.
+// What the store keeps, what it costs to keep, and how deep its JSON values
+// may nest, on libSQL over a real file; the same suites run on D1 in
+// test/worker/store-d1.test.ts. Below them, what only a file shows: who takes
+// the write lock, and a migration of old rows.
 storageContract(freshStore);
+jsonDepthContract(freshStore);
 
 const T = 1_000_000;
 

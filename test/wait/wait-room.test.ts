@@ -44,6 +44,26 @@ describe("WaitRoom", () => {
     expect(woken).toEqual([0, 1]);
   });
 
+  test("a waiter whose limit is 0 for now (a dispatcher with every delivery out) is passed by a ring and a wake; passOn wakes the next, never itself", async () => {
+    const room = new WaitRoom({ recheckMs: 0 });
+    const { waiters, woken, settled } = line(room, 3);
+    waiters[0]!.limit = 0;
+    room.ring("q", 1);
+    await settled();
+    expect(woken).toEqual([1]); // not the first, which could take nothing
+    room.wake("q");
+    await settled();
+    expect(woken).toEqual([1, 2]);
+    waiters[2]!.claiming();
+    void waiters[2]!.sleep(FAR()).then(() => woken.push(2));
+    waiters[0]!.limit = 1;
+    waiters[0]!.passOn(); // its claim came back short: the next that may take a job wakes, not itself
+    await settled();
+    expect(woken).toEqual([1, 2, 2]);
+    expect(waiters[0]!.owed).toBe(false);
+    for (const waiter of waiters) waiter.leave();
+  });
+
   test("a ring that comes while a waiter claims is kept: its next sleep returns at once", async () => {
     const room = new WaitRoom({ recheckMs: 0 });
     const waiter = room.enterQueue("q", 1)!;

@@ -1,8 +1,8 @@
-import { createExecutionContext, env, runInDurableObject, SELF } from "cloudflare:test";
+import { createExecutionContext, env, SELF } from "cloudflare:test";
 import { describe, expect, test } from "vitest";
-import worker, { type QueueDoorbell, type QueueObject } from "../../src/worker.ts";
+import worker from "../../src/worker.ts";
 import { shardOf } from "../../src/runtime/cloudflare/directory.ts";
-import { firstRow, MODE, queueObject, rows } from "./storage-mode.ts";
+import { firstRow, MODE, rows, waitingIn } from "./storage-mode.ts";
 
 // Long polls in the Workers runtime, on the real clock, in either storage mode:
 // a waiting claim waits in its queue's Durable Object, rung by the Worker's
@@ -29,13 +29,6 @@ async function claim(queue: string, body: Record<string, unknown>, signal?: Abor
   expect(response.status).toBe(200);
   const { leases } = (await response.json()) as { leases: Lease[] };
   return { leases, ms: performance.now() - started };
-}
-
-/** How many claims wait in `queue`'s object. */
-function waitingIn(queue: string): Promise<number> {
-  if (MODE === "objects") return runInDurableObject(queueObject(queue), (object: QueueObject) => object.waiting);
-  const stub = env.DOORBELL!.get(env.DOORBELL!.idFromName(queue));
-  return runInDurableObject(stub as never, (doorbell: QueueDoorbell) => doorbell.waiting);
 }
 
 /** `count` ids starting with `prefix` that one directory shard holds (in objects mode an enqueue binds its id there first). */

@@ -77,6 +77,7 @@ describe("the Worker on D1 brings its schema up to date before it serves", () =>
     const before = await names(db);
     const response = await firstRequest(db, "/v1/jobs", { method: "POST", body: JSON.stringify({ id: "job-1" }) });
     expect(response.status).toBe(503);
+    expect(response.headers.get("Retry-After")).toBe("60"); // as the OpenAPI document declares for every 503
     expect(await response.json()).toEqual({
       error: {
         code: "migration_changed",

@@ -2,7 +2,7 @@ import { createExecutionContext, env, SELF } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 import worker from "../../src/worker.ts";
 import type { ErrorBody } from "../../src/http/errors.ts";
-import { firstRow, housekeeping, MODE } from "./storage-mode.ts";
+import { firstRow, housekeeping, MODE, rows } from "./storage-mode.ts";
 
 // The Worker's API in either storage mode (vitest.config.ts runs this file in both).
 // T is ahead of the real clock: an object's alarm is armed for the test's times
@@ -19,6 +19,9 @@ function call(method: string, path: string, body?: unknown): Promise<Response> {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 }
+
+/** Arrays nested `depth` levels around 1, as JSON text. */
+const nestedText = (depth: number) => `${"[".repeat(depth)}1${"]".repeat(depth)}`;
 
 async function row(id: string, queue = "default") {
   return firstRow(queue, "SELECT owner, until, fence, done, result FROM jobs WHERE id = ?", id);
@@ -136,6 +139,76 @@ describe(`the Worker in ${MODE} mode`, () => {
     expect(response.status).toBe(400);
     expect(((await response.json()) as ErrorBody).error.message).toMatch(/^payload\.order is a number that cannot be kept exactly/);
     expect(await row("big")).toBeNull();
+  });
+
+  test("one depth for JSON, as on Node: a body nested 500,000 levels is refused as it is read, a payload nested 65 is refused naming it, one nested 64 is kept", async () => {
+    const send = (body: string) => SELF.fetch("https://fencelease.test/v1/jobs", { method: "POST", headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" }, body });
+    const deep = await send(`{"id":"depth-500000","queue":"depth","payload":${nestedText(500_000)}}`);
+    expect(deep.status).toBe(400);
+    expect(((await deep.json()) as ErrorBody).error).toEqual({
+      code: "invalid_request",
+      message: "the body must nest at most 68 levels of arrays and objects (a payload, result or progress at most 64); flatten it, or send its deep part as a string",
+    });
+    const over = await send(`{"id":"depth-65","queue":"depth","payload":${nestedText(65)}}`);
+    expect(over.status).toBe(400);
+    expect(((await over.json()) as ErrorBody).error.message).toBe("payload must nest at most 64 levels of arrays and objects; flatten it, or send its deep part as a string");
+    expect(await row("depth-500000", "depth")).toBeNull();
+    expect(await row("depth-65", "depth")).toBeNull();
+    expect((await send(`{"id":"depth-64","queue":"depth","payload":${nestedText(64)}}`)).status).toBe(201);
+    expect(((await (await call("GET", "/v1/jobs/depth-64")).json()) as { payload: unknown }).payload).toEqual(JSON.parse(nestedText(64)));
+  });
+
+  test("a job stored nested deeper before the limit, beside an object with a numeric key: its reads, the page and a claim of 2 answer 200 with its payload as text, and the claim holds", async () => {
+    expect((await call("POST", "/v1/jobs", { id: "stored-deep", queue: "old", payload: 1 })).status).toBe(201);
+    expect((await call("POST", "/v1/jobs", { id: "stored-numeric", queue: "old", payload: { 1: "one" } })).status).toBe(201);
+    const deep = nestedText(100_000);
+    await rows("old", "UPDATE jobs SET payload = ?1 WHERE id = 'stored-deep'", deep); // as an earlier version stored it
+
+    const read = await call("GET", "/v1/jobs/stored-deep");
+    expect(read.status).toBe(200);
+    expect(((await read.json()) as { payload: unknown }).payload).toBe(deep);
+    const page = await call("GET", "/v1/jobs?queue=old");
+    expect(page.status).toBe(200);
+    expect(((await page.json()) as { jobs: { id: string }[] }).jobs.map((job) => job.id)).toEqual(["stored-deep", "stored-numeric"]);
+    const claim = await call("POST", "/v1/queues/old/claim", { owner: "A", ttlMs: TTL, limit: 2 });
+    expect(claim.status).toBe(200);
+    const leases = ((await claim.json()) as { leases: { fence: number; job: { id: string; payload: unknown } }[] }).leases;
+    expect(leases.map((lease) => lease.job.id)).toEqual(["stored-deep", "stored-numeric"]);
+    expect(leases[0]!.job.payload).toBe(deep);
+    const { fence } = leases[0]!; // the fence floor, which other tests of this file may have raised, plus one
+    expect(await row("stored-deep", "old")).toMatchObject({ owner: "A", fence });
+    expect((await call("POST", "/v1/jobs/stored-deep/complete", { owner: "A", fence, result: "read" })).status).toBe(200);
+  });
+
+  test("a queue's limits put with no body at all are 400 the body is required, and stay, as on Node", async () => {
+    expect((await call("PUT", "/v1/queues/limited", { maxLeased: 3 })).status).toBe(200);
+    const bare = await SELF.fetch("https://fencelease.test/v1/queues/limited", { method: "PUT", headers: { Authorization: `Bearer ${TOKEN}` } });
+    expect(bare.status).toBe(400);
+    expect(((await bare.json()) as ErrorBody).error.message).toBe("the body is required: send it as JSON, with the header Content-Type: application/json");
+    expect(((await (await call("GET", "/v1/queues/limited")).json()) as { maxLeased: number }).maxLeased).toBe(3);
+  });
+
+  test("a queue path with a malformed % escape (%ZZ, %, %E0%A4%A) names the queue of that very text, as on Node; a body's queue of a lone surrogate is 400", async () => {
+    for (const queue of ["%ZZ", "%", "%E0%A4%A"]) {
+      const response = await call("POST", `/v1/queues/${queue}/jobs`, { jobs: [{ id: `escaped-${queue}` }] });
+      expect(response.status, queue).toBe(200);
+      expect(await response.json()).toEqual({ jobs: [{ id: `escaped-${queue}`, created: true }] });
+      expect(await (await call("GET", `/v1/jobs/${encodeURIComponent(`escaped-${queue}`)}`)).json()).toMatchObject({ queue, status: "queued" });
+    }
+    const surrogate = await SELF.fetch("https://fencelease.test/v1/jobs", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+      body: '{"id":"lone","queue":"\\ud800"}',
+    });
+    expect(surrogate.status).toBe(400);
+    expect(((await surrogate.json()) as ErrorBody).error).toEqual({ code: "invalid_request", message: "queue must be well-formed text without NUL characters" });
+    expect((await call("GET", "/v1/jobs/lone")).status).toBe(404);
+    const next = await SELF.fetch("https://fencelease.test/v1/leases/complete", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+      body: '{"owner":"W","leases":[],"next":{"queue":"\\ud800","ttlMs":1000}}',
+    });
+    expect(next.status).toBe(400);
   });
 
   test("healthz answers while the storage does", async () => {

@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import { timingSafeEqual } from "hono/utils/buffer";
 import { queueScope, role, type TokenStore } from "../../store/tokens.ts";
 import { ApiError } from "../api-error.ts";
+import type { Revocations } from "../../wait/revocations.ts";
 import { EVERYTHING, type Grant, type JobQueues, Permit } from "../permit.ts";
 
 declare module "hono" {
@@ -32,13 +33,14 @@ const NOT_CONFIGURED =
 export function requireConfiguredAuth(auth: Auth): MiddlewareHandler {
   const configured = auth === "off" || auth.tokens.length > 0;
   return async function requireConfiguredAuth(_c, next) {
-    if (!configured) throw new ApiError(503, "unavailable", NOT_CONFIGURED);
+    // Retry-After as every 503 has it: a deployment's secret may be set while its clients wait.
+    if (!configured) throw new ApiError(503, "unavailable", NOT_CONFIGURED, { "Retry-After": "60" });
     await next();
   };
 }
 
-/** Where bearerAuth finds tokens made through the API, and how a permit reads jobs' queues. */
-export type TokenLookup = { tokens: Pick<TokenStore, "find">; jobQueues: JobQueues };
+/** Where bearerAuth finds tokens made through the API, how a permit reads jobs' queues, and what ends a revoked token's waiting calls. */
+export type TokenLookup = { tokens: Pick<TokenStore, "find">; jobQueues: JobQueues; revocations?: Revocations };
 
 /** No token made through the API: only the configured ones, each of which may do everything (so no job's queue is ever read). */
 const CONFIGURED_ONLY: TokenLookup = { tokens: { find: async () => null }, jobQueues: async () => new Map() };
@@ -50,13 +52,18 @@ const CONFIGURED_ONLY: TokenLookup = { tokens: { find: async () => null }, jobQu
  * auth off, a permit for everything. Without `lookup`, only the configured
  * tokens are let in.
  */
-export function bearerAuth(auth: Auth, { tokens, jobQueues }: TokenLookup = CONFIGURED_ONLY): MiddlewareHandler {
+export function bearerAuth(auth: Auth, { tokens, jobQueues, revocations }: TokenLookup = CONFIGURED_ONLY): MiddlewareHandler {
   const configured = auth === "off" ? [] : auth.tokens;
   // Tokens already proven valid: at most one entry per configured token, so a
   // lookup can only tell a caller what the 200 tells it anyway, and it spares
   // every later request the hashing of the constant-time comparison.
   const proven = new Set<string>();
-  const permit = (grant: Grant) => new Permit(grant, jobQueues);
+  // A token made through the API can be revoked: its waiting calls are watched (Permit.whileValid).
+  const permit = (grant: Grant, secret?: string) => {
+    const { id } = grant;
+    const watch = id === null || secret === undefined || revocations === undefined ? undefined : (signal: AbortSignal) => revocations.watch({ id, secret }, signal);
+    return new Permit(grant, jobQueues, watch);
+  };
   return async function bearerAuth(c, next) {
     if (auth === "off") {
       c.set("permit", permit(EVERYTHING));
@@ -64,7 +71,7 @@ export function bearerAuth(auth: Auth, { tokens, jobQueues }: TokenLookup = CONF
     }
     const header = c.req.header("Authorization");
     const given = /^Bearer +(\S+) *$/i.exec(header ?? "")?.[1];
-    c.set("permit", permit(given === undefined ? refused(header) : await grantOf(given)));
+    c.set("permit", permit(given === undefined ? refused(header) : await grantOf(given), given));
     await next();
   };
 
@@ -113,13 +120,18 @@ export function grantHeader(grant: Grant): string {
  */
 export function forwardedGrant(jobQueues: JobQueues): MiddlewareHandler {
   return async function forwardedGrant(c, next) {
-    const sent = c.req.header(GRANT_HEADER);
-    if (sent !== undefined) {
-      const grant = JSON.parse(decodeURIComponent(sent)) as Grant;
-      c.set("permit", new Permit({ id: grant.id, name: grant.name, role: role(grant.role), queues: queueScope(grant.queues) }, jobQueues));
-    }
+    const permit = forwardedPermit(c.req.raw.headers, jobQueues);
+    if (permit !== null) c.set("permit", permit);
     await next();
   };
+}
+
+/** The permit of the grant a router sent in GRANT_HEADER (see forwardedGrant); null for the router's own call, which sends none. */
+export function forwardedPermit(headers: Headers, jobQueues: JobQueues): Permit | null {
+  const sent = headers.get(GRANT_HEADER);
+  if (sent === null) return null;
+  const grant = JSON.parse(decodeURIComponent(sent)) as Grant;
+  return new Permit({ id: grant.id, name: grant.name, role: role(grant.role), queues: queueScope(grant.queues) }, jobQueues);
 }
 
 /** Host names that only this machine answers to. */

@@ -1,6 +1,7 @@
 import type { DurableObjectNamespace } from "@cloudflare/workers-types";
 import type { ObjectStorage } from "../../drivers/durable-object-sql.ts";
 import { byShard, type Taken } from "./directory.ts";
+import { KeyLocks } from "./key-locks.ts";
 
 /** The other queues' objects, as one queue's object asks them to let go of an id. */
 export type Releaser = (queue: string, ids: string[]) => Promise<string[]>;
@@ -23,30 +24,6 @@ END;`;
 
 /** How many pending unbinds one round of `flush` sends. */
 const FLUSH_CHUNK = 1_000;
-
-/**
- * KeyLocks runs work holding the locks of some keys: a piece of work waits for
- * every earlier one that holds any of its keys. All of a piece's keys are taken
- * at once, in the turn it arrives, so two pieces never wait for each other.
- */
-class KeyLocks {
-  readonly #held = new Map<string, Promise<void>>();
-
-  async hold<T>(keys: Iterable<string>, work: () => Promise<T>): Promise<T> {
-    const unique = [...new Set(keys)];
-    let release!: () => void;
-    const mine = new Promise<void>((resolve) => (release = resolve));
-    const before = unique.map((key) => this.#held.get(key));
-    for (const key of unique) this.#held.set(key, mine);
-    try {
-      await Promise.all(before);
-      return await work();
-    } finally {
-      release();
-      for (const key of unique) if (this.#held.get(key) === mine) this.#held.delete(key);
-    }
-  }
-}
 
 /**
  * Bindings is one queue's side of the id directory (src/runtime/cloudflare/directory.ts).

@@ -99,20 +99,43 @@ export class Directory extends DurableObject<unknown> {
     await this.#driver.run({ sql: "INSERT INTO queues (queue) VALUES (?1) ON CONFLICT DO NOTHING", args: [queue] });
   }
 
+  /** hasQueue answers whether `queue` is recorded (the registry). */
+  async hasQueue(queue: string): Promise<boolean> {
+    this.#meter.requests++;
+    return (await this.#driver.run({ sql: "SELECT 1 FROM queues WHERE queue = ?1", args: [queue] })).length === 1;
+  }
+
+  /** removeQueue forgets `queue`, whose object holds nothing any more (the registry). */
+  async removeQueue(queue: string): Promise<void> {
+    this.#meter.requests++;
+    await this.#driver.run({ sql: "DELETE FROM queues WHERE queue = ?1", args: [queue] });
+  }
+
   /** queues answers every queue recorded, by name (the registry). */
   async queues(): Promise<string[]> {
     this.#meter.requests++;
     return (await this.#driver.run({ sql: "SELECT queue FROM queues ORDER BY queue", args: [] })).map((row) => row.queue as string);
   }
 
-  /** moveSchedule records that schedule `name` lives in `queue`; answers the queue it lived in before, if another (the registry). */
-  async moveSchedule(name: string, queue: string): Promise<string | null> {
+  /**
+   * holdSchedule holds schedule name `name` for `queue` if no queue holds it;
+   * answers the queue that held it before (null: none, and `queue` holds it
+   * now), which it leaves as it is (the registry).
+   */
+  async holdSchedule(name: string, queue: string): Promise<string | null> {
     this.#meter.requests++;
     const [[before] = []] = (await this.#driver.batch([
       { sql: "SELECT queue FROM schedules WHERE name = ?1", args: [name] },
-      { sql: "INSERT INTO schedules (name, queue) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET queue = excluded.queue", args: [name, queue] },
+      { sql: "INSERT INTO schedules (name, queue) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING", args: [name, queue] },
     ])) as [{ queue: string }[]];
-    return before && before.queue !== queue ? before.queue : null;
+    return before?.queue ?? null;
+  }
+
+  /** moveSchedule records that schedule `name` lives in `to` if it still lives in `from`; answers whether it did (the registry). */
+  async moveSchedule(name: string, from: string, to: string): Promise<boolean> {
+    this.#meter.requests++;
+    const moved = await this.#driver.run({ sql: "UPDATE schedules SET queue = ?3 WHERE name = ?1 AND queue = ?2 RETURNING name", args: [name, from, to] });
+    return moved.length === 1;
   }
 
   /** scheduleQueue answers the queue schedule `name` lives in, or null (the registry). */

@@ -1,16 +1,31 @@
 import type { DurableObjectNamespace } from "@cloudflare/workers-types";
 import { GRANT_HEADER, grantHeader } from "../../http/middleware/auth.ts";
-import type { Grant } from "../../http/permit.ts";
+import { type Action, type Grant, mayTake } from "../../http/permit.ts";
 import type { PushStats } from "../../store/push.ts";
 import { byShard, registry } from "./directory.ts";
 import type { WorkerEnv } from "./env.ts";
-import { QUEUE_HEADER, type QueueObject } from "./queue-object.ts";
+import { NO_QUEUE, QUEUE_HEADER, type QueueObject } from "./queue-object.ts";
 
 /** How many ids the Worker remembers the queue of, per isolate. */
 export const REMEMBERED_IDS = 100_000;
 
-/** A request as the router hands it on: its method, URL, headers and signal, its body read once, and what the caller's token may do (none on the open routes). */
-export type Call = { request: Request; body: ArrayBuffer | string | null; grant?: Grant };
+/** A request as the router hands it on: its method, URL, headers and signal (or `signal` in its place), its body read once, and what the caller's token may do (none on the open routes). */
+export type Call = { request: Request; body: ArrayBuffer | string | null; grant?: Grant; signal?: AbortSignal };
+
+/**
+ * The object a call of `action` on `queue` goes to: the queue's, when the
+ * call's token may take that action there (or the call has no token: an open
+ * route); else the one that holds none, whose app refuses it with the very
+ * answer the queue's would give, so that a refused call makes no object.
+ */
+export function allowedQueue(call: Call, action: Action, queue: string): string {
+  return call.grant === undefined || mayTake(call.grant, action, queue) ? queue : NO_QUEUE;
+}
+
+/** The object a body's `queue` goes to: its own, or, for what names no queue (not a string, not well-formed text), the one that holds none, whose app says what is wrong. */
+export function bodyQueue(queue: unknown): string {
+  return typeof queue === "string" && queue.isWellFormed() ? queue : NO_QUEUE;
+}
 
 /**
  * Objects is the Worker's side of objects mode: it sends a request to a
@@ -29,6 +44,7 @@ export class Objects {
   readonly #queues: DurableObjectNamespace<QueueObject>;
   readonly #directory: DurableObjectNamespace;
   readonly #remembered = new Map<string, string>();
+  readonly #listed = new Set<string>();
 
   constructor(env: WorkerEnv) {
     this.#queues = env.QUEUES! as unknown as DurableObjectNamespace<QueueObject>;
@@ -55,7 +71,7 @@ export class Objects {
     if (call.grant !== undefined) headers.set(GRANT_HEADER, grantHeader(call.grant));
     headers.set(QUEUE_HEADER, encodeURIComponent(queue));
     const stub = this.#queues.get(this.#queues.idFromName(queue));
-    const init = { method: call.request.method, headers, body, signal: call.request.signal };
+    const init = { method: call.request.method, headers, body, signal: call.signal ?? call.request.signal };
     return stub.fetch(url.href, init as never) as unknown as Promise<Response>;
   }
 
@@ -102,6 +118,22 @@ export class Objects {
   /** forget drops what is remembered of `id` (its job is gone, or elsewhere). */
   forget(id: string): void {
     this.#remembered.delete(id);
+  }
+
+  /**
+   * The object a read of `queue` goes to: as allowedQueue, and the one that
+   * holds none when the registry does not list the queue (no object holds
+   * anything of it), which answers as an empty queue: a read makes no object.
+   * A queue seen listed is remembered (REMEMBERED_IDS at most); one let go of
+   * since is asked of its object, which then holds nothing, and answers so.
+   */
+  async readable(call: Call, queue: string): Promise<string> {
+    const allowed = allowedQueue(call, "read", queue);
+    if (allowed === NO_QUEUE || this.#listed.has(allowed)) return allowed;
+    if (!(await registry(this.#directory).hasQueue(allowed))) return NO_QUEUE;
+    this.#listed.add(allowed);
+    if (this.#listed.size > REMEMBERED_IDS) this.#listed.delete(this.#listed.values().next().value!);
+    return allowed;
   }
 
   /** Every queue that holds or held something, by name (the registry). */

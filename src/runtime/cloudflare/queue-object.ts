@@ -1,9 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
+import { tryDecodeURIComponent } from "hono/utils/url";
 import type { DurableObjectNamespace, DurableObjectState, DurableObjectStub, Request as WorkerRequest, Response as WorkerResponse } from "@cloudflare/workers-types";
 import { metered, objectDriver } from "../../drivers/durable-object-sql.ts";
 import type { Row } from "../../drivers/driver.ts";
 import { createApp } from "../../http/app.ts";
-import { EnqueueBody, EnqueueManyBody } from "../../http/jobs.ts";
+import { errorAnswer } from "../../http/errors.ts";
+import { EnqueueBody, EnqueueManyBody, takenUnseen } from "../../http/jobs.ts";
+import { forwardedPermit, GRANT_HEADER } from "../../http/middleware/auth.ts";
 import { CRON_MAX_CHUNKS, didAnything, maintain, maintainedLine, RETENTION_MS, wakeAfter } from "../../store/maintenance.ts";
 import { migrate } from "../../store/migrate.ts";
 import type { PushStats } from "../../store/push.ts";
@@ -14,7 +17,9 @@ import { localWaits, type Waits } from "../../wait/long-poll.ts";
 import { WaitRoom } from "../../wait/wait-room.ts";
 import { Bindings, BINDINGS_SCHEMA } from "./bindings.ts";
 import { registry } from "./directory.ts";
+import { registrySchedules } from "./registry-schedules.ts";
 import { number, type WorkerEnv } from "./env.ts";
+import { hasStorage, holdsNothing } from "./empty-object.ts";
 import { MIGRATIONS } from "./migrations.ts";
 import { QueueAlarm } from "./queue-alarm.ts";
 
@@ -66,7 +71,8 @@ export type Meter = { instance: string; requests: number; rowsRead: number; rows
  * finds nothing more to do.
  *
  * Enqueues bind their ids in the directory first (Bindings): an id that
- * another queue holds is not created here, and answers as an existing job.
+ * another queue holds is not created here, and answers as an existing job
+ * (or, to a token that may not see that queue, 409 as the app answers it).
  *
  * Failure modes: a failure of the object (restart, eviction while a claim
  * waits) fails the requests in it, which the Worker answers 503 `unavailable`
@@ -85,6 +91,13 @@ export class QueueObject extends DurableObject<WorkerEnv> {
   #alarm!: QueueAlarm;
   #queue: string | null = null;
   #listed = false;
+  /** Whether its SQLite is built: not for an object never written, or let go (#letGoIfEmpty). */
+  #built = false;
+  #building: Promise<void> | undefined;
+  /** The calls (requests, RPCs, the alarm) running in this object now. */
+  #running = 0;
+  /** Whether it may hold nothing now: looked at once nothing runs here. */
+  #mayBeEmpty = true;
 
   constructor(ctx: DurableObjectState, env: WorkerEnv) {
     super(ctx as never, env);
@@ -106,15 +119,82 @@ export class QueueObject extends DurableObject<WorkerEnv> {
       limits: { maxTtlMs: number(env.MAX_TTL_MS), maxBodyBytes: number(env.MAX_BODY_BYTES) },
       waits: { ...pushingWaits, claimable: (queue, due, at) => afterPushing(pushingWaits.claimable(queue, due, at), () => this.#arm()) },
       push: this.#pushing,
+      scheduleNames: registrySchedules(env.DIRECTORY!, {
+        queue: () => this.queue,
+        deleteHere: (name) => this.#store.schedules.delete(name),
+        deleteAt: (queue, name) => deleteSchedule(env, queue, name),
+      }),
     });
     this.#bindings = new Bindings(storage, env.DIRECTORY!, () => this.queue, (queue, ids) => queueStub(env, queue).release(ids, queue));
     void ctx.blockConcurrencyWhile(async () => {
-      await migrate(objectDriver(storage), MIGRATIONS);
-      storage.sql.exec(OBJECT_SCHEMA).toArray();
-      const [me] = storage.sql.exec("SELECT queue, listed FROM queue_object").toArray() as Row[];
-      this.#queue = (me?.queue as string | undefined) ?? null;
-      this.#listed = me?.listed === 1;
+      // An object never written keeps no storage: the first call that runs here builds it (#build).
+      if (hasStorage(storage)) {
+        await this.#build();
+        const [me] = storage.sql.exec("SELECT queue, listed FROM queue_object").toArray() as Row[];
+        this.#queue = (me?.queue as string | undefined) ?? null;
+        this.#listed = me?.listed === 1;
+      }
       this.#alarm = new QueueAlarm(storage, await storage.getAlarm(), this.#retentionMs);
+    });
+  }
+
+  /** Builds its SQLite from the migrations/ files, once (again after a let-go), with the queue it holds if it knows it. */
+  #build(): Promise<void> {
+    if (this.#built) return Promise.resolve();
+    // One build at a time: calls that arrive while it runs wait for the same one.
+    return (this.#building ??= this.#buildNow().finally(() => (this.#building = undefined)));
+  }
+
+  async #buildNow(): Promise<void> {
+    const applied = await migrate(objectDriver(this.#storage), MIGRATIONS);
+    if (applied.includes(MIGRATIONS[0]!.name)) this.#mayBeEmpty = true; // new: the call it is built for may write nothing
+    this.#storage.sql.exec(OBJECT_SCHEMA).toArray();
+    if (this.#queue !== null) this.#storage.sql.exec("INSERT INTO queue_object (one, queue) VALUES (1, ?1) ON CONFLICT DO NOTHING", this.#queue).toArray();
+    this.#built = true;
+  }
+
+  /** Runs one call on this object's storage, built first if need be; then, once nothing runs here, lets the storage go if it holds nothing. */
+  async #run<T>(call: () => Promise<T>): Promise<T> {
+    await this.#build();
+    this.#running++;
+    try {
+      return await call();
+    } finally {
+      this.#running--;
+      await this.#letGoIfEmpty();
+    }
+  }
+
+  /**
+   * An object that holds nothing (no job, history, settings, schedule, push
+   * setting or count, no unbind pending: holdsNothing), with no call running
+   * and no claim waiting, lets its storage go: it costs nothing to keep. It is
+   * first unlisted from the registry (a read of the queue then goes to the
+   * object that holds none, as for a queue never used), then its alarm and
+   * every row are deleted, with no other call let in meanwhile. The next call
+   * that runs here builds the storage again; every fence stays above those
+   * before, as the directory's shards keep them. Looked at after a call that
+   * built the storage, a delete, an alarm, and once when the object starts.
+   * The object that holds none is kept: it answers for every queue never used.
+   */
+  async #letGoIfEmpty(): Promise<void> {
+    if (!this.#mayBeEmpty || this.#running > 0 || this.#room.waiting > 0 || !this.#built || this.#queue === null || this.#queue === NO_QUEUE) return;
+    this.#mayBeEmpty = false;
+    if (!holdsNothing(this.#storage)) return;
+    const queue = this.#queue;
+    await this.ctx.blockConcurrencyWhile(async () => {
+      try {
+        // Unlisted first: should a step below fail, the next write lists it again.
+        this.#storage.sql.exec("UPDATE queue_object SET listed = 0").toArray();
+        this.#listed = false;
+        await registry(this.env.DIRECTORY!).removeQueue(queue);
+        await this.#storage.deleteAlarm();
+        this.#alarm.rang();
+        await this.#storage.deleteAll();
+        this.#built = false;
+      } catch (error) {
+        console.error(`fencelease: queue ${JSON.stringify(queue)}: letting go of its empty storage failed; it is kept`, error);
+      }
     });
   }
 
@@ -132,12 +212,13 @@ export class QueueObject extends DurableObject<WorkerEnv> {
   /** Serves the queue's part of the API, for the Worker's router. */
   override async fetch(workerRequest: WorkerRequest): Promise<WorkerResponse> {
     this.#meter.requests++;
-    return (await this.#serve(workerRequest as unknown as Request)) as unknown as WorkerResponse;
+    return (await this.#run(() => this.#serve(workerRequest as unknown as Request))) as unknown as WorkerResponse;
   }
 
   async #serve(request: Request): Promise<Response> {
     this.#adopt(request.headers.get(QUEUE_HEADER));
     const { pathname } = new URL(request.url);
+    if (request.method === "DELETE") this.#mayBeEmpty = true;
     const response = request.method === "POST" && (pathname === "/v1/jobs" || ENQUEUE_MANY.test(pathname)) ? await this.#enqueue(request, pathname) : await this.#app.fetch(request);
     if (request.method !== "GET" && this.#queue !== NO_QUEUE) await this.#afterWrite(request.method, pathname, response.ok);
     return response;
@@ -152,6 +233,11 @@ export class QueueObject extends DurableObject<WorkerEnv> {
   override async alarm(): Promise<void> {
     this.#meter.requests++;
     this.#alarm.rang();
+    this.#mayBeEmpty = true; // it may have purged the last of the queue
+    await this.#run(() => this.#maintain());
+  }
+
+  async #maintain(): Promise<void> {
     let failed = false;
     try {
       const done = await maintain(this.#store, Date.now(), this.#retentionMs, { maxChunks: CRON_MAX_CHUNKS });
@@ -174,14 +260,16 @@ export class QueueObject extends DurableObject<WorkerEnv> {
   /** release (RPC, from another queue's object) lets go of each of `ids` that has no row here; answers those. `queue` is this object's, which it may not have been told yet. */
   async release(ids: string[], queue: string): Promise<string[]> {
     this.#meter.requests++;
-    this.#adopt(encodeURIComponent(queue));
-    return this.#bindings.release(ids);
+    return this.#run(async () => {
+      this.#adopt(encodeURIComponent(queue));
+      return this.#bindings.release(ids);
+    });
   }
 
   /** pushStats (RPC, for the router's /metrics) answers this queue's push deliveries by outcome, and its pushed leases current now: none when it was never pushed. */
   async pushStats(): Promise<PushStats[]> {
     this.#meter.requests++;
-    return this.#store.push.stats({ now: Date.now() });
+    return this.#run(() => this.#store.push.stats({ now: Date.now() }));
   }
 
   /** meter (RPC, for the cost tests and the bench; not counted) answers what this object served, read and wrote since it started (migrations included). */
@@ -216,7 +304,11 @@ export class QueueObject extends DurableObject<WorkerEnv> {
     const checked = one ? EnqueueBody.safeParse(parsed) : EnqueueManyBody.safeParse(parsed);
     if (!checked.success) return this.#app.fetch(again());
     const jobs = one ? [checked.data as { id: string; queue?: string }] : (checked.data as { jobs: { id: string }[] }).jobs;
-    const queue = one ? ((checked.data as { queue?: string }).queue ?? "default") : decodeURIComponent(ENQUEUE_MANY.exec(pathname)![1]!);
+    // The path's queue decoded as the app's router decodes it: a malformed escape (%ZZ) stays as it is, part of the name.
+    const queue = one ? ((checked.data as { queue?: string }).queue ?? "default") : tryDecodeURIComponent(ENQUEUE_MANY.exec(pathname)![1]!);
+    // A token that may not enqueue there is refused by the app, before any id is bound (an id held elsewhere never reaches the app); the Worker sends such a call to the object that holds none.
+    const permit = forwardedPermit(request.headers, (ids) => this.#store.queuesOf(ids));
+    if (permit !== null && !permit.may("enqueue", queue)) return this.#app.fetch(again());
     if (queue !== this.#queue) return misrouted(queue, this.#queue);
     const ids = jobs.map((job) => job.id);
     return this.#bindings.hold(ids, async () => {
@@ -225,7 +317,9 @@ export class QueueObject extends DurableObject<WorkerEnv> {
       let response: Response;
       if (one) {
         const elsewhere = taken.get(ids[0]!);
-        response = elsewhere === undefined ? await this.#app.fetch(again()) : await existing(this.env, request, ids[0]!, elsewhere);
+        if (elsewhere === undefined) response = await this.#app.fetch(again());
+        else if (permit !== null && !permit.sees(elsewhere)) response = errorAnswer(takenUnseen(ids[0]!));
+        else response = await existing(this.env, request, ids[0]!, elsewhere);
         if (response.status === 201) created.add(ids[0]!);
       } else {
         response = await this.#enqueueMany(request, parsed as { jobs: { id: string }[] }, taken);
@@ -297,9 +391,17 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** An enqueue of an id another queue holds: created false, with the job as that queue has it. */
+/** Deletes schedule `name` from the object of `queue` (as this object's own call, which may do everything): a schedule moved here from there. */
+async function deleteSchedule(env: WorkerEnv, queue: string, name: string): Promise<void> {
+  const headers = { [QUEUE_HEADER]: encodeURIComponent(queue) };
+  const response = await queueStub(env, queue).fetch(`http://localhost/v1/schedules/${encodeURIComponent(name)}`, { method: "DELETE", headers } as never);
+  if (!response.ok && response.status !== 404) throw new Error(`the object of ${JSON.stringify(queue)} answered ${response.status}`);
+}
+
+/** An enqueue of an id another queue holds, which the token sees: created false, with the job as that queue has it (read as this object's own call). */
 async function existing(env: WorkerEnv, request: Request, id: string, queue: string): Promise<Response> {
   const headers = new Headers(request.headers);
+  headers.delete(GRANT_HEADER);
   headers.set(QUEUE_HEADER, encodeURIComponent(queue));
   const read = await queueStub(env, queue).fetch(new URL(`/v1/jobs/${encodeURIComponent(id)}`, request.url).href, { headers } as never);
   // Gone from there since it was found bound there: the enqueue did nothing, and may be sent again.

@@ -12,9 +12,10 @@ import { DEFAULT_LIMITS, type Limits } from "../../http/shapes.ts";
 import type { UiFiles } from "../../http/ui.ts";
 import { LeaseStore } from "../../store/store.ts";
 import { cachedTokens } from "../../store/token-cache.ts";
-import type { Permit } from "../../http/permit.ts";
+import { Revocations } from "../../wait/revocations.ts";
+import type { Action, Permit } from "../../http/permit.ts";
 import type { WorkerEnv } from "./env.ts";
-import { type Call, Objects } from "./objects.ts";
+import { allowedQueue, bodyQueue, type Call, Objects } from "./objects.ts";
 import { NO_QUEUE } from "./queue-object.ts";
 import { registryTokens } from "./registry-tokens.ts";
 import { jobList, learned, manyLeases, metrics, parseJson, pushList, queueList, scheduleList, stats } from "./spanning.ts";
@@ -55,10 +56,13 @@ export function objectsRouter(options: RouterOptions): Hono {
   const { auth } = options;
   const limits = { ...DEFAULT_LIMITS, ...Object.fromEntries(Object.entries(options.limits).filter(([, value]) => value !== undefined)) };
   const objects = new Objects(options.env);
-  // The tokens made through the API live in the registry; one cache for the router and its app, so a revoke here takes effect here at once.
-  const tokens = cachedTokens(registryTokens(options.env.DIRECTORY!));
-  const pages = createApp({ store: new LeaseStore(noStorage), auth, limits, ui: options.ui, tokens, tokenCacheMs: 0 });
-  const lookup = { tokens, jobQueues: (ids: string[]) => objects.locate(ids) };
+  // The tokens made through the API live in the registry; one cache for the router and its app, so a revoke here takes effect here at once,
+  // and one Revocations, so that it ends at once the waiting calls that came through here (the others at their next lookup).
+  const registered = registryTokens(options.env.DIRECTORY!);
+  const tokens = cachedTokens(registered);
+  const revocations = new Revocations((secret) => registered.find(secret));
+  const pages = createApp({ store: new LeaseStore(noStorage), auth, limits, ui: options.ui, tokens, tokenCacheMs: 0, revocations });
+  const lookup = { tokens, jobQueues: (ids: string[]) => objects.locate(ids), revocations };
 
   const app = new Hono();
   app.onError(errorResponse);
@@ -73,31 +77,42 @@ export function objectsRouter(options: RouterOptions): Hono {
   app.use("/metrics", bearerAuth(auth, lookup));
   app.use("/v1/*", limitBody(limits.maxBodyBytes));
 
-  // One queue: its object.
-  const toQueue = async (c: Context) => objects.send(c.req.param("queue")!, await callOf(c));
+  // One queue: its object, for a call the token may make there (allowedQueue), and for a read, once it holds something (readable).
+  const toQueue = (action: Action) => async (c: Context) => {
+    const call = await callOf(c);
+    return objects.send(allowedQueue(call, action, c.req.param("queue")!), call);
+  };
+  const readQueue = async (c: Context) => {
+    const call = await callOf(c);
+    return objects.send(await objects.readable(call, c.req.param("queue")!), call);
+  };
   app.post("/v1/jobs", async (c) => {
     const call = await callOf(c);
-    const queue = (parseJson(call.body) as { queue?: unknown } | undefined)?.queue ?? "default";
-    const response = await objects.send(typeof queue === "string" ? queue : NO_QUEUE, call);
+    const queue = bodyQueue((parseJson(call.body) as { queue?: unknown } | undefined)?.queue ?? "default");
+    const response = await objects.send(allowedQueue(call, "enqueue", queue), call);
     return response.ok ? learned(objects, response, (body: JobAnswer) => (body.job ? [body.job] : [])) : response;
   });
-  app.post("/v1/queues/:queue/jobs", toQueue);
+  app.post("/v1/queues/:queue/jobs", toQueue("enqueue"));
   app.post("/v1/queues/:queue/claim", async (c) => {
-    const response = await toQueue(c);
+    const call = await callOf(c);
+    const response = await whileValid(c, (signal) => objects.send(allowedQueue(call, "work", c.req.param("queue")), { ...call, signal }));
     return response.ok ? learned(objects, response, leasedJobs) : response;
   });
-  app.post("/v1/queues/:queue/pause", toQueue);
-  app.post("/v1/queues/:queue/resume", toQueue);
-  app.get("/v1/queues/:queue", toQueue);
-  app.put("/v1/queues/:queue", toQueue);
-  app.get("/v1/queues/:queue/push", toQueue);
-  app.put("/v1/queues/:queue/push", toQueue);
-  app.delete("/v1/queues/:queue/push", toQueue);
-  app.post("/v1/queues/:queue/push/rotate", toQueue);
+  app.post("/v1/queues/:queue/pause", toQueue("manage"));
+  app.post("/v1/queues/:queue/resume", toQueue("manage"));
+  app.get("/v1/queues/:queue", readQueue);
+  app.put("/v1/queues/:queue", toQueue("manage"));
+  app.get("/v1/queues/:queue/push", readQueue);
+  app.put("/v1/queues/:queue/push", toQueue("manage"));
+  app.delete("/v1/queues/:queue/push", toQueue("manage"));
+  app.post("/v1/queues/:queue/push/rotate", toQueue("manage"));
 
   // One job: the object of its queue.
   const toJob = async (c: Context) => byId(objects, c.req.param("id")!, await callOf(c));
-  app.get("/v1/jobs/:id", toJob);
+  app.get("/v1/jobs/:id", async (c) => {
+    const call = await callOf(c);
+    return whileValid(c, (signal) => byId(objects, c.req.param("id"), { ...call, signal }));
+  });
   app.delete("/v1/jobs/:id", toJob);
   for (const verb of ["claim", "renew", "complete", "release", "fail", "retry", "cancel"]) app.post(`/v1/jobs/:id/${verb}`, toJob);
   app.get("/v1/jobs/:id/lease", toJob);
@@ -117,17 +132,16 @@ export function objectsRouter(options: RouterOptions): Hono {
   app.post("/v1/leases/renew", async (c) => manyLeases(objects, await callOf(c), "leases"));
   app.post("/v1/leases/complete", async (c) => manyLeases(objects, await callOf(c), "completed"));
 
-  // Schedules: each in the object of its queue, the registry saying which.
+  // Schedules: each in the object of its queue, the registry saying which (a put goes to its body's queue, whose object keeps the registry true: registry-schedules.ts).
+  const toSchedule = async (c: Context) => objects.send((await objects.registry.scheduleQueue(c.req.param("name")!)) ?? NO_QUEUE, await callOf(c));
   app.get("/v1/schedules", async (c) => scheduleList(objects, await callOf(c)));
-  app.get("/v1/schedules/:name", async (c) => objects.send((await objects.registry.scheduleQueue(c.req.param("name"))) ?? NO_QUEUE, await callOf(c)));
-  app.put("/v1/schedules/:name", async (c) => putSchedule(objects, c.req.param("name"), await callOf(c)));
-  app.delete("/v1/schedules/:name", async (c) => {
-    const name = c.req.param("name");
-    const queue = (await objects.registry.scheduleQueue(name)) ?? NO_QUEUE;
-    const response = await objects.send(queue, await callOf(c));
-    if (response.ok) await objects.registry.forgetSchedule(name, queue);
-    return response;
+  app.get("/v1/schedules/:name", toSchedule);
+  app.put("/v1/schedules/:name", async (c) => {
+    const call = await callOf(c);
+    const queue = bodyQueue((parseJson(call.body) as { queue?: unknown } | undefined)?.queue); // required: without it, the app says so
+    return objects.send(allowedQueue(call, "manage", queue), call);
   });
+  app.delete("/v1/schedules/:name", toSchedule);
 
   // Whether objects can write: the probe of the object that holds no queue.
   app.get("/healthz", async (c) => objects.send(NO_QUEUE, await callOf(c)));
@@ -140,6 +154,16 @@ export function objectsRouter(options: RouterOptions): Hono {
 async function callOf(c: Context): Promise<Call> {
   const body = c.req.method === "GET" || c.req.method === "HEAD" ? null : await c.req.arrayBuffer();
   return { request: c.req.raw, body, grant: (c.var.permit as Permit | undefined)?.grant };
+}
+
+/**
+ * A call that may wait in a queue's object (claim-next, a job's long poll),
+ * sent with a signal that aborts when its token is revoked (Permit.whileValid):
+ * the object then stops its wait and hands nothing out, and the call answers
+ * 401. An answer that came before is the caller's, whatever it holds.
+ */
+function whileValid(c: Context, send: (signal: AbortSignal) => Promise<Response>): Promise<Response> {
+  return (c.var.permit as Permit).whileValid(c.req.raw.signal, send, () => true);
 }
 
 /** The jobs of the leases a claim answers. */
@@ -169,22 +193,4 @@ async function byId(objects: Objects, id: string, call: Call): Promise<Response>
     return response;
   }
   return learned(objects, response, (body: JobAnswer) => [...(body.queue && body.id ? [{ id: body.id, queue: body.queue }] : []), ...(body.job ? [body.job] : []), ...leasedJobs(body)]);
-}
-
-/**
- * PUT /v1/schedules/{name}: put in the object of its body's queue, then
- * recorded there in the registry; if it lived in another queue until now, it
- * is deleted there (it fires from one queue at a time, and a fire's job id
- * stays bound to one queue in the directory, so no fire is enqueued twice).
- */
-async function putSchedule(objects: Objects, name: string, call: Call): Promise<Response> {
-  const queue = (parseJson(call.body) as { queue?: unknown } | undefined)?.queue; // required: without it, the app says so
-  const response = await objects.send(typeof queue === "string" ? queue : NO_QUEUE, call);
-  if (!response.ok || typeof queue !== "string") return response;
-  const before = await objects.registry.moveSchedule(name, queue);
-  if (before !== null) {
-    const gone = await objects.send(before, { ...call, request: new Request(call.request.url, { method: "DELETE", headers: call.request.headers }) }, null);
-    if (!gone.ok && gone.status !== 404) console.error(`fencelease: schedule ${JSON.stringify(name)} moved to queue ${JSON.stringify(queue)}, but deleting it from ${JSON.stringify(before)} answered ${gone.status}`);
-  }
-  return response;
 }

@@ -1,7 +1,7 @@
 import { prometheusText, type RequestMetrics } from "../../http/metrics.ts";
 import type { QueueStats } from "../../store/stats.ts";
 import { inScope } from "../../store/tokens.ts";
-import type { Call, Objects } from "./objects.ts";
+import { allowedQueue, bodyQueue, type Call, type Objects } from "./objects.ts";
 import { NO_QUEUE } from "./queue-object.ts";
 
 // The calls of objects mode that span queues: each asks several queues'
@@ -18,6 +18,11 @@ async function askEach<T>(objects: Objects, call: Call, queues: string[]): Promi
   const refused = responses.find((response) => !response.ok);
   if (refused) return refused;
   return Promise.all(responses.map((response) => response.json() as Promise<T>));
+}
+
+/** Those of `queues` the call's token may see (none for a call without a token: the open routes ask no queue). */
+function seenQueues(call: Call, queues: string[]): string[] {
+  return queues.filter((queue) => call.grant !== undefined && inScope(call.grant.queues, queue));
 }
 
 /** SQLite's order of text (BINARY: the bytes of UTF-8, which is the order of code points), which JavaScript's `<` is not. */
@@ -45,7 +50,7 @@ export async function stats(objects: Objects, call: Call): Promise<Response> {
 export async function metrics(objects: Objects, call: Call, requests: RequestMetrics): Promise<Response> {
   const statsCall = { ...call, request: new Request(new URL("/v1/stats", call.request.url), call.request) };
   const queues = await objects.queues();
-  const seen = queues.filter((queue) => call.grant !== undefined && inScope(call.grant.queues, queue));
+  const seen = seenQueues(call, queues);
   const [merged, push] = await Promise.all([allStats(objects, statsCall, queues), Promise.all(seen.map((queue) => objects.pushStats(queue)))]);
   if (merged instanceof Response) return merged;
   const pushed = push.flat().sort((a, b) => byCodePoint(a.queue, b.queue));
@@ -89,10 +94,11 @@ export async function jobList(objects: Objects, call: Call): Promise<Response> {
   const url = new URL(call.request.url);
   const queue = url.searchParams.get("queue");
   if (queue !== null) {
-    const response = await objects.send(queue, call);
+    const response = await objects.send(await objects.readable(call, queue), call);
     return response.ok ? learned(objects, response, (body: { jobs: { id: string; queue: string }[] }) => body.jobs) : response;
   }
-  const answers = await askEach<{ jobs: { id: string; queue: string }[]; nextCursor: string | null }>(objects, call, await objects.queues());
+  // Only the queues the token sees are asked: each reads only what the token sees, so whether there is more is theirs alone to say.
+  const answers = await askEach<{ jobs: { id: string; queue: string }[]; nextCursor: string | null }>(objects, call, seenQueues(call, await objects.queues()));
   if (answers instanceof Response) return answers;
   const limit = Number(url.searchParams.get("limit") ?? 50); // checked by every queue's app already
   const all = answers.flatMap((answer) => answer.jobs).sort((a, b) => byCodePoint(a.id, b.id));
@@ -131,7 +137,7 @@ export async function manyLeases(objects: Objects, call: Call, outcomesOf: "leas
   if (leases === null || leases.some((lease) => typeof lease?.id !== "string")) return objects.send(NO_QUEUE, call);
   const ids = leases.map((lease) => lease.id);
   const located = await objects.locate(ids);
-  const nextQueue = typeof body!.next?.queue === "string" ? body!.next.queue : undefined;
+  const nextQueue = body!.next?.queue === undefined ? undefined : allowedQueue(call, "work", bodyQueue(body!.next.queue));
   const parts = groupBy(ids, (id) => located.get(id));
   const first = nextQueue ?? [...parts].sort((a, b) => b[1].length - a[1].length)[0]?.[0] ?? NO_QUEUE;
 

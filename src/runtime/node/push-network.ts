@@ -20,6 +20,10 @@ export type PrivateAddresses = "allow" | "deny";
  * The address ranges that are not globally reachable (the IANA special-purpose
  * address registries, with multicast), by the name a refusal gives them.
  * An IPv4 range also holds its IPv4-mapped IPv6 addresses (::ffff:a.b.c.d).
+ * 6to4 (2002::/16) is refused whole: it is deprecated (RFC 7526), no resolver
+ * makes such addresses up, and where it still runs, the relay that carries a
+ * delivery is not ours to trust, so nothing legitimate is lost. NAT64 is not
+ * here: see NAT64 below.
  */
 const RANGES: Record<string, [string, number, "ipv4" | "ipv6"][]> = {
   loopback: [["127.0.0.0", 8, "ipv4"], ["::1", 128, "ipv6"]],
@@ -33,7 +37,20 @@ const RANGES: Record<string, [string, number, "ipv4" | "ipv6"][]> = {
     ["2001:db8::", 32, "ipv6"], ["3fff::", 20, "ipv6"], ["5f00::", 16, "ipv6"],
   ],
   multicast: [["224.0.0.0", 4, "ipv4"], ["ff00::", 8, "ipv6"]],
+  "6to4": [["2002::", 16, "ipv6"]],
 };
+
+/**
+ * NAT64's well-known prefix (RFC 6052): a gateway takes 64:ff9b::a.b.c.d to
+ * the IPv4 address a.b.c.d, whatever it is. It is not refused whole: on a
+ * network with only IPv6, DNS64 answers every IPv4-only endpoint with such
+ * an address, and each would be refused. The IPv4 address it carries is
+ * checked instead, as if it had been given (64:ff9b::127.0.0.1 is loopback).
+ * The local-use prefix 64:ff9b:1::/48 (RFC 8215) maps as each network
+ * decides, so nothing can be checked in it: it is refused whole (reserved).
+ */
+const NAT64 = new BlockList();
+NAT64.addSubnet("64:ff9b::", 96, "ipv6");
 
 const LISTS = Object.entries(RANGES).map(([name, subnets]) => {
   const list = new BlockList();
@@ -45,8 +62,21 @@ const LISTS = Object.entries(RANGES).map(([name, subnets]) => {
 export function privateRange(address: string): string | null {
   const family = isIP(address);
   if (family === 0) return null;
+  if (family === 6 && NAT64.check(address, "ipv6")) {
+    const mapped = privateRange(lastIPv4(address));
+    return mapped === null ? null : `NAT64-mapped ${mapped}`;
+  }
   for (const [name, list] of LISTS) if (list.check(address, family === 4 ? "ipv4" : "ipv6")) return name;
   return null;
+}
+
+/** The IPv4 address in the last 32 bits of an IPv6 address (without a zone). */
+function lastIPv4(address: string): string {
+  // The URL parser writes the address in hexadecimal groups, with "::" at most once.
+  const [head = "", tail = ""] = new URL(`http://[${address.split("%")[0]}]/`).hostname.slice(1, -1).split("::");
+  const groups = [head, tail].map((part) => part.split(":").filter((group) => group !== ""));
+  const all = [...groups[0]!, ...Array<string>(8 - groups[0]!.length - groups[1]!.length).fill("0"), ...groups[1]!].map((group) => Number.parseInt(group, 16));
+  return [all[6]! >> 8, all[6]! & 0xff, all[7]! >> 8, all[7]! & 0xff].join(".");
 }
 
 /** A URL's host as an address or name: an IPv6 literal without its brackets. */

@@ -35,20 +35,31 @@ export function leaseCheck(id: string, owner: string, fence: number, now: number
   };
 }
 
-/** A page of jobs in id order after `after`, optionally of one queue and one status. */
-export function list(filter: { queue: string | null; status: string | null; after: string | null; limit: number; now: number }): Statement {
+/**
+ * Whether `queue` is one of a token's queues, `scope` (a JSON list of names,
+ * and prefixes ending in * — inScope of src/store/tokens.ts, in SQL), or
+ * `scope` is NULL (every queue). In the statement that reads the page, so
+ * that a page's cursor is the last row the token may see.
+ */
+function inScope(queue: string, scope: string): string {
+  return `(${scope} IS NULL OR EXISTS (SELECT 1 FROM json_each(${scope}) WHERE CASE WHEN substr(value, -1) = '*'
+            THEN substr(${queue}, 1, length(value) - 1) = substr(value, 1, length(value) - 1) ELSE ${queue} = value END))`;
+}
+
+/** A page of jobs in id order after `after`, optionally of one queue, one status, and a token's queues (`scope`, JSON). */
+export function list(filter: { queue: string | null; status: string | null; after: string | null; limit: number; now: number; scope: string | null }): Statement {
   return {
     sql: `SELECT * FROM (SELECT *, ${status("?5")} AS status FROM jobs
-                         WHERE (?1 IS NULL OR queue = ?1) AND id > coalesce(?3, ''))
+                         WHERE (?1 IS NULL OR queue = ?1) AND id > coalesce(?3, '') AND ${inScope("queue", "?6")})
           WHERE ?2 IS NULL OR status = ?2
           ORDER BY id LIMIT ?4`,
-    args: [filter.queue, filter.status, filter.after, filter.limit, filter.now],
+    args: [filter.queue, filter.status, filter.after, filter.limit, filter.now, filter.scope],
   };
 }
 
-/** A page of one job's events, oldest first, after sequence number `after`. */
-export function events(id: string, after: number, limit: number): Statement {
-  return { sql: "SELECT * FROM events WHERE job_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3", args: [id, after, limit] };
+/** A page of one job's events, oldest first, after sequence number `after`; only those of a token's queues (`scope`, JSON; null: all). */
+export function events(id: string, after: number, limit: number, scope: string | null): Statement {
+  return { sql: `SELECT * FROM events WHERE job_id = ?1 AND seq > ?2 AND ${inScope("queue", "?4")} ORDER BY seq LIMIT ?3`, args: [id, after, limit, scope] };
 }
 
 /** The refusals of "the last hour" at `now` are those from the start of this minute (`at / 60000`) on: now's minute and the 59 before it. */

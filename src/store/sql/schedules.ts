@@ -44,9 +44,11 @@ const SAME_TIMING = "cron IS excluded.cron AND every_ms IS excluded.every_ms AND
  * puts its schedules again after downtime loses nothing). Otherwise the next
  * fire is the first one after `now`, planned at `now`: `cronNext` for a cron,
  * or created_at + k * every_ms for an everyMs schedule. `clock` is the clock
- * `now` was read from.
+ * `now` was read from. With `replacing` (not undefined), it replaces only a
+ * schedule of that queue (null: none, so it only creates), and a schedule of
+ * another queue is left as it is: no row answered.
  */
-export function putSchedule(name: string, spec: StoredSpec, cronNext: number | null, now: number, clock: string): Statement[] {
+export function putSchedule(name: string, spec: StoredSpec, cronNext: number | null, now: number, clock: string, replacing?: string | null): Statement[] {
   // Whole intervals since the anchor: an integer division (a number may be bound as a REAL).
   const everyNext = (anchor: string) => `${anchor} + (CAST(?10 AS INTEGER) - ${anchor}) / CAST(?4 AS INTEGER) * ?4 + ?4`;
   return [
@@ -61,8 +63,9 @@ export function putSchedule(name: string, spec: StoredSpec, cronNext: number | n
               planned_at = CASE WHEN ${SAME_TIMING} THEN planned_at ELSE excluded.planned_at END,
               planned_clock = CASE WHEN ${SAME_TIMING} THEN planned_clock ELSE excluded.planned_clock END,
               updated_at = excluded.updated_at
+            WHERE ?12 = 0 OR schedules.queue IS ?13
             RETURNING *`,
-      args: [name, spec.queue, spec.cron, spec.everyMs, spec.timezone, spec.payload, spec.priority, spec.maxAttempts, cronNext, now, clock],
+      args: [name, spec.queue, spec.cron, spec.everyMs, spec.timezone, spec.payload, spec.priority, spec.maxAttempts, cronNext, now, clock, replacing === undefined ? 0 : 1, replacing ?? null],
     },
   ];
 }

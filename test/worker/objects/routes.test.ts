@@ -44,8 +44,14 @@ describe("objects mode serves every route", () => {
 });
 
 describe("a queue's object and the migrations/ folder", () => {
-  test("the Worker bundles every file of migrations/, and an object applies each once, with the repair in its place, recorded in d1_migrations with its checksum", async () => {
+  test("the Worker bundles every file of migrations/, and an object applies each once, with the repair in its place, recorded in d1_migrations with its checksum, when a call first writes there", async () => {
     expect(MIGRATIONS.map((migration) => migration.name)).toEqual(env.TEST_MIGRATIONS.map((migration) => migration.name));
+    const enqueued = await SELF.fetch("https://fencelease.test/v1/queues/rt-migrated/jobs", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ jobs: [{ id: "rt-migrated-1" }] }),
+    });
+    expect(enqueued.status).toBe(200);
     const applied = await runInDurableObject(queueObject("rt-migrated"), async (_object, state) => ({
       recorded: state.storage.sql.exec("SELECT name FROM d1_migrations ORDER BY id").toArray().map((row) => row.name),
       checksums: state.storage.sql.exec("SELECT name FROM migration_checksums ORDER BY name").toArray().map((row) => row.name),

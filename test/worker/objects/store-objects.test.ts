@@ -1,6 +1,8 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { objectDriver } from "../../../src/drivers/durable-object-sql.ts";
 import type { Driver, Row, Statement } from "../../../src/drivers/driver.ts";
+import { MIGRATIONS } from "../../../src/runtime/cloudflare/migrations.ts";
+import { migrate } from "../../../src/store/migrate.ts";
 import { LeaseStore } from "../../../src/store/store.ts";
 import { cancelContract } from "../../contract/cancel.contract.ts";
 import { lifecycleContract } from "../../contract/lifecycle.contract.ts";
@@ -8,6 +10,7 @@ import { manyContract } from "../../contract/many.contract.ts";
 import { queuesContract } from "../../contract/queues.contract.ts";
 import { rateLimitContract } from "../../contract/rate-limit.contract.ts";
 import { schedulesContract } from "../../contract/schedules.contract.ts";
+import { jsonDepthContract } from "../../contract/json-depth.contract.ts";
 import { type FreshStorage, storageContract } from "../../contract/storage.contract.ts";
 import { storeContract } from "../../contract/store.contract.ts";
 import { traceContract } from "../../contract/trace.contract.ts";
@@ -26,11 +29,13 @@ function insideObject(stub: DurableObjectStub): Driver {
 }
 
 /**
- * A store in a fresh queue's object (QueueObject, whose constructor applied
- * the migrations/ files to its SQLite), and a way to look at its rows.
+ * A store in a fresh queue's object (QueueObject), its SQLite built from the
+ * migrations/ files as the object's first call builds it, and a way to look
+ * at its rows.
  */
 async function freshObjectStore(): Promise<FreshStorage> {
   const stub = env.QUEUES!.get(env.QUEUES!.newUniqueId()) as unknown as DurableObjectStub;
+  await runInDurableObject(stub, (_object, state) => migrate(objectDriver(state.storage as never), MIGRATIONS));
   const driver = insideObject(stub);
   return {
     store: new LeaseStore(driver),
@@ -59,4 +64,5 @@ queuesContract(freshObjectStore);
 schedulesContract(freshObjectStore);
 cancelContract(freshObjectStore);
 storageContract(freshObjectStore);
+jsonDepthContract(freshObjectStore);
 traceContract(freshObjectStore);
