@@ -4,9 +4,10 @@ import * as check from "../store/validate.ts";
 import { MAX_PROGRESS_BYTES, utf8Bytes } from "../store/validate.ts";
 import { answered, type Claimed } from "../wait/long-poll.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
-import { anyJson, body, Fence, integer, JobId, JobSchema, jobView, LeaseErrorSchema, LeaseSchema, leaseView, type Limits, many, MAX_MANY, MAX_WAIT_MS, outcomeView, Owner, positive, query, QueueName, Ttl } from "./shapes.ts";
+import { anyJson, body, Fence, integer, JobId, JobSchema, LeaseErrorSchema, LeaseSchema, type Limits, many, MAX_MANY, MAX_WAIT_MS, Owner, positive, query, QueueName, Ttl } from "./shapes.ts";
+import { jobView, leaseView, outcomeView } from "./views.ts";
 import { unseenAsUnknown } from "./permit.ts";
-import { afterAnswer } from "./wake.ts";
+import { afterAnswer } from "./after-answer.ts";
 
 // The leases: claim a job by id or the next of a queue, and what the holder of
 // a lease does with it (renew, complete, release, fail, one or many at once);

@@ -1,5 +1,5 @@
 import { context } from "@opentelemetry/api";
-import { wakeWith } from "../http/wake.ts";
+import { wakeWith } from "../wait/wake.ts";
 import { LeaseLost, NotFound } from "../store/errors.ts";
 import type { Job, Lease } from "../store/job.ts";
 import type { DeliveryOutcome, PushTarget } from "../store/push.ts";
