@@ -18,7 +18,7 @@ export { type PushCalls } from "./push.ts";
 export { type QueueCalls } from "./queues.ts";
 export { type ScheduleCalls } from "./schedules.ts";
 export { type TokenCalls } from "./tokens.ts";
-export { type LeaseClientOptions } from "./transport.ts";
+export { type EmbeddedStore, type HttpOptions, type InProcessOptions, type LeaseClientOptions } from "./lease-client.ts";
 export { type RetryOptions } from "./retry.ts";
 export { runWorker, type WorkerHandle } from "./runner/run-worker.ts";
 export { traceJob } from "./tracing.ts";

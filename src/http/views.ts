@@ -1,5 +1,7 @@
 import type { Job, Lease } from "../store/job.ts";
 import type { LeaseOutcome } from "../store/refusal.ts";
+import type { Settled } from "../store/shapes.ts";
+import type { Claimed } from "../wait/long-poll.ts";
 import { linkJobTrace } from "../tracing/job-span.ts";
 
 // The job, the lease and a many-lease call's outcomes as the API shows them,
@@ -34,3 +36,13 @@ export function outcomeView<T extends object>(outcome: LeaseOutcome<T>) {
   const details = "details" in outcome.error ? outcome.error.details : undefined; // LeaseLost has them, NotFound none
   return { id: outcome.id, error: { code, message, ...(details && { details }) } };
 }
+
+/** A claim-next's answer: the leases; with waitMs, how long it waited; stopped short by the rate limit, when the next token is due. */
+export const claimedView = ({ leases, waitedMs, retryAfterMs }: Claimed, waited: boolean) => ({
+  leases: leases.map(leaseView),
+  ...(waited && { waitedMs }),
+  ...(retryAfterMs !== undefined && { retryAfterMs }),
+});
+
+/** A job whose lease a complete or fail ended, with the leases taken when `next` was asked (and only then). */
+export const settledView = (settled: Settled, next: unknown) => ({ job: jobView(settled.job), ...(next !== undefined && { leases: settled.leases.map(leaseView) }) });
