@@ -135,7 +135,10 @@ export class InProcessApi {
 
   async get(id: string, options: { waitMs?: number; signal?: AbortSignal }): Promise<Job> {
     const waitMs = checkedWait(options.waitMs ?? 0);
-    return jobView(waitMs > 0 ? await this.#waits.job(id, waitMs, options.signal ?? NEVER) : await this.store.get(id, { now: this.#clock() })) as Job;
+    if (waitMs === 0) return jobView(await this.store.get(id, { now: this.#clock() })) as Job;
+    const job = await this.#waits.job(id, waitMs, options.signal ?? NEVER);
+    options.signal?.throwIfAborted(); // given up, as a request whose client went away
+    return jobView(job) as Job;
   }
 
   async list(request: ListRequest): Promise<JobPage> {
@@ -178,7 +181,9 @@ export class InProcessApi {
     const { owner, ttlMs, limit = 1 } = request;
     const waitMs = checkedWait(request.waitMs ?? 0);
     if (waitMs === 0) return claimedView(answered(await this.store.claimNext(queue, { owner, ttlMs, limit, now: this.#clock() }), 0), false) as ClaimNextAnswer;
-    return claimedView(await this.#waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, signal ?? NEVER), true) as ClaimNextAnswer;
+    const claimed = await this.#waits.claimNext({ queue, owner, ttlMs, limit, waitMs }, signal ?? NEVER);
+    if (claimed.leases.length === 0) signal?.throwIfAborted(); // given up: what it took was given back, as for a client that went away
+    return claimedView(claimed, true) as ClaimNextAnswer;
   }
 
   async renew(id: string, { owner, fence, ttlMs, progress }: RenewRequest): Promise<{ until: number }> {

@@ -37,6 +37,7 @@ export class InProcessTransport implements Transport {
 
   /** Makes one call on the store, again while its Repeat allows, and answers what its route answers or throws its typed error. */
   async call<T>({ local, repeat, options }: Call<T>): Promise<T> {
+    options?.signal?.throwIfAborted(); // given up before it began: nothing is called, as no request is sent
     for (let attempt = 0; ; attempt++) {
       try {
         return await local(this.#api);
