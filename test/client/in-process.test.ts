@@ -141,6 +141,18 @@ describe("the client in the same process", () => {
     expect(await finished).toMatchObject({ status: "done", result: "from afar" });
   }, 20_000);
 
+  test("a job written on the store directly, not through a client (the app's own enqueue, a schedule maintain fires), reaches a waiting claim within the re-check", { timeout: 15_000 }, async () => {
+    const { store } = await freshStore();
+    const client = new LeaseClient({ store });
+    const waiting = client.claimNextAnswer("q", { owner: "A", ttlMs: TTL, waitMs: 10_000 });
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the room's first re-check, which reads whatever the version
+    const enqueuedAt = Date.now();
+    await store.enqueue("direct", { queue: "q" }); // this connection's own write: its data_version does not change
+    const answer = await waiting;
+    expect(Date.now() - enqueuedAt).toBeLessThan(1_200);
+    expect(answer.leases.map((lease) => [lease.job.id, lease.job.owner])).toEqual([["direct", "A"]]);
+  });
+
   test("a server beside it on the same file: a job enqueued over HTTP reaches a claim waiting in-process within the re-check", async () => {
     await using s = await served("http");
     const store = await openStore({ url: s.url, migrations: false });

@@ -1,5 +1,5 @@
 import { claimedView, jobView, leaseView, outcomeView, settledView } from "../../http/views.ts";
-import { answered, localWaits, type Waits } from "../../wait/long-poll.ts";
+import { answered, localWaits, type WaitingStore, type Waits } from "../../wait/long-poll.ts";
 import { WaitRoom } from "../../wait/wait-room.ts";
 import { wakeWith } from "../../wait/wake.ts";
 import { InvalidRequestError } from "../errors.ts";
@@ -47,6 +47,27 @@ function withTraceContext<T extends { traceparent?: string | null; tracestate?: 
   return active.traceparent === undefined || job.traceparent != null || job.tracestate != null ? job : { ...job, ...active };
 }
 
+/**
+ * The store as the room's re-check should see it here: one that cannot tell
+ * whether anyone wrote (dataVersion null), so that the re-check reads at every
+ * tick while anyone waits. The server's writes all ring its room, but here the
+ * app may write on the store directly (its own enqueue, the schedules
+ * `maintain` fires), which rings nobody, on the very connection whose
+ * data_version does not change for its own writes. One read a second, for
+ * every queue and job with waiters at once.
+ */
+function readingEveryTick(store: EmbeddedStore): WaitingStore {
+  return {
+    claimNext: (queue, request) => store.claimNext(queue, request),
+    release: (id, request) => store.release(id, request),
+    get: (id, request) => store.get(id, request),
+    nextClaimableAt: (queue, request) => store.nextClaimableAt(queue, request),
+    nextClaimableAtEach: (queues, request) => store.nextClaimableAtEach(queues, request),
+    finishedOf: (ids) => store.finishedOf(ids),
+    dataVersion: async () => null,
+  };
+}
+
 /** A result as the store keeps it: its JSON text, as the route's body would carry it. */
 function resultText(result: unknown): string {
   const text = JSON.stringify(result);
@@ -71,8 +92,8 @@ function checkedWait(waitMs: number): number {
  * Waiting calls (claimNext and get with waitMs) wait in a WaitRoom of this
  * process, as the server's long polls do: a write through any client over the
  * same store rings it at once, and its re-check (every RECHECK_MS, 1 s) finds
- * the writes of other processes and of a server on the same file. A write made
- * on the store directly rings nobody: its waiters find it at their deadline.
+ * every other write: of other processes, of a server on the same file, and
+ * made on the store directly (see readingEveryTick).
  */
 export class InProcessApi {
   /** The store every call goes to. */
@@ -86,7 +107,7 @@ export class InProcessApi {
     this.store = store;
     this.#clock = clock;
     this.#room = new WaitRoom({ clock });
-    this.#waits = localWaits(store, this.#room, clock);
+    this.#waits = localWaits(readingEveryTick(store), this.#room, clock);
     this.#wake = wakeWith(this.#waits);
   }
 
