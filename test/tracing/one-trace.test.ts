@@ -189,4 +189,29 @@ describe("one trace from enqueue to complete", () => {
     const alone = all.filter((span) => span.name === "POST /v1/leases/complete" && processes.some((process) => parentOf(span) === id(process)));
     expect(linked.length + alone.length).toBe(6);
   });
+  test("in-process: the producer's span, its enqueue's transaction, the job stored with its traceparent, and the job's process span and completion in the same trace", async () => {
+    const { store, rows } = await freshStore();
+    const client = new LeaseClient({ store });
+    await app.startActiveSpan("checkout", async (checkout) => {
+      await client.enqueue({ id: "mail-1", queue: "mail", payload: { to: "ada" } });
+      checkout.end();
+    });
+    const worker = runWorker(client, { queue: "mail", owner: "worker-a", concurrency: 1, ttlMs: 30_000 }, async ({ job }) => ({ sent: (job.payload as { to: string }).to }));
+    expect((await client.waitFor("mail-1", { timeoutMs: 10_000 })).status).toBe("done");
+    await worker.stop();
+
+    const all = spans.getFinishedSpans();
+    const checkout = only(all, "checkout");
+    const traceId = checkout.spanContext().traceId;
+    const producer = only(all, "send mail");
+    const process = only(all, "process mail");
+    expect(parentOf(producer)).toBe(id(checkout));
+    // No request in between: the enqueue's transaction is the producer span's child, and the job has its traceparent.
+    expect(all.filter((span) => parentOf(span) === id(producer)).map((span) => span.name)).toContainEqual(expect.stringMatching(/^INSERT jobs/));
+    expect(await rows("SELECT traceparent FROM jobs WHERE id = 'mail-1'")).toEqual([{ traceparent: `00-${traceId}-${id(producer)}-01` }]);
+    expect(process.spanContext().traceId).toBe(traceId);
+    expect(parentOf(process)).toBe(id(producer));
+    // The completion's transaction runs in the job's span.
+    expect(all.filter((span) => parentOf(span) === id(process) && span.attributes["db.system.name"] === "sqlite")).not.toEqual([]);
+  });
 });
