@@ -1,4 +1,4 @@
-// fencelease/client: what a worker calls. Runs on Workers, Node >= 20, Deno, Bun and browsers: over node:http where the runtime has it, fetch elsewhere.
+// fencelease/client: what a worker calls. Runs on Workers, Node >= 20, Deno, Bun and browsers: over node:http where the runtime has it, fetch elsewhere; or in-process, over a store the caller passes (its code never loaded here).
 export { claimMany } from "./claim-many.ts";
 export {
   ConflictError,

@@ -47,10 +47,12 @@ export type LeaseClientOptions = HttpOptions | InProcessOptions;
 export const MAX_WAIT_MS = 30_000;
 
 /**
- * LeaseClient calls the fencelease HTTP API, one method per route: jobs and
+ * LeaseClient calls the fencelease API, one method per route: jobs and
  * leases on the client itself, whole queues on `client.queues`, schedules on
  * `client.schedules`, push endpoints on `client.push`, API tokens on
- * `client.tokens` (one transport, one token, one retry policy for all). A
+ * `client.tokens` (one transport, one token, one retry policy for all). Over
+ * HTTP to a server (`{ baseUrl }`), or in-process to a store of this process
+ * (`{ store }`): the same methods, answers and typed errors either way. A
  * refusal throws a typed error (LeaseLostError, NotClaimableError,
  * ConflictError, NotFoundError, UnauthorizedError, ForbiddenError,
  * InvalidRequestError, UnavailableError); which calls are sent again after a lost answer is
@@ -81,6 +83,10 @@ export const MAX_WAIT_MS = 30_000;
  * const client = new LeaseClient({ baseUrl: "http://127.0.0.1:8787", token: process.env.FENCELEASE_TOKEN });
  * const { fence } = await client.claim("invoice-42", { owner: "worker-a", ttlMs: 30_000 });
  * const stats = await client.queues.stats();
+ *
+ * @example
+ * // In-process, no server: openStore is fencelease/node's.
+ * const embedded = new LeaseClient({ store: await openStore({ url: "file:./data/fencelease.db" }) });
  */
 export class LeaseClient {
   /** The calls about whole queues: stats, pause, resume, and their limits (set, get, list). */
