@@ -1,8 +1,8 @@
 import { context } from "@opentelemetry/api";
-import { wakeWith } from "../http/wake.ts";
+import { wakeWith } from "../wait/wake.ts";
 import { LeaseLost, NotFound } from "../store/errors.ts";
 import { inexactNumberPath } from "../store/exact-numbers.ts";
-import { MAX_JSON_DEPTH, textNestsDeeper } from "../store/json-depth.ts";
+import { MAX_JSON_DEPTH, textNestsDeeper } from "../json/depth.ts";
 import type { Job, Lease } from "../store/job.ts";
 import type { DeliveryOutcome, PushTarget } from "../store/push.ts";
 import type { LeaseStore } from "../store/store.ts";

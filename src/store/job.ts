@@ -1,6 +1,6 @@
 import type { Row } from "../drivers/driver.ts";
 import type { STATUSES } from "./sql/lease.ts";
-import { storedJson } from "./json-depth.ts";
+import { storedJson } from "../json/depth.ts";
 
 /** Where a job is in its life: queued, scheduled (due later), leased, done, dead or cancelled. */
 export type JobStatus = (typeof STATUSES)[number];

@@ -30,10 +30,23 @@ const FILES: Record<string, unknown> = {
     files: ["worker.ts"],
   },
   "root.ts": `import { createApp, LeaseStore, type Job } from "fencelease";\nconst job: Job | null = null;\nexport const root = [typeof createApp, typeof LeaseStore, job];\n`,
-  "node.ts": `import { openStore, serverConfigFromEnv, startServer } from "fencelease/node";\nexport const node = [typeof openStore, typeof startServer, serverConfigFromEnv({}).port];\n`,
+  "node.ts": `import { openStore, serverConfigFromEnv, startServer } from "fencelease/node";\nimport { LeaseClient } from "fencelease/client";\nexport const node = [typeof openStore, typeof startServer, serverConfigFromEnv({}).port];\nexport const embedded = async () => new LeaseClient({ store: await openStore({ url: ":memory:" }) });\n`,
   "client.ts": `import { LeaseClient, LeaseLostError } from "fencelease/client";\nexport const client = [new LeaseClient({ baseUrl: "http://127.0.0.1:8787" }), typeof LeaseLostError];\n`,
   "worker.ts": `import worker, { d1Driver, QueueDoorbell, type WorkerEnv } from "fencelease/worker";\nconst env: WorkerEnv = {};\nexport { QueueDoorbell };\nexport const uses = [typeof d1Driver, env];\nexport default worker;\n`,
-  "main.js": `import { createApp } from "fencelease";\nimport { serverConfigFromEnv } from "fencelease/node";\nimport { LeaseClient } from "fencelease/client";\nconsole.log(typeof createApp, serverConfigFromEnv({}).port, typeof new LeaseClient({ baseUrl: "http://127.0.0.1:1" }).claim);\n`,
+  "main.js": [
+    'import { createApp } from "fencelease";',
+    'import { openStore, serverConfigFromEnv } from "fencelease/node";',
+    'import { LeaseClient } from "fencelease/client";',
+    'console.log(typeof createApp, serverConfigFromEnv({}).port, typeof new LeaseClient({ baseUrl: "http://127.0.0.1:1" }).claim);',
+    // The client in-process, over a store of fencelease/node: built from dist/ as a user gets it.
+    'const store = await openStore({ url: ":memory:" });',
+    'const client = new LeaseClient({ store });',
+    'await client.enqueue({ id: "a", queue: "q" });',
+    'const [lease] = await client.claimNext("q", { owner: "w", ttlMs: 1000 });',
+    'console.log(lease.job.id, lease.fence, (await client.complete("a", { owner: "w", fence: lease.fence, result: 1 })).job.status);',
+    "store.close();",
+    "",
+  ].join("\n"),
   "wrangler.toml": [
     'name = "consumer"',
     'main = "worker.ts"',
@@ -77,7 +90,7 @@ test("the packed package installs into a new project, type-checks there for Node
   }
 
   // The Node entries run from dist/ as plain JavaScript, and the bin's demo replays its story.
-  expect((await run(process.execPath, ["main.js"], { cwd: consumer })).stdout).toBe("function 8787 function\n");
+  expect((await run(process.execPath, ["main.js"], { cwd: consumer })).stdout).toBe("function 8787 function\na 1 done\n");
   const demo = await run(process.execPath, [join(consumer, "node_modules", ".bin", "fencelease"), "demo"], { cwd: consumer });
   expect(demo.stdout).toMatch(/A {2}completes late with fence 1 +→ 409 stale_lease \(superseded; current fence 2\)/);
 
