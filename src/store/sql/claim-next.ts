@@ -193,7 +193,9 @@ export function waitingAt(queue: string, more: string): string {
  * is not its job's last attempt (one row per queue; `at` null when there is
  * none). What a waiting claim sleeps until, and what the wait rooms' re-check
  * reads for every queue with waiters at once; for each queue, a seek a
- * priority and a range of the lease ends. Never while the queue is paused (null: a resume rings);
+ * priority and a range of the lease ends, each read once (`parts`, kept
+ * apart: SQLite would otherwise copy each into every place `n` names it).
+ * Never while the queue is paused (null: a resume rings);
  * while it has its maxLeased current leases, not before the first of them ends
  * (migrations/0008); and not before its bucket holds a whole token (migrations/0009),
  * by the clock `clock` that read `now`.
@@ -202,12 +204,12 @@ export function nextClaimable(queues: string[], now: number, clock: string): Sta
   const held = "queue = w.queue AND done = 0 AND owner IS NOT NULL";
   return {
     sql: `WITH w(queue) AS (SELECT DISTINCT value FROM json_each(?1)),
-          n(queue, at) AS MATERIALIZED (
-            SELECT queue, coalesce(min(free, ended), free, ended) FROM (
-              SELECT w.queue,
-                     ${overWaitingPriorities("w.queue", `min((SELECT max(run_at, until) FROM jobs WHERE ${waitingAt("w.queue", "")} ORDER BY run_at LIMIT 1))`)} AS free,
-                     (SELECT max(run_at, until) FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1) AS ended
-              FROM w))
+          parts(queue, free, ended) AS MATERIALIZED (
+            SELECT w.queue,
+                   ${overWaitingPriorities("w.queue", `min((SELECT max(run_at, until) FROM jobs WHERE ${waitingAt("w.queue", "")} ORDER BY run_at LIMIT 1))`)},
+                   (SELECT max(run_at, until) FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1)
+            FROM w),
+          n(queue, at) AS MATERIALIZED (SELECT queue, coalesce(min(free, ended), free, ended) FROM parts)
           SELECT n.queue,
                  CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
                       ELSE max(n.at,
