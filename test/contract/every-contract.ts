@@ -1,4 +1,5 @@
 import { cancelContract } from "./cancel.contract.ts";
+import { clockStepContract } from "./clock-step.contract.ts";
 import { lifecycleContract } from "./lifecycle.contract.ts";
 import { manyContract } from "./many.contract.ts";
 import { pushContract } from "./push.contract.ts";
@@ -22,5 +23,6 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   cancelContract(freshStore);
   tokensContract(freshStore);
   traceContract(freshStore);
+  clockStepContract(freshStore);
   storageContract(freshStore);
 }
