@@ -2,7 +2,7 @@
 // The migrations/ folder, bundled into the Worker: the Worker brings its D1, and
 // each queue's Durable Object its own SQLite, up to date from the very files the
 // Node server applies (src/store/migrate.ts runs them on any driver). A new file
-// of the folder needs its line here; test/runtime/object-migrations.test.ts
+// of the folder needs its line here; test/worker/objects/routes.test.ts
 // fails until it has one.
 import type { Migration } from "../../store/migrate.ts";
 import m0001 from "../../../migrations/0001_jobs.sql";
