@@ -289,7 +289,7 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     await c.get("permit").job("manage", c.req.valid("param").id);
     const now = clock();
     const job = await store.retry(c.req.valid("param").id, { now });
-    afterAnswer(c, wake.settled(job, now));
+    afterAnswer(c, wake.settled(job));
     return c.json({ job: jobView(job) }, 200);
   });
 

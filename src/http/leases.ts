@@ -300,7 +300,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
     await c.get("permit").job("work", c.req.valid("param").id);
     const now = clock();
     const job = await store.release(c.req.valid("param").id, { owner, fence, now });
-    afterAnswer(c, wake.settled(job, now, owner));
+    afterAnswer(c, wake.settled(job, owner));
     return c.json({ job: jobView(job) }, 200);
   });
 
@@ -309,7 +309,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
     await c.get("permit").job("work", c.req.valid("param").id);
     const now = clock();
     const settled = await store.fail(c.req.valid("param").id, { owner, fence, error, retryInMs, next, now });
-    afterAnswer(c, wake.settled(settled.job, now, owner));
+    afterAnswer(c, wake.settled(settled.job, owner));
     return c.json(settledView(settled, next), 200);
   });
 

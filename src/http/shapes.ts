@@ -146,7 +146,7 @@ export const JobSchema = z
     queue: z.string(),
     payload: anyJson().openapi({ description: "The JSON value it was enqueued with; null without one" }),
     priority: z.number().int(),
-    runAt: z.number().int().openapi({ description: "When it is due (again), in ms since the epoch" }),
+    runAt: z.number().int().openapi({ description: "When it is due (again), in ms since the epoch. A job due when it was enqueued (no delay) stays due whatever the server's clock reads later" }),
     owner: z.string().nullable().openapi({ description: "Who holds or last held its lease; null before the first claim and after an expiry" }),
     until: z.number().int().openapi({ description: "When its lease ends or ended, in ms since the epoch; 0 before the first claim" }),
     fence: z.number().int().openapi({ description: "The fence of its latest lease; 0 before the first claim. It only grows" }),

@@ -13,7 +13,7 @@ export type Job = {
   payload: unknown;
   /** Higher is claimed first. */
   priority: number;
-  /** Claim-next leaves the job alone before this time. */
+  /** Claim-next leaves the job alone before this time, unless it had come when the job was enqueued (and no fail set it since): then the job is due whatever the clock reads later. */
   runAt: number;
   /** The holder of the lease, or null when nobody holds it. */
   owner: string | null;

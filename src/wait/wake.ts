@@ -28,11 +28,13 @@ export function wakeWith(waits: Waits) {
     /**
      * A job whose lease (of `owner`) a release or fail ended, or that a retry
      * queued (no owner): claimable now (which rings), or later, or finished
-     * (dead); in those two the slot its lease held is free now.
+     * (dead); in those two the slot its lease held is free now. Its status,
+     * as the write answered it, says which: a job due at its enqueue is
+     * queued even with its runAt ahead of a clock that stepped back since.
      */
-    settled(job: Job, now: number, owner?: string): void | Promise<void> {
+    settled(job: Job, owner?: string): void | Promise<void> {
       if (isFinished(job)) return together(owner === undefined ? undefined : waits.ended(job.queue, owner), waits.finished([job.id]));
-      if (job.runAt <= now) return waits.claimable(job.queue, 1);
+      if (job.status !== "scheduled") return waits.claimable(job.queue, 1);
       return together(owner === undefined ? undefined : waits.ended(job.queue, owner), waits.claimable(job.queue, 0, job.runAt));
     },
 

@@ -175,7 +175,7 @@ export class InProcessApi {
   async retry(id: string): Promise<{ job: Job }> {
     const now = this.#clock();
     const job = await this.store.retry(id, { now });
-    void this.#wake.settled(job, now);
+    void this.#wake.settled(job);
     return { job: jobView(job) as Job };
   }
 
@@ -221,14 +221,14 @@ export class InProcessApi {
   async release(id: string, { owner, fence }: ReleaseRequest): Promise<{ job: Job }> {
     const now = this.#clock();
     const job = await this.store.release(id, { owner, fence, now });
-    void this.#wake.settled(job, now, owner);
+    void this.#wake.settled(job, owner);
     return { job: jobView(job) as Job };
   }
 
   async fail(id: string, { owner, fence, error, retryInMs, next }: FailRequest): Promise<{ job: Job; leases?: Lease[] }> {
     const now = this.#clock();
     const settled = await this.store.fail(id, { owner, fence, error, retryInMs, next, now });
-    void this.#wake.settled(settled.job, now, owner);
+    void this.#wake.settled(settled.job, owner);
     return settledView(settled, next) as { job: Job; leases?: Lease[] };
   }
 
