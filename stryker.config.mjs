@@ -6,7 +6,7 @@ export default {
   testRunner: "vitest",
   vitest: { configFile: "vitest.mutation.config.ts" },
   coverageAnalysis: "perTest",
-  mutate: process.env.MUTATE ? [process.env.MUTATE] : ["src/store/**/*.ts"], // the store and its SQL, every file: a new one is mutated without being listed
+  mutate: process.env.MUTATE ? [process.env.MUTATE] : ["src/store/**/*.ts", "src/json/**/*.ts"], // the store and its SQL, and the JSON rules it keeps, every file: a new one is mutated without being listed
   ignorePatterns: ["reports", "data", ".wrangler", "dist", "coverage", "bench"],
   reporters: ["clear-text", "progress", "html", "json"],
   htmlReporter: { fileName: "reports/mutation/mutation.html" },

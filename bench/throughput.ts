@@ -1,15 +1,31 @@
 // Our side of the BullMQ comparison (./versus-bullmq.ts): a batch enqueue and
-// the worker runner, over HTTP against the server in a process of its own
-// (auth on), through LeaseClient as a user calls it. One call is one run on a
-// fresh database and server, measured once; each checks its own work and
-// throws if a job is lost or processed twice.
+// the worker runner through LeaseClient as a user calls it, over HTTP against
+// the server in a process of its own (auth on), or in-process on a store of
+// the bench's own process. One call is one run on a fresh database (and
+// server), measured once; each checks its own work and throws if a job is
+// lost or processed twice.
 import { type HeldLease, LeaseClient, runWorker, type WorkerHandle } from "../src/client/index.ts";
+import { openStore } from "../src/runtime/node/open.ts";
 import { withStallCheck } from "./peer/bullmq.ts";
 import { freshDatabase } from "./db.ts";
 import { startServerProcess } from "./http-load.ts";
 import { sleep } from "./measure.ts";
 
 export type Run = { opsPerSec: number; jobs: number; seconds: number };
+
+/** How our side reaches fencelease: over HTTP to a server process, or in-process to a store of this process. */
+export type Transport = "http" | "in-process";
+
+/** A client over `transport` on a fresh database, and how to stop what it runs on. */
+async function ours(transport: Transport): Promise<{ client: LeaseClient; stop: () => Promise<void> }> {
+  const url = await freshDatabase(0);
+  if (transport === "in-process") {
+    const store = await openStore({ url, migrations: false });
+    return { client: new LeaseClient({ store }), stop: async () => store.close() };
+  }
+  const server = await startServerProcess(url);
+  return { client: new LeaseClient({ baseUrl: server.url, token: server.token }), stop: server.stop };
+}
 
 // ---- enqueue-many ------------------------------------------------------------------
 
@@ -39,16 +55,15 @@ async function expectCounts(client: LeaseClient, queue: string, expected: Record
 
 /**
  * `jobs` jobs with the payload `{ n: i }` through `client.enqueueMany(queue,
- * jobs)` (POST /v1/queues/{queue}/jobs), `perCall` per call, one call after
- * the other, into a fresh queue on a fresh server: jobs per second over the
- * whole enqueue. One call of `perCall` jobs to
- * another queue warms the connection and the server first, outside the clock
- * (the BullMQ side gets the same).
+ * jobs)` (POST /v1/queues/{queue}/jobs, or the store's enqueueMany
+ * in-process), `perCall` per call, one call after the other, into a fresh
+ * queue on a fresh database: jobs per second over the whole enqueue. One call
+ * of `perCall` jobs to another queue warms the connection and the server
+ * first, outside the clock (the BullMQ side gets the same).
  */
-export async function enqueueManyRun(jobs = 20_000, perCall = 1_000): Promise<Run> {
-  const server = await startServerProcess(await freshDatabase(0));
+export async function enqueueManyRun(jobs = 20_000, perCall = 1_000, transport: Transport = "http"): Promise<Run> {
+  const { client, stop } = await ours(transport);
   try {
-    const client = new LeaseClient({ baseUrl: server.url, token: server.token });
     await enqueueAll(client, "bench-warm-up", perCall, perCall);
     const start = performance.now();
     await enqueueAll(client, "bench", jobs, perCall);
@@ -56,7 +71,7 @@ export async function enqueueManyRun(jobs = 20_000, perCall = 1_000): Promise<Ru
     await expectCounts(client, "bench", { queued: jobs }, "enqueue-many");
     return { opsPerSec: jobs / seconds, jobs, seconds };
   } finally {
-    await server.stop();
+    await stop();
   }
 }
 
@@ -64,18 +79,17 @@ export async function enqueueManyRun(jobs = 20_000, perCall = 1_000): Promise<Ru
 
 /**
  * `jobs` jobs with the payload `{ n: i }` enqueued through enqueueMany into a
- * fresh database on a fresh server (outside the clock), then ONE
- * `runWorker(client, { queue, owner: "bench", concurrency, ttlMs: 30_000 })`,
- * its handler answering `{ ok: true }` at once. The clock runs from the
- * runWorker call until GET /v1/stats counts every job done (polled once the
- * handler has been called for the last job), so the last completes are inside
- * it. Jobs per second.
+ * fresh database (outside the clock), then ONE
+ * `runWorker(client, { queue, owner: "bench", concurrency, ttlMs: 30_000 })`
+ * over `transport`, its handler answering `{ ok: true }` at once. The clock
+ * runs from the runWorker call until the queue's stats count every job done
+ * (polled once the handler has been called for the last job), so the last
+ * completes are inside it. Jobs per second.
  */
-export async function workerRunnerRun(jobs = 20_000, concurrency = 32): Promise<Run> {
-  const server = await startServerProcess(await freshDatabase(0));
+export async function workerRunnerRun(jobs = 20_000, concurrency = 32, transport: Transport = "http"): Promise<Run> {
+  const { client, stop } = await ours(transport);
   let runner: WorkerHandle | undefined;
   try {
-    const client = new LeaseClient({ baseUrl: server.url, token: server.token });
     await enqueueAll(client, "bench", jobs, 1_000);
     await expectCounts(client, "bench", { queued: jobs }, "worker runner, before");
     const seen = new Uint8Array(jobs); // how often the handler got each payload n
@@ -112,6 +126,6 @@ export async function workerRunnerRun(jobs = 20_000, concurrency = 32): Promise<
     return { opsPerSec: jobs / seconds, jobs, seconds };
   } finally {
     await runner?.stop();
-    await server.stop();
+    await stop();
   }
 }

@@ -9,6 +9,11 @@
 //
 //   FENCELEASE_URL=http://127.0.0.1:8787 QUEUE=thumbnails CONCURRENCY=16 node_modules/.bin/node examples/node-worker.ts
 //
+// Or embedded, with no server: the same worker over a store of its own on the
+// database file (any number of such processes, and a server, may share it):
+//
+//   DATABASE_URL=file:./data/fencelease.db QUEUE=thumbnails node_modules/.bin/node examples/node-worker.ts
+//
 // node_modules/.bin/node is the Node 24 of the devDependency `node`: a .ts file
 // runs only on a Node that strips types (22.18 and later), not on Node 20. It
 // is run itself, not through `npx node`: npx would stay in between as the
@@ -16,8 +21,11 @@
 // orphaned. Copied into a project of your own, run it with such a Node, or
 // compile it with tsc.
 import { type HeldLease, LeaseClient, runWorker } from "fencelease/client";
+import { openStore } from "fencelease/node";
 
-const client = new LeaseClient({ baseUrl: process.env.FENCELEASE_URL ?? "http://127.0.0.1:8787", token: process.env.FENCELEASE_TOKEN });
+// In-process over a store of this process when given a database, else over HTTP: the same client either way.
+const store = process.env.DATABASE_URL ? await openStore({ url: process.env.DATABASE_URL }) : undefined;
+const client = store ? new LeaseClient({ store }) : new LeaseClient({ baseUrl: process.env.FENCELEASE_URL ?? "http://127.0.0.1:8787", token: process.env.FENCELEASE_TOKEN });
 const queue = process.env.QUEUE ?? "default";
 const owner = `node-worker-${process.pid}`;
 const concurrency = Number(process.env.CONCURRENCY ?? 8); // jobs in hand at most
@@ -43,4 +51,5 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   });
 }
 await worker.done;
+store?.close(); // after the runner: its last results are stored
 console.log(`${owner} stopped`);

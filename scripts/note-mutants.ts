@@ -60,11 +60,12 @@ const MUTANTS: Mutant[] = [
     name: "4 claim refuses at now == until (row[0] >= now)",
     // "Claimable at now == until" is said where a claim by id ends the expired
     // lease first (expire), in the claim itself, and in claim-next's takeover
-    // of an ended lease (takeNext; the jobs it takes unheld have until 0).
+    // of an ended lease (endedDue, which takeNext reads; the jobs it takes
+    // unheld have until 0).
     edits: [
       { file: "src/store/sql/lease.ts", scope: "export function expire(", search: "until <= ?1", replace: "until < ?1" },
       { file: "src/store/sql/claim-next.ts", scope: "export function claim(", search: "until <= ?3", replace: "until < ?3" },
-      { file: "src/store/sql/claim-next.ts", scope: "function takeNext(", search: "owner IS NOT NULL AND until <= ?3", replace: "owner IS NOT NULL AND until < ?3" },
+      { file: "src/store/sql/claim-next.ts", scope: "function endedDue(", search: "owner IS NOT NULL AND until <= ${now}", replace: "owner IS NOT NULL AND until < ${now}" },
     ],
     tests: ["test/store/store.test.ts"],
   },

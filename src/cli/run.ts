@@ -1,5 +1,5 @@
 import { LeaseClient } from "../client/lease-client.ts";
-import { checkedBaseUrl } from "../client/transport.ts";
+import { checkedBaseUrl } from "../client/http-transport.ts";
 import { printable } from "../store/printable.ts";
 import type { Command, Io } from "./command.ts";
 import { EXIT, exitFor, UsageError } from "./exit-codes.ts";

@@ -74,12 +74,34 @@ const BY_CODE: Record<string, typeof FenceleaseError> = {
   unavailable: UnavailableError,
 };
 
-/** The typed error for an error response of the API. */
-export function errorFromResponse(status: number, body: unknown): FenceleaseError {
+/** The typed error for an error response of the API; `options` may give its cause. */
+export function errorFromResponse(status: number, body: unknown, options?: ErrorOptions): FenceleaseError {
   const error = (body as Partial<ErrorBody> | undefined)?.error;
   if (!error || typeof error.code !== "string") {
     return new FenceleaseError(status, "unexpected_response", `the server answered ${status} without an error body`);
   }
   const Type = BY_CODE[error.code] ?? (status === 503 ? UnavailableError : FenceleaseError);
-  return new Type(status, error.code, error.message, error.details);
+  return new Type(status, error.code, error.message, error.details, options);
+}
+
+/** The HTTP status of each refusal of the store, as the server answers it (src/http/errors.ts). */
+const STATUS_OF: Record<string, number> = {
+  invalid_request: 400,
+  not_found: 404,
+  not_claimable: 409,
+  stale_lease: 409,
+  conflict: 409,
+  unavailable: 503,
+};
+
+/**
+ * The typed error for a refusal of a store called in this process (a domain
+ * error of src/store/errors.ts, told by its `code`): the same error, status,
+ * code, message and details the server would answer for it. Anything else is
+ * answered as it is.
+ */
+export function errorFromStore(error: unknown): unknown {
+  const { code, message, details } = (error ?? {}) as { code?: unknown; message?: string; details?: Record<string, unknown> };
+  if (typeof code !== "string" || !(code in STATUS_OF)) return error;
+  return errorFromResponse(STATUS_OF[code]!, { error: { code, message: message ?? code, ...(details && { details }) } }, { cause: error });
 }

@@ -1,4 +1,4 @@
-// fencelease/client: what a worker calls. Runs on Workers, Node >= 20, Deno, Bun and browsers: over node:http where the runtime has it, fetch elsewhere.
+// fencelease/client: what a worker calls. Runs on Workers, Node >= 20, Deno, Bun and browsers: over node:http where the runtime has it, fetch elsewhere; or in-process, over a store the caller passes (its code never loaded here).
 export { claimMany } from "./claim-many.ts";
 export {
   ConflictError,
@@ -18,7 +18,7 @@ export { type PushCalls } from "./push.ts";
 export { type QueueCalls } from "./queues.ts";
 export { type ScheduleCalls } from "./schedules.ts";
 export { type TokenCalls } from "./tokens.ts";
-export { type LeaseClientOptions } from "./transport.ts";
+export { type EmbeddedStore, type HttpOptions, type InProcessOptions, type LeaseClientOptions } from "./lease-client.ts";
 export { type RetryOptions } from "./retry.ts";
 export { runWorker, type WorkerHandle } from "./runner/run-worker.ts";
 export { traceJob } from "./tracing.ts";

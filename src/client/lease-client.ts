@@ -2,8 +2,11 @@ import { PushCalls } from "./push.ts";
 import { queuePath, QueueCalls } from "./queues.ts";
 import { ScheduleCalls } from "./schedules.ts";
 import { TokenCalls } from "./tokens.ts";
-import { type CallOptions, type LeaseClientOptions, queryString, Transport } from "./transport.ts";
+import { type HttpOptions, HttpTransport, queryString } from "./http-transport.ts";
+import { type InProcessOptions, InProcessTransport } from "./in-process/transport.ts";
+import type { CallOptions, Transport } from "./transport.ts";
 import { inSendSpan } from "./tracing.ts";
+import type { InProcessApi } from "./in-process/api.ts";
 import type {
   Cancelled,
   CancelRequest,
@@ -33,16 +36,23 @@ import type {
   Settled,
 } from "./types.ts";
 
-export type { LeaseClientOptions } from "./transport.ts";
+export type { HttpOptions } from "./http-transport.ts";
+export type { EmbeddedStore } from "./in-process/embedded-store.ts";
+export type { InProcessOptions } from "./in-process/transport.ts";
+
+/** Where a LeaseClient's calls go: to a server over HTTP (`baseUrl`), or to a store in this process (`store`). */
+export type LeaseClientOptions = HttpOptions | InProcessOptions;
 
 /** The longest a server waits in one long poll (MAX_WAIT_MS in src/http/shapes.ts). */
 export const MAX_WAIT_MS = 30_000;
 
 /**
- * LeaseClient calls the fencelease HTTP API, one method per route: jobs and
+ * LeaseClient calls the fencelease API, one method per route: jobs and
  * leases on the client itself, whole queues on `client.queues`, schedules on
  * `client.schedules`, push endpoints on `client.push`, API tokens on
- * `client.tokens` (one transport, one token, one retry policy for all). A
+ * `client.tokens` (one transport, one token, one retry policy for all). Over
+ * HTTP to a server (`{ baseUrl }`), or in-process to a store of this process
+ * (`{ store }`): the same methods, answers and typed errors either way. A
  * refusal throws a typed error (LeaseLostError, NotClaimableError,
  * ConflictError, NotFoundError, UnauthorizedError, ForbiddenError,
  * InvalidRequestError, UnavailableError); which calls are sent again after a lost answer is
@@ -73,6 +83,10 @@ export const MAX_WAIT_MS = 30_000;
  * const client = new LeaseClient({ baseUrl: "http://127.0.0.1:8787", token: process.env.FENCELEASE_TOKEN });
  * const { fence } = await client.claim("invoice-42", { owner: "worker-a", ttlMs: 30_000 });
  * const stats = await client.queues.stats();
+ *
+ * @example
+ * // In-process, no server: openStore is fencelease/node's.
+ * const embedded = new LeaseClient({ store: await openStore({ url: "file:./data/fencelease.db" }) });
  */
 export class LeaseClient {
   /** The calls about whole queues: stats, pause, resume, and their limits (set, get, list). */
@@ -85,9 +99,9 @@ export class LeaseClient {
   readonly tokens: TokenCalls;
   readonly #transport: Transport;
 
-  /** Checks the options (RangeError for a bad timeoutMs); sends nothing until a call. */
+  /** Checks the options (RangeError for a bad timeoutMs, TypeError for a store that is not an object); sends nothing until a call. */
   constructor(options: LeaseClientOptions) {
-    this.#transport = new Transport(options);
+    this.#transport = "store" in options ? new InProcessTransport(options) : new HttpTransport(options);
     this.queues = new QueueCalls(this.#transport);
     this.schedules = new ScheduleCalls(this.#transport);
     this.push = new PushCalls(this.#transport);
@@ -102,7 +116,7 @@ export class LeaseClient {
    * the job is stored with (docs/traces.md).
    */
   enqueue(job: EnqueueRequest): Promise<{ created: boolean; job: Job }> {
-    return inSendSpan(job.queue ?? "default", [job], () => this.#transport.call("POST", "/v1/jobs", job, "always"));
+    return inSendSpan(job.queue ?? "default", [job], () => this.#transport.call({ route: ["POST", "/v1/jobs", job], local: (api) => api.enqueue(job), repeat: "always" }));
   }
 
   /**
@@ -113,7 +127,8 @@ export class LeaseClient {
    * without one of its own is stored with.
    */
   async enqueueMany(queue: string, jobs: NewJobRequest[]): Promise<Enqueued[]> {
-    return (await inSendSpan(queue, jobs, () => this.#transport.call<{ jobs: Enqueued[] }>("POST", `${queuePath(queue)}/jobs`, { jobs }, "always"))).jobs;
+    const send = () => this.#transport.call({ route: ["POST", `${queuePath(queue)}/jobs`, { jobs }], local: (api) => api.enqueueMany(queue, jobs), repeat: "always" });
+    return (await inSendSpan(queue, jobs, send)).jobs;
   }
 
   /**
@@ -122,7 +137,8 @@ export class LeaseClient {
    * done, dead or cancelled, or as it is once `waitMs` has passed.
    */
   get<Payload = unknown, Result = unknown>(id: string, options: CallOptions = {}): Promise<Job<Payload, Result>> {
-    return this.#transport.call("GET", `${jobPath(id)}${queryString({ waitMs: options.waitMs || undefined })}`, undefined, "always", options);
+    const route: [string, string] = ["GET", `${jobPath(id)}${queryString({ waitMs: options.waitMs || undefined })}`];
+    return this.#transport.call({ route, local: (api) => api.get(id, options) as Promise<Job<Payload, Result>>, repeat: "always", options });
   }
 
   /**
@@ -149,7 +165,7 @@ export class LeaseClient {
    * is paused, full or out of tokens; NotFoundError if there is none.
    */
   claim<Payload = unknown>(id: string, request: ClaimRequest): Promise<Lease<Payload>> {
-    return this.#transport.call("POST", `${jobPath(id)}/claim`, request, "if-unsent");
+    return this.#transport.call({ route: ["POST", `${jobPath(id)}/claim`, request], local: (api) => api.claim(id, request) as Promise<Lease<Payload>>, repeat: "if-unsent" });
   }
 
   /**
@@ -175,7 +191,8 @@ export class LeaseClient {
    * clock: where a lease's deadline starts.
    */
   claimNextAnswer<Payload = unknown>(queue: string, request: ClaimNextRequest, options: { signal?: AbortSignal | undefined } = {}): Promise<ClaimNextAnswer<Payload>> {
-    return this.#transport.call("POST", `${queuePath(queue)}/claim`, request, "if-unsent", { waitMs: request.waitMs, signal: options.signal });
+    const local = (api: InProcessApi) => api.claimNext(queue, request, options.signal) as Promise<ClaimNextAnswer<Payload>>;
+    return this.#transport.call({ route: ["POST", `${queuePath(queue)}/claim`, request], local, repeat: "if-unsent", options: { waitMs: request.waitMs, signal: options.signal } });
   }
 
   /**
@@ -186,7 +203,7 @@ export class LeaseClient {
    * nothing is stored.
    */
   async renew(id: string, request: RenewRequest): Promise<number> {
-    return (await this.#transport.call<{ until: number }>("POST", `${jobPath(id)}/renew`, request, "always")).until;
+    return (await this.#transport.call({ route: ["POST", `${jobPath(id)}/renew`, request], local: (api) => api.renew(id, request), repeat: "always" })).until;
   }
 
   /**
@@ -198,7 +215,7 @@ export class LeaseClient {
    */
   async complete(id: string, request: CompleteRequest): Promise<Settled> {
     // With next it also claims, and a claim is not safe to send twice.
-    const answer = await this.#transport.call<{ job: Job; leases?: Lease[] }>("POST", `${jobPath(id)}/complete`, request, request.next ? "if-unsent" : "always");
+    const answer = await this.#transport.call({ route: ["POST", `${jobPath(id)}/complete`, request], local: (api) => api.complete(id, request), repeat: request.next ? "if-unsent" : "always" });
     return { job: answer.job, leases: answer.leases ?? [] };
   }
 
@@ -209,7 +226,7 @@ export class LeaseClient {
    * LeaseLostError if another lease is current, or the job is done.
    */
   async release(id: string, request: ReleaseRequest): Promise<Job> {
-    return (await this.#transport.call<{ job: Job }>("POST", `${jobPath(id)}/release`, request, "if-unsent")).job;
+    return (await this.#transport.call({ route: ["POST", `${jobPath(id)}/release`, request], local: (api) => api.release(id, request), repeat: "if-unsent" })).job;
   }
 
   /**
@@ -220,7 +237,7 @@ export class LeaseClient {
    * leases `next` took. LeaseLostError if the lease is not current.
    */
   async fail(id: string, request: FailRequest): Promise<Settled> {
-    const answer = await this.#transport.call<{ job: Job; leases?: Lease[] }>("POST", `${jobPath(id)}/fail`, request, "if-unsent");
+    const answer = await this.#transport.call({ route: ["POST", `${jobPath(id)}/fail`, request], local: (api) => api.fail(id, request), repeat: "if-unsent" });
     return { job: answer.job, leases: answer.leases ?? [] };
   }
 
@@ -232,7 +249,7 @@ export class LeaseClient {
    * details a single renew would have thrown.
    */
   async renewMany(request: RenewManyRequest): Promise<RenewManyAnswer["leases"]> {
-    return (await this.#transport.call<RenewManyAnswer>("POST", "/v1/leases/renew", request, "always")).leases;
+    return (await this.#transport.call({ route: ["POST", "/v1/leases/renew", request], local: (api) => api.renewMany(request), repeat: "always" })).leases;
   }
 
   /**
@@ -243,7 +260,7 @@ export class LeaseClient {
    * `done: true` or its `error`, and the leases taken.
    */
   completeMany(request: CompleteManyRequest): Promise<CompleteManyAnswer> {
-    return this.#transport.call("POST", "/v1/leases/complete", request, request.next ? "if-unsent" : "always");
+    return this.#transport.call({ route: ["POST", "/v1/leases/complete", request], local: (api) => api.completeMany(request), repeat: request.next ? "if-unsent" : "always" });
   }
 
   /**
@@ -252,7 +269,7 @@ export class LeaseClient {
    * is not dead, NotFoundError if there is none.
    */
   async retry(id: string): Promise<Job> {
-    return (await this.#transport.call<{ job: Job }>("POST", `${jobPath(id)}/retry`, undefined, "if-unsent")).job;
+    return (await this.#transport.call({ route: ["POST", `${jobPath(id)}/retry`], local: (api) => api.retry(id), repeat: "if-unsent" })).job;
   }
 
   /**
@@ -265,7 +282,7 @@ export class LeaseClient {
    * is done or dead, NotFoundError if there is none.
    */
   cancel(id: string, request: CancelRequest = {}): Promise<Cancelled> {
-    return this.#transport.call("POST", `${jobPath(id)}/cancel`, request, "always");
+    return this.#transport.call({ route: ["POST", `${jobPath(id)}/cancel`, request], local: (api) => api.cancel(id, request), repeat: "always" });
   }
 
   /**
@@ -274,7 +291,7 @@ export class LeaseClient {
    * is none.
    */
   async delete(id: string): Promise<void> {
-    await this.#transport.call("DELETE", jobPath(id), undefined, "if-unsent");
+    await this.#transport.call({ route: ["DELETE", jobPath(id)], local: (api) => api.delete(id), repeat: "if-unsent" });
   }
 
   /**
@@ -283,7 +300,7 @@ export class LeaseClient {
    * pass `nextCursor` back as `cursor` for the next page, until it is null.
    */
   list(request: ListRequest = {}): Promise<JobPage> {
-    return this.#transport.call("GET", `/v1/jobs${queryString(request)}`, undefined, "always");
+    return this.#transport.call({ route: ["GET", `/v1/jobs${queryString(request)}`], local: (api) => api.list(request), repeat: "always" });
   }
 
   /**
@@ -292,7 +309,7 @@ export class LeaseClient {
    * an unknown id has none.
    */
   events(id: string, request: EventsRequest = {}): Promise<EventPage> {
-    return this.#transport.call("GET", `${jobPath(id)}/events${queryString(request)}`, undefined, "always");
+    return this.#transport.call({ route: ["GET", `${jobPath(id)}/events${queryString(request)}`], local: (api) => api.events(id, request), repeat: "always" });
   }
 
   /**
@@ -302,7 +319,7 @@ export class LeaseClient {
    * effect. NotFoundError if there is no such job.
    */
   checkLease(id: string, request: LeaseCheckRequest): Promise<LeaseCheck> {
-    return this.#transport.call("GET", `${jobPath(id)}/lease${queryString(request)}`, undefined, "always");
+    return this.#transport.call({ route: ["GET", `${jobPath(id)}/lease${queryString(request)}`], local: (api) => api.checkLease(id, request), repeat: "always" });
   }
 }
 

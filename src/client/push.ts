@@ -1,4 +1,5 @@
 import { queuePath } from "./queues.ts";
+import type { InProcessApi } from "./in-process/api.ts";
 import type { Transport } from "./transport.ts";
 import type { PushRequest, PushSettings, PushSettingsWithSecret } from "./types.ts";
 
@@ -23,17 +24,21 @@ export class PushCalls {
    * if the first attempt never left: a repeat of a create would answer no secret.
    */
   set(queue: string, request: PushRequest): Promise<PushSettings | PushSettingsWithSecret> {
-    return this.#transport.call("PUT", pushPath(queue), request, "if-unsent");
+    const local = async ({ store, now }: InProcessApi) => {
+      const { created, settings, secret } = await store.push.put(queue, { ...request, now: now() });
+      return created ? { ...settings, secret: secret! } : settings;
+    };
+    return this.#transport.call({ route: ["PUT", pushPath(queue), request], local, repeat: "if-unsent" });
   }
 
   /** get answers the queue's push settings, without the secret; NotFoundError if it has no endpoint. */
   get(queue: string): Promise<PushSettings> {
-    return this.#transport.call("GET", pushPath(queue), undefined, "always");
+    return this.#transport.call({ route: ["GET", pushPath(queue)], local: ({ store }) => store.push.get(queue), repeat: "always" });
   }
 
   /** list answers the push settings of every pushed queue, by name, without the secrets (`GET /v1/push`, unwrapped from `{ endpoints }`). */
   async list(): Promise<PushSettings[]> {
-    return (await this.#transport.call<{ endpoints: PushSettings[] }>("GET", "/v1/push", undefined, "always")).endpoints;
+    return (await this.#transport.call({ route: ["GET", "/v1/push"], local: async ({ store }) => ({ endpoints: await store.push.list() }), repeat: "always" })).endpoints;
   }
 
   /**
@@ -42,12 +47,16 @@ export class PushCalls {
    * rotation. NotFoundError if the queue has no endpoint.
    */
   rotate(queue: string): Promise<PushSettingsWithSecret> {
-    return this.#transport.call("POST", `${pushPath(queue)}/rotate`, undefined, "if-unsent");
+    const local = async ({ store, now }: InProcessApi) => {
+      const { settings, secret } = await store.push.rotate(queue, { now: now() });
+      return { ...settings, secret };
+    };
+    return this.#transport.call({ route: ["POST", `${pushPath(queue)}/rotate`], local, repeat: "if-unsent" });
   }
 
   /** delete stops pushing the queue's jobs (deliveries on their way end as usual); answers nothing; NotFoundError if it has no endpoint. */
   async delete(queue: string): Promise<void> {
-    await this.#transport.call("DELETE", pushPath(queue), undefined, "if-unsent");
+    await this.#transport.call({ route: ["DELETE", pushPath(queue)], local: ({ store }) => store.push.delete(queue), repeat: "if-unsent" });
   }
 }
 

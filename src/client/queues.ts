@@ -20,17 +20,17 @@ export class QueueCalls {
    * (`GET /v1/stats`, unwrapped from `{ queues }`).
    */
   async stats(): Promise<QueueStats[]> {
-    return (await this.#transport.call<{ queues: QueueStats[] }>("GET", "/v1/stats", undefined, "always")).queues;
+    return (await this.#transport.call({ route: ["GET", "/v1/stats"], local: async ({ store, now }) => ({ queues: await store.stats({ now: now() }) }), repeat: "always" })).queues;
   }
 
   /** pause stops claims from handing out the queue's jobs until resume; leases already held go on. Answers its settings. */
   pause(queue: string): Promise<QueueSettings> {
-    return this.#transport.call("POST", `${queuePath(queue)}/pause`, undefined, "always");
+    return this.#transport.call({ route: ["POST", `${queuePath(queue)}/pause`], local: ({ store, now }) => store.queues.pause(queue, { now: now() }), repeat: "always" });
   }
 
   /** resume lets claims take the queue's jobs again; answers its settings. */
   resume(queue: string): Promise<QueueSettings> {
-    return this.#transport.call("POST", `${queuePath(queue)}/resume`, undefined, "always");
+    return this.#transport.call({ route: ["POST", `${queuePath(queue)}/resume`], local: (api) => api.queueOpened(api.store.queues.resume(queue, { now: api.now() })), repeat: "always" });
   }
 
   /**
@@ -40,17 +40,17 @@ export class QueueCalls {
    * InvalidRequestError names a bad field.
    */
   set(queue: string, settings: QueueSettingsRequest): Promise<QueueSettings> {
-    return this.#transport.call("PUT", queuePath(queue), settings, "always");
+    return this.#transport.call({ route: ["PUT", queuePath(queue), settings], local: (api) => api.queueOpened(api.store.queues.set(queue, { ...settings, now: api.now() })), repeat: "always" });
   }
 
   /** get answers the queue's settings; a queue never set is not paused and has no limits. */
   get(queue: string): Promise<QueueSettings> {
-    return this.#transport.call("GET", queuePath(queue), undefined, "always");
+    return this.#transport.call({ route: ["GET", queuePath(queue)], local: ({ store }) => store.queues.get(queue), repeat: "always" });
   }
 
   /** list answers the settings of every queue that has settings or jobs, by name (`GET /v1/queues`, unwrapped from `{ queues }`). */
   async list(): Promise<QueueSettings[]> {
-    return (await this.#transport.call<{ queues: QueueSettings[] }>("GET", "/v1/queues", undefined, "always")).queues;
+    return (await this.#transport.call({ route: ["GET", "/v1/queues"], local: async ({ store }) => ({ queues: await store.queues.list() }), repeat: "always" })).queues;
   }
 }
 

@@ -22,22 +22,22 @@ export class ScheduleCalls {
    * InvalidRequestError names a bad field.
    */
   put(name: string, request: ScheduleRequest): Promise<Schedule> {
-    return this.#transport.call("PUT", schedulePath(name), request, "always");
+    return this.#transport.call({ route: ["PUT", schedulePath(name), request], local: async ({ store, now }) => (await store.schedules.put(name, { ...request, now: now() })).schedule, repeat: "always" });
   }
 
   /** get answers a schedule; NotFoundError if there is none of that name. */
   get(name: string): Promise<Schedule> {
-    return this.#transport.call("GET", schedulePath(name), undefined, "always");
+    return this.#transport.call({ route: ["GET", schedulePath(name)], local: ({ store }) => store.schedules.get(name), repeat: "always" });
   }
 
   /** list answers every schedule, by name (`GET /v1/schedules`, unwrapped from `{ schedules }`). */
   async list(): Promise<Schedule[]> {
-    return (await this.#transport.call<{ schedules: Schedule[] }>("GET", "/v1/schedules", undefined, "always")).schedules;
+    return (await this.#transport.call({ route: ["GET", "/v1/schedules"], local: async ({ store }) => ({ schedules: await store.schedules.list() }), repeat: "always" })).schedules;
   }
 
   /** delete deletes a schedule, which never fires again (the jobs it enqueued stay); answers nothing; NotFoundError if there is none. */
   async delete(name: string): Promise<void> {
-    await this.#transport.call("DELETE", schedulePath(name), undefined, "if-unsent");
+    await this.#transport.call({ route: ["DELETE", schedulePath(name)], local: ({ store }) => store.schedules.delete(name), repeat: "if-unsent" });
   }
 }
 

@@ -28,6 +28,16 @@ export function addTraceHeaders(headers: Record<string, string>): void {
 }
 
 /**
+ * The trace context of the active span: what a job enqueued in this process
+ * is stored with when it brings none of its own, as the server stores one
+ * with the request's headers (see addTraceHeaders). Empty while no span is active.
+ */
+export function activeTraceContext(): { traceparent?: string; tracestate?: string } {
+  const span = trace.getSpanContext(context.active());
+  return (span && traceContextOf(span)) ?? {};
+}
+
+/**
  * Runs an enqueue of `jobs` to `queue` in a producer span, "send {queue}",
  * the child of the active span: its traceparent is the one the call carries,
  * so the jobs are stored with it and their workers' spans are its children.

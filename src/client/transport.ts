@@ -1,26 +1,18 @@
-import { errorFromResponse, UnavailableError } from "./errors.ts";
-import { delayBefore, neverSent, type RetryOptions, type RetryPolicy, retryPolicy } from "./retry.ts";
-import { type Answer, type Send, sendWithFetch, sendWithNodeHttp } from "./send.ts";
-import { addTraceHeaders } from "./tracing.ts";
+import type { InProcessApi } from "./in-process/api.ts";
 
-/** Where the API is and how to reach it. */
-export type LeaseClientOptions = {
-  /** The server, e.g. `http://127.0.0.1:8787` or `https://fencelease.example.workers.dev`. */
-  baseUrl: string;
-  /** A bearer token from the server's FENCELEASE_TOKENS; none for a server with auth off. */
-  token?: string | undefined;
-  /** The fetch to use; default node:http with keep-alive where the runtime has it (Node, Bun, Deno), else the global fetch (Workers, browsers). */
-  fetch?: typeof fetch | undefined;
-  /** How often, and after how long, a call that could not be served is sent again: see Repeat for which calls may be. */
-  retry?: RetryOptions | undefined;
-  /** How long one attempt may wait for its answer before it counts as a broken connection; default 30 s. */
-  timeoutMs?: number | undefined;
-};
+// The seam between LeaseClient and how its calls reach fencelease: over HTTP
+// to a server (HttpTransport), or to a store in the same process
+// (InProcessTransport). Each call is written once, in LeaseClient and its
+// `queues`, `schedules`, `push` and `tokens`, in both forms side by side, with
+// the one rule of whether it may be sent again; a transport takes the form it
+// speaks and applies the rule.
 
 /**
- * Whether a call may be sent again after a failure whose outcome is unknown
- * (the connection broke after the request went out, no answer within
- * `timeoutMs`, or a 503 whose `details.outcome` is "unknown").
+ * Whether a call may be sent again after a failure whose outcome is unknown:
+ * over HTTP, the connection broke after the request went out, no answer came
+ * within `timeoutMs`, or a 503 whose `details.outcome` is "unknown"; in the
+ * same process, the store's StorageUnavailable with outcome "unknown" (a
+ * remote database's connection broke).
  *
  * The rule, one per call (a test sends each with its answer lost and checks it):
  * - "always", its repeat changes nothing more: every read (`get`, `waitFor`,
@@ -51,102 +43,21 @@ export type Repeat = "always" | "if-unsent";
 /** What one call may add: how long the server may wait before answering (a long poll), and a signal to give up. */
 export type CallOptions = { waitMs?: number | undefined; signal?: AbortSignal | undefined };
 
-/** The `details.outcome` of an error answer, if it has one. */
-function outcomeOf(answer: unknown): unknown {
-  return (answer as { error?: { details?: { outcome?: unknown } } } | undefined)?.error?.details?.outcome;
-}
-
 /**
- * Transport sends the client's HTTP calls: one request at a time per call,
- * with the token and the active span's traceparent, a timeout per attempt, and the retries its Repeat allows
- * (capped exponential backoff with full jitter, or the server's Retry-After).
- * It answers the route's JSON as it is; a refusal throws its typed error.
- * LeaseClient, its `queues` and its `schedules` share one.
+ * One call of the client in both its forms: `route`, the request it is over
+ * HTTP (method, path, JSON body), and `local`, the same call made on the store
+ * in this process; each answers what the route answers. With whether it may
+ * be sent again (Repeat) and what it may add (CallOptions).
  */
-export class Transport {
-  readonly #baseUrl: string;
-  readonly #token: string | undefined;
-  readonly #send: Send;
-  readonly #retry: RetryPolicy;
-  readonly #timeoutMs: number;
+export type Call<T> = {
+  route: [method: string, path: string, body?: unknown];
+  local: (api: InProcessApi) => Promise<T>;
+  repeat: Repeat;
+  options?: CallOptions | undefined;
+};
 
-  constructor(options: LeaseClientOptions) {
-    this.#baseUrl = checkedBaseUrl(options.baseUrl).replace(/\/+$/, "");
-    this.#token = options.token;
-    const given = options.fetch;
-    this.#send = given ? sendWithFetch(given) : (sendWithNodeHttp() ?? sendWithFetch((input, init) => fetch(input, init)));
-    this.#retry = retryPolicy(options.retry);
-    this.#timeoutMs = options.timeoutMs ?? 30_000;
-    if (!Number.isSafeInteger(this.#timeoutMs) || this.#timeoutMs < 1) throw new RangeError(`timeoutMs must be a positive whole number of ms, got ${options.timeoutMs}`);
-  }
-
-  /** Sends one call, retrying what may be retried, and answers its JSON (undefined for an empty body) or throws its typed error. */
-  async call<T>(method: string, path: string, body: unknown, repeat: Repeat, options: CallOptions = {}): Promise<T> {
-    const headers: Record<string, string> = {};
-    if (this.#token) headers.Authorization = `Bearer ${this.#token}`;
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    addTraceHeaders(headers);
-    const text = body === undefined ? undefined : JSON.stringify(body);
-
-    for (let attempt = 0; ; attempt++) {
-      const retriesLeft = attempt < this.#retry.retries;
-      let response: Answer;
-      try {
-        // A server that never answers is a broken connection: the outcome of the call is unknown.
-        // A long poll may be answered only after its waitMs: it gets that much more.
-        const timeout = AbortSignal.timeout(this.#timeoutMs + (options.waitMs ?? 0));
-        response = await this.#send(`${this.#baseUrl}${path}`, { method, headers, body: text, signal: options.signal ? AbortSignal.any([timeout, options.signal]) : timeout });
-      } catch (error) {
-        options.signal?.throwIfAborted(); // given up by the caller: not a failure to retry
-        if (retriesLeft && (repeat === "always" || neverSent(error))) {
-          await this.#retry.sleep(delayBefore(attempt, this.#retry, null));
-          continue;
-        }
-        throw new UnavailableError(0, "unreachable", `could not reach ${this.#baseUrl}: ${(error as Error).message}`, undefined, { cause: error });
-      }
-      const answer = parsedOrUndefined(response.body);
-      // A 503 whose details say "not_applied" wrote nothing, so any call may be sent again; one whose
-      // outcome is unknown (the database's connection broke) only a call that is safe to repeat.
-      if (response.status === 503 && retriesLeft && (repeat === "always" || outcomeOf(answer) === "not_applied")) {
-        await this.#retry.sleep(delayBefore(attempt, this.#retry, response.header("Retry-After")));
-        continue;
-      }
-      if (response.status < 200 || response.status > 299) throw errorFromResponse(response.status, answer);
-      return answer as T;
-    }
-  }
-}
-
-/**
- * The base URL as given, once it is an absolute http: or https: URL: one
- * without its scheme ("127.0.0.1:8787", "localhost:8787") would otherwise make
- * every call fail, and only after its retries.
- */
-export function checkedBaseUrl(baseUrl: unknown): string {
-  let protocol: string | undefined;
-  try {
-    protocol = new URL(String(baseUrl)).protocol.toLowerCase();
-  } catch {
-    // not a URL at all: said below
-  }
-  if (typeof baseUrl === "string" && (protocol === "http:" || protocol === "https:")) return baseUrl;
-  const hint = typeof baseUrl === "string" && /^[\w.-]+(:\d+)?(\/|$)/.test(baseUrl) ? `; did you mean http://${baseUrl}?` : "";
-  throw new TypeError(`baseUrl must be an absolute http:// or https:// URL, such as http://127.0.0.1:8787, got ${JSON.stringify(baseUrl)}${hint}`);
-}
-
-/** A body's JSON, or undefined when it is empty or not JSON (an answer from something other than fencelease). */
-function parsedOrUndefined(body: string): unknown {
-  try {
-    return body === "" ? undefined : JSON.parse(body);
-  } catch {
-    return undefined;
-  }
-}
-
-/** `?name=value&...` of the parameters given, or "" when none is. */
-export function queryString(parameters: Record<string, string | number | undefined>): string {
-  const query = new URLSearchParams();
-  for (const [name, value] of Object.entries(parameters)) if (value !== undefined) query.set(name, String(value));
-  const text = query.toString();
-  return text === "" ? "" : `?${text}`;
+/** How a LeaseClient's calls reach fencelease: each call answers what its route answers, or throws the refusal's typed error. */
+export interface Transport {
+  /** Makes one call in the form this transport speaks, sending it again as its Repeat allows. */
+  call<T>(call: Call<T>): Promise<T>;
 }

@@ -23,7 +23,7 @@ import { DEFAULT_LIMITS, type GivenLimits, type Limits } from "./shapes.ts";
 import { serveSystem, systemRoutes } from "./system.ts";
 import { type UiFiles, uiRoutes } from "./ui.ts";
 import { unknownRoute } from "./middleware/unknown-route.ts";
-import { wakeWith } from "./wake.ts";
+import { wakeWith } from "../wait/wake.ts";
 import { localWaits, type Waits } from "../wait/long-poll.ts";
 import { Revocations } from "../wait/revocations.ts";
 import { WaitRoom } from "../wait/wait-room.ts";

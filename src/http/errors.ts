@@ -26,20 +26,12 @@ export function describeError(error: unknown): Described {
   if (error instanceof ApiError) return error;
   if (error instanceof InvalidArgument) return { status: 400, code: error.code, message: error.message };
   if (error instanceof NotFound) return { status: 404, code: error.code, message: error.message };
-  if (error instanceof NotClaimable) {
-    return { status: 409, code: error.code, message: error.message, details: { reason: error.reason } };
-  }
-  if (error instanceof LeaseLost) {
-    const details = { reason: error.reason, currentFence: error.currentFence };
-    return { status: 409, code: error.code, message: error.message, details };
-  }
-  if (error instanceof WrongStatus) {
-    return { status: 409, code: error.code, message: error.message, details: { status: error.status } };
+  if (error instanceof NotClaimable || error instanceof LeaseLost || error instanceof WrongStatus) {
+    return { status: 409, code: error.code, message: error.message, details: error.details };
   }
   if (error instanceof ScheduleNameTaken) return { status: 409, code: error.code, message: error.message };
   if (error instanceof StorageUnavailable) {
-    const details = { outcome: error.outcome, reason: error.reason };
-    return { status: 503, code: error.code, message: error.message, details, headers: { "Retry-After": RETRY_AFTER_SECONDS } };
+    return { status: 503, code: error.code, message: error.message, details: error.details, headers: { "Retry-After": RETRY_AFTER_SECONDS } };
   }
   // The schema could not be brought up to date (the Worker migrates its D1 before serving): nothing is served until it is.
   // Retry-After as every 503 has it: an operator's fix is awaited, so a minute.

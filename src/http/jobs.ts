@@ -4,9 +4,10 @@ import { MAX_REASON_BYTES, utf8Bytes } from "../store/validate.ts";
 import { MAX_TRACESTATE, TRACEPARENT_PATTERN, TRACESTATE_PATTERN, traceContextFor, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
 import { emptyBodyIsNone } from "./middleware/empty-body.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
-import { anyJson, body, integer, instant, JobId, JobSchema, jobView, jsonValueRules, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
+import { anyJson, body, integer, instant, JobId, JobSchema, jsonValueRules, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
+import { jobView } from "./views.ts";
 import { ApiError } from "./api-error.ts";
-import { afterAnswer } from "./wake.ts";
+import { afterAnswer } from "./after-answer.ts";
 
 // The jobs: enqueue one or many, read one (or wait for its end), list them and
 // their history, retry a dead one, cancel, delete. What a worker does with a
@@ -288,7 +289,7 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     await c.get("permit").job("manage", c.req.valid("param").id);
     const now = clock();
     const job = await store.retry(c.req.valid("param").id, { now });
-    afterAnswer(c, wake.settled(job, now));
+    afterAnswer(c, wake.settled(job));
     return c.json({ job: jobView(job) }, 200);
   });
 

@@ -1,12 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Settled } from "../store/store.ts";
 import * as check from "../store/validate.ts";
 import { MAX_PROGRESS_BYTES, utf8Bytes } from "../store/validate.ts";
-import { answered, type Claimed } from "../wait/long-poll.ts";
+import { answered } from "../wait/long-poll.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
-import { anyJson, body, Fence, integer, JobId, JobSchema, jobView, jsonValueRules, LeaseErrorSchema, LeaseSchema, leaseView, type Limits, many, MAX_MANY, MAX_WAIT_MS, outcomeView, Owner, positive, query, QueueName, textOfAtMost, Ttl } from "./shapes.ts";
+import { anyJson, body, Fence, integer, JobId, JobSchema, jsonValueRules, LeaseErrorSchema, LeaseSchema, type Limits, many, MAX_MANY, MAX_WAIT_MS, Owner, positive, query, QueueName, textOfAtMost, Ttl } from "./shapes.ts";
+import { claimedView, jobView, leaseView, outcomeView, settledView } from "./views.ts";
 import { unseenAsUnknown } from "./permit.ts";
-import { afterAnswer } from "./wake.ts";
+import { afterAnswer } from "./after-answer.ts";
 
 // The leases: claim a job by id or the next of a queue, and what the holder of
 // a lease does with it (renew, complete, release, fail, one or many at once);
@@ -131,16 +131,6 @@ export const CompleteManyAnswer = z
     leases: z.array(LeaseSchema),
   })
   .openapi("CompleteManyAnswer");
-
-/** A claim-next's answer: the leases; with waitMs, how long it waited; stopped short by the rate limit, when the next token is due. */
-const claimedView = ({ leases, waitedMs, retryAfterMs }: Claimed, waited: boolean) => ({
-  leases: leases.map(leaseView),
-  ...(waited && { waitedMs }),
-  ...(retryAfterMs !== undefined && { retryAfterMs }),
-});
-
-/** A job whose lease a complete or fail ended, with the leases taken when `next` was asked (and only then). */
-const settledView = (settled: Settled, next: unknown) => ({ job: jobView(settled.job), ...(next !== undefined && { leases: settled.leases.map(leaseView) }) });
 
 /** The tag of these routes in the OpenAPI document. */
 export const LEASES_TAG = { name: "leases", description: "The leases: claim a job by id or the next due jobs of a queue; renew, complete, release or fail a lease, one or many at once; check a lease before a side effect. Every write names its lease by owner and fence, and a stale one is refused (409 stale_lease) without changing anything." };
@@ -310,7 +300,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
     await c.get("permit").job("work", c.req.valid("param").id);
     const now = clock();
     const job = await store.release(c.req.valid("param").id, { owner, fence, now });
-    afterAnswer(c, wake.settled(job, now, owner));
+    afterAnswer(c, wake.settled(job, owner));
     return c.json({ job: jobView(job) }, 200);
   });
 
@@ -319,7 +309,7 @@ export function serveLeases(app: Api, route: ReturnType<typeof leaseRoutes>, { s
     await c.get("permit").job("work", c.req.valid("param").id);
     const now = clock();
     const settled = await store.fail(c.req.valid("param").id, { owner, fence, error, retryInMs, next, now });
-    afterAnswer(c, wake.settled(settled.job, now, owner));
+    afterAnswer(c, wake.settled(settled.job, owner));
     return c.json(settledView(settled, next), 200);
   });
 

@@ -3,7 +3,7 @@ import { InvalidArgument } from "../store/errors.ts";
 import { DEFAULT_MAX_IN_FLIGHT, DEFAULT_PUSH_TIMEOUT_MS, MAX_IN_FLIGHT, MAX_PUSH_TIMEOUT_MS, MAX_URL_LENGTH } from "../store/push.ts";
 import { type Api, error, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
 import { body, positive, printablePattern, textOfAtMost } from "./shapes.ts";
-import { afterAnswer } from "./wake.ts";
+import { afterAnswer } from "./after-answer.ts";
 
 // A queue's push endpoint: where the service POSTs each of its due jobs
 // (src/push/), set, read, rotated and deleted here. The secret that signs the

@@ -3,7 +3,7 @@ import { STATUSES } from "../store/sql/lease.ts";
 import { MAX_BURST, MAX_RATE_PER_SECOND } from "../store/shapes.ts";
 import { type Api, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
 import { body, positive } from "./shapes.ts";
-import { afterAnswer } from "./wake.ts";
+import { afterAnswer } from "./after-answer.ts";
 
 // The queues: their numbers (GET /v1/stats) and their settings (pause, resume,
 // limits). A queue's jobs are claimed through leases.ts.

@@ -3,7 +3,7 @@ import { z } from "@hono/zod-openapi";
 import type { LeaseStore } from "../store/store.ts";
 import type { Waits } from "../wait/long-poll.ts";
 import { ErrorSchema, JobId, type Limits, QueueName } from "./shapes.ts";
-import type { wakeWith } from "./wake.ts";
+import type { wakeWith } from "../wait/wake.ts";
 
 // What a resource file (jobs.ts, leases.ts, queues.ts, schedules.ts, system.ts)
 // is built from: the helpers its route definitions use, and what its handlers

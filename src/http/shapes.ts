@@ -1,12 +1,8 @@
 import { z } from "@hono/zod-openapi";
-import type { Job, Lease } from "../store/job.ts";
-import type { LeaseOutcome } from "../store/refusal.ts";
 import { STATUSES } from "../store/sql/lease.ts";
-import { describeError } from "./errors.ts";
 import { hasUnprintable, UNPRINTABLE_CLASS } from "../store/printable.ts";
+import { MAX_JSON_DEPTH } from "../json/depth.ts";
 import { utf8Bytes } from "../store/validate.ts";
-import { MAX_JSON_DEPTH, storedJson } from "../store/json-depth.ts";
-import { linkJobTrace } from "../tracing/job-span.ts";
 
 // The shapes every resource of the API shares: the limits, the rules of its
 // fields (ids, owners, queues, fences, lease lengths), the job, the lease and
@@ -92,7 +88,7 @@ export function anyJson() {
 
 /**
  * What the OpenAPI document says of a JSON value a request sends, beside
- * `description`: how deep it may nest (src/store/json-depth.ts), in words and
+ * `description`: how deep it may nest (src/json/depth.ts), in words and
  * as `x-maxDepth`, which JSON Schema has no keyword for.
  */
 export function jsonValueRules(description: string) {
@@ -153,7 +149,7 @@ export const JobSchema = z
     queue: z.string(),
     payload: anyJson().openapi({ description: "The JSON value it was enqueued with; null without one" }),
     priority: z.number().int(),
-    runAt: z.number().int().openapi({ description: "When it is due (again), in ms since the epoch" }),
+    runAt: z.number().int().openapi({ description: "When it is due (again), in ms since the epoch. A job due when it was enqueued (no delay) stays due whatever the server's clock reads later" }),
     owner: z.string().nullable().openapi({ description: "Who holds or last held its lease; null before the first claim and after an expiry" }),
     until: z.number().int().openapi({ description: "When its lease ends or ended, in ms since the epoch; 0 before the first claim" }),
     fence: z.number().int().openapi({ description: "The fence of its latest lease; 0 before the first claim. It only grows" }),
@@ -223,29 +219,3 @@ export function query<T extends Record<string, z.ZodType>>(shape: T) {
 
 /** How one lease of a many-lease call was refused: the code and details a single call would answer. */
 export const LeaseErrorSchema = z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()).optional() });
-
-/** A job as the API shows it: the result parsed back into the JSON value it was stored from. */
-export function jobView(job: Job) {
-  return { ...job, result: job.result === null ? null : parseOr(job.result) };
-}
-
-function parseOr(text: string): unknown {
-  try {
-    return storedJson(text);
-  } catch {
-    return text; // a result stored through the store API as plain text
-  }
-}
-
-/** A lease as the API shows it: its fence, its end and its job. */
-export const leaseView = (lease: Lease) => {
-  linkJobTrace(lease.job); // every lease handed out, by whichever route: the request's span links to the job's trace
-  return { fence: lease.fence, until: lease.until, job: jobView(lease.job) };
-};
-
-/** One lease of a many-lease call: its answer, or the error a single call would answer, in the API's shape. */
-export function outcomeView<T extends object>(outcome: LeaseOutcome<T>) {
-  if (!("error" in outcome)) return outcome;
-  const { code, message, details } = describeError(outcome.error);
-  return { id: outcome.id, error: { code, message, details } };
-}

@@ -1,8 +1,8 @@
 import { context } from "@opentelemetry/api";
-import { wakeWith } from "../http/wake.ts";
+import { wakeWith } from "../wait/wake.ts";
 import { LeaseLost, NotFound } from "../store/errors.ts";
 import { inexactNumberPath } from "../store/exact-numbers.ts";
-import { MAX_JSON_DEPTH, textNestsDeeper } from "../store/json-depth.ts";
+import { MAX_JSON_DEPTH, textNestsDeeper } from "../json/depth.ts";
 import type { Job, Lease } from "../store/job.ts";
 import type { DeliveryOutcome, PushTarget } from "../store/push.ts";
 import type { LeaseStore } from "../store/store.ts";
@@ -294,7 +294,7 @@ async function deliverCarrying(lease: Lease, target: PushTarget, options: Delive
     if (answer.stopped) {
       // No answer is known: the lease is given back, its attempt with it, for whoever delivers next.
       const released = await store.release(job.id, { owner, fence, now });
-      await wake?.settled(released, now, owner);
+      await wake?.settled(released, owner);
       return report("released");
     }
     await store.push.record({ lease, outcome: answer.outcome, status: answer.status, durationMs, error: answer.error, at: now });
@@ -306,7 +306,7 @@ async function deliverCarrying(lease: Lease, target: PushTarget, options: Delive
       return report("completed");
     }
     const settled = await store.fail(job.id, { owner, fence, error: answer.error!, retryInMs: answer.retryInMs, now });
-    await wake?.settled(settled.job, now, owner);
+    await wake?.settled(settled.job, owner);
     return report(settled.job.status === "dead" ? "dead" : "failed");
   } catch (error) {
     if (error instanceof LeaseLost || error instanceof NotFound) return report("refused");

@@ -1,5 +1,8 @@
 // The store's refusals, as domain errors. The HTTP layer maps each to its
 // status in one place (src/http/errors.ts); the store never knows about HTTP.
+// Each carries its `code` and, where it has them, the `details` an answer
+// shows, so that whoever maps it (the HTTP layer, the client in the same
+// process) reads them from the error rather than from its class.
 
 /** An argument that breaks the store's contract; nothing was written. */
 export class InvalidArgument extends RangeError {
@@ -56,6 +59,11 @@ export class NotClaimable extends Error {
     this.id = id;
     this.reason = reason;
   }
+
+  /** What an answer shows of it: the reason. */
+  get details(): { reason: NotClaimableReason } {
+    return { reason: this.reason };
+  }
 }
 
 /**
@@ -78,6 +86,11 @@ export class LeaseLost extends Error {
     this.id = id;
     this.reason = reason;
     this.currentFence = currentFence;
+  }
+
+  /** What an answer shows of it: the reason, and the job's fence now. */
+  get details(): { reason: LeaseLostReason; currentFence: number } {
+    return { reason: this.reason, currentFence: this.currentFence };
   }
 }
 
@@ -135,6 +148,11 @@ export class StorageUnavailable extends Error {
     this.outcome = outcome;
     this.reason = reason;
   }
+
+  /** What an answer shows of it: whether a write may have been applied, and why it could not be served. */
+  get details(): { outcome: Outcome; reason: StorageReason } {
+    return { outcome: this.outcome, reason: this.reason };
+  }
 }
 
 /**
@@ -150,6 +168,11 @@ export class WrongStatus extends Error {
     this.name = "WrongStatus";
     this.id = id;
     this.status = status;
+  }
+
+  /** What an answer shows of it: the job's status. */
+  get details(): { status: string } {
+    return { status: this.status };
   }
 }
 

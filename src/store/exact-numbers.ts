@@ -42,7 +42,7 @@ function pathTo(value: unknown): (string | number)[] | null {
  * The path (keys and indexes) to the first number of JSON `text` that
  * JSON.parse cannot read exactly, [] for the whole text; null when every
  * number reads exactly, or the text is not JSON. The parse's reviver recurses
- * once per level: measure the text's depth first (src/store/json-depth.ts).
+ * once per level: measure the text's depth first (src/json/depth.ts).
  */
 export function inexactNumberPath(text: string): (string | number)[] | null {
   if (!SUSPECT.test(text)) return null;

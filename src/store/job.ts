@@ -1,6 +1,6 @@
 import type { Row } from "../drivers/driver.ts";
 import type { STATUSES } from "./sql/lease.ts";
-import { storedJson } from "./json-depth.ts";
+import { storedJson } from "../json/depth.ts";
 
 /** Where a job is in its life: queued, scheduled (due later), leased, done, dead or cancelled. */
 export type JobStatus = (typeof STATUSES)[number];
@@ -13,7 +13,7 @@ export type Job = {
   payload: unknown;
   /** Higher is claimed first. */
   priority: number;
-  /** Claim-next leaves the job alone before this time. */
+  /** Claim-next leaves the job alone before this time, unless it had come when the job was enqueued (and no fail set it since): then the job is due whatever the clock reads later. */
   runAt: number;
   /** The holder of the lease, or null when nobody holds it. */
   owner: string | null;

@@ -1,7 +1,7 @@
 import type { Driver, Row } from "../drivers/driver.ts";
 import { NotFound, ScheduleNameTaken } from "./errors.ts";
 import { inChunks } from "./in-chunks.ts";
-import { storedJson } from "./json-depth.ts";
+import { storedJson } from "../json/depth.ts";
 import { dueFire, firstCronFire, type ScheduleSpec, scheduleName, storedSpec } from "./schedule-times.ts";
 import * as sql from "./sql/schedules.ts";
 import type { Fire } from "./sql/schedules.ts";

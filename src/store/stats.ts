@@ -18,17 +18,19 @@ export type QueueStats = {
 /**
  * Reads the rows of `stats` (src/store/sql/reads.ts) into the stats of each queue.
  * Of its open jobs (not done), those nobody holds wait: a waiting job is
- * scheduled while its run_at is ahead, else queued; a held job is leased
- * until its lease ends, and then, until the cron or a claim ends the lease,
- * queued or scheduled by its run_at as well.
+ * queued once it is due (`due` in src/store/sql/lease.ts), else scheduled; a
+ * held job is leased until its lease ends, and then, until the cron or a
+ * claim ends the lease, queued or scheduled as well.
  */
 export function queueStats(rows: Row[], now: number): QueueStats[] {
   return rows.map((row) => {
     const count = (column: string) => row[column] as number;
     const expiredDue = count("expired") - count("expired_later");
     const queued = count("open") - count("held") - count("waiting_later") + expiredDue;
-    // While a job is queued, one of the parts has a due run_at, so the earliest
-    // run_at of the two (scheduled ones included) is the job due longest.
+    // While a job is queued, the earliest run_at of the two parts (scheduled
+    // ones included) is that of the job due longest, if it is behind `now`;
+    // ahead, every queued job was due at its enqueue on a clock ahead of `now`,
+    // and none has waited yet by this clock.
     const firstRunAt = [row.waiting_first_run_at, row.expired_first_run_at].filter((runAt): runAt is number => typeof runAt === "number");
     return {
       queue: row.queue as string,
@@ -40,7 +42,7 @@ export function queueStats(rows: Row[], now: number): QueueStats[] {
         dead: count("dead"),
         cancelled: count("cancelled"),
       },
-      oldestDueAgeMs: queued > 0 ? now - Math.min(...firstRunAt) : null,
+      oldestDueAgeMs: queued > 0 ? Math.max(0, now - Math.min(...firstRunAt)) : null,
       refused: { lastHour: count("refused_recent"), total: count("refused_total") },
       paused: row.paused === 1,
     };

@@ -2,7 +2,7 @@ import { InvalidArgument } from "./errors.ts";
 import { hasUnprintable } from "./printable.ts";
 import { MAX_TRACESTATE, normalTraceparent, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
 import { PUSH_OWNER } from "./sql/claim-next.ts";
-import { MAX_JSON_DEPTH, textNestsDeeper, valueNestsDeeper } from "./json-depth.ts";
+import { MAX_JSON_DEPTH, textNestsDeeper, valueNestsDeeper } from "../json/depth.ts";
 
 // Every store verb checks its arguments here, before the database is touched,
 // so a bad call can never leave a half-written trace.

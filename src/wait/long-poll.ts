@@ -1,7 +1,13 @@
-import { LeaseLost, NotFound } from "../store/errors.ts";
 import type { Job, Lease } from "../store/job.ts";
 import type { ClaimedLeases, LeaseStore } from "../store/store.ts";
 import { MAX_WAITING, type Recheck, type Rechecked, WaitRoom } from "./wait-room.ts";
+
+// Nothing here imports the store itself, only its type: the client's calls in
+// the same process (src/client/in-process/) wait here too, over a store its
+// caller passes, and the client must not load the store's code.
+
+/** What the waits read and write: the claim, the reads the re-check makes, and the release of leases nobody will take. */
+export type WaitingStore = Pick<LeaseStore, "claimNext" | "release" | "get" | "nextClaimableAt" | "nextClaimableAtEach" | "finishedOf" | "dataVersion">;
 
 /** A claim-next that may wait: up to `limit` jobs of `queue`, waiting at most `waitMs` for the first. */
 export type WaitingClaim = { queue: string; owner: string; ttlMs: number; limit: number; waitMs: number };
@@ -57,7 +63,7 @@ const NOTHING: Rechecked = { claimable: [], finished: [] };
  * a write that comes between the version and the reads is read again at the
  * next tick, never missed.
  */
-export function storeRecheck(store: LeaseStore, clock: () => number): Recheck {
+export function storeRecheck(store: WaitingStore, clock: () => number): Recheck {
   let seen: number | null = null;
   return async ({ queues, jobs }) => {
     const version = await store.dataVersion();
@@ -76,7 +82,7 @@ export function storeRecheck(store: LeaseStore, clock: () => number): Recheck {
  * waits, a Durable Object's, and a Worker isolate's without one. The room's
  * re-check asks the store (storeRecheck).
  */
-export function localWaits(store: LeaseStore, room: WaitRoom, clock: () => number): Waits {
+export function localWaits(store: WaitingStore, room: WaitRoom, clock: () => number): Waits {
   room.recheckWith(storeRecheck(store, clock));
   return {
     claimNext: (claim, signal) => waitForJobs(store, room, claim, clock, signal),
@@ -101,7 +107,7 @@ export function localWaits(store: LeaseStore, room: WaitRoom, clock: () => numbe
  * cannot tell whether anyone wrote) finds a job due or its job finished. At
  * most `maxWaiting` wait at once in the isolate.
  */
-export function requestWaits(store: LeaseStore, clock: () => number, maxWaiting = MAX_WAITING): Waits {
+export function requestWaits(store: WaitingStore, clock: () => number, maxWaiting = MAX_WAITING): Waits {
   let waiting = 0;
   const own = <T>(wait: (waits: Waits) => Promise<T>): Promise<T> => {
     const room = new WaitRoom({ maxWaiting: waiting < maxWaiting ? 1 : 0, clock });
@@ -129,7 +135,7 @@ export function requestWaits(store: LeaseStore, clock: () => number, maxWaiting 
  * released at once (the attempt given back) and handed to the next waiter. A
  * full room answers after one claim, as with no wait.
  */
-export async function waitForJobs(store: LeaseStore, room: WaitRoom, claim: WaitingClaim, clock: () => number, signal: AbortSignal): Promise<Claimed> {
+export async function waitForJobs(store: WaitingStore, room: WaitRoom, claim: WaitingClaim, clock: () => number, signal: AbortSignal): Promise<Claimed> {
   const { queue, owner, ttlMs, limit } = claim;
   const entered = performance.now();
   const deadline = entered + claim.waitMs;
@@ -171,14 +177,15 @@ export function answered(leases: ClaimedLeases, waitedMs: number): Claimed {
 }
 
 /** Releases leases taken for a client that has gone (the attempts given back); answers how many were, to ring for. */
-export async function giveBack(store: LeaseStore, leases: Lease[], owner: string, now: number): Promise<number> {
+export async function giveBack(store: WaitingStore, leases: Lease[], owner: string, now: number): Promise<number> {
   let released = 0;
   for (const lease of leases) {
     try {
       await store.release(lease.job.id, { owner, fence: lease.fence, now });
       released++;
     } catch (error) {
-      if (!(error instanceof LeaseLost || error instanceof NotFound)) throw error; // that lease had ended already
+      const code = (error as { code?: unknown } | null)?.code;
+      if (code !== "stale_lease" && code !== "not_found") throw error; // LeaseLost, NotFound: that lease had ended already
     }
   }
   return released;
@@ -191,7 +198,7 @@ export async function giveBack(store: LeaseStore, leases: Lease[], owner: string
  * the deadline, the client's disconnect or the server's stop, and read again.
  * Answers the job as last read; a full room answers after one read.
  */
-async function waitForResult(store: LeaseStore, room: WaitRoom, id: string, waitMs: number, clock: () => number, signal: AbortSignal): Promise<Job> {
+async function waitForResult(store: WaitingStore, room: WaitRoom, id: string, waitMs: number, clock: () => number, signal: AbortSignal): Promise<Job> {
   const deadline = performance.now() + waitMs;
   const waiter = room.enterJob(id);
   try {

@@ -1,5 +1,6 @@
 // The chaos run: worker processes loop claim-next → work → complete against
-// the Node server on one file database, while the run injects faults: workers
+// the Node server on one file database (or in-process, on the same file beside
+// it), while the run injects faults: workers
 // that stall past their lease and come back as zombies (the workers do that
 // themselves), SIGKILLs of workers (mid-request, as a rule: a worker is almost
 // always waiting for an answer), and SIGKILL plus restart of the server. Then
@@ -23,6 +24,8 @@ import { seededRandom, sleep } from "./random.ts";
 export type ChaosOptions = {
   /** Worker processes running at any time; default 8. */
   workers: number;
+  /** How many of them work in-process, each over a store of its own on the database file, beside the server; default 0 (all over HTTP). */
+  inProcessWorkers?: number;
   /** Jobs enqueued before the workers start; default 2,000. */
   jobs: number;
   /** The lease every claim asks for; default 500 ms. */
@@ -151,6 +154,7 @@ export async function runChaos(given: Partial<ChaosOptions> = {}): Promise<Chaos
         CHAOS_RENEW_RATE: String(options.renewRate), CHAOS_SEED: String(options.seed * 7919 + slot * 131 + generation),
         // The very first worker abandons its first lease, so that every run, however small, has a zombie.
         CHAOS_FIRST_STALL: slot === 0 && generation === 0 ? "1" : "0",
+        ...(slot < (options.inProcessWorkers ?? 0) && { CHAOS_DB_URL: url }),
       },
       stdio: ["ignore", "ignore", "pipe", "ipc"],
     });
@@ -185,7 +189,7 @@ export async function runChaos(given: Partial<ChaosOptions> = {}): Promise<Chaos
     server = await startServerProcess(0);
     const port = Number(new URL(server.url).port);
     publish(server.url);
-    log(`chaos: ${options.workers} workers, ${options.jobs} jobs, ttl ${options.ttlMs} ms, seed ${options.seed}, server ${server.url}${options.groupCommit === false ? " (without group commit)" : ""}, dir ${dir}`);
+    log(`chaos: ${options.workers} workers (${options.inProcessWorkers ?? 0} in-process), ${options.jobs} jobs, ttl ${options.ttlMs} ms, seed ${options.seed}, server ${server.url}${options.groupCommit === false ? " (without group commit)" : ""}, dir ${dir}`);
     const generations = Array.from({ length: options.workers }, () => 0);
     for (let slot = 0; slot < options.workers; slot++) spawnWorker(slot, 0);
 

@@ -1,12 +1,17 @@
 // One chaos worker: an OS process of its own that loops claim-next → work →
-// complete against the server over HTTP, and records every request and answer
-// in its own history file before and after it happens. Some leases it abandons
+// complete against the server over HTTP, or in-process through LeaseClient
+// over a store of its own on the run's database file (CHAOS_DB_URL), and
+// records every call and answer in its own history file before and after it
+// happens (in-process, an answer as the route would answer it, and a refusal
+// as its status and error body). Some leases it abandons
 // on purpose: it stalls past the lease and comes back as a zombie that tries
 // to renew and complete; some it releases. It stops on SIGTERM after the step
 // it is in, and at once if the orchestrator goes away (the IPC channel closes).
 //   node test/chaos/worker.ts   (settings in the environment: see `settings`)
 import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { FenceleaseError, LeaseClient } from "../../src/client/index.ts";
+import { openStore } from "../../src/node.ts";
 import type { HistoryLine, Verb } from "./history.ts";
 import { seededRandom, sleep } from "./random.ts";
 
@@ -23,6 +28,7 @@ const settings = {
   renewRate: Number(env.CHAOS_RENEW_RATE ?? 0.1),
   seed: Number(env.CHAOS_SEED ?? 1),
   firstStall: env.CHAOS_FIRST_STALL === "1", // abandon the first lease, whatever the dice say
+  dbUrl: env.CHAOS_DB_URL, // set: in-process, over a store of this process on that file
 };
 const random = seededRandom(settings.seed);
 const historyFile = join(settings.dir, "history", `${settings.name}.jsonl`);
@@ -38,20 +44,44 @@ function record(line: HistoryLine): void {
   appendFileSync(historyFile, `${JSON.stringify(line)}\n`);
 }
 
+/** What a call answered: its status and JSON body; status 0 when no answer came. */
+type Answered = { status: number; body?: any };
+
+/** Sends one request to the server and answers its status and JSON; throws when no answer came. */
+async function overHttp(path: string, body: Record<string, unknown>): Promise<Answered> {
+  const response = await fetch(`${url}${path}`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${settings.token}`, "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(20_000),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+/** The in-process client, over this process's own store on the run's file; made once, if this worker is in-process. */
+const local = settings.dbUrl === undefined ? undefined : new LeaseClient({ store: await openStore({ url: settings.dbUrl, migrations: false }), retry: { retries: 0 } });
+
+/** Makes one call in-process and answers what its route would: 200 and the answer, or a refusal's status and error body. */
+async function inProcess(client: LeaseClient, op: Verb, body: any, id?: string): Promise<Answered> {
+  try {
+    if (op === "claim-next") return { status: 200, body: await client.claimNextAnswer(settings.queue, body) };
+    if (op === "renew") return { status: 200, body: { until: await client.renew(id!, body) } };
+    if (op === "release") return { status: 200, body: { job: await client.release(id!, body) } };
+    return { status: 200, body: await client.complete(id!, body) };
+  } catch (error) {
+    if (!(error instanceof FenceleaseError)) throw error;
+    return { status: error.status, body: { error: { code: error.code, message: error.message, details: error.details } } };
+  }
+}
+
 /** Sends one request and records it; status 0 when no answer came. */
-async function call(op: Verb, path: string, body: Record<string, unknown>, id?: string): Promise<{ status: number; body?: any }> {
+async function call(op: Verb, path: string, body: Record<string, unknown>, id?: string): Promise<Answered> {
   const n = seq++;
   record({ k: "send", w: settings.name, n, t: Date.now(), op, ...(id !== undefined && { id }), body });
   try {
-    const response = await fetch(`${url}${path}`, {
-      method: "POST",
-      headers: { Authorization: `Bearer ${settings.token}`, "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(20_000),
-    });
-    const answer = await response.json();
-    record({ k: "recv", w: settings.name, n, t: Date.now(), status: response.status, body: answer });
-    return { status: response.status, body: answer };
+    const answer = local ? await inProcess(local, op, body, id) : await overHttp(path, body);
+    record({ k: "recv", w: settings.name, n, t: Date.now(), status: answer.status, body: answer.body });
+    return answer;
   } catch (error) {
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
     record({ k: "fail", w: settings.name, n, t: Date.now(), error: cause?.code ?? cause?.message ?? String(error) });

@@ -1,9 +1,13 @@
 import { describe, expect, test } from "vitest";
-import { LeaseClient, UnavailableError } from "../../src/client/index.ts";
+import { type EmbeddedStore, LeaseClient, UnavailableError } from "../../src/client/index.ts";
+import { type Outcome, StorageUnavailable } from "../../src/store/errors.ts";
+import { freshStore } from "../fresh-db.ts";
 
 // The Retries rule, as written on Repeat (src/client/transport.ts), call by
 // call: what is sent again after an answer lost on the way back (the outcome
-// unknown), and what only when the request provably never left.
+// unknown), and what only when the request provably never left. In-process,
+// the same rule on the store's StorageUnavailable: outcome unknown (a remote
+// database's connection broke) or not_applied (busy).
 
 const lease = { id: "job-1", fence: 1 };
 const next = { limit: 1, ttlMs: 1_000 };
@@ -88,5 +92,48 @@ describe("which calls the client sends again", () => {
     const { client, sent } = flaky(refused);
     expect(await call(client).then(() => "answered")).toBe("answered");
     expect(sent()).toBe(2);
+  });
+});
+
+/**
+ * An in-process client over a real store whose first call, whatever the verb,
+ * fails as the database's would (StorageUnavailable with `outcome`), and how
+ * many calls reached the store's verbs.
+ */
+async function failingFirst(outcome: Outcome) {
+  const { store } = await freshStore();
+  let calls = 0;
+  const failFirst = <T extends object>(target: T): T => {
+    const verbs = Object.getOwnPropertyNames(Object.getPrototypeOf(target)).filter((name) => name !== "constructor");
+    return Object.fromEntries(
+      verbs.map((name) => [name, (...args: unknown[]) => {
+        if (calls++ === 0) return Promise.reject(new StorageUnavailable(new Error("the database could not serve it"), outcome));
+        return (target as Record<string, (...args: unknown[]) => unknown>)[name]!.apply(target, args);
+      }]),
+    ) as T;
+  };
+  const given = { ...failFirst(store), queues: failFirst(store.queues), schedules: failFirst(store.schedules), push: failFirst(store.push), tokens: failFirst(store.tokens) } as unknown as EmbeddedStore;
+  const client = new LeaseClient({ store: given, retry: { retries: 1, sleep: async () => {} } });
+  return { client, calls: () => calls };
+}
+
+describe("which calls the client makes again in-process", () => {
+  test.each(CALLS)("%s after StorageUnavailable whose outcome is unknown: made again %s", async (_name, repeat, call) => {
+    const { client, calls } = await failingFirst("unknown");
+    const outcome = await call(client).then(() => "answered", (error: unknown) => error);
+    if (repeat === "always") {
+      expect(outcome).not.toBeInstanceOf(UnavailableError); // the store's own answer, a refusal of this empty store included
+      expect(calls()).toBe(2);
+    } else {
+      expect(outcome).toBeInstanceOf(UnavailableError);
+      expect(outcome).toMatchObject({ status: 503, code: "unavailable", details: { outcome: "unknown", reason: "connection_lost" } });
+      expect(calls()).toBe(1);
+    }
+  });
+
+  test.each(CALLS)("a call the database refused before applying it (busy) is made again, whatever the call: %s", async (_name, _repeat, call) => {
+    const { client, calls } = await failingFirst("not_applied");
+    expect(await call(client).then(() => "answered", (error: unknown) => error)).not.toBeInstanceOf(UnavailableError);
+    expect(calls()).toBe(2);
   });
 });

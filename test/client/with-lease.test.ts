@@ -1,35 +1,52 @@
 import { describe, expect, test } from "vitest";
 import { LeaseClient, LeaseLostError, withLease } from "../../src/client/index.ts";
-import { type ServerConfig, startServer } from "../../src/node.ts";
+import { InProcessApi } from "../../src/client/in-process/api.ts";
+import { openStore, type ServerConfig, startServer } from "../../src/node.ts";
 import { freshStore } from "../fresh-db.ts";
+import { TRANSPORTS, type TransportName } from "./transports.ts";
 
 const TOKEN = "with-lease-token";
 
 // These tests run on the real clock: heartbeats and expiry are what they are
 // about. Leases are a few hundred ms, so the slowest test takes two seconds.
+// They run over HTTP and in-process, but for those about the server's own
+// answers arriving late or its long polls being full.
 
-/** The Node server on a fresh database, and a client whose fetch the test can hold back and count. */
-async function serving(config: Partial<ServerConfig> = {}) {
+/**
+ * The Node server on a fresh database (or a store of this process), and a
+ * client whose renews the test can hold back and count: over HTTP through its
+ * fetch, in-process through the in-process api's renew.
+ */
+async function serving(transport: TransportName = "http", config: Partial<ServerConfig> = {}) {
   const fresh = await freshStore();
-  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: fresh.url, auth: { tokens: [TOKEN] }, ...config });
   const traffic = { renews: 0, holdRenewsMs: 0 };
+  const renewing = async () => {
+    traffic.renews++;
+    if (traffic.holdRenewsMs > 0) await new Promise((resolve) => setTimeout(resolve, traffic.holdRenewsMs)); // the worker is paused
+  };
+  if (transport === "in-process") {
+    const store = await openStore({ url: fresh.url, migrations: false });
+    const api = InProcessApi.of(store);
+    const renew = api.renew.bind(api);
+    api.renew = async (...args) => (await renewing(), renew(...args));
+    const client = new LeaseClient({ store, retry: { retries: 0 } });
+    return { ...fresh, server: undefined, client, other: new LeaseClient({ store }), traffic, waiting: () => api.waiting, [Symbol.asyncDispose]: async () => store.close() };
+  }
+  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: fresh.url, auth: { tokens: [TOKEN] }, ...config });
   const fetchThrough: typeof fetch = async (input, init) => {
-    if (String(input).endsWith("/renew")) {
-      traffic.renews++;
-      if (traffic.holdRenewsMs > 0) await new Promise((resolve) => setTimeout(resolve, traffic.holdRenewsMs)); // the worker is paused
-    }
+    if (String(input).endsWith("/renew")) await renewing();
     return fetch(input, init);
   };
   const client = new LeaseClient({ baseUrl: server.url, token: TOKEN, fetch: fetchThrough, retry: { retries: 0 } });
   const other = new LeaseClient({ baseUrl: server.url, token: TOKEN });
-  return { ...fresh, server, client, other, traffic, [Symbol.asyncDispose]: () => server.stop() };
+  return { ...fresh, server, client, other, traffic, waiting: () => server.waiting, [Symbol.asyncDispose]: () => server.stop() };
 }
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe("withLease", () => {
+describe.each(TRANSPORTS)("withLease, %s", (transport) => {
   test("heartbeats keep the lease alive past several ttls, then completes with fn's value and the fence", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     await s.client.enqueue({ id: "job-1" });
     let seen: { fence: number; aborted: boolean } | undefined;
     const done = await withLease(s.client, "job-1", async ({ fence, signal }) => {
@@ -44,7 +61,7 @@ describe("withLease", () => {
   });
 
   test("a worker paused past its ttl loses the lease: the signal aborts, and its late result is never written", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     await s.client.enqueue({ id: "job-1" });
     s.traffic.holdRenewsMs = 2_000; // from now on no renew gets through in time
     let abortedWith: unknown;
@@ -73,7 +90,7 @@ describe("withLease", () => {
   });
 
   test("a renew still in flight when fn returns goes before the complete, so no refusal is recorded against the worker", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     await s.client.enqueue({ id: "job-1" });
     s.traffic.holdRenewsMs = 150; // each renew takes 150 ms to arrive
     const done = await withLease(s.client, "job-1", async () => {
@@ -86,27 +103,8 @@ describe("withLease", () => {
     expect(kinds).toEqual(["enqueued", "claimed", "renewed", "completed"]);
   });
 
-  test("a stop that comes while the claim is on its way gives the job back, and fn never starts", async () => {
-    await using s = await serving();
-    await s.client.enqueue({ id: "job-1" });
-    const stop = new AbortController();
-    const claiming: typeof fetch = async (input, init) => {
-      const response = await fetch(input, init);
-      if (String(input).endsWith("/claim")) stop.abort(new Error("shutting down")); // the answer arrives after the stop
-      return response;
-    };
-    const client = new LeaseClient({ baseUrl: s.server.url, token: TOKEN, fetch: claiming });
-    let started = false;
-    const outcome = withLease(client, "job-1", async () => (started = true), { owner: "A", ttlMs: 60_000, signal: stop.signal });
-    await expect(outcome).rejects.toThrow("shutting down");
-    expect(started).toBe(false);
-    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, fence: 1, attempts: 0, last_event: "released" });
-    await expect(withLease(client, "job-1", async () => (started = true), { owner: "A", ttlMs: 60_000, signal: stop.signal })).rejects.toThrow("shutting down");
-    expect((await s.snapshot())["job-1"]).toMatchObject({ fence: 1 }); // already stopped: not even claimed
-  });
-
   test("a refused renew aborts the signal at once", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     await s.client.enqueue({ id: "job-1" });
     const error = await withLease(s.client, "job-1", async ({ signal }) => {
       const sql = (await import("@libsql/client")).createClient({ url: s.url });
@@ -121,7 +119,7 @@ describe("withLease", () => {
   });
 
   test("a job cancelled while fn runs: the next renew is refused with reason cancelled, fn's signal aborts, and the job is neither completed nor failed", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     await s.client.enqueue({ id: "job-1" });
     let abortedWith: unknown;
     const error = await withLease(s.client, "job-1", async ({ signal }) => {
@@ -139,7 +137,7 @@ describe("withLease", () => {
   });
 
   test("a job cancelled after fn's last renew: fn's late complete is refused with reason cancelled, and nothing is stored", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     await s.client.enqueue({ id: "job-1" });
     const error = await withLease(s.client, "job-1", async ({ signal }) => {
       await s.other.cancel("job-1");
@@ -152,7 +150,7 @@ describe("withLease", () => {
   });
 
   test("fn's progress goes with the next renew, the latest report only, and a report the server would refuse throws at once", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     await s.client.enqueue({ id: "job-1" });
     const seen: unknown[] = [];
     await withLease(s.client, "job-1", async ({ progress }) => {
@@ -177,7 +175,7 @@ describe("withLease", () => {
   });
 
   test("fn throwing fails the attempt with the error's message, and rethrows fn's error", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     await s.client.enqueue({ id: "job-1" });
     const boom = new Error("boom");
     await expect(withLease(s.client, "job-1", async () => { throw boom; }, { owner: "A", ttlMs: 60_000, retryInMs: 0 })).rejects.toBe(boom);
@@ -187,7 +185,7 @@ describe("withLease", () => {
   });
 
   test("without retryInMs the failed job waits out the server's backoff; on its last attempt it is dead", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     await s.client.enqueue({ id: "job-1" });
     await s.client.enqueue({ id: "last", maxAttempts: 1 });
     const failing = async () => { throw new Error("flaky"); };
@@ -201,7 +199,7 @@ describe("withLease", () => {
   });
 
   test("a thrown value that is not an Error is kept as text, and a message over the server's limit is cut to fit", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     await s.client.enqueue({ id: "text" });
     await s.client.enqueue({ id: "long" });
     await expect(withLease(s.client, "text", async () => { throw "out of paper"; }, { owner: "A", ttlMs: 60_000 })).rejects.toBe("out of paper");
@@ -213,7 +211,7 @@ describe("withLease", () => {
   });
 
   test("a retryInMs that is not a whole number of ms, 0 or more, is refused before anything is claimed", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     await s.client.enqueue({ id: "job-1" });
     const before = await s.snapshot();
     for (const retryInMs of [-1, 1.5]) {
@@ -223,7 +221,7 @@ describe("withLease", () => {
   });
 
   test("fn throwing after the caller's signal aborted releases the lease: a graceful stop is not a failure", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     await s.client.enqueue({ id: "job-1" });
     const stop = new AbortController();
     const outcome = withLease(s.client, "job-1", async ({ signal }) => {
@@ -235,7 +233,7 @@ describe("withLease", () => {
   });
 
   test("takes the next due job of a queue, and answers null when none is due", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     await s.client.enqueue({ id: "low", queue: "q" });
     await s.client.enqueue({ id: "high", queue: "q", priority: 1 });
     const done = await withLease(s.client, { queue: "q" }, async ({ job }) => job.id, { owner: "A", ttlMs: 60_000 });
@@ -244,7 +242,7 @@ describe("withLease", () => {
   });
 
   test("with waitMs it waits on the server for a job of the queue enqueued meanwhile; the lease's deadline counts from when the server took it", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     const enqueued = wait(600).then(() => s.other.enqueue({ id: "late", queue: "q" }));
     const sentAt = Date.now();
     let seen: { aborted: boolean; after: number } | undefined;
@@ -262,30 +260,19 @@ describe("withLease", () => {
   });
 
   test("with waitMs, aborting the caller's signal gives up the wait: the call rejects, and the server takes nothing for it", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     const stop = new AbortController();
     const outcome = withLease(s.client, { queue: "q" }, async () => "never", { owner: "A", ttlMs: 60_000, waitMs: 10_000, signal: stop.signal });
-    while (s.server.waiting === 0) await wait(2);
+    while (s.waiting() === 0) await wait(2);
     stop.abort(new Error("shutting down"));
     await expect(outcome).rejects.toThrow("shutting down");
-    while (s.server.waiting > 0) await wait(2);
+    while (s.waiting() > 0) await wait(2);
     await s.other.enqueue({ id: "after", queue: "q" });
     expect((await s.snapshot()).after).toMatchObject({ owner: null, fence: 0 });
   });
 
-  test("with waitMs, a claim the queue's rate limit stopped is asked again when its next token is due, even where the server could not wait", async () => {
-    await using s = await serving({ maxWaiting: 0 }); // a long poll answers after one claim, as on a full server
-    await s.other.enqueueMany("q", [{ id: "a" }, { id: "b" }]);
-    await s.other.queues.set("q", { ratePerSecond: 5, burst: 1 }); // a token every 200 ms
-    const [first] = await s.other.claimNext("q", { owner: "B", ttlMs: 60_000 });
-    expect(await withLease(s.client, { queue: "q" }, async () => "x", { owner: "A", ttlMs: 60_000 })).toBeNull(); // no waitMs: at once
-    const done = await withLease(s.client, { queue: "q" }, async () => "y", { owner: "A", ttlMs: 60_000, waitMs: 3_000 });
-    expect(done).toMatchObject({ id: "b", status: "done", result: "y" });
-    expect(done!.until - 60_000 - (first!.until - 60_000)).toBeGreaterThanOrEqual(200); // taken at its token, on the server's clock
-  });
-
   test("the caller's signal stops fn and releases the lease without completing", async () => {
-    await using s = await serving();
+    await using s = await serving(transport);
     await s.client.enqueue({ id: "job-1" });
     const stop = new AbortController();
     const outcome = withLease(s.client, "job-1", async ({ signal }) => {
@@ -295,5 +282,37 @@ describe("withLease", () => {
     }, { owner: "A", ttlMs: 60_000, signal: stop.signal });
     await expect(outcome).rejects.toThrow("shutting down");
     expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, fence: 1, done: 0, result: null });
+  });
+});
+
+describe("withLease over HTTP, its answers late or its long polls full", () => {
+  test("a stop that comes while the claim is on its way gives the job back, and fn never starts", async () => {
+    await using s = await serving();
+    await s.client.enqueue({ id: "job-1" });
+    const stop = new AbortController();
+    const claiming: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (String(input).endsWith("/claim")) stop.abort(new Error("shutting down")); // the answer arrives after the stop
+      return response;
+    };
+    const client = new LeaseClient({ baseUrl: s.server!.url, token: TOKEN, fetch: claiming });
+    let started = false;
+    const outcome = withLease(client, "job-1", async () => (started = true), { owner: "A", ttlMs: 60_000, signal: stop.signal });
+    await expect(outcome).rejects.toThrow("shutting down");
+    expect(started).toBe(false);
+    expect((await s.snapshot())["job-1"]).toMatchObject({ owner: null, fence: 1, attempts: 0, last_event: "released" });
+    await expect(withLease(client, "job-1", async () => (started = true), { owner: "A", ttlMs: 60_000, signal: stop.signal })).rejects.toThrow("shutting down");
+    expect((await s.snapshot())["job-1"]).toMatchObject({ fence: 1 }); // already stopped: not even claimed
+  });
+
+  test("with waitMs, a claim the queue's rate limit stopped is asked again when its next token is due, even where the server could not wait", async () => {
+    await using s = await serving("http", { maxWaiting: 0 }); // a long poll answers after one claim, as on a full server
+    await s.other.enqueueMany("q", [{ id: "a" }, { id: "b" }]);
+    await s.other.queues.set("q", { ratePerSecond: 5, burst: 1 }); // a token every 200 ms
+    const [first] = await s.other.claimNext("q", { owner: "B", ttlMs: 60_000 });
+    expect(await withLease(s.client, { queue: "q" }, async () => "x", { owner: "A", ttlMs: 60_000 })).toBeNull(); // no waitMs: at once
+    const done = await withLease(s.client, { queue: "q" }, async () => "y", { owner: "A", ttlMs: 60_000, waitMs: 3_000 });
+    expect(done).toMatchObject({ id: "b", status: "done", result: "y" });
+    expect(done!.until - 60_000 - (first!.until - 60_000)).toBeGreaterThanOrEqual(200); // taken at its token, on the server's clock
   });
 });

@@ -1,5 +1,6 @@
 import { cancelContract } from "./cancel.contract.ts";
 import { jsonDepthContract } from "./json-depth.contract.ts";
+import { clockStepContract } from "./clock-step.contract.ts";
 import { lifecycleContract } from "./lifecycle.contract.ts";
 import { manyContract } from "./many.contract.ts";
 import { pushContract } from "./push.contract.ts";
@@ -23,6 +24,7 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   cancelContract(freshStore);
   tokensContract(freshStore);
   traceContract(freshStore);
+  clockStepContract(freshStore);
   storageContract(freshStore);
   jsonDepthContract(freshStore);
 }

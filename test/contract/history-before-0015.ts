@@ -111,14 +111,14 @@ export async function writeHistoryBefore0015(db: RawDatabase): Promise<Before> {
   };
 }
 
-/** After migrations/0015: the same history, event for event and seq for seq, the same counters and jobs, and the jobs counted. */
+/** After migrations/0015 and those after it: the same history, event for event and seq for seq, the same counters and jobs, and the jobs counted, with the latest enqueue of the open ones (migrations/0033). */
 export async function expectKeptAfter0015(db: RawDatabase, before: Before): Promise<void> {
   expect(before.events.length).toBe(36);
   expect(await db.rows("SELECT * FROM events ORDER BY job_id, seq")).toEqual(before.events);
   expect(await db.rows("SELECT * FROM refusal_counts")).toEqual(before.refusalCounts);
   expect(await db.rows("SELECT * FROM refusal_minutes ORDER BY queue, minute")).toEqual(before.refusalMinutes);
   expect(await db.rows(`SELECT ${KEPT} FROM jobs ORDER BY id`)).toEqual(before.jobs);
-  expect(await db.rows("SELECT * FROM queue_counts")).toEqual([{ queue: "q", open: 7, done: 1, dead: 1, cancelled: 1 }]);
+  expect(await db.rows("SELECT * FROM queue_counts")).toEqual([{ queue: "q", open: 7, done: 1, dead: 1, cancelled: 1, enqueued_at: T + 3 }]); // "again", enqueued anew
   // The rows now tell 18 of them (each job's enqueue; the claim of each lease held or completed, its renews and its completion); 18 stay stored.
   expect(await db.rows("SELECT count(*) AS n FROM history")).toEqual([{ n: 18 }]);
 }

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "vitest";
-import { MAX_JSON_DEPTH } from "../../src/store/json-depth.ts";
+import { MAX_JSON_DEPTH } from "../../src/json/depth.ts";
 import type { FreshStorage } from "./storage.contract.ts";
 
-// How deep the JSON values the store keeps may nest (src/store/json-depth.ts),
+// How deep the JSON values the store keeps may nest (src/json/depth.ts),
 // on every backend: a value at the limit is kept and read back as it was;
 // one stored deeper before the limit was checked is read as its text, so
 // that every answer holding it can still be written. Run on a libSQL file,

@@ -25,13 +25,19 @@ const MINUTE = 60_000;
 const T = 100 * HOUR;
 const TTL = 30_000;
 
+/** Whether a job is due at `now`, from its stored row: its run_at has come, or had come at its enqueue (a fail's run_at aside), as `due` in src/store/sql/lease.ts says. */
+function isDue(row: Row, now: number): boolean {
+  const runAt = row.run_at as number;
+  return runAt <= now || (runAt <= (row.created_at as number) && row.last_event !== "failed");
+}
+
 /** A job's status at `now`, from its stored row, as the README defines it. */
 function statusOf(row: Row, now: number): JobStatus {
   if (row.dead === 1) return "dead";
   if (row.cancelled === 1) return "cancelled";
   if (row.done === 1) return "done";
   if (row.owner !== null && (row.until as number) > now) return "leased";
-  return (row.run_at as number) > now ? "scheduled" : "queued";
+  return isDue(row, now) ? "queued" : "scheduled";
 }
 
 /** The jobs part of the stats, worked out from every row: what the store's counts must agree with. */
@@ -43,7 +49,7 @@ function expectedJobs(rows: Row[], now: number): Pick<QueueStats, "queue" | "job
     const stats = queues.get(queue)!;
     const status = statusOf(row, now);
     stats.jobs[status]++;
-    if (status === "queued") stats.oldestDueAgeMs = Math.max(stats.oldestDueAgeMs ?? 0, now - (row.run_at as number));
+    if (status === "queued") stats.oldestDueAgeMs = Math.max(stats.oldestDueAgeMs ?? 0, now - (row.run_at as number)); // 0 for a job due at its enqueue on a clock ahead of `now`
   }
   return [...queues.values()].sort((a, b) => (a.queue < b.queue ? -1 : 1));
 }
@@ -129,6 +135,9 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       await store.enqueue("b-1", { queue: "b", maxAttempts: 5, now: T });
       await store.claim("b-1", { owner: "B", ttlMs: TTL, now: T });
       await store.fail("b-1", { owner: "B", fence: 1, error: "again", retryInMs: 10 * MINUTE, now: T + 1 }); // scheduled again
+      await store.enqueue("b-ahead", { queue: "b", maxAttempts: 5, now: T + HOUR }); // on a clock an hour ahead: due at once
+      await store.claim("b-ahead", { owner: "B", ttlMs: TTL, now: T });
+      await store.fail("b-ahead", { owner: "B", fence: 1, error: "again", retryInMs: MINUTE, now: T + 1 }); // its retry, before its enqueue's time, waits on the clock
       await store.enqueue("c-expired", { queue: "c", runAt: T - HOUR, now: T - HOUR });
       await store.claimNext("c", { owner: "C", ttlMs: TTL, now: T - HOUR }); // expired at T - HOUR + TTL
       return fresh;
@@ -137,7 +146,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
     test("stats agree, at every time, with the status of every row", async () => {
       const { store, snapshot } = await everyState();
       const rows = Object.values(await snapshot());
-      for (const now of [T - HOUR, T - 1, T, T + 1, T + 10, T + HOUR - 1, T + HOUR, T + 2 * HOUR, T + 3 * HOUR]) {
+      for (const now of [T - HOUR, T - 1, T, T + 1, T + 10, T + MINUTE, T + MINUTE + 1, T + HOUR - 1, T + HOUR, T + 2 * HOUR, T + 3 * HOUR]) {
         const stats = (await store.stats({ now })).map(({ queue, jobs, oldestDueAgeMs }) => ({ queue, jobs, oldestDueAgeMs }));
         expect(stats, `at T + ${now - T}`).toEqual(expectedJobs(rows, now));
       }
@@ -147,10 +156,11 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       const { store, rows, snapshot } = await everyState();
       // open: not done (waiting, or held: the stats count those in jobs_held_by_until); a cancelled job is
       // cancelled, held or not when it was cancelled; dead and cancelled jobs are done too, but not counted done.
+      // enqueued_at: the highest time an enqueue of the queue read (migrations/0033), whatever happened since.
       const counts = [
-        { queue: "a", open: 9, done: 1, dead: 1, cancelled: 2 },
-        { queue: "b", open: 1, done: 0, dead: 0, cancelled: 0 },
-        { queue: "c", open: 1, done: 0, dead: 0, cancelled: 0 },
+        { queue: "a", open: 9, done: 1, dead: 1, cancelled: 2, enqueued_at: T },
+        { queue: "b", open: 2, done: 0, dead: 0, cancelled: 0, enqueued_at: T + HOUR },
+        { queue: "c", open: 1, done: 0, dead: 0, cancelled: 0, enqueued_at: T - HOUR },
       ];
       expect(await rows("SELECT * FROM queue_counts ORDER BY queue")).toEqual(counts);
       expect(await store.expire({ now: T + HOUR })).toHaveLength(4); // a-expiring, a-expired-scheduled, a-leased (their last attempt: dead), c-expired
@@ -172,7 +182,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       const other = await reopen(); // two runners fire at once
       const fired = await Promise.all([store.schedules.fireDue({ now: at }), other.schedules.fireDue({ now: at })]);
       expect(fired.flatMap((answer) => answer.jobs.map((job) => job.id))).toEqual(["tock@2026-11-30T03:00:00.000Z"]);
-      expect(await rows("SELECT queue, open FROM queue_counts ORDER BY queue")).toEqual([{ queue: "s", open: 1 }, { queue: "t", open: 1 }]);
+      expect(await rows("SELECT queue, open, enqueued_at FROM queue_counts ORDER BY queue")).toEqual([{ queue: "s", open: 1, enqueued_at: null }, { queue: "t", open: 1, enqueued_at: at }]);
     });
 
     test("a queue whose jobs are all gone is still listed while it has refusals to count", async () => {
@@ -292,7 +302,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
   describe("claim-next behind jobs it must not take", () => {
     /** The ids claim-next must take at `now`, worked out from every row: due, nobody's current lease, not an ended last attempt; in claim order. */
     function expectedTake(rows: Row[], now: number, limit: number): string[] {
-      const claimable = rows.filter((row) => row.done === 0 && (row.until as number) <= now && (row.run_at as number) <= now && !(row.owner !== null && (row.attempts as number) >= (row.max_attempts as number)));
+      const claimable = rows.filter((row) => row.done === 0 && (row.until as number) <= now && isDue(row, now) && !(row.owner !== null && (row.attempts as number) >= (row.max_attempts as number)));
       const key = (row: Row) => [-(row.priority as number), row.run_at as number, row.created_at as number];
       claimable.sort((a, b) => {
         const [x, y] = [key(a), key(b)];
@@ -478,10 +488,30 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
         /^SEARCH jobs USING INDEX jobs_held_by_until \(queue=\? AND until<\?\)$/, // the leases that have ended
         /^SEARCH jobs USING (COVERING )?INDEX jobs_held_by_until \(queue=\? AND until>\?\)$/, // a limited queue's current leases
       ];
-      for (const statement of [...claims.claimNext("q", "A", T, TTL, 10, "clock"), claims.claimNextAfter("job-1", "A", T, { limit: 10, ttlMs: TTL, clock: "clock" })]) {
+      const push = claims.claimToPush("q", T, 10, "clock");
+      for (const statement of [...claims.claimNext("q", "A", T, TTL, 10, "clock"), claims.claimNextAfter("job-1", "A", T, { limit: 10, ttlMs: TTL, clock: "clock" }), push]) {
         const lines = await reads(statement);
         expect(lines.some((line) => line.includes("priority=? AND run_at<?"))).toBe(true);
         for (const line of lines) expect(allowed.some((pattern) => pattern.test(line)), line).toBe(true);
+      }
+    });
+
+    test("the reads of what is due seek it along run_at, up to an end read from the queue's counts by primary key: never every job of a priority", async () => {
+      const { rows } = await freshStore();
+      const plan = async (statement: Statement) => (await rows(`EXPLAIN QUERY PLAN ${statement.sql}`, statement.args)).map((row) => String(row.detail));
+      for (const statement of [...claims.claimNext("q", "A", T, TTL, 10, "clock"), claims.claimToPush("q", T, 10, "clock"), claims.retryAfter("q", T, "clock"), claims.retryAfter("q", T, "clock", 10)]) {
+        const lines = await plan(statement);
+        expect(lines).toContain("SEARCH jobs USING INDEX jobs_claim_waiting (queue=? AND priority=? AND run_at<?)");
+        expect(lines.filter((line) => line.includes("jobs_claim_waiting (queue=? AND priority=?)"))).toEqual([]);
+        const ends = lines.filter((line) => line.includes("queue_counts"));
+        expect(ends.length).toBeGreaterThan(0);
+        for (const line of ends) expect(line).toBe("SEARCH queue_counts USING PRIMARY KEY (queue=?)");
+      }
+      // When a job is next claimable: the first run_at of a priority (one entry), and whether one is due ahead of `now`, a range up to that end.
+      for (const statement of [claims.nextClaimable(["q", "r"], T, "clock"), claims.nextToPush("q", T, "clock")]) {
+        const lines = await plan(statement);
+        expect(lines).toContain("SEARCH jobs USING INDEX jobs_claim_waiting (queue=? AND priority=? AND run_at>? AND run_at<?)");
+        for (const line of lines.filter((line) => line.includes("queue_counts"))) expect(line).toBe("SEARCH queue_counts USING PRIMARY KEY (queue=?)");
       }
     });
 

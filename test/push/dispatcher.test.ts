@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { wakeWith } from "../../src/http/wake.ts";
+import { wakeWith } from "../../src/wait/wake.ts";
 import { PushDispatcher } from "../../src/push/dispatcher.ts";
 import { PUSH_OWNER } from "../../src/store/sql/claim-next.ts";
 import type { LeaseStore } from "../../src/store/store.ts";

@@ -10,9 +10,16 @@ import { freshStore } from "../fresh-db.ts";
 
 const TOKEN = "examples-token";
 
-/** The command of the example's run line, as its header gives it (the line that ends in `examples/<name>`), less the variables it sets: the test sets them. */
-function runLine(name: string): string {
-  const line = readFileSync(`examples/${name}`, "utf8").split("\n").find((text) => text.startsWith("//   ") && text.trimEnd().endsWith(`examples/${name}`));
+/**
+ * The command of the example's run line, as its header gives it (the line
+ * that ends in `examples/<name>`, and sets `variable` when one is named: the
+ * worker's header has one over HTTP and one embedded), less the variables it
+ * sets: the test sets them.
+ */
+function runLine(name: string, variable?: string): string {
+  const line = readFileSync(`examples/${name}`, "utf8")
+    .split("\n")
+    .find((text) => text.startsWith("//   ") && text.trimEnd().endsWith(`examples/${name}`) && (variable === undefined || text.includes(` ${variable}=`)));
   return line!.slice(2).trim().replace(/^(\w+=\S+\s+)+/, "");
 }
 
@@ -21,8 +28,8 @@ function runLine(name: string): string {
  * that `kill` is given is the process the line starts. The package's name
  * resolves to the sources here (not dist/, which the package test rebuilds).
  */
-function startExample(name: string, env: Record<string, string>) {
-  const child = spawn("sh", ["-c", `exec ${runLine(name)}`], {
+function startExample(command: string, env: Record<string, string>) {
+  const child = spawn("sh", ["-c", `exec ${command}`], {
     env: { ...process.env, NODE_OPTIONS: "--conditions=fencelease-source", ...env },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
@@ -37,16 +44,22 @@ function startExample(name: string, env: Record<string, string>) {
   return child;
 }
 
-test("examples/node-worker.ts, run by the line its header and docs/client.md give, works through a queue, then stops gracefully on a SIGTERM to its pid", async () => {
-  expect(runLine("node-worker.ts")).toBe("node_modules/.bin/node examples/node-worker.ts");
-  expect(readFileSync("docs/client.md", "utf8")).toContain("QUEUE=thumbnails node_modules/.bin/node examples/node-worker.ts`");
+test.each([
+  ["over HTTP", "FENCELEASE_URL"],
+  ["embedded, over a store of its own on the file", "DATABASE_URL"],
+])("examples/node-worker.ts, run by the line its header and docs/client.md give, works through a queue %s, then stops gracefully on a SIGTERM to its pid", async (_, variable) => {
+  const command = runLine("node-worker.ts", variable);
+  expect(command).toBe("node_modules/.bin/node examples/node-worker.ts");
+  expect(readFileSync("docs/client.md", "utf8")).toMatch(new RegExp(`\`${variable}=\\S+ QUEUE=thumbnails node_modules/\\.bin/node examples/node-worker\\.ts\``));
   const { url, snapshot } = await freshStore();
   const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: url, auth: { tokens: [TOKEN] } });
   const client = new LeaseClient({ baseUrl: server.url, token: TOKEN });
-  const child = startExample("node-worker.ts", { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN, QUEUE: "words", IDLE_MS: "20" });
+  const reach: Record<string, string> = variable === "FENCELEASE_URL" ? { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN } : { DATABASE_URL: url };
+  const child = startExample(command, { ...reach, QUEUE: "words", IDLE_MS: "20" });
   try {
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     expect((await lines.next()).value).toBe(`node-worker-${child.pid} taking jobs from queue words`);
+    // Embedded, the jobs come from another process (this one, through the server): the worker's room finds them within its re-check.
     for (let i = 0; i < 5; i++) await client.enqueue({ id: `doc-${i}`, queue: "words", payload: { text: "one two three ".repeat(i) } });
     for (let i = 0; i < 5; i++) expect((await lines.next()).value).toMatch(/^processed doc-\d with fence 1$/);
 
@@ -74,7 +87,7 @@ test("examples/push-endpoint-node.ts takes a pushed queue's jobs: answers one wi
   // The secret first (the endpoint needs it to start), then the endpoint's real URL: a later set keeps the secret.
   const { secret } = (await client.push.set("words", { url: "http://127.0.0.1:9/" })) as { secret: string };
   expect(runLine("push-endpoint-node.ts")).toBe("node_modules/.bin/node examples/push-endpoint-node.ts");
-  const child = startExample("push-endpoint-node.ts", { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN, PUSH_SECRET: secret, PORT: "0" });
+  const child = startExample(runLine("push-endpoint-node.ts"), { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN, PUSH_SECRET: secret, PORT: "0" });
   try {
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     const endpoint = /^push endpoint on (http:\/\/127\.0\.0\.1:\d+\/)$/.exec(String((await lines.next()).value))![1]!;

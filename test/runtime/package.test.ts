@@ -80,9 +80,23 @@ function systemNode(): string {
 const FILES: Record<string, string> = {
   "package.json": JSON.stringify({ name: "consumer", private: true, type: "module" }),
   "root.ts": `import { createApp, LeaseStore, type AppOptions, type Job } from "fencelease";\nconst limits: AppOptions["limits"] = { maxBodyBytes: undefined, maxTtlMs: 60_000 };\nconst job: Job | null = null;\nexport const root = [typeof createApp, typeof LeaseStore, limits, job];\n`,
-  "node.ts": `import { openStore, serverConfigFromEnv, startServer } from "fencelease/node";\nexport const node = [typeof openStore, typeof startServer, serverConfigFromEnv({}).port];\n`,
+  // The client in-process too, over a store of fencelease/node: its options take undefined as well.
+  "node.ts": `import { openStore, serverConfigFromEnv, startServer } from "fencelease/node";\nimport { LeaseClient } from "fencelease/client";\nexport const node = [typeof openStore, typeof startServer, serverConfigFromEnv({}).port];\nexport const embedded = async () => new LeaseClient({ store: await openStore({ url: ":memory:" }), retry: undefined, clock: undefined });\n`,
   "browser.ts": `import { LeaseClient, LeaseLostError, runWorker } from "fencelease/client";\nconst client = new LeaseClient({ baseUrl: "https://fencelease.example", token: undefined, retry: { retries: undefined } });\nexport const browser = [client, typeof LeaseLostError, typeof runWorker];\n`,
-  "main.js": `import { createApp } from "fencelease";\nimport { serverConfigFromEnv } from "fencelease/node";\nimport { LeaseClient } from "fencelease/client";\nconsole.log(typeof createApp, serverConfigFromEnv({}).port, typeof new LeaseClient({ baseUrl: "http://127.0.0.1:1" }).claim);\n`,
+  "main.js": [
+    'import { createApp } from "fencelease";',
+    'import { openStore, serverConfigFromEnv } from "fencelease/node";',
+    'import { LeaseClient } from "fencelease/client";',
+    'console.log(typeof createApp, serverConfigFromEnv({}).port, typeof new LeaseClient({ baseUrl: "http://127.0.0.1:1" }).claim);',
+    // The client in-process, over a store of fencelease/node: built from dist/ as a user gets it.
+    'const store = await openStore({ url: ":memory:" });',
+    'const client = new LeaseClient({ store });',
+    'await client.enqueue({ id: "a", queue: "q" });',
+    'const [lease] = await client.claimNext("q", { owner: "w", ttlMs: 1000 });',
+    'console.log(lease.job.id, lease.fence, (await client.complete("a", { owner: "w", fence: lease.fence, result: 1 })).job.status);',
+    "store.close();",
+    "",
+  ].join("\n"),
 };
 
 /** A stand-in for the snippet's payment provider: it says what it was asked. */
@@ -113,14 +127,14 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => rmSync(packed.dir, { recursive: true, force: true }));
 
-test("the packed package holds dist/'s JavaScript and declarations, the migrations and the dashboard, and nothing of the repo's sources, tests or scratch files", async () => {
+test("the packed package holds dist/'s JavaScript and declarations (the client's in-process transport among them), the migrations and the dashboard, and nothing of the repo's sources, tests or scratch files", async () => {
   const files = (await run("tar", ["-tzf", packed.tarball])).stdout.trim().split("\n").map((path) => path.replace(/^package\//, ""));
   expect(files.filter((path) => !/^(dist\/.+\.(js|d\.ts)|migrations\/\d{4}_\w+\.sql|src\/ui\/(.+\.(js|html|css|svg)|\.assetsignore)|src\/ui\/vendor\/swagger-ui\/(LICENSE|NOTICE)|package\.json|README\.md)$/.test(path))).toEqual([]);
-  for (const path of ["dist/cli/main.js", "dist/worker.js", "dist/client/index.d.ts", "migrations/0001_jobs.sql", "src/ui/index.html", "src/ui/vendor/swagger-ui/swagger-ui-bundle.js"]) expect(files).toContain(path);
+  for (const path of ["dist/cli/main.js", "dist/worker.js", "dist/client/index.d.ts", "dist/client/in-process/transport.js", "dist/client/in-process/api.js", "migrations/0001_jobs.sql", "src/ui/index.html", "src/ui/vendor/swagger-ui/swagger-ui-bundle.js"]) expect(files).toContain(path);
   expect(files.filter((path) => /test|scratch|fixture|\.map$|\.ts$/.test(path) && !path.endsWith(".d.ts"))).toEqual([]);
 });
 
-test("the packed package installs into a project with only its own dependencies, type-checks there for Node, a browser and a Worker, and runs the README's snippet against npm start", async () => {
+test("the packed package installs into a project with only its own dependencies, type-checks there for Node, a browser and a Worker, runs the client in-process from dist/, and runs the README's snippet against npm start", async () => {
   const dir = freshDir();
   const consumer = join(dir, "consumer");
   mkdirSync(consumer);
@@ -143,9 +157,9 @@ test("the packed package installs into a project with only its own dependencies,
   expect(await typeCheck(consumer, "tsconfig.node.json")).toBe("");
   expect(await typeCheck(consumer, "tsconfig.browser.json")).toBe("");
 
-  // The Node entries run from dist/ as plain JavaScript on the system's Node, and the bin's demo replays its story.
+  // The Node entries run from dist/ as plain JavaScript on the system's Node (the client in-process over openStore among them), and the bin's demo replays its story.
   const node = systemNode();
-  expect((await run(node, ["main.js"], { cwd: consumer })).stdout).toBe("function 8787 function\n");
+  expect((await run(node, ["main.js"], { cwd: consumer })).stdout).toBe("function 8787 function\na 1 done\n");
   const demo = await run(node, [join(consumer, "node_modules", ".bin", "fencelease"), "demo"], { cwd: consumer });
   expect(demo.stdout).toMatch(/A {2}completes late with fence 1 +→ 409 stale_lease \(superseded; current fence 2\)/);
 

@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { expect, test } from "vitest";
-import { textNestsDeeper, valueNestsDeeper } from "../../src/store/json-depth.ts";
+import { textNestsDeeper, valueNestsDeeper } from "../../src/json/depth.ts";
 
-// How deep JSON nests, measured two ways (src/store/json-depth.ts): over the
+// How deep JSON nests, measured two ways (src/json/depth.ts): over the
 // text, without parsing it, and over a value, without recursion. Both must
 // agree with the depth of the value itself, whatever its strings hold.
 

@@ -7,6 +7,7 @@ import { libsqlFileDriver } from "../../src/drivers/libsql-file.ts";
 import { LeaseStore, StorageUnavailable } from "../../src/index.ts";
 import { connect, openStore } from "../../src/node.ts";
 import { cancelContract } from "../contract/cancel.contract.ts";
+import { clockStepContract } from "../contract/clock-step.contract.ts";
 import { manyContract } from "../contract/many.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
 import { pushContract } from "../contract/push.contract.ts";
@@ -37,6 +38,7 @@ schedulesContract(freshStore);
 cancelContract(freshStore);
 tokensContract(freshStore);
 traceContract(freshStore);
+clockStepContract(freshStore);
 
 describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {

@@ -25,24 +25,31 @@ async function serving() {
 
 const id = (span: ReadableSpan) => span.spanContext().spanId;
 
+/**
+ * The story both transports tell: a "checkout" span of the app enqueues
+ * mail-1, then runWorker sends it, its handler's work in a span "smtp".
+ * Answers every span finished, the checkout's, its trace, and the producer span.
+ */
+async function mailedInCheckout(client: LeaseClient) {
+  await app.startActiveSpan("checkout", async (checkout) => {
+    await client.enqueue({ id: "mail-1", queue: "mail", payload: { to: "ada" } });
+    checkout.end();
+  });
+  const worker = runWorker(client, { queue: "mail", owner: "worker-a", concurrency: 1, ttlMs: 30_000 }, async ({ job }) => {
+    app.startActiveSpan("smtp", (work) => work.end());
+    return { sent: (job.payload as { to: string }).to };
+  });
+  expect((await client.waitFor("mail-1", { timeoutMs: 10_000 })).status).toBe("done");
+  await worker.stop();
+  const all = spans.getFinishedSpans();
+  const checkout = only(all, "checkout");
+  return { all, checkout, traceId: checkout.spanContext().traceId, producer: only(all, "send mail") };
+}
+
 describe("one trace from enqueue to complete", () => {
   test("runWorker: the producer's span, its enqueue, the job's process span and the handler's work, its completion; the claim linked to it", async () => {
     const { client, rows } = await serving();
-    await app.startActiveSpan("checkout", async (checkout) => {
-      await client.enqueue({ id: "mail-1", queue: "mail", payload: { to: "ada" } });
-      checkout.end();
-    });
-    const worker = runWorker(client, { queue: "mail", owner: "worker-a", concurrency: 1, ttlMs: 30_000 }, async ({ job }) => {
-      app.startActiveSpan("smtp", (work) => work.end());
-      return { sent: (job.payload as { to: string }).to };
-    });
-    expect((await client.waitFor("mail-1", { timeoutMs: 10_000 })).status).toBe("done");
-    await worker.stop();
-
-    const all = spans.getFinishedSpans();
-    const checkout = only(all, "checkout");
-    const traceId = checkout.spanContext().traceId;
-    const producer = only(all, "send mail");
+    const { all, checkout, traceId, producer } = await mailedInCheckout(client);
     const enqueue = only(all, "POST /v1/jobs");
     const process = only(all, "process mail");
     const work = only(all, "smtp");
@@ -188,5 +195,19 @@ describe("one trace from enqueue to complete", () => {
     // Every job's results went in a settle of several, or alone in its own span.
     const alone = all.filter((span) => span.name === "POST /v1/leases/complete" && processes.some((process) => parentOf(span) === id(process)));
     expect(linked.length + alone.length).toBe(6);
+  });
+  test("in-process: the producer's span, its enqueue's transaction, the job stored with its traceparent, and the job's process span and completion in the same trace", async () => {
+    const { store, rows } = await freshStore();
+    const client = new LeaseClient({ store });
+    const { all, checkout, traceId, producer } = await mailedInCheckout(client);
+    const process = only(all, "process mail");
+    expect(parentOf(producer)).toBe(id(checkout));
+    // No request in between: the enqueue's transaction is the producer span's child, and the job has its traceparent.
+    expect(all.filter((span) => parentOf(span) === id(producer)).map((span) => span.name)).toContainEqual(expect.stringMatching(/^INSERT jobs/));
+    expect(await rows("SELECT traceparent FROM jobs WHERE id = 'mail-1'")).toEqual([{ traceparent: `00-${traceId}-${id(producer)}-01` }]);
+    expect(process.spanContext().traceId).toBe(traceId);
+    expect(parentOf(process)).toBe(id(producer));
+    // The completion's transaction runs in the job's span.
+    expect(all.filter((span) => parentOf(span) === id(process) && span.attributes["db.system.name"] === "sqlite")).not.toEqual([]);
   });
 });

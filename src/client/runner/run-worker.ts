@@ -77,15 +77,17 @@ export type WorkerHandle = {
  *   answers, or until a plain `stop()`.
  *
  * Failure modes:
- * - claimNext unreachable: reported to `onError` (its line says when the next
- *   attempt goes), asked again after a backoff (100 ms doubling, capped at
- *   5 s, with jitter).
+ * - claimNext unreachable (in-process: the database could not serve it):
+ *   reported to `onError` (its line says when the next attempt goes), asked
+ *   again after a backoff (100 ms doubling, capped at 5 s, with jitter).
  * - A 401 or a 403 on any call (a wrong or revoked token, or one that may not
- *   work the queue): reported once, and the runner stops as `stop()` does,
- *   since asking again would get the same answer. A long poll that comes
- *   back empty before its `waitMs` (the server stopping, or full) is asked
- *   again after `idleMs`, never in a tight loop. `stop()` gives up a long poll
- *   on its way: the server hands nothing to a claim given up.
+ *   work the queue; over HTTP only, in-process has no token): reported once,
+ *   and the runner stops as `stop()` does, since asking again would get the
+ *   same answer.
+ * - A long poll that comes back empty before its `waitMs` (the server
+ *   stopping, or full) is asked again after `idleMs`, never in a tight loop.
+ *   `stop()` gives up a long poll on its way: the server hands nothing to a
+ *   claim given up.
  * - The queue's rate limit stops a claim short: the next claim is sent once
  *   its next token is due (the answer's `retryAfterMs`, at most 30 s), never
  *   before, so a rate-limited queue is not hammered.

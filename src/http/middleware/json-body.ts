@@ -1,10 +1,10 @@
 import type { MiddlewareHandler } from "hono";
 import { ApiError } from "../api-error.ts";
 import { inexactNumberPath } from "../../store/exact-numbers.ts";
-import { MAX_JSON_DEPTH, textNestsDeeper } from "../../store/json-depth.ts";
+import { MAX_JSON_DEPTH, textNestsDeeper } from "../../json/depth.ts";
 
 // A JSON body's text, checked once before any route parses it, with the same
-// answer on every runtime: first how deep it nests (src/store/json-depth.ts:
+// answer on every runtime: first how deep it nests (src/json/depth.ts:
 // nothing after this recurses deeper than that), then whether JSON.parse reads
 // its numbers exactly (src/store/exact-numbers.ts).
 

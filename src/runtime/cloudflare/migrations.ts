@@ -2,7 +2,7 @@
 // The migrations/ folder, bundled into the Worker: the Worker brings its D1, and
 // each queue's Durable Object its own SQLite, up to date from the very files the
 // Node server applies (src/store/migrate.ts runs them on any driver). A new file
-// of the folder needs its line here; test/runtime/object-migrations.test.ts
+// of the folder needs its line here; test/worker/objects/routes.test.ts
 // fails until it has one.
 import type { Migration } from "../../store/migrate.ts";
 import m0001 from "../../../migrations/0001_jobs.sql";
@@ -23,6 +23,7 @@ import m0015 from "../../../migrations/0015_fewer_rows_written.sql";
 import m0030 from "../../../migrations/0030_tokens.sql";
 import m0031 from "../../../migrations/0031_push.sql";
 import m0032 from "../../../migrations/0032_trace_context.sql";
+import m0033 from "../../../migrations/0033_due_at_enqueue.sql";
 
 /** Every file of migrations/, by name, in the order they apply. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -44,4 +45,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: "0030_tokens.sql", sql: m0030 },
   { name: "0031_push.sql", sql: m0031 },
   { name: "0032_trace_context.sql", sql: m0032 },
+  { name: "0033_due_at_enqueue.sql", sql: m0033 },
 ];

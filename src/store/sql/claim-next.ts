@@ -1,7 +1,7 @@
 import type { InValue } from "@libsql/client";
 import type { Statement } from "../../drivers/driver.ts";
 import { followedBack, refilled, TOKEN, tokenDueAt, wholeTokens } from "./bucket.ts";
-import { CLAIM, claimed, EXHAUSTED, expire, returningJob, status } from "./lease.ts";
+import { CLAIM, claimed, due, EXHAUSTED, expire, returningJob, status } from "./lease.ts";
 
 // The claims, and everything that decides one. A claim is one UPDATE that
 // picks its jobs and takes their leases in the same statement, so two
@@ -12,8 +12,9 @@ import { CLAIM, claimed, EXHAUSTED, expire, returningJob, status } from "./lease
 //   (`until <= now`; at `now == until` the old lease has ended). A claim by id
 //   ends an expired lease first (`expire`); claim-next takes one over, unless
 //   it was the job's last attempt, which is left for `expire` to make dead.
-// - due (claim-next only): `run_at <= now`. A claim by id takes a job before
-//   its time.
+// - due (claim-next only): `run_at <= now`, or its run_at had come when it
+//   was enqueued, whatever the clock read since (`due` in sql/lease.ts; seen
+//   up to `dueUpTo`). A claim by id takes a job before its time.
 // - priority (claim-next only): the highest first, then the job due longest,
 //   then the oldest, then by id (`takeNext`).
 // - the queue (`room`, migrations/0008 and 0009): none while it is paused, no
@@ -32,6 +33,31 @@ import { CLAIM, claimed, EXHAUSTED, expire, returningJob, status } from "./lease
  */
 export function currentLeases(queue: string, now: string): string {
   return `(SELECT count(*) FROM jobs WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until > ${now})`;
+}
+
+/**
+ * Up to what run_at (an SQL expression) the jobs of `queue` waiting at `now`
+ * may be due: `now`, or the highest `now` an enqueue of the queue has read
+ * (queue_counts.enqueued_at, migrations/0033) while the clock is behind it,
+ * since a job due when it was enqueued has its run_at at its enqueue's time
+ * or before. It ends the claims' range of jobs_claim_waiting along run_at,
+ * one primary-key lookup a statement. The range reaches past `now` only while
+ * the clock is behind an enqueue (stepped back, or behind another server's);
+ * the jobs due later that it then passes over are turned down on their index
+ * entries alone (see `due`).
+ */
+function dueUpTo(queue: string, now: string): string {
+  return `coalesce((SELECT max(enqueued_at, ${now}) FROM queue_counts WHERE queue = ${queue}), ${now})`;
+}
+
+/** The waiting jobs of `queue` due at `now` (SQL expressions): a range of jobs_claim_waiting up to `dueUpTo`, filtered by `due`. */
+function dueWaiting(queue: string, now: string): string {
+  return `run_at <= ${dueUpTo(queue, now)} AND ${due(now)} AND until <= ${now}`;
+}
+
+/** The held jobs of `queue` whose lease ended at `now` and that are due, but not on their last attempt (which `expire` makes dead): a range of jobs_held_by_until. */
+function endedDue(queue: string, now: string): string {
+  return `queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until <= ${now} AND ${due(now)} AND NOT (${EXHAUSTED})`;
 }
 
 /**
@@ -127,8 +153,9 @@ export function claimToPush(queue: string, now: number, limit: number, clock: st
  * must pass over (migrations/0006): the jobs nobody holds, priority by
  * priority from the highest (`level`: each step seeks the next priority down,
  * and counts, up to the limit, the due jobs of the one before, so it stops
- * once it has enough), seeking at each priority straight to the due ones; and
- * the held jobs whose lease has ended, from the index of lease ends. Of those,
+ * once it has enough), seeking at each priority straight to the due ones (a
+ * range along run_at up to `dueUpTo`); and the held jobs whose lease has
+ * ended, from the index of lease ends. Of those,
  * the first in claim order, as many as the queue has room for (`room`: none
  * while it is paused, up to its maxLeased and its whole tokens), at most
  * `limit`. Its `updated_at = now` is when migrations/0009's trigger spends
@@ -138,7 +165,7 @@ export function claimToPush(queue: string, now: number, limit: number, clock: st
  */
 function takeNext(queue: string, guard: string, args: InValue[], push?: { ttl: string; cap: string }): Statement {
   const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
-  const due = "run_at <= ?3 AND until <= ?3";
+  const dueNow = dueWaiting(queue, "?3");
   return {
     sql: `UPDATE jobs
           SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END, ${push ? claimed(push.ttl) : CLAIM}, claim_clock = ?6
@@ -147,16 +174,15 @@ function takeNext(queue: string, guard: string, args: InValue[], push?: { ttl: s
               SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1), 0
               UNION ALL
               SELECT (SELECT priority FROM jobs WHERE ${waiting} AND priority < level.priority ORDER BY priority DESC LIMIT 1),
-                     before + (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE ${waiting} AND priority = level.priority AND ${due} LIMIT ?5))
+                     before + (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE ${waiting} AND priority = level.priority AND ${dueNow} LIMIT ?5))
               FROM level WHERE level.priority IS NOT NULL AND before < ?5)
             SELECT id FROM (
               SELECT * FROM (
                 SELECT id, priority, run_at, created_at FROM jobs
-                WHERE ${waiting} AND priority IN (SELECT priority FROM level WHERE before < ?5) AND ${due}
+                WHERE ${waiting} AND priority IN (SELECT priority FROM level WHERE before < ?5) AND ${dueNow}
                 ORDER BY priority DESC, run_at, created_at, id LIMIT ?5)
               UNION ALL
-              SELECT id, priority, run_at, created_at FROM jobs
-              WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until <= ?3 AND run_at <= ?3 AND NOT (${EXHAUSTED}))
+              SELECT id, priority, run_at, created_at FROM jobs WHERE ${endedDue(queue, "?3")})
             WHERE true ${guard}
             ORDER BY priority DESC, run_at, created_at, id
             LIMIT ${push ? `min(${room(queue, "?3", "?5")}, max(0, ${push.cap}))` : room(queue, "?3", "?5")})
@@ -189,11 +215,13 @@ export function waitingAt(queue: string, more: string): string {
 
 /**
  * When a job of each of `queues` next becomes claimable by `takeNext`: the
- * earliest run_at of a job nobody holds, or the earliest end of a lease that
- * is not its job's last attempt (one row per queue; `at` null when there is
- * none). What a waiting claim sleeps until, and what the wait rooms' re-check
- * reads for every queue with waiters at once; for each queue, a seek a
- * priority and a range of the lease ends. Never while the queue is paused (null: a resume rings);
+ * earliest run_at of a job nobody holds (`now` if one is `due` before its
+ * run_at), or the earliest end of a lease that is not its job's last attempt
+ * (one row per queue; `at` null when there is none). What a waiting claim
+ * sleeps until, and what the wait rooms' re-check reads for every queue with
+ * waiters at once; for each queue, a seek a priority (and a range up to
+ * `dueUpTo`), and a range of the lease ends, each read once (`parts`).
+ * Never while the queue is paused (null: a resume rings);
  * while it has its maxLeased current leases, not before the first of them ends
  * (migrations/0008); and not before its bucket holds a whole token (migrations/0009),
  * by the clock `clock` that read `now`.
@@ -202,12 +230,13 @@ export function nextClaimable(queues: string[], now: number, clock: string): Sta
   const held = "queue = w.queue AND done = 0 AND owner IS NOT NULL";
   return {
     sql: `WITH w(queue) AS (SELECT DISTINCT value FROM json_each(?1)),
-          n(queue, at) AS MATERIALIZED (
-            SELECT queue, coalesce(min(free, ended), free, ended) FROM (
-              SELECT w.queue,
-                     ${overWaitingPriorities("w.queue", `min((SELECT max(run_at, until) FROM jobs WHERE ${waitingAt("w.queue", "")} ORDER BY run_at LIMIT 1))`)} AS free,
-                     (SELECT max(run_at, until) FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1) AS ended
-              FROM w))
+          parts(queue, free, ended) AS MATERIALIZED (
+            SELECT w.queue,
+                   ${overWaitingPriorities("w.queue", `min(CASE WHEN EXISTS (SELECT 1 FROM jobs WHERE ${waitingAt("w.queue", `AND run_at > ?2 AND ${dueWaiting("w.queue", "?2")}`)}) THEN ?2
+                                                                ELSE (SELECT max(run_at, until) FROM jobs WHERE ${waitingAt("w.queue", "")} ORDER BY run_at LIMIT 1) END)`)},
+                   (SELECT CASE WHEN ${due("until")} THEN until ELSE run_at END FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1)
+            FROM w),
+          n(queue, at) AS MATERIALIZED (SELECT queue, coalesce(min(free, ended), free, ended) FROM parts)
           SELECT n.queue,
                  CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
                       ELSE max(n.at,
@@ -252,12 +281,12 @@ const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >=
  * claim's batch, just after it: it reads nothing when the claim took `limit`.
  */
 export function retryAfter(queue: string, now: number, clock: string, limit?: number): Statement {
-  const due = `${overWaitingPriorities("?1", `max(EXISTS (SELECT 1 FROM jobs WHERE ${waitingAt("?1", "AND run_at <= ?2 AND until <= ?2")}))`)} = 1
-               OR EXISTS (SELECT 1 FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL AND until <= ?2 AND run_at <= ?2 AND NOT (${EXHAUSTED}))`;
+  const anyDue = `${overWaitingPriorities("?1", `max(EXISTS (SELECT 1 FROM jobs WHERE ${waitingAt("?1", `AND ${dueWaiting("?1", "?2")}`)}))`)} = 1
+                  OR EXISTS (SELECT 1 FROM jobs WHERE ${endedDue("?1", "?2")})`;
   return {
     sql: `SELECT ${tokenDueAt("s.", "?2", "?3")} - ?2 AS ms, ${followedBack("s.", "?2", "?3")} AS stepped_back FROM queues s
           WHERE ${limit === undefined ? "" : "changes() < ?4 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
-            AND ${refilled("s.", "?2")} < ${TOKEN} AND (${due})`,
+            AND ${refilled("s.", "?2")} < ${TOKEN} AND (${anyDue})`,
     args: limit === undefined ? [queue, now, clock] : [queue, now, clock, limit],
   };
 }

@@ -24,11 +24,28 @@ import type { Statement } from "../../drivers/driver.ts";
 /** The statuses a job can have; named once, here and in `status` below. */
 export const STATUSES = ["queued", "scheduled", "leased", "done", "dead", "cancelled"] as const;
 
-/** A job's status at the time in parameter `now` (an SQL expression over a jobs row). */
+/**
+ * A job is due at `now` (an SQL expression over a jobs row) once its run_at
+ * has come by the clock, or if its run_at had come when it was enqueued (no
+ * delay, or a runAt already past: `run_at <= created_at`), whatever the clock
+ * read since: a job enqueued while the clock was ahead stays due after the
+ * clock steps back. A delay, and a retry's backoff, wait for their time on
+ * the clock: a fail's run_at is the failing `now` plus the backoff, so the job
+ * it leaves waiting (`last_event` 'failed' until its next claim) is never due
+ * by the second rule, not even when a clock stepped back put that time before
+ * the enqueue's. Written as two conditions, the first over columns of
+ * jobs_claim_waiting only, so that a job due later is turned down without
+ * reading its row.
+ */
+export function due(now: string): string {
+  return `(run_at <= ${now} OR run_at <= created_at) AND (run_at <= ${now} OR last_event IS NOT 'failed')`;
+}
+
+/** A job's status at the time in parameter `now` (an SQL expression over a jobs row): one nobody holds is queued when `due`, else scheduled. */
 export function status(now: string): string {
   return `CASE WHEN dead = 1 THEN 'dead' WHEN cancelled = 1 THEN 'cancelled' WHEN done = 1 THEN 'done'
                WHEN owner IS NOT NULL AND until > ${now} THEN 'leased'
-               WHEN run_at > ${now} THEN 'scheduled' ELSE 'queued' END`;
+               WHEN ${due(now)} THEN 'queued' ELSE 'scheduled' END`;
 }
 
 /**
@@ -61,13 +78,24 @@ export function firstSeq(id: string): string {
 }
 
 /**
- * Adds `count` (an SQL expression, 0 adds nothing) jobs to the open jobs of
- * `queue`: what an enqueue writes after its INSERT, once for all its jobs.
+ * How an enqueue's count meets its queue's row of counts: the jobs it added
+ * join the open ones, and the row keeps the highest `now` an enqueue of the
+ * queue has read (`enqueued_at`, migrations/0033), how far along run_at the
+ * claims look for jobs that were due when they were enqueued (`dueUpTo`, in
+ * src/store/sql/claim-next.ts). The same row as the count: no row more.
  */
-export function countEnqueued(queue: string, count: string, args: InValue[]): Statement {
+export const ADD_ENQUEUED = `ON CONFLICT (queue) DO UPDATE SET
+  open = open + excluded.open, enqueued_at = coalesce(max(enqueued_at, excluded.enqueued_at), excluded.enqueued_at)`;
+
+/**
+ * Adds `count` (an SQL expression, 0 adds nothing) jobs enqueued at `now` (an
+ * SQL expression) to the open jobs of `queue`: what an enqueue writes after
+ * its INSERT, once for all its jobs.
+ */
+export function countEnqueued(queue: string, count: string, now: string, args: InValue[]): Statement {
   return {
-    sql: `INSERT INTO queue_counts (queue, open) SELECT ${queue}, ${count} WHERE ${count} > 0
-          ON CONFLICT (queue) DO UPDATE SET open = open + excluded.open`,
+    sql: `INSERT INTO queue_counts (queue, open, enqueued_at) SELECT ${queue}, ${count}, ${now} WHERE ${count} > 0
+          ${ADD_ENQUEUED}`,
     args,
   };
 }
@@ -110,7 +138,7 @@ export function enqueue(job: {
             ${returningJob("?7")}`,
       args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now, job.traceparent, job.tracestate],
     },
-    countEnqueued("?1", "changes()", [job.queue]),
+    countEnqueued("?1", "changes()", "?2", [job.queue, job.now]),
   ];
 }
 

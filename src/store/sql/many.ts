@@ -46,7 +46,7 @@ export function enqueueMany(queue: string, jobs: NewJob[], now: number): Stateme
             RETURNING id`,
       args: [queue, now, JSON.stringify(jobs)],
     },
-    countEnqueued("?1", "changes()", [queue]),
+    countEnqueued("?1", "changes()", "?2", [queue, now]),
   ];
 }
 

@@ -1,5 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
-import { currentLease, status } from "./lease.ts";
+import { currentLease, due, status } from "./lease.ts";
 import { overWaitingPriorities, waitingAt } from "./claim-next.ts";
 
 // The reads that decide nothing: a job's lease for a system outside, pages of
@@ -74,8 +74,9 @@ export const QUEUES_WITH_JOBS = "SELECT queue FROM queue_counts WHERE open <> 0 
  * Per queue: the jobs by stored state (migrations/0015's `queue_counts`: open,
  * done, dead, cancelled; of the open ones, those held are a range of
  * jobs_held_by_until), what of them depends on `now` (index ranges of that
- * queue: waiting jobs due later, priority by priority, leases expired and not
- * yet ended, and the earliest run_at of each), its refusals in the last hour
+ * queue: waiting jobs with a run_at ahead, priority by priority, of which
+ * those not `due`; leases expired and not yet ended; and the earliest run_at
+ * of each), its refusals in the last hour
  * and ever, and whether it is paused (migrations/0008). A queue is listed
  * while it has a job, has ever had a refusal, or has settings (paused or
  * limited before its first job: zero counts). Reads a few rows per queue and
@@ -85,13 +86,14 @@ export const QUEUES_WITH_JOBS = "SELECT queue FROM queue_counts WHERE open <> 0 
  */
 export function stats(now: number): Statement {
   const expired = "jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL AND until <= ?1";
+  const later = `run_at > ?1 AND NOT (${due("?1")})`;
   return {
     sql: `SELECT q.queue, coalesce(c.open, 0) AS open,
                  (SELECT count(*) FROM jobs WHERE jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL) AS held, coalesce(c.done, 0) AS done, coalesce(c.dead, 0) AS dead, coalesce(c.cancelled, 0) AS cancelled,
-                 coalesce(${overWaitingPriorities("q.queue", `sum((SELECT count(*) FROM jobs WHERE ${waitingAt("q.queue", "AND run_at > ?1")}))`)}, 0) AS waiting_later,
+                 coalesce(${overWaitingPriorities("q.queue", `sum((SELECT count(*) FROM jobs WHERE ${waitingAt("q.queue", `AND ${later}`)}))`)}, 0) AS waiting_later,
                  ${overWaitingPriorities("q.queue", `min((SELECT run_at FROM jobs WHERE ${waitingAt("q.queue", "")} ORDER BY run_at LIMIT 1))`)} AS waiting_first_run_at,
                  (SELECT count(*) FROM jobs WHERE ${expired}) AS expired,
-                 (SELECT count(*) FROM jobs WHERE ${expired} AND run_at > ?1) AS expired_later,
+                 (SELECT count(*) FROM jobs WHERE ${expired} AND ${later}) AS expired_later,
                  (SELECT min(run_at) FROM jobs WHERE ${expired}) AS expired_first_run_at,
                  (SELECT coalesce(sum(refusals), 0) FROM refusal_minutes m WHERE m.queue = q.queue AND minute >= ?2) AS refused_recent,
                  coalesce(r.total, 0) AS refused_total, coalesce(s.paused, 0) AS paused

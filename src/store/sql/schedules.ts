@@ -1,6 +1,6 @@
 import type { Statement } from "../../drivers/driver.ts";
 import { followsBack } from "../step-back.ts";
-import { FENCE_FLOOR, firstSeq } from "./lease.ts";
+import { ADD_ENQUEUED, FENCE_FLOOR, firstSeq } from "./lease.ts";
 import { unpacked } from "./many.ts";
 
 // The recurring schedules of migrations/0011. Only the fire decides anything:
@@ -149,11 +149,11 @@ export function fireDue(fires: Fire[], now: number, clock: string): Statement[] 
   const args = [now, JSON.stringify(fires), clock];
   return [
     {
-      sql: `INSERT INTO queue_counts (queue, open)
-            SELECT s.queue, count(*) FROM ${fired} JOIN schedules s
+      sql: `INSERT INTO queue_counts (queue, open, enqueued_at)
+            SELECT s.queue, count(*), ?1 FROM ${fired} JOIN schedules s
             WHERE job_id IS NOT NULL AND ${stillDue("s")} AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = job_id)
             GROUP BY s.queue
-            ON CONFLICT (queue) DO UPDATE SET open = open + excluded.open`,
+            ${ADD_ENQUEUED}`,
       args,
     },
     {

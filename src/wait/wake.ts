@@ -1,21 +1,9 @@
-import type { Context } from "hono";
 import type { Job } from "../store/job.ts";
-import { isFinished, type Waits } from "../wait/long-poll.ts";
+import { isFinished, type Waits } from "./long-poll.ts";
 
-/**
- * Lets `work` (a ring on its way to a Durable Object) finish after the answer:
- * through `waitUntil` on Workers; on Node it simply runs on. A ring that fails
- * is dropped: the waiters it was for wake at their timer, re-check or deadline.
- */
-export function afterAnswer(c: Context, work: void | Promise<void>): void {
-  if (!(work instanceof Promise)) return;
-  const settled = work.catch((error: unknown) => console.error("fencelease: a ring of the waiters failed", error));
-  try {
-    c.executionCtx.waitUntil(settled);
-  } catch {
-    // No execution context (Node): the promise runs to its end anyway.
-  }
-}
+// What a write tells the waiters once it has committed: the HTTP app's routes
+// (src/http/) and the client's calls in the same process (src/client/in-process/)
+// both ring through it, so a job enqueued either way wakes the same waiters.
 
 /** One promise for what several rings answer, or nothing when none answered one. */
 function together(...rings: (void | Promise<void>)[]): void | Promise<void> {
@@ -40,11 +28,13 @@ export function wakeWith(waits: Waits) {
     /**
      * A job whose lease (of `owner`) a release or fail ended, or that a retry
      * queued (no owner): claimable now (which rings), or later, or finished
-     * (dead); in those two the slot its lease held is free now.
+     * (dead); in those two the slot its lease held is free now. Its status,
+     * as the write answered it, says which: a job due at its enqueue is
+     * queued even with its runAt ahead of a clock that stepped back since.
      */
-    settled(job: Job, now: number, owner?: string): void | Promise<void> {
+    settled(job: Job, owner?: string): void | Promise<void> {
       if (isFinished(job)) return together(owner === undefined ? undefined : waits.ended(job.queue, owner), waits.finished([job.id]));
-      if (job.runAt <= now) return waits.claimable(job.queue, 1);
+      if (job.status !== "scheduled") return waits.claimable(job.queue, 1);
       return together(owner === undefined ? undefined : waits.ended(job.queue, owner), waits.claimable(job.queue, 0, job.runAt));
     },
 
