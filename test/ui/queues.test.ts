@@ -99,6 +99,23 @@ describe("queue controls", () => {
     await leave(visited, shared.server.url);
   });
 
+  test("saving a queue's limits in the dialog keeps the settings of its keys, which the dialog does not show", async () => {
+    const tenants = await queueWithJobs("tenants", 1);
+    const keyed = { maxLeasedPerKey: 2, keyRatePerSecond: 5, keyBurst: 8, orderedByKey: true, fairByKey: true };
+    await shared.server.call("PUT", `/v1/queues/${tenants}`, { maxLeased: 3, ...keyed });
+    const visited = await visit(shared.browser);
+    const { page } = visited;
+    await signIn(page, shared.server.url);
+    await page.getByRole("button", { name: `Settings of queue ${tenants}` }).click();
+    const dialog = page.getByRole("dialog", { name: `Settings of queue ${tenants}` });
+    await dialog.getByLabel("Max leased").fill("6");
+    await dialog.getByRole("button", { name: "Save settings" }).click();
+    await dialog.waitFor({ state: "detached", ...WAIT });
+    await expect.poll(() => page.locator(`tr[data-queue=${tenants}] td[data-setting=limits]`).textContent(), WAIT).toBe("max leased 6");
+    expect(await shared.server.call("GET", `/v1/queues/${tenants}`)).toEqual({ queue: tenants, paused: false, maxLeased: 6, ratePerSecond: null, burst: null, ...keyed });
+    await leave(visited, shared.server.url);
+  });
+
   test("New queue sets the limits of a queue that has no jobs yet; it is listed with zero counts", async () => {
     const visited = await visit(shared.browser);
     const { page } = visited;
