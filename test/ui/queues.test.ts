@@ -21,6 +21,14 @@ async function hints(dialog: Locator): Promise<Record<string, string>> {
   return Object.fromEntries(pairs);
 }
 
+/** The dashboard, signed in, with the settings dialog of `queue` opened from its row. */
+async function settingsDialogOf(queue: string) {
+  const visited = await visit(shared.browser);
+  await signIn(visited.page, shared.server.url);
+  await visited.page.getByRole("button", { name: `Settings of queue ${queue}` }).click();
+  return { visited, page: visited.page, dialog: visited.page.getByRole("dialog", { name: `Settings of queue ${queue}` }) };
+}
+
 describe("queue controls", () => {
   test("Pause on a queue's row pauses it on the server, claims take nothing, and Resume starts it again", async () => {
     const mail = await queueWithJobs("mail", 2);
@@ -103,11 +111,7 @@ describe("queue controls", () => {
     const tenants = await queueWithJobs("tenants", 1);
     const keyed = { maxLeasedPerKey: 2, keyRatePerSecond: 5, keyBurst: 8, orderedByKey: true, fairByKey: true };
     await shared.server.call("PUT", `/v1/queues/${tenants}`, { maxLeased: 3, ...keyed });
-    const visited = await visit(shared.browser);
-    const { page } = visited;
-    await signIn(page, shared.server.url);
-    await page.getByRole("button", { name: `Settings of queue ${tenants}` }).click();
-    const dialog = page.getByRole("dialog", { name: `Settings of queue ${tenants}` });
+    const { visited, page, dialog } = await settingsDialogOf(tenants);
     await dialog.getByLabel("Max leased").fill("6");
     await dialog.getByRole("button", { name: "Save settings" }).click();
     await dialog.waitFor({ state: "detached", ...WAIT });
@@ -138,11 +142,7 @@ describe("queue controls", () => {
 
   test("the dialog sets a rate limit with its burst beside maxLeased; a burst without a rate is refused by the API, shown in the dialog, which stays open", async () => {
     const bulk = await queueWithJobs("bulk", 1);
-    const visited = await visit(shared.browser);
-    const { page } = visited;
-    await signIn(page, shared.server.url);
-    await page.getByRole("button", { name: `Settings of queue ${bulk}` }).click();
-    const dialog = page.getByRole("dialog", { name: `Settings of queue ${bulk}` });
+    const { visited, page, dialog } = await settingsDialogOf(bulk);
     await dialog.getByLabel("Max leased").fill("4");
     await dialog.getByLabel("Claims per second").fill("2.5");
     await dialog.getByLabel("Burst").fill("10");
