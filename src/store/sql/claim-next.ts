@@ -2,7 +2,7 @@ import type { InValue } from "@libsql/client";
 import type { Statement } from "../../drivers/driver.ts";
 import { followedBack, refilled, TOKEN, tokenDueAt, wholeTokens } from "./bucket.ts";
 import { CLAIM, claimed, due, EXHAUSTED, expire, returningJob, status } from "./lease.ts";
-import { keyRoom, keyTables, leasesOfKey, turnWaiting } from "./keys.ts";
+import { keyBucket as keyBucketOf, keyRoom, keyTables, leasesOfKey, turnWaiting } from "./keys.ts";
 
 // The claims, and everything that decides one. A claim is one UPDATE that
 // picks its jobs and takes their leases in the same statement, so two
@@ -300,22 +300,37 @@ export function nextToPush(queue: string, now: number, clock: string): Statement
 /** The queue's row `s` (at ?2) has its maxLeased current leases: no token would let a claim through. */
 const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >= s.max_leased)`;
 
+/** How many due keyed jobs `retryAfter` looks at for the keys whose buckets held them back. */
+const KEYS_LOOKED_AT = 100;
+
 /**
- * In how many ms `queue`'s bucket next holds a whole token, when its rate
- * limit is what holds back a claim-next at `now`: it has a rate, is not
- * paused, not full (its maxLeased current leases), holds no whole token, and
- * a job is due; and whether its count is followed back to `now` read from
- * `clock` (`stepped_back`: see `followClock`). One row, or none; a queue
- * without settings is one primary-key lookup. With `limit`, it is sent in the
- * claim's batch, just after it: it reads nothing when the claim took `limit`.
+ * In how many ms a claim-next of `queue` at `now` may take a job, when a rate
+ * limit is what held it back: the queue's (it has a rate, is not paused, not
+ * full, its bucket holds no whole token, and a job is due), or its keys' (the
+ * first due jobs let in have keys whose buckets hold no whole token: when the
+ * first of them next holds one); the later of the two. With whether a count is followed back to `now` read from `clock`
+ * (`stepped_back`: see `followClock`, `followKeyClocks`). One row, or none; a
+ * queue without settings is one primary-key lookup. With `limit`, it is sent
+ * in the claim's batch, just after it: it reads nothing when the claim took `limit`.
  */
 export function retryAfter(queue: string, now: number, clock: string, limit?: number): Statement {
   const anyDue = `${overWaitingPriorities("?1", `max(EXISTS (SELECT 1 FROM jobs WHERE ${waitingAt("?1", `AND ${dueWaiting("?1", "?2")}`)}))`)} = 1
                   OR EXISTS (SELECT 1 FROM jobs WHERE ${endedDue("?1", "?2")})`;
+  const short = limit === undefined ? "" : "changes() < ?4 AND";
+  const keyBucket = keyBucketOf("s", "b");
+  // The keys of the first due jobs let in: of those, the ones whose buckets hold no whole token held the claim back.
+  const dueKeys = `SELECT key FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL AND held_back = 0 AND key IS NOT NULL AND ${due("?2")} LIMIT ${KEYS_LOOKED_AT}`;
   return {
-    sql: `SELECT ${tokenDueAt("s.", "?2", "?3")} - ?2 AS ms, ${followedBack("s.", "?2", "?3")} AS stepped_back FROM queues s
-          WHERE ${limit === undefined ? "" : "changes() < ?4 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
-            AND ${refilled("s.", "?2")} < ${TOKEN} AND (${anyDue})`,
+    sql: `SELECT ms, stepped_back FROM (
+            SELECT ${tokenDueAt("s.", "?2", "?3")} - ?2 AS ms, ${followedBack("s.", "?2", "?3")} AS stepped_back FROM queues s
+            WHERE ${short} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
+              AND ${refilled("s.", "?2")} < ${TOKEN} AND (${anyDue})
+            UNION ALL
+            SELECT min(${tokenDueAt(keyBucket, "?2", "?3")}) - ?2, max(${followedBack(keyBucket, "?2", "?3")})
+            FROM queues s JOIN key_buckets b ON b.queue = s.queue
+            WHERE ${short} s.queue = ?1 AND s.key_refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
+              AND b.key IN (${dueKeys}) AND ${refilled(keyBucket, "?2")} < ${TOKEN})
+          WHERE ms IS NOT NULL ORDER BY ms DESC LIMIT 1`,
     args: limit === undefined ? [queue, now, clock] : [queue, now, clock, limit],
   };
 }
