@@ -246,7 +246,9 @@ export function waitingAt(queue: string, more: string): string {
  * When a job of each of `queues` next becomes claimable by `takeNext`: the
  * earliest run_at of a job nobody holds (`now` if one is `due` before its
  * run_at), or the earliest end of a lease that is not its job's last attempt
- * (one row per queue; `at` null when there is none). What a waiting claim
+ * (one row per queue; `at` null when there is none). The jobs of a fair
+ * queue's keys are in claim order by turn, not run_at: when none is due, their
+ * earliest run_at is read from all of them (migrations/0034). What a waiting claim
  * sleeps until, and what the wait rooms' re-check reads for every queue with
  * waiters at once; for each queue, a seek a priority (and a range up to
  * `dueUpTo`), and a range of the lease ends, each read once (`parts`).
@@ -259,13 +261,15 @@ export function nextClaimable(queues: string[], now: number, clock: string): Sta
   const held = "queue = w.queue AND done = 0 AND owner IS NOT NULL";
   return {
     sql: `WITH w(queue) AS (SELECT DISTINCT value FROM json_each(?1)),
-          parts(queue, free, ended) AS MATERIALIZED (
+          parts(queue, free, turns, ended) AS MATERIALIZED (
             SELECT w.queue,
                    ${overWaitingPriorities("w.queue", `min(CASE WHEN EXISTS (SELECT 1 FROM jobs WHERE ${waitingAt("w.queue", `AND run_at > ?2 AND ${dueWaiting("w.queue", "?2")}`)}) THEN ?2
                                                                 ELSE (SELECT max(run_at, until) FROM jobs WHERE ${waitingAt("w.queue", "")} ORDER BY run_at LIMIT 1) END)`)},
+                   CASE WHEN EXISTS (SELECT 1 FROM jobs WHERE ${turnWaiting("", "w.queue")} AND ${dueWaiting("w.queue", "?2")}) THEN ?2
+                        ELSE (SELECT min(max(run_at, until)) FROM jobs WHERE ${turnWaiting("", "w.queue")}) END,
                    (SELECT CASE WHEN ${due("until")} THEN until ELSE run_at END FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1)
             FROM w),
-          n(queue, at) AS MATERIALIZED (SELECT queue, coalesce(min(free, ended), free, ended) FROM parts)
+          n(queue, at) AS MATERIALIZED (SELECT queue, (SELECT min(part) FROM (SELECT free AS part UNION ALL SELECT turns UNION ALL SELECT ended)) FROM parts)
           SELECT n.queue,
                  CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
                       ELSE max(n.at,
