@@ -348,7 +348,7 @@ export function retryAfter(queue: string, now: number, clock: string, limit?: nu
  */
 export function claimState(id: string, now: number): Statement {
   const keyFirst = `(SELECT o.id FROM jobs o WHERE o.queue = jobs.queue AND o.key = jobs.key AND o.done = 0 AND o.held_back = 0 AND o.id <> jobs.id
-                     ORDER BY o.priority DESC, o.created_at, o.id LIMIT 1)`;
+                     ORDER BY o.priority DESC, o.created_at, o.place, o.id LIMIT 1)`;
   return {
     sql: `WITH ${keyTables("(SELECT queue FROM jobs WHERE id = ?1)", "?2")}
           SELECT *, ${status("?2")} AS status,
