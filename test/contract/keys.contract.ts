@@ -208,6 +208,32 @@ export function keysContract(freshStore: () => Promise<FreshStorage>): void {
       expect(rowsOf(await snapshot(), "B")).toEqual(b);
     });
 
+    // Both fail: a key's first M open jobs in (priority, age) order are let
+    // in whether or not they are due, so a job scheduled for later, or
+    // waiting for its retry after a fail, holds one of its key's M places
+    // without a lease, and the key's due jobs behind it are held back. With
+    // maxLeasedPerKey 1 and no lease of the key, claim-next answers [] (and
+    // no retryAfterMs; nextClaimableAt answers the later job's run_at), where
+    // "at most this many current leases per key" (issue 29) lets the due job
+    // go, as a claim by id of it does. (orderedByKey is meant to wait so.)
+    test.fails("a key's due job is claimed while its earlier job waits for its time: the limit counts current leases", async () => {
+      const { store } = await freshStore();
+      await store.queues.set("q", { maxLeasedPerKey: 1, now: T });
+      await store.enqueue("A-later", { queue: "q", key: "A", runAt: T + 3_600_000, now: T });
+      await store.enqueue("A-now", { queue: "q", key: "A", now: T + 1 });
+      expect(idsOf(await store.claimNext("q", { owner: "W", ttlMs: TTL, limit: 10, now: T + 2 }))).toEqual(["A-now"]);
+    });
+
+    test.fails("a key's due job is claimed while its earlier job waits for its retry: the limit counts current leases", async () => {
+      const { store } = await freshStore();
+      await store.queues.set("q", { maxLeasedPerKey: 1, now: T });
+      await store.enqueue("A-1", { queue: "q", key: "A", now: T });
+      await store.enqueue("A-2", { queue: "q", key: "A", now: T + 1 });
+      await store.claim("A-1", { owner: "W", ttlMs: TTL, now: T + 2 });
+      await store.fail("A-1", { owner: "W", fence: 1, error: "boom", retryInMs: 60_000, now: T + 3 });
+      expect(idsOf(await store.claimNext("q", { owner: "W", ttlMs: TTL, limit: 10, now: T + 4 }))).toEqual(["A-2"]);
+    });
+
     // Fails: the stats read the age of the oldest due job through
     // jobs_claim_waiting, where a held-back job is not: a key's second job,
     // due at T and held back behind its first (leased), answers
@@ -233,6 +259,19 @@ export function keysContract(freshStore: () => Promise<FreshStorage>): void {
       expect(idsOf(await store.claimNext("q", { owner: "W", ttlMs: TTL, limit: 20, now: T + 1 }))).toEqual([a[2], b[2]].sort());
       expect(await store.claimNext("q", { owner: "W", ttlMs: TTL, limit: 20, now: T + 1 })).toEqual([]); // A-04 waits
       expect(rowsOf(await snapshot(), "other")).toEqual(others);
+    });
+
+    test("a lower maxLeasedPerKey holds back the jobs let in but not leased, keeps the leases held, and lets none in until the key is under it", async () => {
+      const { store } = await freshStore();
+      await store.queues.set("q", { maxLeasedPerKey: 3, now: T });
+      const a = await enqueueKeyed(store, "q", "A", 5);
+      const held = await store.claimNext("q", { owner: "W", ttlMs: TTL, limit: 2, now: T }); // A-03 let in, not leased
+      await store.queues.set("q", { maxLeasedPerKey: 1, now: T + 1 });
+      expect(await store.claimNext("q", { owner: "W", ttlMs: TTL, limit: 10, now: T + 1 })).toEqual([]);
+      await store.complete(held[0]!.job.id, { owner: "W", fence: held[0]!.fence, result: "ok", now: T + 2 });
+      expect(await store.claimNext("q", { owner: "W", ttlMs: TTL, limit: 10, now: T + 2 })).toEqual([]); // one lease: the limit
+      await store.complete(held[1]!.job.id, { owner: "W", fence: held[1]!.fence, result: "ok", now: T + 3 });
+      expect(idsOf(await store.claimNext("q", { owner: "W", ttlMs: TTL, limit: 10, now: T + 3 }))).toEqual([a[2]]);
     });
   });
 
@@ -415,6 +454,14 @@ export function keysContract(freshStore: () => Promise<FreshStorage>): void {
       await store.queues.set("q", { fairByKey: true, now: T });
       await enqueueKeyed(store, "q", "A", 1);
       expect((await store.stats({ now: T + 1_000 })).find((stats) => stats.queue === "q")).toMatchObject({ jobs: { queued: 1 }, oldestDueAgeMs: 1_000 });
+    });
+
+    test("queues.set that turns fairByKey on for a queue with jobs gives its keyed jobs turns, key by key", async () => {
+      const { store } = await freshStore();
+      const a = await enqueueKeyed(store, "q", "A", 20);
+      const b = await enqueueKeyed(store, "q", "B", 2, { now: T + 1 });
+      await store.queues.set("q", { fairByKey: true, now: T + 2 });
+      expect(idsOf(await store.claimNext("q", { owner: "W", ttlMs: TTL, limit: 4, now: T + 2 }))).toEqual([...a.slice(0, 2), ...b].sort());
     });
 
     test("a bystander queue without fairByKey claims in plain claim order, its oldest key first", async () => {
