@@ -91,6 +91,20 @@ BEGIN
   UPDATE jobs SET held_back = 0 WHERE id = new.id AND changes() = 1;
 END;
 
+-- In a queue that is not ordered, a job let in that fails and waits for its
+-- retry steps aside for the next job of its key held back, so that a key's due
+-- jobs are not held behind it; it comes back in as the first of its key held
+-- back, when one of its key leaves.
+CREATE TRIGGER jobs_step_aside AFTER UPDATE OF last_event ON jobs
+WHEN new.last_event = 'failed' AND new.key IS NOT NULL AND new.held_back = 0 AND new.run_at > new.updated_at
+ AND coalesce((SELECT ordered_by_key = 0 FROM queues WHERE queue = new.queue), 0)
+BEGIN
+  UPDATE jobs SET held_back = 0
+  WHERE id = (SELECT id FROM jobs WHERE queue = new.queue AND key = new.key AND done = 0 AND held_back = 1
+              ORDER BY priority DESC, created_at, place, id LIMIT 1);
+  UPDATE jobs SET held_back = 1 WHERE id = new.id AND changes() = 1;
+END;
+
 -- A claim of a keyed job in a queue with a key rate spends a token of its key's
 -- bucket, as queues_spend_token (migrations/0013) spends one of the queue's,
 -- with the same rules for a clock behind the last count.

@@ -208,15 +208,9 @@ export function keysContract(freshStore: () => Promise<FreshStorage>): void {
       expect(rowsOf(await snapshot(), "B")).toEqual(b);
     });
 
-    // Both fail: a key's first M open jobs in (priority, age) order are let
-    // in whether or not they are due, so a job scheduled for later, or
-    // waiting for its retry after a fail, holds one of its key's M places
-    // without a lease, and the key's due jobs behind it are held back. With
-    // maxLeasedPerKey 1 and no lease of the key, claim-next answers [] (and
-    // no retryAfterMs; nextClaimableAt answers the later job's run_at), where
-    // "at most this many current leases per key" (issue 29) lets the due job
-    // go, as a claim by id of it does. (orderedByKey is meant to wait so.)
-    test.fails("a key's due job is claimed while its earlier job waits for its time: the limit counts current leases", async () => {
+    // A job for later, or waiting for its retry, holds no place of its key
+    // (orderedByKey is meant to wait so, and does).
+    test("a key's due job is claimed while its earlier job waits for its time: the limit counts current leases", async () => {
       const { store } = await freshStore();
       await store.queues.set("q", { maxLeasedPerKey: 1, now: T });
       await store.enqueue("A-later", { queue: "q", key: "A", runAt: T + 3_600_000, now: T });
@@ -224,7 +218,7 @@ export function keysContract(freshStore: () => Promise<FreshStorage>): void {
       expect(idsOf(await store.claimNext("q", { owner: "W", ttlMs: TTL, limit: 10, now: T + 2 }))).toEqual(["A-now"]);
     });
 
-    test.fails("a key's due job is claimed while its earlier job waits for its retry: the limit counts current leases", async () => {
+    test("a key's due job is claimed while its earlier job waits for its retry: the limit counts current leases", async () => {
       const { store } = await freshStore();
       await store.queues.set("q", { maxLeasedPerKey: 1, now: T });
       await store.enqueue("A-1", { queue: "q", key: "A", now: T });
@@ -292,14 +286,7 @@ export function keysContract(freshStore: () => Promise<FreshStorage>): void {
       expect(order.filter((id) => id.startsWith("B"))).toEqual(["B-1", "B-2"]);
     });
 
-    // Fails: the order of a key is decided when a job is enqueued, by priority
-    // only among the jobs still held back. A job of higher priority enqueued
-    // after a job of its key was let in (but not yet claimed) is held back
-    // behind it: A-low (priority 0, T) is let in at its enqueue, A-high
-    // (priority 5, T + 1) is held back, and claim-next takes A-low first
-    // (claim("A-high") is refused key_ordered, behind A-low), where the issue's
-    // order (priority first, then age) runs A-high first.
-    test.fails("a key's order is priority first, then age: a later job of higher priority runs before an earlier one not yet claimed", async () => {
+    test("a key's order is priority first, then age: a later job of higher priority runs before an earlier one not yet claimed", async () => {
       const { store } = await freshStore();
       await store.queues.set("q", { orderedByKey: true, now: T });
       await store.enqueue("A-low", { queue: "q", key: "A", now: T });
@@ -308,12 +295,7 @@ export function keysContract(freshStore: () => Promise<FreshStorage>): void {
       expect(first!.job.id).toBe("A-high");
     });
 
-    // Fails: within one enqueueMany the first job of a key in the call is let
-    // in (nth counts the call's order), and the trigger jobs_let_in_next then
-    // lets the others in by (priority, created_at, id): jobs c, b, a of key K
-    // enqueued in that order in one call run c, a, b, neither the call's order
-    // (c, b, a) nor the ids' (a, b, c).
-    test.fails("the jobs of a key enqueued in one enqueueMany run in the call's order", async () => {
+    test("the jobs of a key enqueued in one enqueueMany run in the call's order", async () => {
       const { store } = await freshStore();
       await store.queues.set("q", { orderedByKey: true, now: T });
       await store.enqueueMany("q", { jobs: ["c", "b", "a"].map((id) => ({ id, key: "K" })), now: T });
@@ -384,11 +366,7 @@ export function keysContract(freshStore: () => Promise<FreshStorage>): void {
       expect(await claim(T + 2_000)).toEqual([a[3]]);
     });
 
-    // Fails: retryAfter (src/store/sql/claim-next.ts) reads the queue's bucket
-    // only, so a claim-next held back by a key's empty bucket answers no
-    // retryAfterMs (undefined), where the issue (item 3) asks for the ms until
-    // that key's next token: 1000 here.
-    test.fails("a claim-next that a key's empty bucket held back answers retryAfterMs: when that key's next token is due", async () => {
+    test("a claim-next that a key's empty bucket held back answers retryAfterMs: when that key's next token is due", async () => {
       const { store } = await freshStore();
       await store.queues.set("q", { keyRatePerSecond: 1, keyBurst: 1, now: T });
       await enqueueKeyed(store, "q", "A", 2);
@@ -429,14 +407,7 @@ export function keysContract(freshStore: () => Promise<FreshStorage>): void {
       expect(ofSmallKeys(leases)).toBeGreaterThanOrEqual(95);
     });
 
-    // Fails: nextClaimable (src/store/sql/claim-next.ts) reads the waiting
-    // jobs through overWaitingPriorities, which walks jobs_claim_waiting only
-    // (turn IS NULL). A fair queue's keyed jobs have a turn and are in
-    // jobs_turn_waiting alone, so nextClaimableAt answers null for a fair queue
-    // whose jobs all have a key (here: null, where T + 5000 and then T are
-    // expected). The wait rooms re-check by it, so a long poll on such a queue
-    // would not be woken by its jobs.
-    test.fails("nextClaimableAt of a fair queue answers when its keyed jobs are due", async () => {
+    test("nextClaimableAt of a fair queue answers when its keyed jobs are due", async () => {
       const { store } = await freshStore();
       await store.queues.set("q", { fairByKey: true, now: T });
       await enqueueKeyed(store, "q", "A", 1, { runAt: T + 5_000 });
@@ -445,11 +416,7 @@ export function keysContract(freshStore: () => Promise<FreshStorage>): void {
       expect(await store.nextClaimableAt("q", { now: T })).toBe(T);
     });
 
-    // Fails: the stats read the age of the oldest due job through
-    // jobs_claim_waiting (overWaitingPriorities), where a fair queue's keyed
-    // jobs are not: a keyed job due at T and waiting at T + 1000 answers
-    // oldestDueAgeMs 0, where a job without a key answers 1000.
-    test.fails("the stats count the age of a fair queue's oldest due keyed job", async () => {
+    test("the stats count the age of a fair queue's oldest due keyed job", async () => {
       const { store } = await freshStore();
       await store.queues.set("q", { fairByKey: true, now: T });
       await enqueueKeyed(store, "q", "A", 1);

@@ -43,7 +43,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         enqueued_seq: 1, claimed_seq: null, claimed_at: null, renewed_seq: null, renewed_at: null, renewed_last_at: null, renews: 0, seq: 1,
         claim_clock: null, // the clock of its last claim (migrations/0013): none yet
         traceparent: null, tracestate: null,
-        key: null, held_back: 0, turn: null, // no key (migrations/0034): never held back, no turn
+        key: null, held_back: 0, turn: null, place: 0, // no key (migrations/0034): never held back, no turn, first of its call
       });
     });
 

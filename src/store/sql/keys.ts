@@ -45,12 +45,15 @@ export function openOfKey(queue: string, key: string): string {
  * Whether a job of `key` enqueued in `queue` at `now` to run at `runAt`, the
  * `nth` of its key in its statement to take a place (1 for an enqueue of
  * one), waits for its key's turn: its queue (`s`) lets in M jobs of a key,
- * and the key already has M in their places. 0 for a job without a key, in a
- * queue without a per-key limit, and, in a queue that is not ordered, for a
- * job enqueued for later (see `openOfKey`).
+ * and the key has M in their places already, or jobs held back (its last job
+ * in order is: one seek, whatever the key holds). 0 for a job without a key,
+ * in a queue without a per-key limit, and, in a queue that is not ordered,
+ * for a job enqueued for later (see `openOfKey`).
  */
 export function heldBack(queue: string, key: string, runAt: string, now: string, nth = "1"): string {
-  return `coalesce((SELECT CASE WHEN s.ordered_by_key = 0 AND ${runAt} > ${now} THEN 0 ELSE ${openOfKey(queue, key)} + ${nth} > ${letIn("s")} END
+  const last = `(SELECT o.held_back FROM jobs o WHERE o.queue = ${queue} AND o.key = ${key} AND o.done = 0
+                 ORDER BY o.priority, o.created_at DESC, o.place DESC, o.id DESC LIMIT 1)`;
+  return `coalesce((SELECT CASE WHEN s.ordered_by_key = 0 AND ${runAt} > ${now} THEN 0 WHEN ${last} = 1 THEN 1 ELSE ${openOfKey(queue, key)} + ${nth} > ${letIn("s")} END
                     FROM queues s WHERE s.queue = ${queue} AND ${key} IS NOT NULL), 0)`;
 }
 
