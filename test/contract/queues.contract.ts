@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { InvalidArgument, NotClaimable } from "../../src/store/errors.ts";
 import type { LeaseStore } from "../../src/store/store.ts";
+import type { QueueSettings } from "../../src/store/shapes.ts";
 import type { FreshStore } from "./store.contract.ts";
 import { noteVerbs } from "../../src/store/note.ts";
 
@@ -8,6 +9,9 @@ import { noteVerbs } from "../../src/store/note.ts";
 // the claim statements themselves, run against every driver as the store
 // contract is. Each test starts on a fresh, empty database, and a bystander
 // queue without settings goes on as before.
+
+/** The per-key settings (migrations/0034) of a queue that does not limit its keys: what every queue's settings answer unless set. */
+export const NO_KEY_LIMITS = { maxLeasedPerKey: null, keyRatePerSecond: null, keyBurst: null, orderedByKey: false, fairByKey: false } as const satisfies Partial<QueueSettings>;
 
 const T = 1_000_000; // the test clock
 const TTL = 30_000;
