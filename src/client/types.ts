@@ -38,7 +38,7 @@ export type Lease<Payload = unknown> = Omit<z.infer<typeof shapes.LeaseSchema>, 
 export type JobEvent = z.infer<typeof jobs.EventSchema>;
 /** One queue's numbers: jobs by status, the oldest due job's age, refused stale writes. */
 export type QueueStats = z.infer<typeof queueSchema.QueueStatsSchema>;
-/** A queue's settings: whether it is paused, its maxLeased, and its rate limit, ratePerSecond with burst (null: no limit). */
+/** A queue's settings: whether it is paused, its maxLeased, and its rate limit, ratePerSecond with burst (null: no limit); per key, maxLeasedPerKey, keyRatePerSecond with keyBurst, orderedByKey and fairByKey. */
 export type QueueSettings = z.infer<typeof queueSchema.QueueSettingsSchema>;
 /** The body of `PUT /v1/queues/:queue`. */
 export type QueueSettingsRequest = z.input<typeof queueSchema.QueueSettingsBody>;
