@@ -54,7 +54,7 @@ export function heldBack(queue: string, key: string, runAt: string, now: string,
   const last = `(SELECT o.held_back FROM jobs o WHERE o.queue = ${queue} AND o.key = ${key} AND o.done = 0
                  ORDER BY o.priority, o.created_at DESC, o.place DESC, o.id DESC LIMIT 1)`;
   return `coalesce((SELECT CASE WHEN s.ordered_by_key = 0 AND ${runAt} > ${now} THEN 0 WHEN ${last} = 1 THEN 1 ELSE ${openOfKey(queue, key)} + ${nth} > ${letIn("s")} END
-                    FROM queues s WHERE s.queue = ${queue} AND ${key} IS NOT NULL), 0)`;
+                    FROM queues s WHERE s.queue = ${queue} AND ${key} IS NOT NULL AND ${letIn("s")} IS NOT NULL), 0)`;
 }
 
 /**

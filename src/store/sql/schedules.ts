@@ -132,8 +132,9 @@ export type Fire = [
  * no put or delete changed when it fires, so the fire computed is one of its
  * own), enqueues its job (at the fence floor, due at its fire time, unless
  * the id exists; a keyed job held back and given a turn as `enqueueMany`
- * does, counted after the fires of its key that come before it by name) and stores the fire and the next one, planned at `now`, and
- * whether the fire found its id taken; `now` read from `clock`, which
+ * does, counted after the fires of its key that come before it by name), in
+ * the order of their fires, and stores the fire and the next one, planned at
+ * `now`, and whether the fire found its id taken; `now` read from `clock`, which
  * planned_clock keeps. The INSERT and the UPDATE test the same
  * condition against the same rows (the INSERT writes only jobs), so a job is
  * enqueued exactly when its schedule moves on. The statement before them counts
@@ -167,7 +168,7 @@ export function fireDue(fires: Fire[], now: number, clock: string): Statement[] 
                          row_number() OVER (PARTITION BY s.queue, s.key ORDER BY s.name) AS nth
                   FROM ${fired} JOIN schedules s
                   WHERE job_id IS NOT NULL AND ${stillDue("s")} AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = job_id)) f
-            WHERE true
+            WHERE true ORDER BY fire_at, job_id
             ON CONFLICT (id) DO NOTHING
             RETURNING id, queue`,
       args,
