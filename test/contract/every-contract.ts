@@ -1,5 +1,6 @@
 import { cancelContract } from "./cancel.contract.ts";
 import { jsonDepthContract } from "./json-depth.contract.ts";
+import { keysContract } from "./keys.contract.ts";
 import { clockStepContract } from "./clock-step.contract.ts";
 import { lifecycleContract } from "./lifecycle.contract.ts";
 import { manyContract } from "./many.contract.ts";
@@ -19,6 +20,7 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   manyContract(freshStore);
   rateLimitContract(freshStore);
   queuesContract(freshStore);
+  keysContract(freshStore);
   pushContract(freshStore);
   schedulesContract(freshStore);
   cancelContract(freshStore);

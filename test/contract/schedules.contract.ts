@@ -23,8 +23,8 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       const { created, schedule } = await store.schedules.put("nightly", { ...nightly, now: T });
       expect(created).toBe(true);
       expect(schedule).toEqual({
-        name: "nightly", queue: "reports", cron: "0 3 * * *", everyMs: null, timezone: "UTC", payload: { kind: "nightly" },
-        priority: 2, maxAttempts: 3, key: null, nextFireAt: AT_3, lastFireAt: null, lastFireTaken: false, createdAt: T, updatedAt: T,
+        name: "nightly", queue: "reports", cron: "0 3 * * *", everyMs: null, timezone: "UTC", payload: { kind: "nightly" }, key: null,
+        priority: 2, maxAttempts: 3, nextFireAt: AT_3, lastFireAt: null, lastFireTaken: false, createdAt: T, updatedAt: T,
       });
 
       expect(await store.schedules.fireDue({ now: AT_3 - 1 })).toEqual({ jobs: [], taken: [], skipped: [], nextFireAt: AT_3 });
@@ -288,7 +288,7 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       expect(replaced).toEqual({
         created: false,
         schedule: {
-          name: "nightly", queue: "other", cron: "30 * * * *", everyMs: null, timezone: "UTC", payload: "new", priority: 0, maxAttempts: 25, key: null,
+          name: "nightly", queue: "other", cron: "30 * * * *", everyMs: null, timezone: "UTC", payload: "new", key: null, priority: 0, maxAttempts: 25,
           nextFireAt: AT_3 + 30 * MINUTE, lastFireAt: AT_3, lastFireTaken: false, createdAt: T, updatedAt: AT_3 + MINUTE,
         },
       });

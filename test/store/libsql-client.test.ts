@@ -3,6 +3,7 @@ import { describe, expect, onTestFinished, test } from "vitest";
 import { StorageUnavailable } from "../../src/index.ts";
 import { connect, openStore } from "../../src/node.ts";
 import { clockStepContract } from "../contract/clock-step.contract.ts";
+import { keysContract } from "../contract/keys.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
 import { manyContract } from "../contract/many.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
@@ -22,6 +23,7 @@ storeContract(freshClientStore);
 lifecycleContract(freshClientStore);
 manyContract(freshClientStore);
 rateLimitContract(freshClientStore);
+keysContract(freshClientStore);
 clockStepContract(freshClientStore);
 
 describe("a busy database, on a client", () => {

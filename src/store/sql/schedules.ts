@@ -132,9 +132,9 @@ export type Fire = [
  * no put or delete changed when it fires, so the fire computed is one of its
  * own), enqueues its job (at the fence floor, due at its fire time, unless
  * the id exists; a keyed job held back and given a turn as `enqueueMany`
- * does, counted after the fires of its key that come before it in the order
- * `dueSchedules` read them, which is the order they are enqueued in) and stores the fire and the next one, planned at `now`, and
- * whether the fire found its id taken; `now` read from `clock`, which
+ * does, counted after the fires of its key that come before it by name), in
+ * the order of their fires, and stores the fire and the next one, planned at
+ * `now`, and whether the fire found its id taken; `now` read from `clock`, which
  * planned_clock keeps. The INSERT and the UPDATE test the same
  * condition against the same rows (the INSERT writes only jobs), so a job is
  * enqueued exactly when its schedule moves on. The statement before them counts
@@ -162,13 +162,13 @@ export function fireDue(fires: Fire[], now: number, clock: string): Statement[] 
     },
     {
       sql: `INSERT INTO jobs (id, queue, key, held_back, turn, payload, priority, run_at, max_attempts, fence, created_at, updated_at, enqueued_seq, seq)
-            SELECT job_id, f.queue, f.key, ${heldBack("f.queue", "f.key", "f.nth")}, ${turnOf("f.queue", "f.key", "f.nth")},
+            SELECT job_id, f.queue, f.key, ${heldBack("f.queue", "f.key", "fire_at", "?1", "f.nth")}, ${turnOf("f.queue", "f.key", "f.nth")},
                    f.payload, f.priority, fire_at, f.max_attempts, ${FENCE_FLOOR}, ?1, ?1, ${firstSeq("job_id")}, ${firstSeq("job_id")}
-            FROM (SELECT job_id, fire_at, read_next, s.name, s.queue, s.key, s.payload, s.priority, s.max_attempts,
-                         row_number() OVER (PARTITION BY s.queue, s.key ORDER BY read_next, s.name) AS nth
+            FROM (SELECT job_id, fire_at, s.queue, s.key, s.payload, s.priority, s.max_attempts,
+                         row_number() OVER (PARTITION BY s.queue, s.key ORDER BY s.name) AS nth
                   FROM ${fired} JOIN schedules s
                   WHERE job_id IS NOT NULL AND ${stillDue("s")} AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = job_id)) f
-            WHERE true ORDER BY f.read_next, f.name
+            WHERE true ORDER BY fire_at, job_id
             ON CONFLICT (id) DO NOTHING
             RETURNING id, queue`,
       args,
