@@ -16,7 +16,7 @@ function statsLine(stats: QueueStats): string {
 const rate = (settings: QueueSettings) => (settings.ratePerSecond === null ? "rate none" : `rate ${settings.ratePerSecond}/s burst ${settings.burst}`);
 
 /** The limits of a queue's keys in words, `per key: maxLeased 2, rate 5/s burst 5, ordered, fair`; empty when it has none. */
-function keyLimits(settings: QueueSettings): string {
+export function keyLimits(settings: QueueSettings): string {
   const parts = [
     ...(settings.maxLeasedPerKey === null ? [] : [`maxLeased ${settings.maxLeasedPerKey}`]),
     ...(settings.keyRatePerSecond === null ? [] : [`rate ${settings.keyRatePerSecond}/s burst ${settings.keyBurst}`]),

@@ -21,8 +21,9 @@ Jobs:
   claim <id> --owner O --ttl-ms MS
   claim-next <queue> --owner O --ttl-ms MS [--limit N] [--wait MS]
                                  with --wait, wait up to MS (at most 30000) for a job while none is due;
-                                 held back by its queue, it says why: paused, full (its maxLeased), or
-                                 rate limited, and then when to ask again (exit 0: taking none is no refusal)
+                                 held back by its queue, it says why: paused, full (its maxLeased), its jobs'
+                                 keys, or rate limited, and then when to ask again (exit 0: taking none is no
+                                 refusal)
   renew <id> --owner O --fence F --ttl-ms MS [--progress JSON]
                                  with --progress, the job's progress, stored if the renew is accepted
   complete <id> --owner O --fence F --result JSON

@@ -63,7 +63,7 @@ describe("the queue commands", () => {
     expect(await s.store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 4, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
   });
 
-  test("queue sets the limits of its keys with the five options, keeps what is not named, and a claim by id is refused by the key", async () => {
+  test("queue sets the limits of its keys with the five options, keeps what is not named; a claim by id is refused by the key, and claim-next says the keys hold its jobs", async () => {
     await using s = await serving();
     await s.run("queue", "mail", "--max-leased", "3");
     const set = await s.run("queue", "mail", "--max-leased-per-key", "2", "--key-rate", "5", "--ordered-by-key", "true", "--fair-by-key", "true");
@@ -79,6 +79,14 @@ describe("the queue commands", () => {
     const early = await s.run("claim", "a-2", "--owner", "A", "--ttl-ms", "60000");
     expect(early).toMatchObject({ code: 4, stdout: "", stderr: expect.stringMatching(/^fencelease: refused, not_claimable \(key_ordered\): .*\(job "a-1" first\)\n$/) });
     expect((await s.read("/v1/jobs/a-2")).status).toBe("queued");
+    await s.run("claim", "a-1", "--owner", "A", "--ttl-ms", "60000");
+    const waiting = await s.run("claim-next", "mail", "--owner", "B", "--ttl-ms", "60000");
+    expect(waiting).toEqual({
+      code: 0,
+      stdout: "nothing claimed: the due jobs of queue mail wait for their keys (per key: maxLeased 2, rate 2.5/s burst 3, ordered, fair); claims take them as their keys' leases end\n",
+      stderr: "",
+    });
+    expect(JSON.parse((await s.run("claim-next", "mail", "--owner", "B", "--ttl-ms", "60000", "--json")).stdout)).toEqual({ leases: [], blocked: "keys" });
 
     expect(JSON.parse((await s.run("queue", "mail", "--key-rate", "none", "--ordered-by-key", "false", "--fair-by-key", "false", "--max-leased-per-key", "none", "--json")).stdout)).toEqual({ ...keyed, ...NO_KEY_LIMITS });
     expect((await s.run("queue", "mail")).stdout).toBe("mail  running  maxLeased 3  rate none\n");
