@@ -32,3 +32,25 @@ export const COST_VERBS = [
   "events (read)",
   "stats (read)",
 ];
+
+/**
+ * The lines of the keys table of docs/cost.md (D1), in its order: a keyed
+ * job's life in a queue with maxLeasedPerKey, single and batched, a job held
+ * back while its key is full, and a claim that spends a token of its key's bucket.
+ */
+export const KEYED_VERBS = [
+  "enqueue, keyed",
+  "claim-next, keyed",
+  "complete, keyed",
+  "purge (cron, one keyed job)",
+  `enqueueMany of ${BATCH} over 10 keys`,
+  `claim-next of ${BATCH}, keyed`,
+  `completeMany of ${BATCH}, keyed, with next (none left)`,
+  `purge (cron, ${BATCH} keyed jobs)`,
+  "enqueue, held back (its key full)",
+  "complete, letting in the next of its key",
+  "claim-next of the job let in",
+  "claim-next, keyed, with keyRatePerSecond (its key's first claim)",
+  "claim-next, keyed, with keyRatePerSecond (a later claim)",
+  `claim-next of ${BATCH} over 10 keys, with keyRatePerSecond`,
+];
