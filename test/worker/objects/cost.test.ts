@@ -1,9 +1,12 @@
-import { runDurableObjectAlarm, SELF } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import costPage from "../../../docs/cost.md?raw";
 import { queueObject } from "../storage-mode.ts";
 import { type Billed, billedBetween, meters } from "./meters.ts";
-import { BATCH, COST_VERBS, LONG_POLL } from "../cost-verbs.ts";
+import { objectDriver } from "../../../src/drivers/durable-object-sql.ts";
+import type { QueueLimits } from "../../../src/store/shapes.ts";
+import { LeaseStore } from "../../../src/store/store.ts";
+import { BATCH, COST_VERBS, KEYED_VERBS, LONG_POLL } from "../cost-verbs.ts";
 
 // What each verb costs in objects mode (docs/cost.md, "In objects mode"): the
 // requests the objects bill (the queue's object, the directory shards, the
@@ -19,7 +22,8 @@ const TTL = 30_000;
 const TOKEN = "worker-test-token"; // FENCELEASE_TOKENS in vitest.config.ts
 const PAYLOAD = { order: "o".repeat(48) };
 const RESULT = { receipt: "r".repeat(36) };
-const QUEUES = ["single", "many", "loop", "ends", "polled"];
+const KEYED_QUEUES = ["keyed", "keyed-many", "held", "rated", "rated-many"];
+const QUEUES = ["single", "many", "loop", "ends", "polled", ...KEYED_QUEUES];
 
 async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const response = await SELF.fetch(`https://fencelease.test${path}`, {
@@ -35,13 +39,94 @@ function expectStatus(answer: { status: number; body: unknown }, status: number)
 }
 
 const measured = new Map<string, Billed>();
+/** The lines of the keys table in objects mode. */
+const keyedMeasured = new Map<string, Billed>();
 
-/** Runs one call (or a ring of an alarm) and keeps what every object billed for it under `verb`. */
-async function measure<R>(verb: string, run: () => Promise<R>): Promise<R> {
+/** Runs one call (or a ring of an alarm) and keeps what every object billed for it under `verb` (in `into`). */
+async function measure<R>(verb: string, run: () => Promise<R>, into = measured): Promise<R> {
   const before = await meters(QUEUES);
   const answer = await run();
-  measured.set(verb, billedBetween(before, await meters(QUEUES)));
+  into.set(verb, billedBetween(before, await meters(QUEUES)));
   return answer;
+}
+
+/** measure, for a line of the keys table. */
+const measureKeyed = <R>(verb: string, run: () => Promise<R>) => measure(verb, run, keyedMeasured);
+
+/** Sets `queue`'s limits in its object (the HTTP API takes no per-key setting yet), through a store on the object's storage. */
+async function setLimits(queue: string, limits: QueueLimits): Promise<void> {
+  await runInDurableObject(queueObject(queue), (_object, state) => new LeaseStore(objectDriver(state.storage as never)).queues.set(queue, limits));
+}
+
+/**
+ * Enqueues `jobs` over HTTP, then gives each its key in the queue's object,
+ * held back or let in, as a keyed enqueue stores it (the HTTP API takes no
+ * key yet): the jobs bound in the directory, their rows keyed. Not measured.
+ */
+async function enqueueKeyed(queue: string, jobs: { id: string; key: string; heldBack?: boolean }[]): Promise<void> {
+  expectStatus(await call("POST", `/v1/queues/${queue}/jobs`, { jobs: jobs.map(({ id }) => ({ id, payload: PAYLOAD })) }), 200);
+  await runInDurableObject(queueObject(queue), (_object, state) => {
+    for (const job of jobs) state.storage.sql.exec("UPDATE jobs SET key = ?, held_back = ? WHERE id = ?", job.key, job.heldBack ? 1 : 0, job.id).toArray();
+  });
+}
+
+/** The ids of `n` jobs, `prefix`-000 on. */
+const idsOf = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(3, "0")}`);
+
+/** The keyed lines of test/worker/cost.test.ts that objects mode measures: all but the enqueues, which wait for the HTTP API's key. */
+const KEYED_OBJECT_VERBS = KEYED_VERBS.filter((verb) => !verb.startsWith("enqueue"));
+
+/** The keys table's calls, as test/worker/cost.test.ts makes them, less the enqueues (made as enqueueKeyed says). */
+async function measureKeyedLives(): Promise<void> {
+  vi.setSystemTime(T);
+  await inUse("keyed");
+  await setLimits("keyed", { maxLeasedPerKey: 2 });
+  await enqueueKeyed("keyed", [{ id: "k-one", key: "tenant-1" }]);
+  const one = await measureKeyed("claim-next, keyed", () => call("POST", "/v1/queues/keyed/claim", { owner: "A", ttlMs: TTL }));
+  expect(one.body.leases).toMatchObject([{ job: { id: "k-one" } }]);
+  vi.setSystemTime(T + 1_000);
+  expectStatus(await measureKeyed("complete, keyed", () => call("POST", "/v1/jobs/k-one/complete", { owner: "A", fence: one.body.leases[0].fence, result: RESULT })), 200);
+  await measureKeyed("purge (cron, one keyed job)", () => alarm("keyed", T + 8 * DAY));
+
+  vi.setSystemTime(T);
+  await inUse("keyed-many");
+  await setLimits("keyed-many", { maxLeasedPerKey: 10 });
+  await enqueueKeyed("keyed-many", idsOf("km", BATCH).map((id, i) => ({ id, key: `tenant-${i % 10}` })));
+  const claimed = (await measureKeyed(`claim-next of ${BATCH}, keyed`, () => call("POST", "/v1/queues/keyed-many/claim", { owner: "W", ttlMs: TTL, limit: BATCH }))).body.leases as { fence: number; job: { id: string } }[];
+  expect(claimed).toHaveLength(BATCH);
+  vi.setSystemTime(T + 2_000);
+  const completed = await measureKeyed(`completeMany of ${BATCH}, keyed, with next (none left)`, () =>
+    call("POST", "/v1/leases/complete", { owner: "W", leases: claimed.map((c) => ({ id: c.job.id, fence: c.fence, result: RESULT })), next: { queue: "keyed-many", limit: BATCH, ttlMs: TTL } }));
+  expect(completed.body.leases).toHaveLength(0);
+  await measureKeyed(`purge (cron, ${BATCH} keyed jobs)`, () => alarm("keyed-many", T + 8 * DAY));
+
+  vi.setSystemTime(T);
+  await inUse("held");
+  await setLimits("held", { maxLeasedPerKey: 1 });
+  await enqueueKeyed("held", [{ id: "h-first", key: "tenant-1" }, { id: "h-second", key: "tenant-1", heldBack: true }]);
+  const first = await call("POST", "/v1/jobs/h-first/claim", { owner: "A", ttlMs: TTL });
+  expectStatus(first, 200);
+  vi.setSystemTime(T + 1_000);
+  expectStatus(await measureKeyed("complete, letting in the next of its key", () => call("POST", "/v1/jobs/h-first/complete", { owner: "A", fence: first.body.fence, result: RESULT })), 200);
+  const letIn = await measureKeyed("claim-next of the job let in", () => call("POST", "/v1/queues/held/claim", { owner: "A", ttlMs: TTL }));
+  expect(letIn.body.leases).toMatchObject([{ job: { id: "h-second" } }]);
+
+  vi.setSystemTime(T);
+  await inUse("rated");
+  await setLimits("rated", { keyRatePerSecond: 10 });
+  await enqueueKeyed("rated", idsOf("r", 2).map((id) => ({ id, key: "tenant-1" })));
+  const firstClaim = await measureKeyed("claim-next, keyed, with keyRatePerSecond (its key's first claim)", () => call("POST", "/v1/queues/rated/claim", { owner: "A", ttlMs: TTL }));
+  expect(firstClaim.body.leases).toMatchObject([{ job: { id: "r-000" } }]);
+  vi.setSystemTime(T + 1_000);
+  const later = await measureKeyed("claim-next, keyed, with keyRatePerSecond (a later claim)", () => call("POST", "/v1/queues/rated/claim", { owner: "A", ttlMs: TTL }));
+  expect(later.body.leases).toMatchObject([{ job: { id: "r-001" } }]);
+
+  vi.setSystemTime(T);
+  await inUse("rated-many");
+  await setLimits("rated-many", { keyRatePerSecond: 10 });
+  await enqueueKeyed("rated-many", idsOf("rm", BATCH).map((id, i) => ({ id, key: `tenant-${i % 10}` })));
+  const rated = await measureKeyed(`claim-next of ${BATCH} over 10 keys, with keyRatePerSecond`, () => call("POST", "/v1/queues/rated-many/claim", { owner: "W", ttlMs: TTL, limit: BATCH }));
+  expect(rated.body.leases).toHaveLength(BATCH);
 }
 
 /** The queue's alarm at `now`, as the runtime rings it: what the cron does in D1 mode. */
@@ -122,7 +207,9 @@ beforeAll(async () => {
   expectStatus(await measure("cancel (queued)", () => call("POST", "/v1/jobs/cancelled/cancel", { reason: "not needed" })), 200);
   await measure("expiry (cron, one lease)", () => alarm("ends", T + 2_000)); // by-id's lease runs on
   expect((await call("GET", "/v1/jobs/expiring")).body).toMatchObject({ owner: null, fence: fences.get("expiring"), status: "queued" });
-}, 120_000);
+
+  await measureKeyedLives();
+}, 180_000);
 
 afterAll(() => vi.useRealTimers());
 
@@ -136,11 +223,11 @@ function d1Written(verb: string): number {
   return Number(line!.split("|")[4]!.trim());
 }
 
-function objectsTable(): string {
-  expect([...measured.keys()].sort()).toEqual([...VERBS].sort());
+function objectsTable(verbs: readonly string[] = VERBS, from = measured): string {
+  expect([...from.keys()].sort()).toEqual([...verbs].sort());
   const lines = ["| verb | requests to objects | rows written, objects mode | rows written, D1 mode |", "|---|---:|---:|---:|"];
-  for (const verb of VERBS) {
-    const { requests, rowsWritten } = measured.get(verb)!;
+  for (const verb of verbs) {
+    const { requests, rowsWritten } = from.get(verb)!;
     lines.push(`| ${verb} | ${requests} | ${rowsWritten} | ${d1Written(verb)} |`);
   }
   return lines.join("\n");
@@ -170,5 +257,28 @@ describe("what a job costs in objects mode", () => {
     console.log([line("single calls", single), line(`batched: ${BATCH} a call`, batched)].join("\n"));
     expect(costPage).toContain(line("single calls", single));
     expect(costPage).toContain(line(`batched: ${BATCH} a call`, batched));
+  });
+});
+
+describe("what a keyed job costs in objects mode", () => {
+  test("each keyed claim and completion bills the requests and writes the rows of its line in docs/cost.md", () => {
+    console.log(objectsTable(KEYED_OBJECT_VERBS, keyedMeasured));
+    expect(costPage).toContain(objectsTable(KEYED_OBJECT_VERBS, keyedMeasured));
+  });
+
+  test("a keyed job's claim, completion and purge bill in objects mode what an unkeyed one's do, as they write on D1 what an unkeyed one's do", () => {
+    const unkeyedLine: [string, string][] = [
+      ["claim-next, keyed", "claim-next"],
+      ["complete, keyed", "complete"],
+      ["purge (cron, one keyed job)", "purge (cron, one job)"],
+      [`claim-next of ${BATCH}, keyed`, `claim-next of ${BATCH}`],
+      [`completeMany of ${BATCH}, keyed, with next (none left)`, `completeMany of ${BATCH} with next (none left)`],
+      [`purge (cron, ${BATCH} keyed jobs)`, `purge (cron, ${BATCH} jobs)`],
+    ];
+    for (const [keyed, unkeyed] of unkeyedLine) {
+      const [a, b] = [keyedMeasured.get(keyed)!, measured.get(unkeyed)!];
+      expect({ requests: a.requests, rowsWritten: a.rowsWritten }, keyed).toEqual({ requests: b.requests, rowsWritten: b.rowsWritten });
+      expect(d1Written(keyed), keyed).toBe(d1Written(unkeyed));
+    }
   });
 });
