@@ -1,4 +1,4 @@
-// One racer of test/store/races.test.ts: an OS process of its own, with its own
+// One racer of test/store/races.test.ts and key-races.test.ts: an OS process of its own, with its own
 // connection to the database. The test drives every racer in lock step over
 // stdin, one command per line, so that all of them hit the database together;
 // each answers one JSON line per command, and stops when stdin closes.
