@@ -1,12 +1,9 @@
-import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
+import { runDurableObjectAlarm, SELF } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import costPage from "../../../docs/cost.md?raw";
 import { queueObject } from "../storage-mode.ts";
 import { type Billed, billedBetween, meters } from "./meters.ts";
-import { objectDriver } from "../../../src/drivers/durable-object-sql.ts";
-import type { QueueLimits } from "../../../src/store/shapes.ts";
-import { LeaseStore } from "../../../src/store/store.ts";
-import { BATCH, COST_VERBS, KEYED_VERBS, LONG_POLL } from "../cost-verbs.ts";
+import { BATCH, COST_VERBS, KEYED_BUDGET, KEYED_VERBS, keyedLifeLine, keyedLives, LONG_POLL } from "../cost-verbs.ts";
 
 // What each verb costs in objects mode (docs/cost.md, "In objects mode"): the
 // requests the objects bill (the queue's object, the directory shards, the
@@ -53,35 +50,25 @@ async function measure<R>(verb: string, run: () => Promise<R>, into = measured):
 /** measure, for a line of the keys table. */
 const measureKeyed = <R>(verb: string, run: () => Promise<R>) => measure(verb, run, keyedMeasured);
 
-/** Sets `queue`'s limits in its object (the HTTP API takes no per-key setting yet), through a store on the object's storage. */
-async function setLimits(queue: string, limits: QueueLimits): Promise<void> {
-  await runInDurableObject(queueObject(queue), (_object, state) => new LeaseStore(objectDriver(state.storage as never)).queues.set(queue, limits));
+/** Enqueues `jobs` of `queue` with their keys, in one call: not measured. */
+async function enqueueKeyed(queue: string, jobs: { id: string; key: string }[]): Promise<void> {
+  expectStatus(await call("POST", `/v1/queues/${queue}/jobs`, { jobs: jobs.map((job) => ({ ...job, payload: PAYLOAD })) }), 200);
 }
 
-/**
- * Enqueues `jobs` over HTTP, then gives each its key in the queue's object,
- * held back or let in, as a keyed enqueue stores it (the HTTP API takes no
- * key yet): the jobs bound in the directory, their rows keyed. Not measured.
- */
-async function enqueueKeyed(queue: string, jobs: { id: string; key: string; heldBack?: boolean }[]): Promise<void> {
-  expectStatus(await call("POST", `/v1/queues/${queue}/jobs`, { jobs: jobs.map(({ id }) => ({ id, payload: PAYLOAD })) }), 200);
-  await runInDurableObject(queueObject(queue), (_object, state) => {
-    for (const job of jobs) state.storage.sql.exec("UPDATE jobs SET key = ?, held_back = ? WHERE id = ?", job.key, job.heldBack ? 1 : 0, job.id).toArray();
-  });
+/** Sets `queue`'s limits: not measured. */
+async function setLimits(queue: string, limits: Record<string, unknown>): Promise<void> {
+  expectStatus(await call("PUT", `/v1/queues/${queue}`, limits), 200);
 }
 
 /** The ids of `n` jobs, `prefix`-000 on. */
 const idsOf = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(3, "0")}`);
 
-/** The keyed lines of test/worker/cost.test.ts that objects mode measures: all but the enqueues, which wait for the HTTP API's key. */
-const KEYED_OBJECT_VERBS = KEYED_VERBS.filter((verb) => !verb.startsWith("enqueue"));
-
-/** The keys table's calls, as test/worker/cost.test.ts makes them, less the enqueues (made as enqueueKeyed says). */
+/** The keys table's calls, as test/worker/cost.test.ts makes them. */
 async function measureKeyedLives(): Promise<void> {
   vi.setSystemTime(T);
   await inUse("keyed");
   await setLimits("keyed", { maxLeasedPerKey: 2 });
-  await enqueueKeyed("keyed", [{ id: "k-one", key: "tenant-1" }]);
+  expectStatus(await measureKeyed("enqueue, keyed", () => call("POST", "/v1/jobs", { id: "k-one", queue: "keyed", key: "tenant-1", payload: PAYLOAD })), 201);
   const one = await measureKeyed("claim-next, keyed", () => call("POST", "/v1/queues/keyed/claim", { owner: "A", ttlMs: TTL }));
   expect(one.body.leases).toMatchObject([{ job: { id: "k-one" } }]);
   vi.setSystemTime(T + 1_000);
@@ -91,7 +78,7 @@ async function measureKeyedLives(): Promise<void> {
   vi.setSystemTime(T);
   await inUse("keyed-many");
   await setLimits("keyed-many", { maxLeasedPerKey: 10 });
-  await enqueueKeyed("keyed-many", idsOf("km", BATCH).map((id, i) => ({ id, key: `tenant-${i % 10}` })));
+  await measureKeyed(`enqueueMany of ${BATCH} over 10 keys`, () => enqueueKeyed("keyed-many", idsOf("km", BATCH).map((id, i) => ({ id, key: `tenant-${i % 10}` }))));
   const claimed = (await measureKeyed(`claim-next of ${BATCH}, keyed`, () => call("POST", "/v1/queues/keyed-many/claim", { owner: "W", ttlMs: TTL, limit: BATCH }))).body.leases as { fence: number; job: { id: string } }[];
   expect(claimed).toHaveLength(BATCH);
   vi.setSystemTime(T + 2_000);
@@ -103,9 +90,10 @@ async function measureKeyedLives(): Promise<void> {
   vi.setSystemTime(T);
   await inUse("held");
   await setLimits("held", { maxLeasedPerKey: 1 });
-  await enqueueKeyed("held", [{ id: "h-first", key: "tenant-1" }, { id: "h-second", key: "tenant-1", heldBack: true }]);
+  await enqueueKeyed("held", [{ id: "h-first", key: "tenant-1" }]);
   const first = await call("POST", "/v1/jobs/h-first/claim", { owner: "A", ttlMs: TTL });
   expectStatus(first, 200);
+  expectStatus(await measureKeyed("enqueue, held back (its key full)", () => call("POST", "/v1/jobs", { id: "h-second", queue: "held", key: "tenant-1", payload: PAYLOAD })), 201);
   vi.setSystemTime(T + 1_000);
   expectStatus(await measureKeyed("complete, letting in the next of its key", () => call("POST", "/v1/jobs/h-first/complete", { owner: "A", fence: first.body.fence, result: RESULT })), 200);
   const letIn = await measureKeyed("claim-next of the job let in", () => call("POST", "/v1/queues/held/claim", { owner: "A", ttlMs: TTL }));
@@ -261,9 +249,16 @@ describe("what a job costs in objects mode", () => {
 });
 
 describe("what a keyed job costs in objects mode", () => {
-  test("each keyed claim and completion bills the requests and writes the rows of its line in docs/cost.md", () => {
-    console.log(objectsTable(KEYED_OBJECT_VERBS, keyedMeasured));
-    expect(costPage).toContain(objectsTable(KEYED_OBJECT_VERBS, keyedMeasured));
+  test("each keyed verb bills the requests and writes the rows of its line in docs/cost.md", () => {
+    console.log(objectsTable(KEYED_VERBS, keyedMeasured));
+    expect(costPage).toContain(objectsTable(KEYED_VERBS, keyedMeasured));
+  });
+
+  test("a keyed job's life writes at most 2 rows more than an unkeyed one's in objects mode, single and batched, held back or with a key rate, as docs/cost.md says", () => {
+    const lives = keyedLives((verb) => (measured.get(verb) ?? keyedMeasured.get(verb))!.rowsWritten);
+    console.log(lives.map(keyedLifeLine).join("\n"));
+    for (const life of lives) expect(costPage).toContain(keyedLifeLine(life));
+    for (const life of lives.filter(({ what }) => what !== "single calls, held back, with keyRatePerSecond")) expect(life.keyed - life.unkeyed, life.what).toBeLessThanOrEqual(KEYED_BUDGET);
   });
 
   test("a keyed job's claim, completion and purge bill in objects mode what an unkeyed one's do, as they write on D1 what an unkeyed one's do", () => {
