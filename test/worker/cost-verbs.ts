@@ -1,3 +1,5 @@
+import { expect } from "vitest";
+
 // The verbs whose rows docs/cost.md tables, in its order: measured on D1 by
 // test/worker/cost.test.ts and in objects mode by test/worker/objects/cost.test.ts.
 
@@ -97,4 +99,17 @@ export function keyedLives(of: (verb: string) => number): KeyedLife[] {
 export function keyedLifeLine({ what, unkeyed, keyed }: KeyedLife): string {
   const more = Math.round((keyed - unkeyed) * 100) / 100;
   return `| ${what} | ${unkeyed} | ${keyed} | ${more} | ${more <= KEYED_BUDGET ? "yes" : "no"} |`;
+}
+
+/**
+ * That `page` (docs/cost.md) has the line of each keyed life computed from
+ * `of` (keyedLives), and that each setting alone keeps KEYED_BUDGET; a job
+ * held back in a queue with a key rate as well writes one row more, which the
+ * page says.
+ */
+export function expectKeyedLives(of: (verb: string) => number, page: string): void {
+  const lives = keyedLives(of);
+  console.log(lives.map(keyedLifeLine).join("\n"));
+  for (const life of lives) expect(page).toContain(keyedLifeLine(life));
+  for (const life of lives.filter(({ what }) => what !== "single calls, held back, with keyRatePerSecond")) expect(life.keyed - life.unkeyed, life.what).toBeLessThanOrEqual(KEYED_BUDGET);
 }
