@@ -1,5 +1,6 @@
 import { cancelContract } from "./cancel.contract.ts";
 import { jsonDepthContract } from "./json-depth.contract.ts";
+import { keyReadsContract } from "./key-reads.contract.ts";
 import { clockStepContract } from "./clock-step.contract.ts";
 import { lifecycleContract } from "./lifecycle.contract.ts";
 import { manyContract } from "./many.contract.ts";
@@ -27,4 +28,5 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   clockStepContract(freshStore);
   storageContract(freshStore);
   jsonDepthContract(freshStore);
+  keyReadsContract(freshStore);
 }
