@@ -17,7 +17,7 @@ const STATUSES = /** @type {const} */ (["queued", "scheduled", "leased", "done",
 
 /**
  * @typedef {{ queue: string, jobs: Record<string, number>, oldestDueAgeMs: number | null,
- *   refused: { lastHour: number, total: number }, paused: boolean }} QueueStats
+ *   refused: { lastHour: number, total: number }, paused: boolean, topKeys: { key: string, waiting: number }[] }} QueueStats
  * @typedef {import("./queue-controls.js").QueueSettings} QueueSettings
  * @typedef {import("./queue-controls.js").Act} Act
  * @typedef {import("./push-controls.js").PushSettings} PushSettings
@@ -122,7 +122,8 @@ function queueRow(stats, settings, push, act, edit, openPush) {
   actions?.append(pushButton(stats.queue, push, openPush));
   const jobsOf = (/** @type {string} */ status) => `#/jobs?${new URLSearchParams({ queue: stats.queue, status })}`;
   return h("tr", { "data-queue": stats.queue, class: settings.paused ? "paused" : null },
-    h("th", { scope: "row" }, h("a", { href: `#/jobs?${new URLSearchParams({ queue: stats.queue })}` }, stats.queue)),
+    h("th", { scope: "row" }, h("a", { href: `#/jobs?${new URLSearchParams({ queue: stats.queue })}` }, stats.queue),
+      " ", h("a", { class: "queue-keys", href: `#/queue/${encodeURIComponent(stats.queue)}`, "aria-label": `Settings and keys of queue ${stats.queue}` }, "keys")),
     h("td", { "data-label": "state", "data-setting": "paused" },
       settings.paused ? h("span", { class: "status status-paused" }, "paused") : h("span", { class: "muted" }, "running")),
     STATUSES.map((status) => {
