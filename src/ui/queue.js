@@ -4,9 +4,8 @@
 // leased, and why a key holds jobs back. A page of keys at a time (the cursor
 // is in the URL, so a page is a link); it refreshes by itself, pausably.
 import { api, queuePath } from "./api.js";
-import { errorNote, h } from "./dom.js";
-import { moment } from "./format.js";
-import { REFRESH_MS } from "./queues.js";
+import { h } from "./dom.js";
+import { refreshing } from "./refreshing.js";
 
 /**
  * A queue's settings as GET /v1/queues/{queue} answers them, its keys' included.
@@ -38,14 +37,9 @@ function keySettings(s) {
 export function queueView(container, params, signal) {
   const queue = params.get("queue") ?? "";
   const cursor = params.get("cursor");
-  let stopped = false;
-  /** @type {ReturnType<typeof setTimeout> | undefined} */
-  let timer;
-  const status = h("span", { class: "muted", id: "refreshed" });
-  const toggle = h("button", { type: "button", class: "secondary", "aria-pressed": "false", onclick: flip }, "Pause updates");
   const settings = h("dl", { class: "settings", id: "queue-settings" });
   const keys = h("div", { class: "keys", id: "queue-keys" });
-  const problem = h("div");
+  const { status, toggle, problem, refresh } = refreshing(load, signal);
   container.append(
     h("p", {}, h("a", { href: "#/" }, "← Queues")),
     h("div", { class: "heading" }, h("h1", {}, "Queue ", h("span", { class: "queue-name" }, queue)), h("div", { class: "controls" }, status, toggle)),
@@ -54,33 +48,14 @@ export function queueView(container, params, signal) {
     settings,
     h("h2", {}, "Keys with open jobs"),
     keys);
-  signal.addEventListener("abort", () => clearTimeout(timer));
   return refresh();
 
-  async function refresh() {
-    clearTimeout(timer);
-    try {
-      const page = `${queuePath(queue)}/keys${cursor === null ? "" : `?${new URLSearchParams({ cursor })}`}`;
-      const [queueSettings, { keys: rows, nextCursor }] = await Promise.all([api(queuePath(queue)), api(page)]);
-      if (signal.aborted) return;
-      settings.replaceChildren(...settingPairs(queueSettings).flatMap(([label, value]) => [h("dt", {}, label), h("dd", { "data-setting": label }, value)]));
-      keys.replaceChildren(rows.length ? keyTable(rows) : h("p", { class: "muted" }, cursor === null ? "No key has an open job in this queue." : "No more keys."), pager(queue, cursor, nextCursor));
-      problem.replaceChildren();
-      status.textContent = `Updated ${moment(Date.now()).slice(11, 19)}${stopped ? ", paused" : `, every ${REFRESH_MS / 1000} s`}`;
-    } catch (error) {
-      if (!signal.aborted) problem.replaceChildren(errorNote(error));
-    }
-    if (!stopped && !signal.aborted) timer = setTimeout(refresh, REFRESH_MS);
-  }
-
-  function flip() {
-    stopped = !stopped;
-    toggle.textContent = stopped ? "Resume updates" : "Pause updates";
-    toggle.setAttribute("aria-pressed", String(stopped));
-    if (stopped) {
-      clearTimeout(timer);
-      status.textContent = status.textContent.replace(/, every .*$/, ", paused");
-    } else void refresh();
+  async function load() {
+    const page = `${queuePath(queue)}/keys${cursor === null ? "" : `?${new URLSearchParams({ cursor })}`}`;
+    const [queueSettings, { keys: rows, nextCursor }] = await Promise.all([api(queuePath(queue)), api(page)]);
+    if (signal.aborted) return;
+    settings.replaceChildren(...settingPairs(queueSettings).flatMap(([label, value]) => [h("dt", {}, label), h("dd", { "data-setting": label }, value)]));
+    keys.replaceChildren(rows.length ? keyTable(rows) : h("p", { class: "muted" }, cursor === null ? "No key has an open job in this queue." : "No more keys."), pager(queue, cursor, nextCursor));
   }
 }
 

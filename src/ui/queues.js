@@ -5,13 +5,11 @@
 // pausably.
 import { api } from "./api.js";
 import { errorNote, h } from "./dom.js";
-import { duration, moment } from "./format.js";
+import { duration } from "./format.js";
+import { refreshing } from "./refreshing.js";
 import { pushButton, pushDialog, pushedTo } from "./push-controls.js";
 import { abilities, may, mayAtAll } from "./permit.js";
 import { limits, queueButtons, settingsDialog, unset } from "./queue-controls.js";
-
-/** How often the numbers are read again. */
-export const REFRESH_MS = 3_000;
 
 const STATUSES = /** @type {const} */ (["queued", "scheduled", "leased", "done", "dead", "cancelled"]);
 
@@ -25,14 +23,9 @@ const STATUSES = /** @type {const} */ (["queued", "scheduled", "leased", "done",
 
 /** @type {import("./app.js").View} */
 export function queuesView(container, _params, signal) {
-  let stopped = false;
-  /** @type {ReturnType<typeof setTimeout> | undefined} */
-  let timer;
-  const status = h("span", { class: "muted", id: "refreshed" });
-  const toggle = h("button", { type: "button", class: "secondary", "aria-pressed": "false", onclick: flip }, "Pause updates");
   const body = h("div", { class: "queues" });
-  const problem = h("div");
   const note = h("div", { class: "action-note", id: "queue-note" });
+  const { status, toggle, problem, refresh } = refreshing(load, signal);
   /** @type {Act} */
   const act = async (call, done) => {
     try {
@@ -58,37 +51,17 @@ export function queuesView(container, _params, signal) {
     problem,
     note,
     body);
-  signal.addEventListener("abort", () => clearTimeout(timer));
   return refresh();
 
-  async function refresh() {
-    clearTimeout(timer);
-    try {
-      const [{ queues }, { queues: settingsList }, { endpoints }] = await Promise.all([api("/v1/stats"), api("/v1/queues"), api("/v1/push")]);
-      if (signal.aborted) return;
-      /** @type {Map<string, QueueSettings>} */
-      const byName = new Map(settingsList.map((/** @type {QueueSettings} */ s) => [s.queue, s]));
-      /** @type {Map<string, PushSettings>} */
-      const pushes = new Map(endpoints.map((/** @type {PushSettings} */ p) => [p.queue, p]));
-      const row = (/** @type {QueueStats} */ stats) => queueRow(stats, byName.get(stats.queue) ?? unset(stats.queue), pushes.get(stats.queue), act, edit, openPush);
-      body.replaceChildren(queues.length ? table(queues.map(row)) : empty());
-      problem.replaceChildren();
-      status.textContent = `Updated ${moment(Date.now()).slice(11, 19)}${stopped ? ", paused" : `, every ${REFRESH_MS / 1000} s`}`;
-    } catch (error) {
-      // Keep the last numbers on screen, and say why they are not new.
-      if (!signal.aborted) problem.replaceChildren(errorNote(error));
-    }
-    if (!stopped && !signal.aborted) timer = setTimeout(refresh, REFRESH_MS);
-  }
-
-  function flip() {
-    stopped = !stopped;
-    toggle.textContent = stopped ? "Resume updates" : "Pause updates";
-    toggle.setAttribute("aria-pressed", String(stopped));
-    if (stopped) {
-      clearTimeout(timer);
-      status.textContent = status.textContent.replace(/, every .*$/, ", paused");
-    } else void refresh();
+  async function load() {
+    const [{ queues }, { queues: settingsList }, { endpoints }] = await Promise.all([api("/v1/stats"), api("/v1/queues"), api("/v1/push")]);
+    if (signal.aborted) return;
+    /** @type {Map<string, QueueSettings>} */
+    const byName = new Map(settingsList.map((/** @type {QueueSettings} */ s) => [s.queue, s]));
+    /** @type {Map<string, PushSettings>} */
+    const pushes = new Map(endpoints.map((/** @type {PushSettings} */ p) => [p.queue, p]));
+    const row = (/** @type {QueueStats} */ stats) => queueRow(stats, byName.get(stats.queue) ?? unset(stats.queue), pushes.get(stats.queue), act, edit, openPush);
+    body.replaceChildren(queues.length ? table(queues.map(row)) : empty());
   }
 }
 
