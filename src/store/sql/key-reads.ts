@@ -1,6 +1,6 @@
 import type { Statement } from "../../drivers/driver.ts";
 import { refilled, TOKEN } from "./bucket.ts";
-import { keyBucket, openOfKey } from "./keys.ts";
+import { keyBucket, leasesOfKey, openOfKey } from "./keys.ts";
 import { status } from "./lease.ts";
 
 // The reads of keys (issue 29): which keys a queue has now, how many jobs each
@@ -32,17 +32,6 @@ function keyAfter(queue: string, after: string): string {
 /** The open jobs of key `key` in `queue`, counted up to MAX_COUNTED_OPEN: a range of jobs_key_open, which holds them all. */
 function openCounted(queue: string, key: string): string {
   return `(SELECT count(*) FROM (SELECT 1 FROM jobs o INDEXED BY jobs_key_open WHERE o.queue = ${queue} AND o.key = ${key} AND o.done = 0 LIMIT ${MAX_COUNTED_OPEN}))`;
-}
-
-/**
- * The current leases of key `key` in `queue` at `now`: a range of
- * jobs_held_by_until (queue, until, owner, key), the queue's current leases,
- * whose entries carry the key. (keys.ts's leasesOfKey counts the same; named
- * here with its index, which the planner could otherwise pass over for
- * jobs_key_open and read every open job of the key.)
- */
-function leasesCounted(queue: string, key: string, now: string): string {
-  return `(SELECT count(*) FROM jobs h INDEXED BY jobs_held_by_until WHERE h.queue = ${queue} AND h.done = 0 AND h.owner IS NOT NULL AND h.until > ${now} AND h.key = ${key})`;
 }
 
 /**
@@ -85,7 +74,7 @@ export function keysOf(queue: string, after: string | null, limit: number, now: 
             UNION ALL
             SELECT ${keyAfter("?1", "w.key")}, w.n + 1 FROM walk w WHERE w.key IS NOT NULL AND w.n < ?3),
           counted AS MATERIALIZED (
-            SELECT w.key, ${openCounted("?1", "w.key")} AS open, ${leasesCounted("?1", "w.key", "?4")} AS leased FROM walk w WHERE w.key IS NOT NULL)
+            SELECT w.key, ${openCounted("?1", "w.key")} AS open, ${leasesOfKey("?1", "w.key", "?4")} AS leased FROM walk w WHERE w.key IS NOT NULL)
           SELECT c.key, max(0, c.open - c.leased) AS waiting, c.leased,
                  ${heldBackWhy("?1", "c.key", "max(0, c.open - c.leased)", "c.leased", "?4")} AS held_back
           FROM counted c LEFT JOIN queues s ON s.queue = ?1
