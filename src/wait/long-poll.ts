@@ -162,7 +162,12 @@ export async function waitForJobs(store: WaitingStore, room: WaitRoom, claim: Wa
         return answered(leases, waitedMs);
       }
       if (waiter.stopped || signal.aborted || performance.now() + (retryAfterMs ?? 0) >= deadline) return none(retryAfterMs);
-      if (!room.hasTimer(queue)) room.wakeAt(queue, await store.nextClaimableAt(queue, { now: clock() }));
+      if (!room.hasTimer(queue)) {
+        // A time not after this claim's own is one it looked at and could not take (a key without room, seen as
+        // due): a timer there would wake it at once, again and again. It waits for a ring or the re-check instead.
+        const at = await store.nextClaimableAt(queue, { now: clock() });
+        if (at === null || at > now) room.wakeAt(queue, at);
+      }
       await waiter.sleep(deadline, signal);
       if (waiter.stopped || signal.aborted) return none();
     }

@@ -453,7 +453,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       const lines = await reads(readStatements.stats(T));
       expect(lines.length).toBeGreaterThan(0);
       for (const line of lines) {
-        expect(line).toMatch(/^SEARCH jobs USING (COVERING )?INDEX (jobs_held_by_until \(queue=\?( AND until<\?)?\)|jobs_claim_waiting \(queue=\?( AND priority<\?| AND priority=\?( AND run_at>\?)?)?\))$|^SEARCH h USING COVERING INDEX jobs_held_by_until \(queue=\? AND until>\?\)$/);
+        expect(line).toMatch(/^SEARCH jobs USING (COVERING )?INDEX (jobs_held_by_until \(queue=\?( AND until<\?)?\)|jobs_claim_waiting \(queue=\?( AND priority<\?| AND priority=\?( AND run_at>\?)?)?\)|jobs_turn_waiting \(queue=\?\))$|^SEARCH h USING COVERING INDEX jobs_held_by_until \(queue=\? AND until>\?\)$/);
       }
       // The top keys: a seek a key (k) or a queue, each key's open jobs a range (o), each queue's current leases a range (h).
       const { rows } = await freshStore();
@@ -507,7 +507,8 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
         /^SEARCH jobs USING (COVERING )?INDEX jobs_claim_waiting \(queue=\? AND priority<\?\)$/, // the next priority down (LIMIT 1)
         /^SEARCH jobs USING INDEX jobs_claim_waiting \(queue=\? AND priority=\? AND run_at<\?\)$/, // the due jobs of a priority
         /^SEARCH jobs USING INDEX jobs_held_by_until \(queue=\? AND until<\?\)$/, // the leases that have ended
-        /^SEARCH jobs USING (COVERING )?INDEX jobs_held_by_until \(queue=\? AND until>\?\)$/, // a limited queue's current leases
+        /^SEARCH jobs USING INDEX jobs_turn_waiting \(queue=\?\)$/, // a fair queue's keyed jobs in turn order (migrations/0034): no entry in any other queue
+        /^SEARCH (jobs|h) USING (COVERING )?INDEX jobs_held_by_until \(queue=\? AND until>\?\)$/, // a limited queue's current leases, and its keys' (h)
       ];
       const push = claims.claimToPush("q", T, 10, "clock");
       for (const statement of [...claims.claimNext("q", "A", T, TTL, 10, "clock"), claims.claimNextAfter("job-1", "A", T, { limit: 10, ttlMs: TTL, clock: "clock" }), push]) {

@@ -4,6 +4,7 @@ import { StorageUnavailable } from "../../src/index.ts";
 import { connect, openStore } from "../../src/node.ts";
 import { clockStepContract } from "../contract/clock-step.contract.ts";
 import { keyReadsContract } from "../contract/key-reads.contract.ts";
+import { keysContract } from "../contract/keys.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
 import { manyContract } from "../contract/many.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
@@ -23,6 +24,7 @@ storeContract(freshClientStore);
 lifecycleContract(freshClientStore);
 manyContract(freshClientStore);
 rateLimitContract(freshClientStore);
+keysContract(freshClientStore);
 clockStepContract(freshClientStore);
 keyReadsContract(freshClientStore);
 

@@ -4,6 +4,7 @@ import { createClient } from "@libsql/client";
 import { describe, expect, test } from "vitest";
 import { noteVerbs } from "../../src/index.ts";
 import { openStore, startServer } from "../../src/node.ts";
+import { NO_KEY_LIMITS } from "../contract/queues.contract.ts";
 import { freshStore } from "../fresh-db.ts";
 
 const T = 1_000_000;
@@ -271,7 +272,7 @@ describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("races between O
       }
     }
     await race.stop();
-    expect(await store.queues.get("work")).toEqual({ queue: "work", paused: false, maxLeased: 5, ratePerSecond: null, burst: null });
+    expect(await store.queues.get("work")).toEqual({ queue: "work", paused: false, maxLeased: 5, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
   });
 
   test("4 processes claiming from a queue with a rate limit: exactly burst 5 at a frozen clock, and never more than burst + floor(elapsed x rate)", async () => {

@@ -2,7 +2,7 @@ import type { InValue } from "@libsql/client";
 import type { Statement } from "../../drivers/driver.ts";
 import { followedBack, refilled, TOKEN, tokenDueAt, wholeTokens } from "./bucket.ts";
 import { CLAIM, claimed, due, EXHAUSTED, expire, returningJob, status } from "./lease.ts";
-import { keyRoom, keyTables, leasesOfKey, turnWaiting } from "./keys.ts";
+import { keyBucket as keyBucketOf, keyRoom, keyTables, leasesOfKey, turnWaiting } from "./keys.ts";
 
 // The claims, and everything that decides one. A claim is one UPDATE that
 // picks its jobs and takes their leases in the same statement, so two
@@ -246,7 +246,9 @@ export function waitingAt(queue: string, more: string): string {
  * When a job of each of `queues` next becomes claimable by `takeNext`: the
  * earliest run_at of a job nobody holds (`now` if one is `due` before its
  * run_at), or the earliest end of a lease that is not its job's last attempt
- * (one row per queue; `at` null when there is none). What a waiting claim
+ * (one row per queue; `at` null when there is none). The jobs of a fair
+ * queue's keys are in claim order by turn, not run_at: when none is due, their
+ * earliest run_at is read from all of them (migrations/0034). What a waiting claim
  * sleeps until, and what the wait rooms' re-check reads for every queue with
  * waiters at once; for each queue, a seek a priority (and a range up to
  * `dueUpTo`), and a range of the lease ends, each read once (`parts`).
@@ -259,13 +261,15 @@ export function nextClaimable(queues: string[], now: number, clock: string): Sta
   const held = "queue = w.queue AND done = 0 AND owner IS NOT NULL";
   return {
     sql: `WITH w(queue) AS (SELECT DISTINCT value FROM json_each(?1)),
-          parts(queue, free, ended) AS MATERIALIZED (
+          parts(queue, free, turns, ended) AS MATERIALIZED (
             SELECT w.queue,
                    ${overWaitingPriorities("w.queue", `min(CASE WHEN EXISTS (SELECT 1 FROM jobs WHERE ${waitingAt("w.queue", `AND run_at > ?2 AND ${dueWaiting("w.queue", "?2")}`)}) THEN ?2
                                                                 ELSE (SELECT max(run_at, until) FROM jobs WHERE ${waitingAt("w.queue", "")} ORDER BY run_at LIMIT 1) END)`)},
+                   CASE WHEN EXISTS (SELECT 1 FROM jobs WHERE ${turnWaiting("", "w.queue")} AND ${dueWaiting("w.queue", "?2")}) THEN ?2
+                        ELSE (SELECT min(max(run_at, until)) FROM jobs WHERE ${turnWaiting("", "w.queue")}) END,
                    (SELECT CASE WHEN ${due("until")} THEN until ELSE run_at END FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1)
             FROM w),
-          n(queue, at) AS MATERIALIZED (SELECT queue, coalesce(min(free, ended), free, ended) FROM parts)
+          n(queue, at) AS MATERIALIZED (SELECT queue, (SELECT min(part) FROM (SELECT free AS part UNION ALL SELECT turns UNION ALL SELECT ended)) FROM parts)
           SELECT n.queue,
                  CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
                       ELSE max(n.at,
@@ -300,22 +304,37 @@ export function nextToPush(queue: string, now: number, clock: string): Statement
 /** The queue's row `s` (at ?2) has its maxLeased current leases: no token would let a claim through. */
 const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >= s.max_leased)`;
 
+/** How many due keyed jobs `retryAfter` looks at for the keys whose buckets held them back. */
+const KEYS_LOOKED_AT = 100;
+
 /**
- * In how many ms `queue`'s bucket next holds a whole token, when its rate
- * limit is what holds back a claim-next at `now`: it has a rate, is not
- * paused, not full (its maxLeased current leases), holds no whole token, and
- * a job is due; and whether its count is followed back to `now` read from
- * `clock` (`stepped_back`: see `followClock`). One row, or none; a queue
- * without settings is one primary-key lookup. With `limit`, it is sent in the
- * claim's batch, just after it: it reads nothing when the claim took `limit`.
+ * In how many ms a claim-next of `queue` at `now` may take a job, when a rate
+ * limit is what held it back: the queue's (it has a rate, is not paused, not
+ * full, its bucket holds no whole token, and a job is due), or its keys' (the
+ * first due jobs let in have keys whose buckets hold no whole token: when the
+ * first of them next holds one); the later of the two. With whether a count is followed back to `now` read from `clock`
+ * (`stepped_back`: see `followClock`, `followKeyClocks`). One row, or none; a
+ * queue without settings is one primary-key lookup. With `limit`, it is sent
+ * in the claim's batch, just after it: it reads nothing when the claim took `limit`.
  */
 export function retryAfter(queue: string, now: number, clock: string, limit?: number): Statement {
   const anyDue = `${overWaitingPriorities("?1", `max(EXISTS (SELECT 1 FROM jobs WHERE ${waitingAt("?1", `AND ${dueWaiting("?1", "?2")}`)}))`)} = 1
                   OR EXISTS (SELECT 1 FROM jobs WHERE ${endedDue("?1", "?2")})`;
+  const short = limit === undefined ? "" : "changes() < ?4 AND";
+  const keyBucket = keyBucketOf("s", "b");
+  // The keys of the first due jobs let in: of those, the ones whose buckets hold no whole token held the claim back.
+  const dueKeys = `SELECT key FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL AND held_back = 0 AND key IS NOT NULL AND ${due("?2")} LIMIT ${KEYS_LOOKED_AT}`;
   return {
-    sql: `SELECT ${tokenDueAt("s.", "?2", "?3")} - ?2 AS ms, ${followedBack("s.", "?2", "?3")} AS stepped_back FROM queues s
-          WHERE ${limit === undefined ? "" : "changes() < ?4 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
-            AND ${refilled("s.", "?2")} < ${TOKEN} AND (${anyDue})`,
+    sql: `SELECT ms, stepped_back FROM (
+            SELECT ${tokenDueAt("s.", "?2", "?3")} - ?2 AS ms, ${followedBack("s.", "?2", "?3")} AS stepped_back FROM queues s
+            WHERE ${short} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
+              AND ${refilled("s.", "?2")} < ${TOKEN} AND (${anyDue})
+            UNION ALL
+            SELECT min(${tokenDueAt(keyBucket, "?2", "?3")}) - ?2, max(${followedBack(keyBucket, "?2", "?3")})
+            FROM queues s JOIN key_buckets b ON b.queue = s.queue
+            WHERE ${short} s.queue = ?1 AND s.key_refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
+              AND b.key IN (${dueKeys}) AND ${refilled(keyBucket, "?2")} < ${TOKEN})
+          WHERE ms IS NOT NULL ORDER BY ms DESC LIMIT 1`,
     args: limit === undefined ? [queue, now, clock] : [queue, now, clock, limit],
   };
 }
@@ -329,7 +348,7 @@ export function retryAfter(queue: string, now: number, clock: string, limit?: nu
  */
 export function claimState(id: string, now: number): Statement {
   const keyFirst = `(SELECT o.id FROM jobs o WHERE o.queue = jobs.queue AND o.key = jobs.key AND o.done = 0 AND o.held_back = 0 AND o.id <> jobs.id
-                     ORDER BY o.priority DESC, o.created_at, o.id LIMIT 1)`;
+                     ORDER BY o.priority DESC, o.created_at, o.place, o.id LIMIT 1)`;
   return {
     sql: `WITH ${keyTables("(SELECT queue FROM jobs WHERE id = ?1)", "?2")}
           SELECT *, ${status("?2")} AS status,

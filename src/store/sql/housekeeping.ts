@@ -37,7 +37,7 @@ export function retry(id: string, now: number): Statement[] {
     {
       sql: `UPDATE jobs
             SET dead = 0, done = 0, attempts = 0, run_at = ?2, last_event = 'retried', updated_at = ?2,
-                held_back = ${heldBack("jobs.queue", "jobs.key")}, turn = ${turnOf("jobs.queue", "jobs.key")}
+                held_back = ${heldBack("jobs.queue", "jobs.key", "?2", "?2")}, turn = ${turnOf("jobs.queue", "jobs.key")}
             WHERE id = ?1 AND dead = 1
             ${returningJob("?2")}`,
       args: [id, now],

@@ -1,6 +1,6 @@
 import type { Statement } from "../../drivers/driver.ts";
 import { refilled, TOKEN } from "./bucket.ts";
-import { keyBucket, leasesOfKey, openOfKey } from "./keys.ts";
+import { keyBucket, leasesOfKey, MAX_LEASED_PER_KEY } from "./keys.ts";
 import { status } from "./lease.ts";
 
 // The reads of keys (issue 29): which keys a queue has now, how many jobs each
@@ -29,9 +29,9 @@ function keyAfter(queue: string, after: string): string {
   return `(SELECT k.key FROM jobs k INDEXED BY jobs_key_open WHERE k.queue = ${queue} AND k.done = 0 AND k.key > ${after} ORDER BY k.key LIMIT 1)`;
 }
 
-/** The open jobs of key `key` in `queue`, counted up to MAX_COUNTED_OPEN: a range of jobs_key_open, which holds them all. */
-function openCounted(queue: string, key: string): string {
-  return `(SELECT count(*) FROM (SELECT 1 FROM jobs o INDEXED BY jobs_key_open WHERE o.queue = ${queue} AND o.key = ${key} AND o.done = 0 LIMIT ${MAX_COUNTED_OPEN}))`;
+/** The open jobs of key `key` in `queue`, counted up to `most`: a range of jobs_key_open, which holds them all. */
+function openCounted(queue: string, key: string, most: number): string {
+  return `(SELECT count(*) FROM (SELECT 1 FROM jobs o INDEXED BY jobs_key_open WHERE o.queue = ${queue} AND o.key = ${key} AND o.done = 0 LIMIT ${most}))`;
 }
 
 /**
@@ -74,7 +74,7 @@ export function keysOf(queue: string, after: string | null, limit: number, now: 
             UNION ALL
             SELECT ${keyAfter("?1", "w.key")}, w.n + 1 FROM walk w WHERE w.key IS NOT NULL AND w.n < ?3),
           counted AS MATERIALIZED (
-            SELECT w.key, ${openCounted("?1", "w.key")} AS open, ${leasesOfKey("?1", "w.key", "?4")} AS leased FROM walk w WHERE w.key IS NOT NULL)
+            SELECT w.key, ${openCounted("?1", "w.key", MAX_COUNTED_OPEN)} AS open, ${leasesOfKey("?1", "w.key", "?4")} AS leased FROM walk w WHERE w.key IS NOT NULL)
           SELECT c.key, max(0, c.open - c.leased) AS waiting, c.leased,
                  ${heldBackWhy("?1", "c.key", "max(0, c.open - c.leased)", "c.leased", "?4")} AS held_back
           FROM counted c LEFT JOIN queues s ON s.queue = ?1
@@ -89,7 +89,7 @@ export function keysOf(queue: string, after: string | null, limit: number, now: 
  * (queue, key, waiting, place), of each queue's first TOP_KEYS_SCANNED keys
  * with open jobs (in key order), the TOP_KEYS with the most waiting jobs
  * (open and not currently leased; each key's open jobs counted up to
- * MAX_LEASED_PER_KEY, keys.ts's `openOfKey`), place 1 the most, then by key.
+ * MAX_LEASED_PER_KEY), place 1 the most, then by key.
  * Keys with nothing waiting are left out.
  *
  * The walk goes queue by queue through jobs_key_open: a row with a key is a
@@ -115,7 +115,7 @@ export function topKeysTables(now: string): string {
             JOIN jobs h INDEXED BY jobs_held_by_until ON h.queue = kq.queue AND h.until > ${now}
             WHERE h.done = 0 AND h.owner IS NOT NULL AND h.key IS NOT NULL GROUP BY h.queue, h.key),
           key_waiting AS MATERIALIZED (
-            SELECT w.queue, w.key, max(0, ${openOfKey("w.queue", "w.key")} - coalesce((SELECT l.n FROM key_leases_now l WHERE l.queue = w.queue AND l.key = w.key), 0)) AS waiting
+            SELECT w.queue, w.key, max(0, ${openCounted("w.queue", "w.key", MAX_LEASED_PER_KEY)} - coalesce((SELECT l.n FROM key_leases_now l WHERE l.queue = w.queue AND l.key = w.key), 0)) AS waiting
             FROM key_list w),
           top_keys AS MATERIALIZED (
             SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY queue ORDER BY waiting DESC, key) AS place FROM key_waiting WHERE waiting > 0)

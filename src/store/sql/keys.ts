@@ -28,19 +28,33 @@ export function letIn(s: string): string {
   return `CASE WHEN ${s}.ordered_by_key = 1 THEN 1 ELSE ${s}.max_leased_per_key END`;
 }
 
-/** The open jobs of key `key` in `queue` (SQL expressions), counted up to MAX_LEASED_PER_KEY: a range of jobs_key_open. */
+/**
+ * The open jobs of key `key` in `queue` (SQL expressions) that take a place
+ * among those its queue lets in, counted up to MAX_LEASED_PER_KEY: a range of
+ * jobs_key_open. In an ordered queue, all of them; elsewhere not a job
+ * enqueued for later that was never claimed, which waits for its time out of
+ * the key's way.
+ */
 export function openOfKey(queue: string, key: string): string {
-  return `(SELECT count(*) FROM (SELECT 1 FROM jobs o WHERE o.queue = ${queue} AND o.key = ${key} AND o.done = 0 LIMIT ${MAX_LEASED_PER_KEY}))`;
+  return `(SELECT count(*) FROM (SELECT 1 FROM jobs o WHERE o.queue = ${queue} AND o.key = ${key} AND o.done = 0
+                                  AND (s.ordered_by_key = 1 OR o.held_back = 1 OR o.claimed_seq IS NOT NULL OR o.run_at <= o.created_at)
+                                LIMIT ${MAX_LEASED_PER_KEY}))`;
 }
 
 /**
- * Whether a job of `key` enqueued in `queue` now, the `nth` of its key in its
- * statement (1 for an enqueue of one), waits for its key's turn: its queue
- * lets in M jobs of a key, and the key already has M open. 0 for a job
- * without a key, or in a queue without a per-key limit.
+ * Whether a job of `key` enqueued in `queue` at `now` to run at `runAt`, the
+ * `nth` of its key in its statement to take a place (1 for an enqueue of
+ * one), waits for its key's turn: its queue (`s`) lets in M jobs of a key,
+ * and the key has M in their places already, or jobs held back (its last job
+ * in order is: one seek, whatever the key holds). 0 for a job without a key,
+ * in a queue without a per-key limit, and, in a queue that is not ordered,
+ * for a job enqueued for later (see `openOfKey`).
  */
-export function heldBack(queue: string, key: string, nth = "1"): string {
-  return `coalesce((SELECT ${openOfKey(queue, key)} + ${nth} > ${letIn("s")} FROM queues s WHERE s.queue = ${queue} AND ${key} IS NOT NULL), 0)`;
+export function heldBack(queue: string, key: string, runAt: string, now: string, nth = "1"): string {
+  const last = `(SELECT o.held_back FROM jobs o WHERE o.queue = ${queue} AND o.key = ${key} AND o.done = 0
+                 ORDER BY o.priority, o.created_at DESC, o.place DESC, o.id DESC LIMIT 1)`;
+  return `coalesce((SELECT CASE WHEN s.ordered_by_key = 0 AND ${runAt} > ${now} THEN 0 WHEN ${last} = 1 THEN 1 ELSE ${openOfKey(queue, key)} + ${nth} > ${letIn("s")} END
+                    FROM queues s WHERE s.queue = ${queue} AND ${key} IS NOT NULL), 0)`;
 }
 
 /**
@@ -51,7 +65,7 @@ export function heldBack(queue: string, key: string, nth = "1"): string {
  * without a key, or in a queue that is not fair.
  */
 export function turnOf(queue: string, key: string, nth = "1"): string {
-  const last = `(SELECT o.turn FROM jobs o WHERE o.queue = ${queue} AND o.key = ${key} AND o.done = 0 ORDER BY o.priority, o.created_at DESC, o.id DESC LIMIT 1)`;
+  const last = `(SELECT o.turn FROM jobs o WHERE o.queue = ${queue} AND o.key = ${key} AND o.done = 0 ORDER BY o.priority, o.created_at DESC, o.place DESC, o.id DESC LIMIT 1)`;
   const round = `(SELECT o.turn FROM jobs o WHERE ${turnWaiting("o.", queue)} ORDER BY o.priority DESC, o.turn LIMIT 1)`;
   return `(SELECT max(coalesce(${last} + 1, 0), coalesce(${round}, 0)) + ${nth} - 1 FROM queues s
            WHERE s.queue = ${queue} AND s.fair_by_key = 1 AND ${key} IS NOT NULL)`;

@@ -136,7 +136,7 @@ export function enqueue(job: {
   return [
     {
       sql: `INSERT INTO jobs (id, queue, key, held_back, turn, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
-            VALUES (?1, ?2, ?10, ${heldBack("?2", "?10")}, ${turnOf("?2", "?10")}, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")})
+            VALUES (?1, ?2, ?10, ${heldBack("?2", "?10", "?5", "?7")}, ${turnOf("?2", "?10")}, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")})
             ON CONFLICT (id) DO NOTHING
             ${returningJob("?7")}`,
       args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now, job.traceparent, job.tracestate, job.key],

@@ -42,17 +42,20 @@ export function enqueueMany(queue: string, jobs: NewJob[], now: number): Stateme
   const columns = ["new_id", "new_payload", "new_priority", "new_run_at", "new_max_attempts", "new_traceparent", "new_tracestate", "new_key"];
   // A call without keys reads its jobs as they come, and holds none back.
   const keyed = jobs.some((job) => job[7] !== null);
+  // Counted apart from the others of its key: a job for later in a queue that is not ordered, which takes no place (`heldBack`).
+  const takesNoPlace = "new_run_at > ?2 AND coalesce((SELECT ordered_by_key FROM queues WHERE queue = ?1), 0) = 0";
   const fresh = `new_key IS NULL OR (NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = new_id) AND new_first = 1)`;
   const source = keyed
-    ? `(SELECT *, row_number() OVER (PARTITION BY new_key ORDER BY new_at) AS new_nth
+    ? `(SELECT *, row_number() OVER (PARTITION BY new_key, ${takesNoPlace} ORDER BY new_priority DESC, new_at) AS new_nth,
+               row_number() OVER (PARTITION BY new_key ORDER BY new_priority DESC, new_at) AS new_turn_nth
         FROM (SELECT *, row_number() OVER (PARTITION BY new_id ORDER BY new_at) AS new_first
               FROM (SELECT ${columns.map((name, i) => `json_extract(value, '$[${i}]') AS ${name}`).join(", ")}, key AS new_at FROM json_each(?3)))
         WHERE ${fresh})`
     : unpacked("?3", columns);
   return [
     {
-      sql: `INSERT INTO jobs (id, queue, key, held_back, turn, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
-            SELECT new_id, ?1, new_key, ${keyed ? heldBack("?1", "new_key", "new_nth") : "0"}, ${keyed ? turnOf("?1", "new_key", "new_nth") : "NULL"},
+      sql: `INSERT INTO jobs (id, queue, key, held_back, turn, place, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
+            SELECT new_id, ?1, new_key, ${keyed ? heldBack("?1", "new_key", "new_run_at", "?2", "new_nth") : "0"}, ${keyed ? turnOf("?1", "new_key", "new_turn_nth") : "NULL"}, ${keyed ? "new_at" : "0"},
                    new_payload, new_priority, new_run_at, new_max_attempts, new_traceparent, new_tracestate,
                    ${FENCE_FLOOR}, ?2, ?2, ${firstSeq("new_id")}, ${firstSeq("new_id")}
             FROM ${source}

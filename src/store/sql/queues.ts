@@ -82,9 +82,9 @@ function letInAgain(queue: string): Statement {
   return {
     sql: `UPDATE jobs SET held_back = ranked.back, turn = ranked.new_turn
           FROM (SELECT j.id AS ranked_id,
-                       coalesce(row_number() OVER (PARTITION BY j.key ORDER BY j.owner IS NULL, j.held_back, j.priority DESC, j.created_at, j.id) > ${letIn("s")}, 0) AS back,
+                       coalesce(row_number() OVER (PARTITION BY j.key ORDER BY j.owner IS NULL, j.held_back, j.priority DESC, j.created_at, j.place, j.id) > ${letIn("s")}, 0) AS back,
                        CASE WHEN s.fair_by_key = 0 THEN NULL WHEN j.turn IS NOT NULL THEN j.turn
-                            ELSE row_number() OVER (PARTITION BY j.key, j.turn IS NULL ORDER BY j.priority DESC, j.created_at, j.id) - 1 END AS new_turn
+                            ELSE row_number() OVER (PARTITION BY j.key, j.turn IS NULL ORDER BY j.priority DESC, j.created_at, j.place, j.id) - 1 END AS new_turn
                 FROM jobs j JOIN queues s ON s.queue = j.queue
                 WHERE j.queue = ?1 AND j.done = 0 AND j.key IS NOT NULL) ranked
           WHERE id = ranked_id AND (held_back IS NOT ranked.back OR turn IS NOT ranked.new_turn)`,

@@ -2,6 +2,7 @@ import type { Statement } from "../../drivers/driver.ts";
 import { currentLease, due, status } from "./lease.ts";
 import { overWaitingPriorities, waitingAt } from "./claim-next.ts";
 import { topKeysOf, topKeysTables } from "./key-reads.ts";
+import { turnWaiting } from "./keys.ts";
 
 // The reads that decide nothing: a job's lease for a system outside, pages of
 // jobs and events, the numbers per queue, and which waited-on jobs are
@@ -77,9 +78,10 @@ export const QUEUES_WITH_JOBS = "SELECT queue FROM queue_counts WHERE open <> 0 
  * jobs_held_by_until), what of them depends on `now` (index ranges of that
  * queue: waiting jobs with a run_at ahead, priority by priority, of which
  * those not `due`; leases expired and not yet ended; and the earliest run_at
- * of each), its refusals in the last hour
- * and ever, whether it is paused (migrations/0008), and its top keys
- * (`topKeysTables` of src/store/sql/key-reads.ts, JSON). A queue is listed
+ * of each; a fair queue's keyed jobs, in claim order by turn, are read all
+ * (migrations/0034)), its refusals in the last hour and ever, whether it is
+ * paused (migrations/0008), and its top keys (`topKeysTables` of
+ * src/store/sql/key-reads.ts, JSON). A queue is listed
  * while it has a job, has ever had a refusal, or has settings (paused or
  * limited before its first job: zero counts). Reads a few rows per queue and
  * priority, and the leases it holds: its cost grows with the queues, their
@@ -93,8 +95,10 @@ export function stats(now: number): Statement {
     sql: `WITH RECURSIVE ${topKeysTables("?1")}
           SELECT q.queue, coalesce(c.open, 0) AS open,
                  (SELECT count(*) FROM jobs WHERE jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL) AS held, coalesce(c.done, 0) AS done, coalesce(c.dead, 0) AS dead, coalesce(c.cancelled, 0) AS cancelled,
-                 coalesce(${overWaitingPriorities("q.queue", `sum((SELECT count(*) FROM jobs WHERE ${waitingAt("q.queue", `AND ${later}`)}))`)}, 0) AS waiting_later,
-                 ${overWaitingPriorities("q.queue", `min((SELECT run_at FROM jobs WHERE ${waitingAt("q.queue", "")} ORDER BY run_at LIMIT 1))`)} AS waiting_first_run_at,
+                 coalesce(${overWaitingPriorities("q.queue", `sum((SELECT count(*) FROM jobs WHERE ${waitingAt("q.queue", `AND ${later}`)}))`)}, 0)
+                   + (SELECT count(*) FROM jobs WHERE ${turnWaiting("", "q.queue")} AND ${later}) AS waiting_later,
+                 (SELECT min(run_at) FROM (SELECT ${overWaitingPriorities("q.queue", `min((SELECT run_at FROM jobs WHERE ${waitingAt("q.queue", "")} ORDER BY run_at LIMIT 1))`)} AS run_at
+                                           UNION ALL SELECT min(run_at) FROM jobs WHERE ${turnWaiting("", "q.queue")})) AS waiting_first_run_at,
                  (SELECT count(*) FROM jobs WHERE ${expired}) AS expired,
                  (SELECT count(*) FROM jobs WHERE ${expired} AND ${later}) AS expired_later,
                  (SELECT min(run_at) FROM jobs WHERE ${expired}) AS expired_first_run_at,
