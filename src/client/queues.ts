@@ -4,8 +4,8 @@ import type { KeyPage, KeysRequest, QueueSettings, QueueSettingsRequest, QueueSt
 
 /**
  * QueueCalls are the calls about whole queues, as `client.queues`: their
- * numbers (stats), pause and resume, their limits (set, get, list), and their
- * keys. A
+ * numbers (stats), pause and resume, their limits and those of their keys
+ * (set, get, list), and their keys with open jobs (keys). A
  * queue needs no creating: one is named by its jobs or its settings.
  */
 export class QueueCalls {
@@ -38,7 +38,9 @@ export class QueueCalls {
   /**
    * set sets all of the queue's limits at once (null or absent: none):
    * `maxLeased`, and `ratePerSecond` with `burst` (default max(1,
-   * ceil(ratePerSecond))); keeps whether it is paused; answers its settings.
+   * ceil(ratePerSecond))); per key, `maxLeasedPerKey`, `keyRatePerSecond`
+   * with `keyBurst` (the same default), `orderedByKey` and `fairByKey`
+   * (absent: false); keeps whether it is paused; answers its settings.
    * InvalidRequestError names a bad field.
    */
   set(queue: string, settings: QueueSettingsRequest): Promise<QueueSettings> {

@@ -39,7 +39,7 @@ export type Lease<Payload = unknown> = Omit<z.infer<typeof shapes.LeaseSchema>, 
 export type JobEvent = z.infer<typeof jobs.EventSchema>;
 /** One queue's numbers: jobs by status, the oldest due job's age, refused stale writes. */
 export type QueueStats = z.infer<typeof queueSchema.QueueStatsSchema>;
-/** A queue's settings: whether it is paused, its maxLeased, and its rate limit, ratePerSecond with burst (null: no limit). */
+/** A queue's settings: whether it is paused, its maxLeased, and its rate limit, ratePerSecond with burst (null: no limit); per key, maxLeasedPerKey, keyRatePerSecond with keyBurst, orderedByKey and fairByKey. */
 export type QueueSettings = z.infer<typeof queueSchema.QueueSettingsSchema>;
 /** The query of `GET /v1/queues/:queue/keys`, as the server reads it: the last key of the page before, and how many keys (1 to 1000, default 100). */
 export type KeysRequest = z.output<typeof keySchema.KeysQuery>;

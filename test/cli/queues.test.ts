@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { serving } from "./process.ts";
+import { NO_KEY_LIMITS } from "../contract/queues.contract.ts";
 
 // The queue commands (queues, queue, pause, resume) against a real server: what
 // they print, in words and in JSON, and the settings they leave in the database.
@@ -10,16 +11,16 @@ describe("the queue commands", () => {
     expect(await s.run("queues")).toEqual({ code: 0, stdout: "no queues\n", stderr: "" });
     await s.run("enqueue", "job-1", "--queue", "zip");
     expect(await s.run("queue", "mail", "--max-leased", "3")).toEqual({ code: 0, stdout: "mail  running  maxLeased 3  rate none\n", stderr: "" });
-    expect(await s.store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 3, ratePerSecond: null, burst: null });
+    expect(await s.store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 3, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
     expect(await s.run("queue", "mail")).toEqual({ code: 0, stdout: "mail  running  maxLeased 3  rate none\n", stderr: "" });
-    expect(JSON.parse((await s.run("queue", "mail", "--json")).stdout)).toEqual({ queue: "mail", paused: false, maxLeased: 3, ratePerSecond: null, burst: null });
+    expect(JSON.parse((await s.run("queue", "mail", "--json")).stdout)).toEqual({ queue: "mail", paused: false, maxLeased: 3, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
     expect((await s.run("queues")).stdout).toBe("mail  running  maxLeased 3     rate none\nzip   running  maxLeased none  rate none\n");
     expect(JSON.parse((await s.run("queues", "--json")).stdout)).toEqual({
-      queues: [{ queue: "mail", paused: false, maxLeased: 3, ratePerSecond: null, burst: null }, { queue: "zip", paused: false, maxLeased: null, ratePerSecond: null, burst: null }],
+      queues: [{ queue: "mail", paused: false, maxLeased: 3, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS }, { queue: "zip", paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS }],
     });
     expect((await s.run("queue", "mail", "--max-leased", "none")).stdout).toBe("mail  running  maxLeased none  rate none\n");
-    expect(await s.store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
-    expect(await s.store.queues.get("zip")).toEqual({ queue: "zip", paused: false, maxLeased: null, ratePerSecond: null, burst: null }); // the bystander
+    expect(await s.store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+    expect(await s.store.queues.get("zip")).toEqual({ queue: "zip", paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS }); // the bystander
   });
 
   test("pause stops claims of the queue, keeping its maxLeased and the leases held; resume starts them again", async () => {
@@ -29,7 +30,7 @@ describe("the queue commands", () => {
     await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "60000");
     await s.run("queue", "mail", "--max-leased", "5");
     expect(await s.run("pause", "mail")).toEqual({ code: 0, stdout: "paused queue mail: claims take none of its jobs until resume; leases held go on\n", stderr: "" });
-    expect(await s.store.queues.get("mail")).toEqual({ queue: "mail", paused: true, maxLeased: 5, ratePerSecond: null, burst: null });
+    expect(await s.store.queues.get("mail")).toEqual({ queue: "mail", paused: true, maxLeased: 5, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
     expect((await s.run("queue", "mail")).stdout).toBe("mail  paused  maxLeased 5  rate none\n");
     // A job is due, and claim-next says why it took none: as a claim by id does, but exit 0 (taking none is no refusal).
     expect(await s.run("claim-next", "mail", "--owner", "B", "--ttl-ms", "60000")).toEqual({
@@ -44,8 +45,8 @@ describe("the queue commands", () => {
     expect((await s.run("stats")).stdout).toMatch(/^mail: queued 1, scheduled 0, leased 1, done 0, dead 0, cancelled 0; oldest due \d+ ms ago; refused 0 in the last hour, 0 ever; paused\n$/);
     expect((await s.snapshot())["job-2"]).toMatchObject({ owner: null, fence: 0 });
 
-    expect(JSON.parse((await s.run("resume", "mail", "--json")).stdout)).toEqual({ queue: "mail", paused: false, maxLeased: 5, ratePerSecond: null, burst: null });
-    expect(await s.store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 5, ratePerSecond: null, burst: null });
+    expect(JSON.parse((await s.run("resume", "mail", "--json")).stdout)).toEqual({ queue: "mail", paused: false, maxLeased: 5, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+    expect(await s.store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 5, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
     expect((await s.run("claim-next", "mail", "--owner", "B", "--ttl-ms", "60000")).stdout).toMatch(/^claimed job-2: fence 1/);
     expect((await s.run("resume", "mail")).stdout).toBe("resumed queue mail: its jobs can be claimed again\n"); // again: no change, no error
   });
@@ -54,12 +55,12 @@ describe("the queue commands", () => {
     await using s = await serving();
     await s.run("queue", "mail", "--max-leased", "3");
     expect(await s.run("queue", "mail", "--rate", "5", "--burst", "10")).toEqual({ code: 0, stdout: "mail  running  maxLeased 3  rate 5/s burst 10\n", stderr: "" });
-    expect(await s.store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 3, ratePerSecond: 5, burst: 10 });
+    expect(await s.store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 3, ratePerSecond: 5, burst: 10, ...NO_KEY_LIMITS });
     expect((await s.run("queue", "mail", "--burst", "20")).stdout).toBe("mail  running  maxLeased 3  rate 5/s burst 20\n");
     expect((await s.run("queue", "mail", "--rate", "2.5")).stdout).toBe("mail  running  maxLeased 3  rate 2.5/s burst 3\n");
     expect((await s.run("queue", "mail", "--max-leased", "none")).stdout).toBe("mail  running  maxLeased none  rate 2.5/s burst 3\n");
-    expect(JSON.parse((await s.run("queue", "mail", "--rate", "none", "--max-leased", "4", "--json")).stdout)).toEqual({ queue: "mail", paused: false, maxLeased: 4, ratePerSecond: null, burst: null });
-    expect(await s.store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 4, ratePerSecond: null, burst: null });
+    expect(JSON.parse((await s.run("queue", "mail", "--rate", "none", "--max-leased", "4", "--json")).stdout)).toEqual({ queue: "mail", paused: false, maxLeased: 4, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+    expect(await s.store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 4, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
   });
 
   test("claim-next in a queue its rate limit holds back says when the next claim is allowed", async () => {
@@ -114,6 +115,6 @@ describe("the queue commands", () => {
     expect(ran).toMatchObject({ code: 2, stdout: "" });
     expect(ran.stderr).toMatch(says);
     expect(ran.stderr.trim().split("\n")).toHaveLength(1);
-    expect(await s.store.queues.list()).toEqual([{ queue: "mail", paused: false, maxLeased: 2, ratePerSecond: null, burst: null }]);
+    expect(await s.store.queues.list()).toEqual([{ queue: "mail", paused: false, maxLeased: 2, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS }]);
   });
 });

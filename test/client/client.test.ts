@@ -14,6 +14,7 @@ import {
   UnavailableError,
 } from "../../src/client/index.ts";
 import { served, type ServedOptions, TOKEN, TRANSPORTS } from "./transports.ts";
+import { NO_KEY_LIMITS } from "../contract/queues.contract.ts";
 
 const TTL = 30_000;
 
@@ -464,14 +465,14 @@ describe.each(TRANSPORTS)("LeaseClient: a job's whole life, %s", (transport) => 
   test("queues.pause, resume, set, get and list answer the queue's settings, and a paused queue's job is NotClaimableError paused", async () => {
     await using s = await served(transport);
     await s.client.enqueue({ id: "job-1", queue: "q" });
-    expect(await s.client.queues.get("q")).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
-    expect(await s.client.queues.pause("q")).toEqual({ queue: "q", paused: true, maxLeased: null, ratePerSecond: null, burst: null });
+    expect(await s.client.queues.get("q")).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+    expect(await s.client.queues.pause("q")).toEqual({ queue: "q", paused: true, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
     const refused = await s.client.claim("job-1", { owner: "A", ttlMs: TTL }).catch((error) => error);
     expect(refused).toBeInstanceOf(NotClaimableError);
     expect(refused).toMatchObject({ details: { reason: "paused" } });
-    expect(await s.client.queues.set("q", { maxLeased: 4 })).toEqual({ queue: "q", paused: true, maxLeased: 4, ratePerSecond: null, burst: null });
-    expect(await s.client.queues.resume("q")).toEqual({ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null });
-    expect(await s.client.queues.list()).toEqual([{ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null }]);
+    expect(await s.client.queues.set("q", { maxLeased: 4 })).toEqual({ queue: "q", paused: true, maxLeased: 4, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+    expect(await s.client.queues.resume("q")).toEqual({ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+    expect(await s.client.queues.list()).toEqual([{ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS }]);
     expect(await s.client.claimNext("q", { owner: "A", ttlMs: TTL })).toHaveLength(1);
   });
 
@@ -479,7 +480,7 @@ describe.each(TRANSPORTS)("LeaseClient: a job's whole life, %s", (transport) => 
     const { clock, options } = handClock();
     await using s = await served(transport, options);
     await s.client.enqueueMany("q", [{ id: "a" }, { id: "b" }]);
-    expect(await s.client.queues.set("q", { ratePerSecond: 2, burst: 1 })).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: 2, burst: 1 });
+    expect(await s.client.queues.set("q", { ratePerSecond: 2, burst: 1 })).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: 2, burst: 1, ...NO_KEY_LIMITS });
     const first = await s.client.claimNext("q", { owner: "A", ttlMs: TTL });
     expect(first).toHaveLength(1);
     expect("retryAfterMs" in first).toBe(false); // it took what it asked for

@@ -114,6 +114,7 @@ describe("the OpenAPI document", () => {
       "claimNext 200.retryAfterMs", // only when the rate limit stopped the claim short
       "claimNext 200.waitedMs", // only with waitMs
       "checkLease 200.reason", // only when the lease is not current
+      "NotClaimable.error.details.behind", // only with reason key_ordered
     ].sort());
     expect(document.components.schemas.Job!.required).toEqual(expect.arrayContaining(["payload", "result", "progress"]));
   });
@@ -158,7 +159,12 @@ describe("the OpenAPI document", () => {
     expect(body("/v1/jobs", "post")).toMatchObject({ not: { required: ["runAt", "delayMs"] }, additionalProperties: false });
     expect(resolve(document, body("/v1/queues/{queue}/jobs", "post").properties!.jobs!.items!)).toMatchObject({ not: { required: ["runAt", "delayMs"] } });
     expect(body("/v1/schedules/{name}", "put")).toMatchObject({ oneOf: [{ required: ["cron"] }, { required: ["everyMs"] }], dependentRequired: { timezone: ["cron"] } });
-    expect(body("/v1/queues/{queue}", "put")).toMatchObject({ if: { properties: { burst: { type: "integer" } }, required: ["burst"] }, then: { properties: { ratePerSecond: { type: "number" } }, required: ["ratePerSecond"] } });
+    expect(body("/v1/queues/{queue}", "put")).toMatchObject({
+      allOf: [
+        { if: { properties: { burst: { type: "integer" } }, required: ["burst"] }, then: { properties: { ratePerSecond: { type: "number" } }, required: ["ratePerSecond"] } },
+        { if: { properties: { keyBurst: { type: "integer" } }, required: ["keyBurst"] }, then: { properties: { keyRatePerSecond: { type: "number" } }, required: ["keyRatePerSecond"] } },
+      ],
+    });
   });
 
   test("declares a 500 on every operation, a required WWW-Authenticate on every 401 and a required Retry-After on every 429 and 503", async () => {

@@ -1,6 +1,7 @@
 import type { Locator } from "playwright-core";
 import { describe, expect, test } from "vitest";
 import { browserAndServer, fitsWidth, leave, signIn, visit, WAIT } from "./browser.ts";
+import { NO_KEY_LIMITS } from "../contract/queues.contract.ts";
 
 // The queue controls of the dashboard in Chromium against a real Node server:
 // each click is checked on the page and in the server's state.
@@ -33,14 +34,14 @@ describe("queue controls", () => {
     await page.getByRole("button", { name: "Pause queue mail" }).click();
     await expect.poll(() => state.textContent(), WAIT).toBe("paused");
     expect(await page.locator("#queue-note").textContent()).toBe("Paused mail: claims take none of its jobs until it is resumed; leases held go on.");
-    expect(await shared.server.call("GET", `/v1/queues/${mail}`)).toEqual({ queue: mail, paused: true, maxLeased: null, ratePerSecond: null, burst: null });
-    expect(await shared.server.call("GET", `/v1/queues/${zip}`)).toEqual({ queue: zip, paused: false, maxLeased: null, ratePerSecond: null, burst: null }); // the bystander
+    expect(await shared.server.call("GET", `/v1/queues/${mail}`)).toEqual({ queue: mail, paused: true, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+    expect(await shared.server.call("GET", `/v1/queues/${zip}`)).toEqual({ queue: zip, paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS }); // the bystander
     expect(await shared.server.call("POST", `/v1/queues/${mail}/claim`, { owner: "A", ttlMs: 10_000 })).toEqual({ leases: [] });
     expect(await page.getByRole("button", { name: "Pause queue mail" }).count()).toBe(0);
 
     await page.getByRole("button", { name: "Resume queue mail" }).click();
     await expect.poll(() => state.textContent(), WAIT).toBe("running");
-    expect(await shared.server.call("GET", `/v1/queues/${mail}`)).toEqual({ queue: mail, paused: false, maxLeased: null, ratePerSecond: null, burst: null });
+    expect(await shared.server.call("GET", `/v1/queues/${mail}`)).toEqual({ queue: mail, paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
     expect((await shared.server.call("POST", `/v1/queues/${mail}/claim`, { owner: "A", ttlMs: 10_000 })).leases).toHaveLength(1);
     await leave(visited, shared.server.url);
   });
@@ -87,14 +88,14 @@ describe("queue controls", () => {
     await dialog.waitFor({ state: "detached", ...WAIT });
     await expect.poll(() => limits.textContent(), WAIT).toBe("2.5/s burst 10");
     expect(await page.locator("#queue-note").textContent()).toBe(`Saved ${reports}: 2.5/s burst 10.`);
-    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: null, ratePerSecond: 2.5, burst: 10 });
+    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: null, ratePerSecond: 2.5, burst: 10, ...NO_KEY_LIMITS });
 
     await page.getByRole("button", { name: `Settings of queue ${reports}` }).click();
     expect(await dialog.getByLabel("Max leased").inputValue()).toBe(""); // filled with what it is now
     await dialog.getByLabel("Claims per second").fill("7");
     await dialog.getByRole("button", { name: "Cancel" }).click();
     await dialog.waitFor({ state: "detached", ...WAIT });
-    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: null, ratePerSecond: 2.5, burst: 10 });
+    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: null, ratePerSecond: 2.5, burst: 10, ...NO_KEY_LIMITS });
     await leave(visited, shared.server.url);
   });
 
@@ -114,7 +115,7 @@ describe("queue controls", () => {
     await dialog.waitFor({ state: "detached", ...WAIT });
     await expect.poll(() => page.locator("tr[data-queue=exports] td[data-setting=limits]").textContent(), WAIT).toBe("max leased 3");
     expect(await page.locator("tr[data-queue=exports] td[data-stat=queued]").textContent()).toBe("0");
-    expect(await shared.server.call("GET", "/v1/queues/exports")).toEqual({ queue: "exports", paused: false, maxLeased: 3, ratePerSecond: null, burst: null });
+    expect(await shared.server.call("GET", "/v1/queues/exports")).toEqual({ queue: "exports", paused: false, maxLeased: 3, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
     await leave(visited, shared.server.url);
   });
 
@@ -131,7 +132,7 @@ describe("queue controls", () => {
     await dialog.getByRole("button", { name: "Save settings" }).click();
     const limits = page.locator(`tr[data-queue=${bulk}] td[data-setting=limits]`);
     await expect.poll(() => limits.textContent(), WAIT).toBe("max leased 4, 2.5/s burst 10");
-    expect(await shared.server.call("GET", `/v1/queues/${bulk}`)).toEqual({ queue: bulk, paused: false, maxLeased: 4, ratePerSecond: 2.5, burst: 10 });
+    expect(await shared.server.call("GET", `/v1/queues/${bulk}`)).toEqual({ queue: bulk, paused: false, maxLeased: 4, ratePerSecond: 2.5, burst: 10, ...NO_KEY_LIMITS });
 
     await page.getByRole("button", { name: `Settings of queue ${bulk}` }).click();
     await dialog.getByLabel("Claims per second").fill("");
