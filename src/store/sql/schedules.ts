@@ -161,7 +161,7 @@ export function fireDue(fires: Fire[], now: number, clock: string): Statement[] 
     },
     {
       sql: `INSERT INTO jobs (id, queue, key, held_back, turn, payload, priority, run_at, max_attempts, fence, created_at, updated_at, enqueued_seq, seq)
-            SELECT job_id, f.queue, f.key, ${heldBack("f.queue", "f.key", "f.nth")}, ${turnOf("f.queue", "f.key", "f.nth")},
+            SELECT job_id, f.queue, f.key, ${heldBack("f.queue", "f.key", "fire_at", "?1", "f.nth")}, ${turnOf("f.queue", "f.key", "f.nth")},
                    f.payload, f.priority, fire_at, f.max_attempts, ${FENCE_FLOOR}, ?1, ?1, ${firstSeq("job_id")}, ${firstSeq("job_id")}
             FROM (SELECT job_id, fire_at, s.queue, s.key, s.payload, s.priority, s.max_attempts,
                          row_number() OVER (PARTITION BY s.queue, s.key ORDER BY s.name) AS nth
