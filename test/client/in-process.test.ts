@@ -65,6 +65,7 @@ async function story(transport: TransportName) {
   await note(() => c.queues.get("q"));
   await note(() => c.queues.list());
   await note(() => c.queues.stats());
+  await note(() => c.queues.keys("q", { limit: 1 }));
   await note(() => c.schedules.put("nightly", { queue: "q", cron: "0 3 * * *", timezone: "Europe/Paris", payload: { full: true } }));
   await note(() => c.schedules.get("nightly"));
   await note(() => c.schedules.list());
