@@ -63,6 +63,27 @@ describe("the queue commands", () => {
     expect(await s.store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 4, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
   });
 
+  test("queue sets the limits of its keys with the five options, keeps what is not named, and a claim by id is refused by the key", async () => {
+    await using s = await serving();
+    await s.run("queue", "mail", "--max-leased", "3");
+    const set = await s.run("queue", "mail", "--max-leased-per-key", "2", "--key-rate", "5", "--ordered-by-key", "true", "--fair-by-key", "true");
+    expect(set).toEqual({ code: 0, stdout: "mail  running  maxLeased 3  rate none  per key: maxLeased 2, rate 5/s burst 5, ordered, fair\n", stderr: "" });
+    const keyed = { queue: "mail", paused: false, maxLeased: 3, ratePerSecond: null, burst: null, maxLeasedPerKey: 2, keyRatePerSecond: 5, keyBurst: 5, orderedByKey: true, fairByKey: true };
+    expect(await s.store.queues.get("mail")).toEqual(keyed);
+    expect((await s.run("queue", "mail", "--key-burst", "10")).stdout).toBe("mail  running  maxLeased 3  rate none  per key: maxLeased 2, rate 5/s burst 10, ordered, fair\n");
+    expect((await s.run("queue", "mail", "--key-rate", "2.5")).stdout).toBe("mail  running  maxLeased 3  rate none  per key: maxLeased 2, rate 2.5/s burst 3, ordered, fair\n");
+    expect((await s.run("queues")).stdout).toBe("mail  running  maxLeased 3  rate none  per key: maxLeased 2, rate 2.5/s burst 3, ordered, fair\n");
+
+    await s.run("enqueue", "a-1", "--queue", "mail", "--key", "a");
+    await s.run("enqueue", "a-2", "--queue", "mail", "--key", "a");
+    const early = await s.run("claim", "a-2", "--owner", "A", "--ttl-ms", "60000");
+    expect(early).toMatchObject({ code: 4, stdout: "", stderr: expect.stringMatching(/^fencelease: refused, not_claimable \(key_ordered\): .*\(job "a-1" first\)\n$/) });
+    expect((await s.read("/v1/jobs/a-2")).status).toBe("queued");
+
+    expect(JSON.parse((await s.run("queue", "mail", "--key-rate", "none", "--ordered-by-key", "false", "--fair-by-key", "false", "--max-leased-per-key", "none", "--json")).stdout)).toEqual({ ...keyed, ...NO_KEY_LIMITS });
+    expect((await s.run("queue", "mail")).stdout).toBe("mail  running  maxLeased 3  rate none\n");
+  });
+
   test("claim-next in a queue its rate limit holds back says when the next claim is allowed", async () => {
     await using s = await serving();
     for (const id of ["job-1", "job-2", "job-3"]) await s.run("enqueue", id, "--queue", "mail");
@@ -103,6 +124,10 @@ describe("the queue commands", () => {
     ["a --max-leased the server refuses", ["queue", "mail", "--max-leased", "0"], /^fencelease: invalid_request: --max-leased must be at least 1/],
     ["a --max-leased that is not a number", ["queue", "mail", "--max-leased", "many"], /--max-leased must be a whole number, got "many"/],
     ["a --max-leased without a value", ["queue", "mail", "--max-leased"], /^fencelease: --max-leased needs a value \(see fencelease --help\)\n$/],
+    ["a --max-leased-per-key the server refuses", ["queue", "mail", "--max-leased-per-key", "1001"], /^fencelease: invalid_request: --max-leased-per-key must be at most 1000/],
+    ["a --key-burst without a key rate", ["queue", "mail", "--key-burst", "4"], /^fencelease: invalid_request: --key-burst needs --key-rate/],
+    ["a --key-rate that is not a number", ["queue", "mail", "--key-rate", "fast"], /^fencelease: --key-rate must be a number of claims per second, got "fast"/],
+    ["an --ordered-by-key that is not true or false", ["queue", "mail", "--ordered-by-key", "yes"], /^fencelease: --ordered-by-key must be true or false, got "yes"/],
     ["a queue without its name", ["queue"], /queue needs a queue/],
     ["pause without a queue", ["pause"], /pause needs a queue/],
     ["resume of two queues", ["resume", "mail", "zip"], /unexpected argument "zip"/],

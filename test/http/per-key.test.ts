@@ -34,6 +34,20 @@ describe("a job's key on the enqueue routes", () => {
     expect(body.jobs.map((job: { id: string; key: string | null }) => [job.id, job.key])).toEqual([["a-1", "a"], ["b-1", "b"], ["none", null]]);
   });
 
+  test("the OpenAPI document writes the key's rules as maxLength and a pattern that refuses what the server refuses, but for bytes", async () => {
+    const { call } = await freshApp();
+    const { body } = await call("GET", "/openapi.json");
+    const rule = body.paths["/v1/jobs"].post.requestBody.content["application/json"].schema;
+    const key = (rule.$ref ? body.components.schemas[rule.$ref.split("/").at(-1)] : rule).properties.key;
+    expect(key).toMatchObject({ type: "string", minLength: 1, maxLength: 255 });
+    expect(key.description).toContain("255 bytes of UTF-8");
+    const pattern = new RegExp(key.pattern, "u");
+    for (const [i, sample] of ["tenant-42", "é ü 中文 🎉", ".", "..", "a@b", "a\nb", "a\tb", "a\u0085b", "a\u202eb", "a\u2028b"].entries()) {
+      const accepted = (await call("POST", "/v1/jobs", { id: `job-${i}`, key: sample })).status === 201;
+      expect(pattern.test(sample), JSON.stringify(sample)).toBe(accepted);
+    }
+  });
+
   const badKeys: [string, unknown, RegExp][] = [
     ["an empty key", "", /^key must not be empty$/],
     ["a key of 256 bytes", "é".repeat(128), /^key must be at most 255 bytes of UTF-8$/],

@@ -21,6 +21,14 @@ async function hints(dialog: Locator): Promise<Record<string, string>> {
   return Object.fromEntries(pairs);
 }
 
+/** The dashboard, signed in, with the settings dialog of `queue` opened from its row. */
+async function settingsDialogOf(queue: string) {
+  const visited = await visit(shared.browser);
+  await signIn(visited.page, shared.server.url);
+  await visited.page.getByRole("button", { name: `Settings of queue ${queue}` }).click();
+  return { visited, page: visited.page, dialog: visited.page.getByRole("dialog", { name: `Settings of queue ${queue}` }) };
+}
+
 describe("queue controls", () => {
   test("Pause on a queue's row pauses it on the server, claims take nothing, and Resume starts it again", async () => {
     const mail = await queueWithJobs("mail", 2);
@@ -99,6 +107,19 @@ describe("queue controls", () => {
     await leave(visited, shared.server.url);
   });
 
+  test("saving a queue's limits in the dialog keeps the settings of its keys, which the dialog does not show", async () => {
+    const tenants = await queueWithJobs("tenants", 1);
+    const keyed = { maxLeasedPerKey: 2, keyRatePerSecond: 5, keyBurst: 8, orderedByKey: true, fairByKey: true };
+    await shared.server.call("PUT", `/v1/queues/${tenants}`, { maxLeased: 3, ...keyed });
+    const { visited, page, dialog } = await settingsDialogOf(tenants);
+    await dialog.getByLabel("Max leased").fill("6");
+    await dialog.getByRole("button", { name: "Save settings" }).click();
+    await dialog.waitFor({ state: "detached", ...WAIT });
+    await expect.poll(() => page.locator(`tr[data-queue=${tenants}] td[data-setting=limits]`).textContent(), WAIT).toBe("max leased 6");
+    expect(await shared.server.call("GET", `/v1/queues/${tenants}`)).toEqual({ queue: tenants, paused: false, maxLeased: 6, ratePerSecond: null, burst: null, ...keyed });
+    await leave(visited, shared.server.url);
+  });
+
   test("New queue sets the limits of a queue that has no jobs yet; it is listed with zero counts", async () => {
     const visited = await visit(shared.browser);
     const { page } = visited;
@@ -121,11 +142,7 @@ describe("queue controls", () => {
 
   test("the dialog sets a rate limit with its burst beside maxLeased; a burst without a rate is refused by the API, shown in the dialog, which stays open", async () => {
     const bulk = await queueWithJobs("bulk", 1);
-    const visited = await visit(shared.browser);
-    const { page } = visited;
-    await signIn(page, shared.server.url);
-    await page.getByRole("button", { name: `Settings of queue ${bulk}` }).click();
-    const dialog = page.getByRole("dialog", { name: `Settings of queue ${bulk}` });
+    const { visited, page, dialog } = await settingsDialogOf(bulk);
     await dialog.getByLabel("Max leased").fill("4");
     await dialog.getByLabel("Claims per second").fill("2.5");
     await dialog.getByLabel("Burst").fill("10");
