@@ -53,6 +53,9 @@ Queues:
                                  claim-next taking turns between keys
   pause <queue>                  claims take none of the queue's jobs until resume; leases held go on
   resume <queue>                 claims take the queue's jobs again
+  keys <queue> [--limit N] [--cursor C]
+                                 the queue's keys with open jobs, in key order: waiting and leased jobs,
+                                 and why a key holds jobs back (key_full, key_ordered, key_rate_limited)
 Push:
   push list                      every pushed queue: its endpoint, timeout and maxInFlight
   push set <queue> [--endpoint URL] [--timeout-ms N] [--max-in-flight N]

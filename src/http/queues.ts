@@ -9,7 +9,7 @@ import { afterAnswer } from "./after-answer.ts";
 // The queues: their numbers (GET /v1/stats) and their settings (pause, resume,
 // limits). A queue's jobs are claimed through leases.ts.
 
-/** A queue's numbers: its jobs by status, the oldest due job's age, its refused stale writes, and whether it is paused. */
+/** A queue's numbers: its jobs by status, the oldest due job's age, its refused stale writes, whether it is paused, and its top keys. */
 export const QueueStatsSchema = z
   .object({
     queue: z.string(),
@@ -18,6 +18,8 @@ export const QueueStatsSchema = z
     oldestDueAgeMs: z.number().int().nullable(),
     refused: z.object({ lastHour: z.number().int(), total: z.number().int() }),
     paused: z.boolean().openapi({ description: "Whether the queue is paused: claims hand out none of its jobs" }),
+    topKeys: z.array(z.object({ key: z.string(), waiting: z.number().int() }))
+      .openapi({ description: "Its keys with the most waiting jobs, most first (docs/queues.md#keys): at most 10, of its first 1,000 keys with open jobs in key order, each counted up to 1,000; [] without keys" }),
   })
   .openapi("QueueStats");
 
@@ -144,7 +146,7 @@ export function queueRoutes() {
       path: "/v1/stats",
       tags: [QUEUES_TAG.name],
       operationId: "getStats",
-      summary: "Per queue: jobs by status, the oldest due job's age, refused stale writes in the last hour and ever, and whether it is paused",
+      summary: "Per queue: jobs by status, the oldest due job's age, refused stale writes in the last hour and ever, whether it is paused, and its top keys by waiting jobs",
       responses: { 200: json(z.object({ queues: z.array(QueueStatsSchema) }), "The numbers"), ...refusals },
     }),
   };

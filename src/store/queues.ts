@@ -4,9 +4,11 @@ import * as sqlQueues from "./sql/queues.ts";
 import { MAX_BURST, MAX_RATE_PER_SECOND, type QueueLimits, type QueueLimitsRequest, type QueueSettings, timeOf } from "./shapes.ts";
 import * as check from "./validate.ts";
 import { MAX_LEASED_PER_KEY } from "./sql/keys.ts";
+import { keysOf } from "./sql/key-reads.ts";
+import { keyFromRow, type KeysPage, keysLimit, type KeysRequest } from "./key-stats.ts";
 
 // The queue verbs of LeaseStore (`store.queues`): pause, resume, set, get and
-// list a queue's settings. The claims decide by these settings in the claim
+// list a queue's settings, and page through its keys. The claims decide by these settings in the claim
 // statements themselves (`room` in src/store/sql/claim-next.ts); nothing here
 // decides a claim.
 
@@ -129,6 +131,20 @@ export class Queues {
   /** list answers the settings of every queue that has settings or jobs, by name. */
   async list(): Promise<QueueSettings[]> {
     return (await this.#driver.run(sqlQueues.listQueues())).map(queueFromRow);
+  }
+
+  /**
+   * keys pages through the keys of a queue that have open jobs, in key order
+   * after `cursor` (the last key of the page before), `limit` keys a page (1
+   * to 1000, default 100): each with its waiting jobs, its current leases at
+   * `now`, and why it holds jobs back (KeyStats).
+   */
+  async keys(queue: string, request: KeysRequest = {}): Promise<KeysPage> {
+    const limit = keysLimit(request.limit);
+    const after = check.key("cursor", request.cursor);
+    const rows = await this.#driver.run(keysOf(check.name("queue", queue), after, limit + 1, check.instant("now", timeOf(request))));
+    const keys = rows.slice(0, limit).map(keyFromRow);
+    return { keys, next: rows.length > limit ? keys.at(-1)!.key : null };
   }
 
   async #write(...statements: Statement[]): Promise<QueueSettings> {

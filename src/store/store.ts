@@ -398,7 +398,8 @@ export class LeaseStore {
 
   /**
    * stats answers, per queue, the jobs by status at `now`, the oldest due job's
-   * age, and refused stale writes; one read, which never waits for the write lock.
+   * age, refused stale writes, and its top keys; one read, which never waits
+   * for the write lock.
    */
   async stats(request: { now?: number | undefined } = {}): Promise<QueueStats[]> {
     const now = check.instant("now", timeOf(request));

@@ -443,9 +443,23 @@ describe.each(TRANSPORTS)("LeaseClient: a job's whole life, %s", (transport) => 
     clock.now = T + 250;
     const none = { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 };
     expect(await s.client.queues.stats()).toEqual([
-      { queue: "q", jobs: { ...none, queued: 1, leased: 1 }, oldestDueAgeMs: 250, refused: { lastHour: 1, total: 1 }, paused: false },
-      { queue: "r", jobs: { ...none, scheduled: 1 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false },
+      { queue: "q", jobs: { ...none, queued: 1, leased: 1 }, oldestDueAgeMs: 250, refused: { lastHour: 1, total: 1 }, paused: false, topKeys: [] },
+      { queue: "r", jobs: { ...none, scheduled: 1 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false, topKeys: [] },
     ]);
+  });
+
+  test("queues.keys pages through a queue's keys with open jobs, and a bad limit is InvalidRequestError", async () => {
+    await using s = await served(transport);
+    await s.store.queues.set("q", { maxLeasedPerKey: 1 });
+    await s.store.enqueueMany("q", { jobs: [{ id: "a-1", key: "acme" }, { id: "a-2", key: "acme" }, { id: "b-1", key: "beta" }] });
+    await s.store.enqueueMany("other", { jobs: [{ id: "o-1", key: "acme" }] });
+    await s.client.claim("a-1", { owner: "A", ttlMs: TTL });
+    const first = await s.client.queues.keys("q", { limit: 1 });
+    expect(first).toEqual({ keys: [{ key: "acme", waiting: 1, leased: 1, heldBack: "key_full" }], nextCursor: "acme" });
+    expect(await s.client.queues.keys("q", { cursor: first.nextCursor! })).toEqual({ keys: [{ key: "beta", waiting: 1, leased: 0, heldBack: null }], nextCursor: null });
+    const refused = await s.client.queues.keys("q", { limit: 1001 }).catch((error) => error);
+    expect(refused).toBeInstanceOf(InvalidRequestError);
+    expect(refused.message).toContain("limit must be at most 1000");
   });
 
   test("queues.pause, resume, set, get and list answer the queue's settings, and a paused queue's job is NotClaimableError paused", async () => {

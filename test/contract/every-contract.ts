@@ -1,5 +1,6 @@
 import { cancelContract } from "./cancel.contract.ts";
 import { jsonDepthContract } from "./json-depth.contract.ts";
+import { keyReadsContract } from "./key-reads.contract.ts";
 import { keysContract } from "./keys.contract.ts";
 import { clockStepContract } from "./clock-step.contract.ts";
 import { lifecycleContract } from "./lifecycle.contract.ts";
@@ -29,4 +30,5 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   clockStepContract(freshStore);
   storageContract(freshStore);
   jsonDepthContract(freshStore);
+  keyReadsContract(freshStore);
 }

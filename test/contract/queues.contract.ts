@@ -236,8 +236,8 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
       await store.queues.set("limited", { maxLeased: 2, now: T });
       const none = { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 };
       expect(await store.stats({ now: T })).toEqual([
-        { queue: "idle", jobs: none, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: true },
-        { queue: "limited", jobs: none, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false },
+        { queue: "idle", jobs: none, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: true, topKeys: [] },
+        { queue: "limited", jobs: none, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false, topKeys: [] },
       ]);
       await store.enqueue("idle-1", { queue: "idle", now: T });
       expect((await store.stats({ now: T })).find((stats) => stats.queue === "idle")).toMatchObject({ jobs: { queued: 1 }, paused: true });

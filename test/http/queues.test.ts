@@ -53,7 +53,7 @@ describe("POST /v1/queues/:queue/pause and /resume", () => {
     const { call } = await freshApp();
     await call("POST", "/v1/queues/idle/pause");
     expect((await call("GET", "/v1/stats")).body.queues).toEqual([
-      { queue: "idle", jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: true },
+      { queue: "idle", jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: true, topKeys: [] },
     ]);
     const metrics = (await call("GET", "/metrics")).body;
     expect(metrics).toContain('fencelease_queue_paused{queue="idle"} 1');
