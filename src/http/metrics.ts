@@ -58,10 +58,10 @@ export class RequestMetrics {
 }
 
 /**
- * The queue stats, the push deliveries of the pushed queues and the request
- * histogram (each when given), in the Prometheus text exposition format (0.0.4).
+ * The queue stats, the push deliveries of the pushed queues, the long polls
+ * waiting in this process and the request histogram (each when given), in the Prometheus text exposition format (0.0.4).
  */
-export function prometheusText(queues: QueueStats[], { push = [], requests }: { push?: PushStats[]; requests?: RequestMetrics } = {}): string {
+export function prometheusText(queues: QueueStats[], { push = [], requests, waiting }: { push?: PushStats[]; requests?: RequestMetrics; waiting?: number | undefined } = {}): string {
   const lines = [
     "# HELP fencelease_jobs Jobs by queue and status.",
     "# TYPE fencelease_jobs gauge",
@@ -90,6 +90,7 @@ export function prometheusText(queues: QueueStats[], { push = [], requests }: { 
     "# HELP fencelease_push_in_flight Pushed leases current now: deliveries on their way, and jobs their endpoint answered 202 and has not ended.",
     "# TYPE fencelease_push_in_flight gauge",
     ...push.map((stats) => `fencelease_push_in_flight{queue=${label(stats.queue)}} ${stats.inFlight}`),
+    ...(waiting === undefined ? [] : ["# HELP fencelease_waiting_requests Long polls (claim-next and job reads with waitMs) waiting in this process now.", "# TYPE fencelease_waiting_requests gauge", `fencelease_waiting_requests ${waiting}`]),
     ...(requests?.lines() ?? []),
   ];
   return `${lines.join("\n")}\n`;

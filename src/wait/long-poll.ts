@@ -42,6 +42,8 @@ export type Waits = {
    * delivery its maxInFlight held back when `owner` is the push owner.
    */
   ended(queue: string, owner: string): void | Promise<void>;
+  /** How many long polls wait here now, where this process can tell (the `fencelease_waiting_requests` gauge). */
+  waiting?(): number;
 };
 
 /** Whether a job's result is final: done, cancelled, or dead (a retry can still bring it back). */
@@ -94,6 +96,7 @@ export function localWaits(store: WaitingStore, room: WaitRoom, clock: () => num
     },
     finished: (ids) => room.finished(ids),
     ended: (queue) => room.wake(queue),
+    waiting: () => room.waiting,
   };
 }
 
@@ -120,6 +123,7 @@ export function requestWaits(store: WaitingStore, clock: () => number, maxWaitin
     claimable() {},
     finished() {},
     ended() {},
+    waiting: () => waiting,
   };
 }
 
