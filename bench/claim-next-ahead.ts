@@ -4,7 +4,7 @@
 // priority scheduled for later. Its cost must not grow with them: each such
 // queue must run at least 1 / 1.5 of the plain queue's cycles per second.
 //
-// `claimNextAhead(options)` runs the four queues and adds their rows to the
+// `claimNextAhead(options)` runs the five queues and adds their rows to the
 // table of bench/measure.ts (the lead wires it into bench/run.ts).
 import { createClient } from "@libsql/client";
 import { openStore } from "../src/runtime/node/open.ts";
@@ -24,7 +24,8 @@ export const CLAIM_NEXT_AHEAD_SIZES: Record<"quick" | "full", ClaimNextAheadOpti
   full: { ahead: 100_000, due: 1_000, cycles: 5_000, trials: 5 },
 };
 
-type Ahead = { leased: number; scheduled: number };
+/** Jobs ahead: leased, scheduled for later, and of one key at its maxLeasedPerKey (one leased, the rest held back), with the due jobs keyed too. */
+type Ahead = { leased: number; scheduled: number; fullKey?: number };
 
 /**
  * A queue "bench" of `due` jobs due at T (priority 0), behind `leased` jobs
@@ -43,6 +44,14 @@ async function queueBehind(due: number, ahead: Ahead): Promise<string> {
     };
     await fill(ahead.leased, `SELECT 'leased-' || i, 'bench', 0, ${T} - 1, 'holder', ${T + FAR}, 1, 1, ${T} - 1, ${T} - 1 FROM n`);
     await fill(ahead.scheduled, `SELECT 'later-' || i, 'bench', 1, ${T + FAR}, NULL, 0, 0, 0, ${T} - 1, ${T} - 1 FROM n`);
+    if (ahead.fullKey !== undefined) {
+      // Issue 29, item 4: one key with `fullKey` jobs due before the others, at its limit of one lease; each due job of its own key.
+      await client.execute(`INSERT INTO queues (queue, updated_at, max_leased_per_key) VALUES ('bench', 0, 1)`);
+      await client.execute(`UPDATE jobs SET key = 'key-' || id WHERE queue = 'bench'`);
+      await fill(ahead.fullKey, `SELECT 'full-' || i, 'bench', 0, ${T} - 1, CASE WHEN i = 0 THEN 'holder' END, CASE WHEN i = 0 THEN ${T + FAR} ELSE 0 END,
+                                        CASE WHEN i = 0 THEN 1 ELSE 0 END, CASE WHEN i = 0 THEN 1 ELSE 0 END, ${T} - 1, ${T} - 1 FROM n`);
+      await client.execute(`UPDATE jobs SET key = 'full', held_back = (id <> 'full-0') WHERE id LIKE 'full-%'`);
+    }
   } finally {
     client.close();
   }
@@ -64,6 +73,7 @@ export async function claimNextAhead(options: ClaimNextAheadOptions): Promise<vo
     { name: `claim-next behind ${n / 1000}k leased`, ahead: { leased: n, scheduled: 0 }, note: `behind ${n.toLocaleString("en")} jobs of the same priority, due earlier, under long leases` },
     { name: `claim-next behind ${n / 1000}k scheduled`, ahead: { leased: 0, scheduled: n }, note: `behind ${n.toLocaleString("en")} jobs of a higher priority, due long after now` },
     { name: `claim-next behind ${n / 1000}k of each`, ahead: { leased: n, scheduled: n }, note: `behind ${n.toLocaleString("en")} leased and ${n.toLocaleString("en")} scheduled jobs` },
+    { name: `claim-next behind a full key of ${n / 1000}k`, ahead: { leased: 0, scheduled: 0, fullKey: n }, note: `behind ${n.toLocaleString("en")} jobs of one key at its maxLeasedPerKey (1), due earlier; the due jobs each of its own key` },
   ];
   const queues = [];
   for (const shape of shapes) {
@@ -84,7 +94,7 @@ export async function claimNextAhead(options: ClaimNextAheadOptions): Promise<vo
           await queue.store.complete(lease.job.id, { owner: "w", fence: lease.fence, result: '"r"', now: T });
           latencies.push(performance.now() - t);
           const tail = options.due + queue.added++;
-          await queue.store.enqueue(`job-${tail}`, { queue: "bench", runAt: T, now: T + tail });
+          await queue.store.enqueue(`job-${tail}`, { queue: "bench", runAt: T, now: T + tail, ...(queue.ahead.fullKey !== undefined && { key: `key-job-${tail}` }) });
         }
         const busy = latencies.reduce((sum, ms) => sum + ms, 0) / 1000;
         latencies.sort((a, b) => a - b);

@@ -32,6 +32,7 @@ export { STATUSES } from "./store/sql/lease.ts";
 export { cachedTokens, TOKEN_CACHE_MS, type TokenCacheOptions } from "./store/token-cache.ts";
 export { type CreatedToken, type NewToken, type Role, ROLES, type TokenInfo, type Tokens, type TokenStore } from "./store/tokens.ts";
 export type { QueueStats } from "./store/stats.ts";
+export type { KeyHeldBack, KeysPage, KeysRequest, KeyStats, TopKey } from "./store/key-stats.ts";
 export type {
   CancelRequest,
   ClaimedLeases,

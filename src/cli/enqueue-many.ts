@@ -7,7 +7,7 @@ import { UsageError } from "./exit-codes.ts";
 const PER_CALL = 1_000;
 
 /**
- * Reads jobs as JSON lines (one object `{ id, payload?, priority?, runAt?,
+ * Reads jobs as JSON lines (one object `{ id, key?, payload?, priority?, runAt?,
  * delayMs?, maxAttempts? }` per line; blank lines skipped) and says which line
  * is wrong before anything is sent.
  */

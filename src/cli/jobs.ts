@@ -37,6 +37,7 @@ export const JOB_COMMANDS: Record<string, Command> = {
       const answer = await client.enqueue({
         id,
         queue: flags.queue,
+        key: flags.key,
         payload: json(flags, "payload"),
         priority: integer(flags, "priority"),
         runAt: moment(flags, "run-at"),

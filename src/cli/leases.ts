@@ -3,6 +3,7 @@ import type { Job, Lease, LeaseCheck } from "../client/types.ts";
 import { at, type Command } from "./command.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
 import { type Flags, integer, json, required, requiredInteger } from "./flags.ts";
+import { keyLimits } from "./queues.ts";
 
 // The commands of a lease's life: taking it, keeping it, ending it, and asking
 // whether a lease is still the current one.
@@ -25,18 +26,25 @@ const NOT_CURRENT: Record<NonNullable<LeaseCheck["reason"]>, (answer: LeaseCheck
 
 /**
  * Why a claim-next that took nothing, with no rate-limit hint, was held back
- * by its queue: paused, or at its maxLeased current leases (full); null when
- * neither, so nothing was due. The server answers only the rate limit's hint,
- * so this reads the queue's settings (and, under a maxLeased, its numbers)
- * after the claim: a person's explanation, not the claim's decision.
+ * by its queue: paused, at its maxLeased current leases (full), or with jobs
+ * queued that wait for their keys (keys: each at its maxLeasedPerKey, or
+ * behind an earlier job of an ordered key); null when none, so nothing was
+ * due. The server answers only the rate limit's hint, so this reads the
+ * queue's settings (and, under a limit, its numbers) after the claim: a
+ * person's explanation, not the claim's decision.
  */
-async function heldBack(queue: string, client: LeaseClient): Promise<{ blocked: "paused" | "full"; text: string } | null> {
+async function heldBack(queue: string, client: LeaseClient): Promise<{ blocked: "paused" | "full" | "keys"; text: string } | null> {
   const settings = await client.queues.get(queue);
   if (settings.paused) return { blocked: "paused", text: `nothing claimed: queue ${queue} is paused, and claims take none of its jobs until \`fencelease resume ${queue}\`` };
-  if (settings.maxLeased === null) return null;
-  const leased = (await client.queues.stats()).find((stats) => stats.queue === queue)?.jobs.leased ?? 0;
-  if (leased < settings.maxLeased) return null;
-  return { blocked: "full", text: `nothing claimed: queue ${queue} is full (maxLeased ${settings.maxLeased}, and ${leased} held); claims take more as leases end` };
+  const limitsKeys = settings.maxLeasedPerKey !== null || settings.orderedByKey;
+  if (settings.maxLeased === null && !limitsKeys) return null;
+  const jobs = (await client.queues.stats()).find((stats) => stats.queue === queue)?.jobs;
+  const leased = jobs?.leased ?? 0;
+  if (settings.maxLeased !== null && leased >= settings.maxLeased) {
+    return { blocked: "full", text: `nothing claimed: queue ${queue} is full (maxLeased ${settings.maxLeased}, and ${leased} held); claims take more as leases end` };
+  }
+  if (!limitsKeys || (jobs?.queued ?? 0) === 0) return null;
+  return { blocked: "keys", text: `nothing claimed: the due jobs of queue ${queue} wait for their keys (${keyLimits(settings)}); claims take them as their keys' leases end` };
 }
 
 /** The owner and fence of the lease a command speaks for. */

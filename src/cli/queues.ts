@@ -15,36 +15,65 @@ function statsLine(stats: QueueStats): string {
 /** A queue's rate limit in words: `rate 5/s burst 10`, or `rate none`. */
 const rate = (settings: QueueSettings) => (settings.ratePerSecond === null ? "rate none" : `rate ${settings.ratePerSecond}/s burst ${settings.burst}`);
 
-/** A queue's settings as cells: its name, whether it is paused, its limits. */
-const settingsCells = (settings: QueueSettings) => [settings.queue, settings.paused ? "paused" : "running", `maxLeased ${settings.maxLeased ?? "none"}`, rate(settings)];
+/** The limits of a queue's keys in words, `per key: maxLeased 2, rate 5/s burst 5, ordered, fair`; empty when it has none. */
+export function keyLimits(settings: QueueSettings): string {
+  const parts = [
+    ...(settings.maxLeasedPerKey === null ? [] : [`maxLeased ${settings.maxLeasedPerKey}`]),
+    ...(settings.keyRatePerSecond === null ? [] : [`rate ${settings.keyRatePerSecond}/s burst ${settings.keyBurst}`]),
+    ...(settings.orderedByKey ? ["ordered"] : []),
+    ...(settings.fairByKey ? ["fair"] : []),
+  ];
+  return parts.length === 0 ? "" : `per key: ${parts.join(", ")}`;
+}
+
+/** A queue's settings as cells: its name, whether it is paused, its limits, and those of its keys (an empty cell when none). */
+const settingsCells = (settings: QueueSettings) => [settings.queue, settings.paused ? "paused" : "running", `maxLeased ${settings.maxLeased ?? "none"}`, rate(settings), keyLimits(settings)];
 
 /** A limit option: a number, or `none` to take the limit away (null); undefined when not given. */
-function limit(flags: Flags, name: "max-leased" | "rate" | "burst"): number | null | undefined {
+function limit(flags: Flags, name: "max-leased" | "rate" | "burst" | "max-leased-per-key" | "key-rate" | "key-burst"): number | null | undefined {
   const value = flags[name];
   if (value === "none") return null;
   if (value === "") throw new UsageError(`--${name} needs a number, or none for no limit`);
-  if (name !== "rate") return integer(flags, name);
+  if (name !== "rate" && name !== "key-rate") return integer(flags, name);
   if (value === undefined) return undefined;
   const number = Number(value);
-  if (value.trim() === "" || !Number.isFinite(number)) throw new UsageError(`--rate must be a number of claims per second, got ${JSON.stringify(value)}`);
+  if (value.trim() === "" || !Number.isFinite(number)) throw new UsageError(`--${name} must be a number of claims per second, got ${JSON.stringify(value)}`);
   return number;
+}
+
+/** An on-off option: `true` or `false`; undefined when not given. */
+function onOff(flags: Flags, name: "ordered-by-key" | "fair-by-key"): boolean | undefined {
+  const value = flags[name];
+  if (value === undefined || value === "true" || value === "false") return value === undefined ? undefined : value === "true";
+  throw new UsageError(`--${name} must be true or false, got ${JSON.stringify(value)}`);
 }
 
 /** The settings a `queue` command line names; empty when it only reads. */
 function named(flags: Flags): QueueSettingsRequest {
-  const given = { maxLeased: limit(flags, "max-leased"), ratePerSecond: limit(flags, "rate"), burst: limit(flags, "burst") };
+  const given = {
+    maxLeased: limit(flags, "max-leased"),
+    ratePerSecond: limit(flags, "rate"),
+    burst: limit(flags, "burst"),
+    maxLeasedPerKey: limit(flags, "max-leased-per-key"),
+    keyRatePerSecond: limit(flags, "key-rate"),
+    keyBurst: limit(flags, "key-burst"),
+    orderedByKey: onOff(flags, "ordered-by-key"),
+    fairByKey: onOff(flags, "fair-by-key"),
+  };
   return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
 }
 
 /**
- * The whole set of settings to PUT (the route replaces all three): those named
+ * The whole set of settings to PUT (the route replaces them all): those named
  * on the line, the others as they are now. A rate and its burst go together: a
  * --rate without --burst gets the server's default burst (none without a rate);
- * a --burst alone keeps the rate.
+ * a --burst alone keeps the rate. So do --key-rate and --key-burst.
  */
 function merged(current: QueueSettings, changes: QueueSettingsRequest): QueueSettingsRequest {
-  const kept = { maxLeased: current.maxLeased, ratePerSecond: current.ratePerSecond, burst: current.burst };
+  const { maxLeased, ratePerSecond, burst, maxLeasedPerKey, keyRatePerSecond, keyBurst, orderedByKey, fairByKey } = current;
+  const kept = { maxLeased, ratePerSecond, burst, maxLeasedPerKey, keyRatePerSecond, keyBurst, orderedByKey, fairByKey };
   if (changes.ratePerSecond !== undefined) kept.burst = null;
+  if (changes.keyRatePerSecond !== undefined) kept.keyBurst = null;
   return { ...kept, ...changes };
 }
 

@@ -5,6 +5,7 @@ import type { Command, Io } from "./command.ts";
 import { EXIT, exitFor, UsageError } from "./exit-codes.ts";
 import { parseFlags } from "./flags.ts";
 import { JOB_COMMANDS } from "./jobs.ts";
+import { KEY_COMMANDS } from "./keys.ts";
 import { LEASE_COMMANDS } from "./leases.ts";
 import { PUSH_COMMANDS } from "./push.ts";
 import { QUEUE_COMMANDS } from "./queues.ts";
@@ -18,10 +19,10 @@ export type { Io } from "./command.ts";
 
 // The dispatcher: reads the command line, finds the command, and prints its
 // answer (or the one line of its error) with the exit code. Each group of
-// commands is a file of its own (jobs.ts, leases.ts, queues.ts, push.ts, schedules.ts, tokens.ts).
+// commands is a file of its own (jobs.ts, leases.ts, queues.ts, keys.ts, push.ts, schedules.ts, tokens.ts).
 
 /** Every command that calls the server, by name. */
-export const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...LEASE_COMMANDS, ...QUEUE_COMMANDS, ...PUSH_COMMANDS, ...SCHEDULE_COMMANDS, ...TOKEN_COMMANDS };
+export const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...LEASE_COMMANDS, ...QUEUE_COMMANDS, ...KEY_COMMANDS, ...PUSH_COMMANDS, ...SCHEDULE_COMMANDS, ...TOKEN_COMMANDS };
 
 /**
  * The command named on the line (one word, or two for a group such as

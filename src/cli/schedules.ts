@@ -1,5 +1,5 @@
 import type { Schedule } from "../client/types.ts";
-import { at, type Command, columns } from "./command.ts";
+import { at, type Command, columns, shellWord } from "./command.ts";
 import { UsageError } from "./exit-codes.ts";
 import { type Flags, integer, json } from "./flags.ts";
 
@@ -10,8 +10,14 @@ import { type Flags, integer, json } from "./flags.ts";
 /** When a schedule fires, in words: `cron "0 3 * * *" in Europe/Paris` or `every 60000 ms`. */
 const cadence = (schedule: Schedule) => (schedule.cron === null ? `every ${schedule.everyMs} ms` : `cron ${JSON.stringify(schedule.cron)} in ${schedule.timezone}`);
 
-/** A schedule as cells: its name, its queue, when it fires, and its next fire. */
-const scheduleCells = (schedule: Schedule) => [schedule.name, `queue ${schedule.queue}`, cadence(schedule), `next ${schedule.nextFireAt === null ? "none" : at(schedule.nextFireAt)}`];
+/** A schedule as cells: its name, its queue, when it fires, its next fire, and its jobs' key if they have one. */
+const scheduleCells = (schedule: Schedule) => [
+  schedule.name,
+  `queue ${schedule.queue}`,
+  cadence(schedule),
+  `next ${schedule.nextFireAt === null ? "none" : at(schedule.nextFireAt)}`,
+  schedule.key === null ? "" : `key ${shellWord(schedule.key)}`,
+];
 
 /** The body of PUT /v1/schedules/{name} from a command line; exactly one of --cron and --every-ms. */
 function scheduleRequest(flags: Flags) {
@@ -26,6 +32,7 @@ function scheduleRequest(flags: Flags) {
     payload: json(flags, "payload"),
     priority: integer(flags, "priority"),
     maxAttempts: integer(flags, "max-attempts"),
+    key: flags.key,
   };
 }
 

@@ -10,16 +10,20 @@ Server:
   demo                           replay the design note's story and print its timeline
                                  (against --url if given, else a server of its own on a temporary database)
 Jobs:
-  enqueue <id> [--queue Q] [--payload JSON] [--priority N] [--run-at TIME | --delay-ms MS] [--max-attempts N]
-                                 TIME: an ISO time with its zone (2026-12-01T09:00:00Z), or ms since the epoch
+  enqueue <id> [--queue Q] [--key K] [--payload JSON] [--priority N] [--run-at TIME | --delay-ms MS]
+                [--max-attempts N]
+                                 TIME: an ISO time with its zone (2026-12-01T09:00:00Z), or ms since the epoch;
+                                 K: what the queue's per-key settings limit the job by (a tenant, a user)
   enqueue-many <queue> [--file F]
-                                 jobs as JSON lines ({"id":"a","payload":1} per line) from F or standard input
+                                 jobs as JSON lines ({"id":"a","key":"k","payload":1} per line) from F or
+                                 standard input
   get <id> [--wait [MS]]          with --wait, once the job is done, dead or cancelled (or MS has passed: as it then is)
   claim <id> --owner O --ttl-ms MS
   claim-next <queue> --owner O --ttl-ms MS [--limit N] [--wait MS]
                                  with --wait, wait up to MS (at most 30000) for a job while none is due;
-                                 held back by its queue, it says why: paused, full (its maxLeased), or
-                                 rate limited, and then when to ask again (exit 0: taking none is no refusal)
+                                 held back by its queue, it says why: paused, full (its maxLeased), its jobs'
+                                 keys, or rate limited, and then when to ask again (exit 0: taking none is no
+                                 refusal)
   renew <id> --owner O --fence F --ttl-ms MS [--progress JSON]
                                  with --progress, the job's progress, stored if the renew is accepted
   complete <id> --owner O --fence F --result JSON
@@ -38,13 +42,20 @@ Jobs:
                                  superseded, not_owner, done or cancelled (as a stale write is told)
   stats                          per queue: jobs by status, oldest due, refused stale writes, paused
 Queues:
-  queues                         every queue's settings: paused or running, maxLeased, rate and burst
+  queues                         every queue's settings: paused or running, maxLeased, rate and burst, per key
   queue <queue> [--max-leased N|none] [--rate N|none] [--burst N|none]
+                [--max-leased-per-key N|none] [--key-rate N|none] [--key-burst N|none]
+                [--ordered-by-key true|false] [--fair-by-key true|false]
                                  read a queue's settings; with options, change those (the others stay):
                                  at most N current leases; N claims a second, in bursts of up to N
-                                 (--rate without --burst: the default burst, the rate rounded up)
+                                 (--rate without --burst: the default burst, the rate rounded up);
+                                 the same for each key of its jobs; a key's jobs one at a time, in order;
+                                 claim-next taking turns between keys
   pause <queue>                  claims take none of the queue's jobs until resume; leases held go on
   resume <queue>                 claims take the queue's jobs again
+  keys <queue> [--limit N] [--cursor C]
+                                 the queue's keys with open jobs, in key order: waiting and leased jobs,
+                                 and why a key holds jobs back (key_full, key_ordered, key_rate_limited)
 Push:
   push list                      every pushed queue: its endpoint, timeout and maxInFlight
   push set <queue> [--endpoint URL] [--timeout-ms N] [--max-in-flight N]
@@ -56,7 +67,7 @@ Push:
 Schedules:
   schedules                      every schedule, with its next fire
   schedule put <name> --queue Q (--cron EXPR [--tz TZ] | --every-ms N) [--payload JSON] [--priority N]
-                      [--max-attempts N]
+                      [--max-attempts N] [--key K]
                                  create or replace a schedule; each fire enqueues job <name>@<fire time>
   schedule get <name>
   schedule rm <name>             the schedule fires no more; jobs it enqueued stay

@@ -26,11 +26,21 @@ export class LeaseLostError extends FenceleaseError {
   }
 }
 
-/** 409 not_claimable: the job is leased by another worker, or done. */
+/** 409 not_claimable: the job is leased by another worker, or done, or its queue or its key holds it back for now. */
 export class NotClaimableError extends FenceleaseError {
-  /** leased, done, dead, cancelled, paused (the queue is paused), rate_limited (the queue's rate limit has no token left) or full (the queue has its maxLeased current leases). */
+  /**
+   * leased, done, dead, cancelled, paused (the queue is paused), rate_limited
+   * (the queue's rate limit has no token left), full (the queue has its
+   * maxLeased current leases), key_full (its key has its maxLeasedPerKey
+   * current leases), key_rate_limited (its key's rate limit has no token
+   * left) or key_ordered (an earlier job of its key runs first: `behind`).
+   */
   get reason(): string {
     return String(this.details?.reason ?? "unknown");
+  }
+  /** key_ordered: the id of the job of its key that runs first; else undefined. */
+  get behind(): string | undefined {
+    return this.details?.behind as string | undefined;
   }
 }
 

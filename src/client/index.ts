@@ -42,6 +42,8 @@ export type {
   JobEvent,
   JobPage,
   JobStatus,
+  KeyPage,
+  KeysRequest,
   Lease,
   LeaseCheck,
   LeaseCheckRequest,

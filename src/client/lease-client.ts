@@ -111,7 +111,8 @@ export class LeaseClient {
   /**
    * enqueue adds a job (`POST /v1/jobs`) and answers `{ created, job }`: the
    * job as stored, and whether this call created it; an id that exists
-   * answers `created: false` with the job untouched. With a tracer
+   * answers `created: false` with the job untouched. A `key` puts it under
+   * its queue's per-key settings (docs/queues.md#keys). With a tracer
    * registered, it is a producer span, "send {queue}", whose traceparent
    * the job is stored with (docs/traces.md).
    */

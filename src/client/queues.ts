@@ -1,9 +1,11 @@
+import { queryString } from "./http-transport.ts";
 import type { Transport } from "./transport.ts";
-import type { QueueSettings, QueueSettingsRequest, QueueStats } from "./types.ts";
+import type { KeyPage, KeysRequest, QueueSettings, QueueSettingsRequest, QueueStats } from "./types.ts";
 
 /**
  * QueueCalls are the calls about whole queues, as `client.queues`: their
- * numbers (stats), pause and resume, and their limits (set, get, list). A
+ * numbers (stats), pause and resume, their limits and those of their keys
+ * (set, get, list), and their keys with open jobs (keys). A
  * queue needs no creating: one is named by its jobs or its settings.
  */
 export class QueueCalls {
@@ -36,7 +38,9 @@ export class QueueCalls {
   /**
    * set sets all of the queue's limits at once (null or absent: none):
    * `maxLeased`, and `ratePerSecond` with `burst` (default max(1,
-   * ceil(ratePerSecond))); keeps whether it is paused; answers its settings.
+   * ceil(ratePerSecond))); per key, `maxLeasedPerKey`, `keyRatePerSecond`
+   * with `keyBurst` (the same default), `orderedByKey` and `fairByKey`
+   * (absent: false); keeps whether it is paused; answers its settings.
    * InvalidRequestError names a bad field.
    */
   set(queue: string, settings: QueueSettingsRequest): Promise<QueueSettings> {
@@ -46,6 +50,24 @@ export class QueueCalls {
   /** get answers the queue's settings; a queue never set is not paused and has no limits. */
   get(queue: string): Promise<QueueSettings> {
     return this.#transport.call({ route: ["GET", queuePath(queue)], local: ({ store }) => store.queues.get(queue), repeat: "always" });
+  }
+
+  /**
+   * keys answers a page `{ keys, nextCursor }` of the queue's keys that have
+   * open jobs (`GET /v1/queues/:queue/keys`), in key order, each with its
+   * waiting jobs, its current leases and why it holds jobs back (limit 1 to
+   * 1000, default 100); pass `nextCursor` back as `cursor` for the next page,
+   * until it is null.
+   */
+  keys(queue: string, request: KeysRequest = {}): Promise<KeyPage> {
+    return this.#transport.call({
+      route: ["GET", `${queuePath(queue)}/keys${queryString(request)}`],
+      local: async ({ store, now }) => {
+        const page = await store.queues.keys(queue, { ...request, now: now() });
+        return { keys: page.keys, nextCursor: page.next };
+      },
+      repeat: "always",
+    });
   }
 
   /** list answers the settings of every queue that has settings or jobs, by name (`GET /v1/queues`, unwrapped from `{ queues }`). */

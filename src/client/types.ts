@@ -1,5 +1,6 @@
 import type { z } from "@hono/zod-openapi";
 import type * as jobs from "../http/jobs.ts";
+import type * as keySchema from "../http/keys.ts";
 import type * as leases from "../http/leases.ts";
 import type * as pushSchema from "../http/push.ts";
 import type * as queueSchema from "../http/queues.ts";
@@ -38,8 +39,12 @@ export type Lease<Payload = unknown> = Omit<z.infer<typeof shapes.LeaseSchema>, 
 export type JobEvent = z.infer<typeof jobs.EventSchema>;
 /** One queue's numbers: jobs by status, the oldest due job's age, refused stale writes. */
 export type QueueStats = z.infer<typeof queueSchema.QueueStatsSchema>;
-/** A queue's settings: whether it is paused, its maxLeased, and its rate limit, ratePerSecond with burst (null: no limit). */
+/** A queue's settings: whether it is paused, its maxLeased, and its rate limit, ratePerSecond with burst (null: no limit); per key, maxLeasedPerKey, keyRatePerSecond with keyBurst, orderedByKey and fairByKey. */
 export type QueueSettings = z.infer<typeof queueSchema.QueueSettingsSchema>;
+/** The query of `GET /v1/queues/:queue/keys`, as the server reads it: the last key of the page before, and how many keys (1 to 1000, default 100). */
+export type KeysRequest = z.output<typeof keySchema.KeysQuery>;
+/** What `GET /v1/queues/:queue/keys` answers: a page of the queue's keys that have open jobs, in key order, each with its waiting jobs, current leases and why it holds jobs back; and the cursor of the next (null on the last). */
+export type KeyPage = z.output<ReturnType<typeof keySchema.keyRoutes>["listKeys"]["responses"][200]["content"]["application/json"]["schema"]>;
 /** The body of `PUT /v1/queues/:queue`. */
 export type QueueSettingsRequest = z.input<typeof queueSchema.QueueSettingsBody>;
 /** The body of `POST /v1/jobs`. */

@@ -13,6 +13,7 @@ import { JOBS_TAG, jobRoutes, serveJobs } from "./jobs.ts";
 import { LEASES_TAG, leaseRoutes, serveLeases } from "./leases.ts";
 import { PUSH_TAG, type PushChanges, pushRoutes, servePush } from "./push.ts";
 import { QUEUES_TAG, queueRoutes, serveQueues } from "./queues.ts";
+import { keyRoutes, serveKeys } from "./keys.ts";
 import { requestLog } from "./middleware/request-log.ts";
 import { requestMetrics } from "./middleware/request-metrics.ts";
 import { tracing } from "./middleware/tracing.ts";
@@ -30,7 +31,7 @@ import { WaitRoom } from "../wait/wait-room.ts";
 
 // The app: its middleware, its one error handler, and the resources it mounts,
 // each in its own file with its routes, handlers and shapes (jobs.ts,
-// leases.ts, queues.ts, push.ts, schedules.ts, system.ts).
+// leases.ts, queues.ts, keys.ts, push.ts, schedules.ts, system.ts).
 
 /** What the app is built from. */
 export type AppOptions = {
@@ -89,7 +90,7 @@ export function createApp(options: AppOptions) {
   const { store, auth } = options;
   const clock = options.clock ?? (() => Date.now());
   const limits = limitsOf(options.limits);
-  const route = { ...jobRoutes(), ...leaseRoutes(limits), ...queueRoutes(), ...pushRoutes(), ...scheduleRoutes(), ...systemRoutes(), ...tokenRoutes() };
+  const route = { ...jobRoutes(), ...leaseRoutes(limits), ...queueRoutes(), ...keyRoutes(), ...pushRoutes(), ...scheduleRoutes(), ...systemRoutes(), ...tokenRoutes() };
   const waits = options.waits ?? localWaits(store, new WaitRoom({ clock }), clock);
   const wake = wakeWith(waits);
   const requests = new RequestMetrics();
@@ -134,6 +135,7 @@ export function createApp(options: AppOptions) {
   serveJobs(app, route, served);
   serveLeases(app, route, served);
   serveQueues(app, route, served);
+  serveKeys(app, route, served);
   servePush(app, route, served, options.push);
   serveSchedules(app, route, served, options.scheduleNames);
   serveTokens(app, route, tokens, clock, revocations);

@@ -4,7 +4,7 @@ import { MAX_REASON_BYTES, utf8Bytes } from "../store/validate.ts";
 import { MAX_TRACESTATE, TRACEPARENT_PATTERN, TRACESTATE_PATTERN, traceContextFor, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
 import { emptyBodyIsNone } from "./middleware/empty-body.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
-import { anyJson, body, integer, instant, JobId, JobSchema, jsonValueRules, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
+import { anyJson, body, integer, instant, JobId, JobSchema, Key, jsonValueRules, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
 import { jobView } from "./views.ts";
 import { ApiError } from "./api-error.ts";
 import { afterAnswer } from "./after-answer.ts";
@@ -16,6 +16,7 @@ import { afterAnswer } from "./after-answer.ts";
 /** The fields of one job to enqueue, the queue apart. */
 const newJob = {
   id: JobId,
+  key: Key.optional(),
   payload: z.unknown().optional().openapi(jsonValueRules("Any JSON value, handed to the worker")),
   priority: integer().optional().openapi({ description: "Higher is claimed first; default 0" }),
   runAt: instant().optional().openapi({ description: "Not claimed by claim-next before this time (ms since the epoch); not with delayMs" }),

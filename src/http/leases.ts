@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import type { NotClaimableReason } from "../store/errors.ts";
 import * as check from "../store/validate.ts";
 import { MAX_PROGRESS_BYTES, utf8Bytes } from "../store/validate.ts";
 import { answered } from "../wait/long-poll.ts";
@@ -132,6 +133,34 @@ export const CompleteManyAnswer = z
   })
   .openapi("CompleteManyAnswer");
 
+/** Each reason a claim by id is refused (details.reason of not_claimable, src/store/errors.ts), in words. */
+const NOT_CLAIMABLE: Record<NotClaimableReason, string> = {
+  leased: "another lease holds it",
+  done: "it is done",
+  dead: "it is dead",
+  cancelled: "it is cancelled",
+  paused: "the queue is paused",
+  rate_limited: "the queue's rate limit has no token left",
+  full: "the queue has its maxLeased current leases",
+  key_full: "its key has its maxLeasedPerKey current leases",
+  key_rate_limited: "its key's rate limit has no token left",
+  key_ordered: "the queue is ordered by key, and an earlier job of its key runs first: details.behind names it",
+};
+
+/** The refusal of a claim by id: 409 not_claimable, why, and for key_ordered the job it waits behind. */
+const NotClaimableSchema = z
+  .object({
+    error: z.object({
+      code: z.literal("not_claimable"),
+      message: z.string(),
+      details: z.object({
+        reason: z.enum(Object.keys(NOT_CLAIMABLE) as [NotClaimableReason, ...NotClaimableReason[]]),
+        behind: z.string().optional().openapi({ description: "key_ordered only: the job of its key that runs first (held, or waiting for its retry or its time)" }),
+      }),
+    }),
+  })
+  .openapi("NotClaimable");
+
 /** The tag of these routes in the OpenAPI document. */
 export const LEASES_TAG = { name: "leases", description: "The leases: claim a job by id or the next due jobs of a queue; renew, complete, release or fail a lease, one or many at once; check a lease before a side effect. Every write names its lease by owner and fence, and a stale one is refused (409 stale_lease) without changing anything." };
 
@@ -151,7 +180,7 @@ export function leaseRoutes(limits: Limits) {
       responses: {
         200: json(LeaseSchema, "The lease"),
         404: error("not_found"),
-        409: error("not_claimable, with details.reason: leased, done, dead, cancelled, paused (the queue is paused), rate_limited (the queue's rate limit has no token left) or full (the queue has its maxLeased current leases)"),
+        409: json(NotClaimableSchema, `not_claimable, with details.reason: ${Object.entries(NOT_CLAIMABLE).map(([reason, why]) => `${reason} (${why})`).join(", ")}`),
         ...refusals,
       },
     }),

@@ -58,10 +58,10 @@ export class RequestMetrics {
 }
 
 /**
- * The queue stats, the push deliveries of the pushed queues and the request
- * histogram (each when given), in the Prometheus text exposition format (0.0.4).
+ * The queue stats, the push deliveries of the pushed queues, the long polls
+ * waiting in this process and the request histogram (each when given), in the Prometheus text exposition format (0.0.4).
  */
-export function prometheusText(queues: QueueStats[], { push = [], requests }: { push?: PushStats[]; requests?: RequestMetrics } = {}): string {
+export function prometheusText(queues: QueueStats[], { push = [], requests, waiting }: { push?: PushStats[]; requests?: RequestMetrics; waiting?: number | undefined } = {}): string {
   const lines = [
     "# HELP fencelease_jobs Jobs by queue and status.",
     "# TYPE fencelease_jobs gauge",
@@ -78,6 +78,9 @@ export function prometheusText(queues: QueueStats[], { push = [], requests }: { 
     "# HELP fencelease_queue_paused Whether the queue is paused (1) or not (0).",
     "# TYPE fencelease_queue_paused gauge",
     ...queues.map((stats) => `fencelease_queue_paused{queue=${label(stats.queue)}} ${stats.paused ? 1 : 0}`),
+    "# HELP fencelease_key_waiting Waiting jobs of a queue's top keys: at most 10 a queue, of its first 1,000 keys with open jobs, each counted up to 1,000.",
+    "# TYPE fencelease_key_waiting gauge",
+    ...queues.flatMap((stats) => stats.topKeys.map(({ key, waiting }) => `fencelease_key_waiting{queue=${label(stats.queue)},key=${label(key)}} ${waiting}`)),
     "# HELP fencelease_push_deliveries_total Push deliveries by outcome: success (2xx), accepted (202), failure (another status), timeout, unreachable.",
     "# TYPE fencelease_push_deliveries_total counter",
     ...push.flatMap((stats) => Object.entries(stats.deliveries).map(([outcome, { count }]) => `fencelease_push_deliveries_total{queue=${label(stats.queue)},outcome="${outcome}"} ${count}`)),
@@ -87,6 +90,7 @@ export function prometheusText(queues: QueueStats[], { push = [], requests }: { 
     "# HELP fencelease_push_in_flight Pushed leases current now: deliveries on their way, and jobs their endpoint answered 202 and has not ended.",
     "# TYPE fencelease_push_in_flight gauge",
     ...push.map((stats) => `fencelease_push_in_flight{queue=${label(stats.queue)}} ${stats.inFlight}`),
+    ...(waiting === undefined ? [] : ["# HELP fencelease_waiting_requests Long polls (claim-next and job reads with waitMs) waiting in this process now.", "# TYPE fencelease_waiting_requests gauge", `fencelease_waiting_requests ${waiting}`]),
     ...(requests?.lines() ?? []),
   ];
   return `${lines.join("\n")}\n`;

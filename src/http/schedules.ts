@@ -6,7 +6,7 @@ import type { Schedule } from "../store/schedules.ts";
 import { ApiError } from "./api-error.ts";
 import type { Permit } from "./permit.ts";
 import { type Api, error, json, refusals, requestBody, type Served } from "./resource.ts";
-import { anyJson, body, integer, jsonValueRules, label, labelPattern, positive, printablePattern, QueueName, textOfAtMost } from "./shapes.ts";
+import { anyJson, body, integer, jsonValueRules, Key, label, labelPattern, positive, printablePattern, QueueName, textOfAtMost } from "./shapes.ts";
 
 // The schedules: each fire (cron in a time zone, or everyMs) enqueues one job;
 // the fires themselves are the maintenance's work, not a request's. What needs
@@ -36,6 +36,7 @@ export const ScheduleSchema = z
     payload: anyJson().openapi({ description: "The payload of every job it enqueues; null without one" }),
     priority: z.number().int(),
     maxAttempts: z.number().int(),
+    key: z.string().nullable().openapi({ description: "The key of every job it enqueues (docs/queues.md#keys), or null" }),
     nextFireAt: z.number().int().nullable().openapi({ description: "The next fire not yet enqueued (ms since the epoch); null when a cron has no time left" }),
     lastFireAt: z.number().int().nullable().openapi({ description: "The last fire; null before the first" }),
     lastFireTaken: z.boolean().openapi({ description: "Whether the last fire found its job's id ({name}@{fire time}) taken by a job already there, and so enqueued nothing" }),
@@ -70,6 +71,7 @@ export const ScheduleBody = body({
   payload: z.unknown().optional().openapi(jsonValueRules("Any JSON value, the payload of every job it enqueues")),
   priority: integer().optional().openapi({ description: "Every job's priority; default 0" }),
   maxAttempts: positive().optional().openapi({ description: "Every job's maxAttempts; default 25" }),
+  key: Key.optional(), // every job's key
 }).openapi("ScheduleBody", {
   // Exactly one of cron and everyMs; timezone only with cron. The store checks both, and says which field is wrong.
   oneOf: [{ required: ["cron"] }, { required: ["everyMs"] }],

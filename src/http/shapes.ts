@@ -65,17 +65,22 @@ export function printablePattern(shape: string): string {
   return `^(?=[^${UNPRINTABLE_CLASS.slice(1, -1)}]+$)${shape}`;
 }
 
-/** A non-empty string of at most 255 bytes of UTF-8: an id, an owner, a queue name. */
-export function label() {
+/** A non-empty string of at most 255 bytes of UTF-8, well-formed and printable: what label() takes, "." and ".." included. */
+function printableText() {
   return z
     .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
     .min(1, { error: "must not be empty" })
     .refine((value) => utf8Bytes(value) <= MAX_LABEL_BYTES, { error: `must be at most ${MAX_LABEL_BYTES} bytes of UTF-8` })
-    // A NUL would be cut off by SQLite, a lone surrogate would become U+FFFD, and
-    // "." or ".." would be rewritten by every URL parser on the way to /v1/jobs/:id.
+    // A NUL would be cut off by SQLite, and a lone surrogate would become U+FFFD.
     .refine((value) => !value.includes("\u0000") && value.isWellFormed(), { error: "must be well-formed text without NUL characters" })
-    // Control characters would reach logs and terminals; ids, owners and queues never need them.
-    .refine((value) => !hasUnprintable(value), { error: "must not contain control characters (U+0000 to U+001F, U+007F to U+009F) or bidirectional overrides" })
+    // Control characters would reach logs and terminals; ids, owners, queues and keys never need them.
+    .refine((value) => !hasUnprintable(value), { error: "must not contain control characters (U+0000 to U+001F, U+007F to U+009F) or bidirectional overrides" });
+}
+
+/** A non-empty string of at most 255 bytes of UTF-8: an id, an owner, a queue name. */
+export function label() {
+  return printableText()
+    // "." or ".." would be rewritten by every URL parser on the way to /v1/jobs/:id.
     .refine((value) => value !== "." && value !== "..", { error: 'must not be "." or ".."' })
     .openapi({ maxLength: MAX_LABEL_BYTES, pattern: labelPattern(), description: LABEL_RULES });
 }
@@ -130,6 +135,15 @@ export function body<T extends Record<string, z.ZodType>>(shape: T) {
   });
 }
 
+/** A job's key: what its queue's per-key settings limit it by; never in a path, so "." and ".." are keys like any other (as the store takes them). */
+export const Key = printableText().openapi({
+  example: "tenant-42",
+  maxLength: MAX_LABEL_BYTES,
+  pattern: `^[^${UNPRINTABLE_CLASS.slice(1, -1)}]+$`,
+  description:
+    "What the queue's per-key settings limit the job by (a tenant, a user, an API key; docs/queues.md#keys): " +
+    `1 to ${MAX_LABEL_BYTES} bytes of UTF-8 (maxLength counts characters), well-formed, with no control character, line or paragraph separator, or bidirectional mark or override`,
+});
 /** A job's id. */
 export const JobId = label().openapi({ example: "invoice-42", description: `A job's id: ${LABEL_RULES}` });
 /** Who holds or asks for a lease. */
@@ -147,6 +161,7 @@ export const JobSchema = z
   .object({
     id: z.string(),
     queue: z.string(),
+    key: z.string().nullable().openapi({ description: "The key it was enqueued with (docs/queues.md#keys), or null" }),
     payload: anyJson().openapi({ description: "The JSON value it was enqueued with; null without one" }),
     priority: z.number().int(),
     runAt: z.number().int().openapi({ description: "When it is due (again), in ms since the epoch. A job due when it was enqueued (no delay) stays due whatever the server's clock reads later" }),

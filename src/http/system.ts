@@ -49,13 +49,13 @@ export function systemRoutes() {
  * mounted on it, and the index at GET /: a browser goes on to the dashboard
  * (when the app has `pages`), anyone else gets where the API is described.
  */
-export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { store, clock }: Served, { pages, tags, requests }: { pages: boolean; tags: Tag[]; requests: RequestMetrics }): void {
+export function serveSystem(app: Api, route: ReturnType<typeof systemRoutes>, { store, clock, waits }: Served, { pages, tags, requests }: { pages: boolean; tags: Tag[]; requests: RequestMetrics }): void {
   app.openapi(route.metrics, async (c) => {
     const permit = c.get("permit");
     const [queues, push] = await Promise.all([store.stats({ now: clock() }), store.push.stats({ now: clock() })]);
     const sees = (stats: { queue: string }) => permit.sees(stats.queue);
     // The request histogram names routes by their patterns, never a queue: every token that may read /metrics sees it whole.
-    return c.text(prometheusText(queues.filter(sees), { push: push.filter(sees), requests }), 200, { "Content-Type": "text/plain; version=0.0.4" });
+    return c.text(prometheusText(queues.filter(sees), { push: push.filter(sees), requests, waiting: waits.waiting?.() }), 200, { "Content-Type": "text/plain; version=0.0.4" });
   });
 
   app.openapi(route.health, async (c) => {

@@ -25,6 +25,7 @@ export const checked = {
     return sql.enqueue({
       id: check.jobId("id", id),
       queue: check.name("queue", request.queue ?? "default"),
+      key: check.key("key", request.key),
       payload: check.json("payload", request.payload),
       priority: check.integer("priority", request.priority ?? 0),
       runAt: dueAt(request, now),
@@ -45,6 +46,7 @@ export const checked = {
         check.positiveInt(`jobs[${i}].maxAttempts`, job.maxAttempts ?? 25),
         trace.traceparent,
         trace.tracestate,
+        check.key(`jobs[${i}].key`, job.key),
       ];
     });
     return sqlMany.enqueueMany(check.name("queue", queue), rows, now);

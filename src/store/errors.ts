@@ -27,9 +27,12 @@ export class NotFound extends Error {
 /**
  * Why a job cannot be claimed now: another lease holds it, it is done, it is
  * dead, it is cancelled, its queue is paused, its queue's rate limit has no
- * token left (rate_limited), or its queue has its maxLeased current leases (full).
+ * token left (rate_limited), or its queue has its maxLeased current leases
+ * (full); or its key has its maxLeasedPerKey current leases (key_full), no
+ * token left in its bucket (key_rate_limited), or, in a queue ordered by key,
+ * an earlier job to run first (key_ordered).
  */
-export type NotClaimableReason = "leased" | "done" | "dead" | "cancelled" | "paused" | "rate_limited" | "full";
+export type NotClaimableReason = "leased" | "done" | "dead" | "cancelled" | "paused" | "rate_limited" | "full" | "key_full" | "key_rate_limited" | "key_ordered";
 
 /**
  * What NotClaimable says for each reason. Built per call, as a refusal is
@@ -44,6 +47,9 @@ function notClaimable(id: string, reason: NotClaimableReason): string {
     paused: `the queue of job ${id} is paused; try again after it is resumed`,
     rate_limited: `the queue of job ${id} has used up its rate limit; try again once its next token is due`,
     full: `the queue of job ${id} has its maxLeased current leases; try again after one ends`,
+    key_full: `the key of job ${id} has its maxLeasedPerKey current leases; try again after one ends`,
+    key_rate_limited: `the key of job ${id} has used up its rate limit; try again once its next token is due`,
+    key_ordered: `job ${id} waits for the earlier jobs of its key (its queue is ordered by key); they run first`,
   };
   return says[reason];
 }
@@ -53,16 +59,19 @@ export class NotClaimable extends Error {
   readonly code = "not_claimable";
   readonly id: string;
   readonly reason: NotClaimableReason;
-  constructor(id: string, reason: NotClaimableReason) {
-    super(notClaimable(JSON.stringify(id), reason));
+  /** key_ordered: the job of its key that runs first (held, or waiting for its retry or its time). */
+  readonly behind: string | undefined;
+  constructor(id: string, reason: NotClaimableReason, behind?: string) {
+    super(notClaimable(JSON.stringify(id), reason) + (behind === undefined ? "" : ` (job ${JSON.stringify(behind)} first)`));
     this.name = "NotClaimable";
     this.id = id;
     this.reason = reason;
+    this.behind = behind;
   }
 
-  /** What an answer shows of it: the reason. */
-  get details(): { reason: NotClaimableReason } {
-    return { reason: this.reason };
+  /** What an answer shows of it: the reason, and for key_ordered the job it waits behind. */
+  get details(): { reason: NotClaimableReason; behind?: string } {
+    return this.behind === undefined ? { reason: this.reason } : { reason: this.reason, behind: this.behind };
   }
 }
 

@@ -9,6 +9,8 @@ export type JobStatus = (typeof STATUSES)[number];
 export type Job = {
   id: string;
   queue: string;
+  /** What its queue's per-key settings limit it by (docs/queues.md#keys), or null. */
+  key: string | null;
   /** The JSON value given at enqueue, or null. */
   payload: unknown;
   /** Higher is claimed first. */
@@ -51,6 +53,7 @@ export function jobFromRow(row: Row): Job {
   return {
     id: row.id as string,
     queue: row.queue as string,
+    key: (row.key as string | null | undefined) ?? null,
     payload: parsed(row.payload),
     priority: row.priority as number,
     runAt: row.run_at as number,

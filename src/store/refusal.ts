@@ -50,15 +50,18 @@ export function outcomes<T extends object>(presented: { id: string; fence: numbe
  * Why a claim by id was refused, from the job and its queue as read after it
  * (`claimState` in src/store/sql/claim-next.ts): a job leased, done, dead or
  * cancelled says so by its status; a job nobody holds was refused by its
- * queue: paused, out of tokens (rate_limited), or else at its maxLeased (full).
+ * queue (paused, full, rate_limited), else by its key (key_full,
+ * key_rate_limited, key_ordered); with neither (they changed since), full.
  */
-function whyNotClaimable(status: JobStatus, queueRefusal: unknown): NotClaimableReason {
+function whyNotClaimable(row: Row): NotClaimableReason {
+  const status = row.status as JobStatus;
   if (status === "leased" || status === "done" || status === "dead" || status === "cancelled") return status;
-  return queueRefusal === "paused" || queueRefusal === "rate_limited" ? queueRefusal : "full";
+  return ((row.queue_refusal ?? row.key_refusal) as NotClaimableReason | null) ?? "full";
 }
 
 /** The error for a refused claim by id: NotFound, or NotClaimable with its reason, from a row of `claimState` (undefined: no such job). */
 export function claimRefusal(id: string, row: Row | undefined): NotClaimable | NotFound {
   if (row === undefined) return new NotFound(id);
-  return new NotClaimable(id, whyNotClaimable(row.status as JobStatus, row.queue_refusal));
+  const reason = whyNotClaimable(row);
+  return new NotClaimable(id, reason, reason === "key_ordered" ? ((row.key_first as string | null) ?? undefined) : undefined);
 }

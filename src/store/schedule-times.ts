@@ -26,6 +26,8 @@ export type ScheduleSpec = {
   priority?: number | undefined;
   /** Every job's maxAttempts; default 25. */
   maxAttempts?: number | undefined;
+  /** Every job's key (docs/queues.md#keys): 1 to 255 bytes of printable text; default none. */
+  key?: string | null | undefined;
 };
 
 /** The shortest everyMs: a second. */
@@ -87,6 +89,7 @@ export function storedSpec(spec: ScheduleSpec): StoredSpec {
     payload: check.json("payload", spec.payload),
     priority: check.integer("priority", spec.priority ?? 0),
     maxAttempts: check.positiveInt("maxAttempts", spec.maxAttempts ?? 25),
+    key: check.key("key", spec.key),
   };
 }
 

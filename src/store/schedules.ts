@@ -10,7 +10,7 @@ import * as check from "./validate.ts";
 
 export type { ScheduleSpec } from "./schedule-times.ts";
 
-/** A recurring schedule as stored (migrations/0011); times in ms since the epoch. */
+/** A recurring schedule as stored (migrations/0011, its key 0034); times in ms since the epoch. */
 export type Schedule = {
   name: string;
   queue: string;
@@ -23,6 +23,8 @@ export type Schedule = {
   payload: unknown;
   priority: number;
   maxAttempts: number;
+  /** Every job's key (docs/queues.md#keys), or null. */
+  key: string | null;
   /** The next fire not yet enqueued; null when a cron has no time left. */
   nextFireAt: number | null;
   /** The last fire; null before the first. */
@@ -60,6 +62,7 @@ function scheduleFromRow(row: Row): Schedule {
     payload: row.payload === null ? null : storedJson(row.payload as string),
     priority: row.priority as number,
     maxAttempts: row.max_attempts as number,
+    key: (row.key as string | null | undefined) ?? null,
     nextFireAt: row.next_fire_at as number | null,
     lastFireAt: row.last_fire_at as number | null,
     lastFireTaken: row.last_fire_taken === 1,

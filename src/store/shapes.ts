@@ -26,6 +26,8 @@ export type EnqueueRequest = At & {
   traceparent?: string | null | undefined;
   /** The W3C tracestate that goes with `traceparent`; default none. */
   tracestate?: string | null | undefined;
+  /** What the queue's per-key settings limit the job by (a tenant, a user): 1 to 255 bytes of printable text; default none (docs/queues.md#keys). */
+  key?: string | null | undefined;
 };
 
 /** One job of `enqueueMany`: its id and what `enqueue` takes, less the queue and the time, which are the call's. */
@@ -97,17 +99,40 @@ export type PurgeRequest = At & HousekeepingOptions & { retentionMs: number };
 export type Page<T> = { items: T[]; next: string | null };
 
 /**
- * A queue's settings (migrations/0008, 0009): whether it is paused, at most
- * how many current leases it may have, and its rate limit, tokens a second
- * with the most its bucket holds (null: no limit).
+ * A queue's settings (migrations/0008, 0009, 0034): whether it is paused, at
+ * most how many current leases it may have, and its rate limit, tokens a
+ * second with the most its bucket holds (null: no limit); and the same of
+ * each key of its jobs, whether a key's jobs run one at a time in order, and
+ * whether claim-next takes turns between keys (docs/queues.md#keys).
  */
-export type QueueSettings = { queue: string; paused: boolean; maxLeased: number | null; ratePerSecond: number | null; burst: number | null };
+export type QueueSettings = {
+  queue: string;
+  paused: boolean;
+  maxLeased: number | null;
+  ratePerSecond: number | null;
+  burst: number | null;
+  maxLeasedPerKey: number | null;
+  keyRatePerSecond: number | null;
+  keyBurst: number | null;
+  orderedByKey: boolean;
+  fairByKey: boolean;
+};
 
 /**
- * What `queues.set` sets, all three at once (absent or null: none). `burst`
- * needs `ratePerSecond`; without it, max(1, ceil(ratePerSecond)).
+ * What `queues.set` sets, all at once (absent or null: none, false). `burst`
+ * needs `ratePerSecond`; without it, max(1, ceil(ratePerSecond)); `keyBurst`
+ * and `keyRatePerSecond` the same.
  */
-export type QueueLimits = { maxLeased?: number | null | undefined; ratePerSecond?: number | null | undefined; burst?: number | null | undefined };
+export type QueueLimits = {
+  maxLeased?: number | null | undefined;
+  ratePerSecond?: number | null | undefined;
+  burst?: number | null | undefined;
+  maxLeasedPerKey?: number | null | undefined;
+  keyRatePerSecond?: number | null | undefined;
+  keyBurst?: number | null | undefined;
+  orderedByKey?: boolean | null | undefined;
+  fairByKey?: boolean | null | undefined;
+};
 
 /** What `queues.set` takes (PUT /v1/queues/:queue): the limits, and the time. */
 export type QueueLimitsRequest = At & QueueLimits;

@@ -1,11 +1,15 @@
 import type { Row } from "../drivers/driver.ts";
 import type { JobStatus } from "./job.ts";
+import { type TopKey, topKeysOfRow } from "./key-stats.ts";
 
 /**
  * Per queue, at the time asked: jobs by status (as each job's `status` would
  * say), how long the job due longest has waited (null when none is queued),
  * and refused stale writes in the last hour (this minute and the 59 before
- * it) and ever, and whether the queue is paused.
+ * it) and ever, whether the queue is paused, and its top keys by waiting
+ * jobs (at most 10, of its first 1,000 keys with open jobs, each counted up
+ * to 1,000 open jobs: `topKeys` in src/store/sql/key-reads.ts; [] for a queue
+ * without keys).
  */
 export type QueueStats = {
   queue: string;
@@ -13,6 +17,7 @@ export type QueueStats = {
   oldestDueAgeMs: number | null;
   refused: { lastHour: number; total: number };
   paused: boolean;
+  topKeys: TopKey[];
 };
 
 /**
@@ -45,6 +50,7 @@ export function queueStats(rows: Row[], now: number): QueueStats[] {
       oldestDueAgeMs: queued > 0 ? Math.max(0, now - Math.min(...firstRunAt)) : null,
       refused: { lastHour: count("refused_recent"), total: count("refused_total") },
       paused: row.paused === 1,
+      topKeys: topKeysOfRow(row.top_keys),
     };
   });
 }

@@ -10,6 +10,7 @@ import { queueScope, Tokens } from "./tokens.ts";
 import { type QueueStats, queueStats } from "./stats.ts";
 import * as sql from "./sql/lease.ts";
 import { followClock } from "./sql/bucket.ts";
+import { followKeyClocks } from "./sql/keys.ts";
 import * as claims from "./sql/claim-next.ts";
 import * as housekeeping from "./sql/housekeeping.ts";
 import * as reads from "./sql/reads.ts";
@@ -158,7 +159,7 @@ export class LeaseStore {
     if (row !== undefined) return leaseOf(row);
     const [read] = await this.#driver.run(claims.claimState(id, now));
     const refused = claimRefusal(id, read);
-    if (refused instanceof NotClaimable && refused.reason === "rate_limited") await this.#followClock(read!.queue as string, now);
+    if (refused instanceof NotClaimable && (refused.reason === "rate_limited" || refused.reason === "key_rate_limited")) await this.#followClock(read!.queue as string, now);
     throw refused;
   }
 
@@ -397,7 +398,8 @@ export class LeaseStore {
 
   /**
    * stats answers, per queue, the jobs by status at `now`, the oldest due job's
-   * age, and refused stale writes; one read, which never waits for the write lock.
+   * age, refused stale writes, and its top keys; one read, which never waits
+   * for the write lock.
    */
   async stats(request: { now?: number | undefined } = {}): Promise<QueueStats[]> {
     const now = check.instant("now", timeOf(request));
@@ -468,7 +470,7 @@ export class LeaseStore {
    * nothing would move its count until the clock came back to it.
    */
   async #followClock(queue: string, now: number): Promise<void> {
-    await this.#driver.batch([followClock(queue, now, this.#clock)]);
+    await this.#driver.batch([followClock(queue, now, this.#clock), followKeyClocks(queue, now, this.#clock)]);
   }
 
   /** The hint of a claim-next stopped short, after following a clock that stepped back if the hint says it did. */

@@ -86,6 +86,18 @@ export function jobId(what: string, value: unknown): string {
   return id;
 }
 
+/** The longest key, in bytes of UTF-8. */
+export const MAX_KEY_BYTES = 255;
+
+/** A job's key: absent or null for none, else a name (see `name`) of at most MAX_KEY_BYTES bytes of UTF-8. */
+export function key(what: string, value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  const checked = name(what, value);
+  const bytes = new TextEncoder().encode(checked).length;
+  if (bytes > MAX_KEY_BYTES) throw new InvalidArgument(`${what} must be at most ${MAX_KEY_BYTES} bytes of UTF-8, got ${bytes}`);
+  return checked;
+}
+
 /** Ids each given once: a many-lease call answers each lease by its id, so an id sent twice could not be told apart. */
 export function distinctIds(what: string, entries: { id: string }[]): void {
   const seen = new Set<string>();

@@ -4,6 +4,7 @@
 //   #/                                  queues
 //   #/jobs?queue=&status=&cursor=       a page of jobs
 //   #/job/<id>                          one job and its history
+//   #/queue/<queue>?cursor=             one queue: its settings and its keys
 //   #/schedules                         recurring schedules
 import { api, ApiError, token, whenUnauthorized } from "./api.js";
 import { errorNote, h } from "./dom.js";
@@ -11,6 +12,7 @@ import { jobView } from "./job.js";
 import { jobsView } from "./jobs.js";
 import { scope, signedInAs } from "./permit.js";
 import { queuesView } from "./queues.js";
+import { queueView } from "./queue.js";
 import { schedulesView } from "./schedules.js";
 
 /** @typedef {(container: HTMLElement, params: URLSearchParams, signal: AbortSignal) => void | Promise<void>} View */
@@ -37,6 +39,14 @@ function route() {
     }
     params.set("id", id);
     return { view: jobView, params };
+  }
+  if (path.startsWith("/queue/")) {
+    try {
+      params.set("queue", decodeURIComponent(path.slice("/queue/".length)));
+    } catch {
+      return { view: queuesView, params };
+    }
+    return { view: queueView, params };
   }
   if (path === "/jobs") return { view: jobsView, params };
   if (path === "/schedules") return { view: schedulesView, params };

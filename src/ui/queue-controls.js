@@ -5,7 +5,10 @@
 import { api, queuePath } from "./api.js";
 import { errorNote, field, h, showModal } from "./dom.js";
 
-/** @typedef {{ queue: string, paused: boolean, maxLeased: number | null, ratePerSecond: number | null, burst: number | null }} QueueSettings */
+/**
+ * @typedef {{ queue: string, paused: boolean, maxLeased: number | null, ratePerSecond: number | null, burst: number | null,
+ *   maxLeasedPerKey: number | null, keyRatePerSecond: number | null, keyBurst: number | null, orderedByKey: boolean, fairByKey: boolean }} QueueSettings
+ */
 
 /**
  * What a control does once clicked: sends `call`, says `done` of what it
@@ -13,8 +16,18 @@ import { errorNote, field, h, showModal } from "./dom.js";
  * @typedef {(call: () => Promise<QueueSettings>, done: (settings: QueueSettings) => string) => Promise<void>} Act
  */
 
+/** The settings of a queue's keys when none is set. */
+const NO_KEY_LIMITS = { maxLeasedPerKey: null, keyRatePerSecond: null, keyBurst: null, orderedByKey: false, fairByKey: false };
+
 /** A queue that was never set: running, no limit. @param {string} queue @returns {QueueSettings} */
-export const unset = (queue) => ({ queue, paused: false, maxLeased: null, ratePerSecond: null, burst: null });
+export const unset = (queue) => ({ queue, paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+
+/** The settings of a queue's keys, which the dialog does not show: a save sends them back as they are. @param {QueueSettings | null} settings */
+function keyLimits(settings) {
+  if (settings === null) return NO_KEY_LIMITS;
+  const { maxLeasedPerKey, keyRatePerSecond, keyBurst, orderedByKey, fairByKey } = settings;
+  return { maxLeasedPerKey, keyRatePerSecond, keyBurst, orderedByKey, fairByKey };
+}
 
 /** The limits of a queue, in words: "max leased 5, 10/s burst 20", or "no limit". @param {QueueSettings} settings */
 export function limits(settings) {
@@ -44,7 +57,7 @@ export function queueButtons(settings, act, edit) {
 
 /**
  * The dialog that sets a queue's settings with PUT /v1/queues/{queue}, which
- * replaces all three. Opened from a queue's row, it is that queue's, filled
+ * replaces them all (those of its keys are sent back as they are). Opened from a queue's row, it is that queue's, filled
  * with what is set now; opened by New queue (`null`), it asks for a name too,
  * which sets a queue before its first job. A refusal of the API is shown in the
  * dialog, which stays open to be put right; a success closes it.
@@ -80,7 +93,7 @@ export function settingsDialog(saved, signal) {
       event.preventDefault();
       const queue = settings ? settings.queue : (name?.input.value ?? "");
       const number = (/** @type {HTMLInputElement} */ input) => (input.value === "" ? null : Number(input.value));
-      const body = { maxLeased: number(maxLeased.input), ratePerSecond: number(rate.input), burst: number(burst.input) };
+      const body = { maxLeased: number(maxLeased.input), ratePerSecond: number(rate.input), burst: number(burst.input), ...keyLimits(settings) };
       let answer;
       try {
         answer = await api(queuePath(queue), { method: "PUT", body });

@@ -5,19 +5,17 @@
 // pausably.
 import { api } from "./api.js";
 import { errorNote, h } from "./dom.js";
-import { duration, moment } from "./format.js";
+import { duration } from "./format.js";
+import { refreshing } from "./refreshing.js";
 import { pushButton, pushDialog, pushedTo } from "./push-controls.js";
 import { abilities, may, mayAtAll } from "./permit.js";
 import { limits, queueButtons, settingsDialog, unset } from "./queue-controls.js";
-
-/** How often the numbers are read again. */
-export const REFRESH_MS = 3_000;
 
 const STATUSES = /** @type {const} */ (["queued", "scheduled", "leased", "done", "dead", "cancelled"]);
 
 /**
  * @typedef {{ queue: string, jobs: Record<string, number>, oldestDueAgeMs: number | null,
- *   refused: { lastHour: number, total: number }, paused: boolean }} QueueStats
+ *   refused: { lastHour: number, total: number }, paused: boolean, topKeys: { key: string, waiting: number }[] }} QueueStats
  * @typedef {import("./queue-controls.js").QueueSettings} QueueSettings
  * @typedef {import("./queue-controls.js").Act} Act
  * @typedef {import("./push-controls.js").PushSettings} PushSettings
@@ -25,14 +23,9 @@ const STATUSES = /** @type {const} */ (["queued", "scheduled", "leased", "done",
 
 /** @type {import("./app.js").View} */
 export function queuesView(container, _params, signal) {
-  let stopped = false;
-  /** @type {ReturnType<typeof setTimeout> | undefined} */
-  let timer;
-  const status = h("span", { class: "muted", id: "refreshed" });
-  const toggle = h("button", { type: "button", class: "secondary", "aria-pressed": "false", onclick: flip }, "Pause updates");
   const body = h("div", { class: "queues" });
-  const problem = h("div");
   const note = h("div", { class: "action-note", id: "queue-note" });
+  const { status, toggle, problem, refresh } = refreshing(load, signal);
   /** @type {Act} */
   const act = async (call, done) => {
     try {
@@ -58,37 +51,17 @@ export function queuesView(container, _params, signal) {
     problem,
     note,
     body);
-  signal.addEventListener("abort", () => clearTimeout(timer));
   return refresh();
 
-  async function refresh() {
-    clearTimeout(timer);
-    try {
-      const [{ queues }, { queues: settingsList }, { endpoints }] = await Promise.all([api("/v1/stats"), api("/v1/queues"), api("/v1/push")]);
-      if (signal.aborted) return;
-      /** @type {Map<string, QueueSettings>} */
-      const byName = new Map(settingsList.map((/** @type {QueueSettings} */ s) => [s.queue, s]));
-      /** @type {Map<string, PushSettings>} */
-      const pushes = new Map(endpoints.map((/** @type {PushSettings} */ p) => [p.queue, p]));
-      const row = (/** @type {QueueStats} */ stats) => queueRow(stats, byName.get(stats.queue) ?? unset(stats.queue), pushes.get(stats.queue), act, edit, openPush);
-      body.replaceChildren(queues.length ? table(queues.map(row)) : empty());
-      problem.replaceChildren();
-      status.textContent = `Updated ${moment(Date.now()).slice(11, 19)}${stopped ? ", paused" : `, every ${REFRESH_MS / 1000} s`}`;
-    } catch (error) {
-      // Keep the last numbers on screen, and say why they are not new.
-      if (!signal.aborted) problem.replaceChildren(errorNote(error));
-    }
-    if (!stopped && !signal.aborted) timer = setTimeout(refresh, REFRESH_MS);
-  }
-
-  function flip() {
-    stopped = !stopped;
-    toggle.textContent = stopped ? "Resume updates" : "Pause updates";
-    toggle.setAttribute("aria-pressed", String(stopped));
-    if (stopped) {
-      clearTimeout(timer);
-      status.textContent = status.textContent.replace(/, every .*$/, ", paused");
-    } else void refresh();
+  async function load() {
+    const [{ queues }, { queues: settingsList }, { endpoints }] = await Promise.all([api("/v1/stats"), api("/v1/queues"), api("/v1/push")]);
+    if (signal.aborted) return;
+    /** @type {Map<string, QueueSettings>} */
+    const byName = new Map(settingsList.map((/** @type {QueueSettings} */ s) => [s.queue, s]));
+    /** @type {Map<string, PushSettings>} */
+    const pushes = new Map(endpoints.map((/** @type {PushSettings} */ p) => [p.queue, p]));
+    const row = (/** @type {QueueStats} */ stats) => queueRow(stats, byName.get(stats.queue) ?? unset(stats.queue), pushes.get(stats.queue), act, edit, openPush);
+    body.replaceChildren(queues.length ? table(queues.map(row)) : empty());
   }
 }
 
@@ -122,7 +95,8 @@ function queueRow(stats, settings, push, act, edit, openPush) {
   actions?.append(pushButton(stats.queue, push, openPush));
   const jobsOf = (/** @type {string} */ status) => `#/jobs?${new URLSearchParams({ queue: stats.queue, status })}`;
   return h("tr", { "data-queue": stats.queue, class: settings.paused ? "paused" : null },
-    h("th", { scope: "row" }, h("a", { href: `#/jobs?${new URLSearchParams({ queue: stats.queue })}` }, stats.queue)),
+    h("th", { scope: "row" }, h("a", { href: `#/jobs?${new URLSearchParams({ queue: stats.queue })}` }, stats.queue),
+      " ", h("a", { class: "queue-keys", href: `#/queue/${encodeURIComponent(stats.queue)}`, "aria-label": `Settings and keys of queue ${stats.queue}` }, "keys")),
     h("td", { "data-label": "state", "data-setting": "paused" },
       settings.paused ? h("span", { class: "status status-paused" }, "paused") : h("span", { class: "muted" }, "running")),
     STATUSES.map((status) => {

@@ -42,6 +42,8 @@ export type Waits = {
    * delivery its maxInFlight held back when `owner` is the push owner.
    */
   ended(queue: string, owner: string): void | Promise<void>;
+  /** How many long polls wait here now, where this process can tell (the `fencelease_waiting_requests` gauge). */
+  waiting?(): number;
 };
 
 /** Whether a job's result is final: done, cancelled, or dead (a retry can still bring it back). */
@@ -94,6 +96,7 @@ export function localWaits(store: WaitingStore, room: WaitRoom, clock: () => num
     },
     finished: (ids) => room.finished(ids),
     ended: (queue) => room.wake(queue),
+    waiting: () => room.waiting,
   };
 }
 
@@ -120,6 +123,7 @@ export function requestWaits(store: WaitingStore, clock: () => number, maxWaitin
     claimable() {},
     finished() {},
     ended() {},
+    waiting: () => waiting,
   };
 }
 
@@ -162,7 +166,12 @@ export async function waitForJobs(store: WaitingStore, room: WaitRoom, claim: Wa
         return answered(leases, waitedMs);
       }
       if (waiter.stopped || signal.aborted || performance.now() + (retryAfterMs ?? 0) >= deadline) return none(retryAfterMs);
-      if (!room.hasTimer(queue)) room.wakeAt(queue, await store.nextClaimableAt(queue, { now: clock() }));
+      if (!room.hasTimer(queue)) {
+        // A time not after this claim's own is one it looked at and could not take (a key without room, seen as
+        // due): a timer there would wake it at once, again and again. It waits for a ring or the re-check instead.
+        const at = await store.nextClaimableAt(queue, { now: clock() });
+        if (at === null || at > now) room.wakeAt(queue, at);
+      }
       await waiter.sleep(deadline, signal);
       if (waiter.stopped || signal.aborted) return none();
     }

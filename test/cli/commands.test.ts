@@ -56,6 +56,18 @@ describe("the fencelease command", () => {
     expect(rows.new).toMatchObject({ priority: 3 });
   });
 
+  test("enqueue --key and enqueue-many lines with a key store the key, and get prints it; a bad --key exits 2 and stores nothing", async () => {
+    await using s = await serving();
+    expect((await s.run("enqueue", "job-1", "--queue", "q", "--key", "tenant-1")).stdout).toBe("enqueued job-1 in queue q\n");
+    expect((await s.run("get", "job-1")).stdout).toMatch(/^key {9}"tenant-1"$/m);
+    expect(JSON.parse((await s.run("enqueue", "job-2", "--queue", "q", "--json")).stdout).job.key).toBeNull();
+    await s.runWithInput('{"id":"many-1","key":"tenant-2"}\n{"id":"many-2"}\n', "enqueue-many", "q");
+    const before = await s.snapshot();
+    expect(Object.fromEntries(Object.entries(before).map(([id, row]) => [id, row.key]))).toEqual({ "job-1": "tenant-1", "job-2": null, "many-1": "tenant-2", "many-2": null });
+    expect(await s.run("enqueue", "job-3", "--key", "")).toEqual({ code: 2, stdout: "", stderr: "fencelease: invalid_request: --key must not be empty\n" });
+    expect(await s.snapshot()).toEqual(before);
+  });
+
   test("enqueue-many names the line that is wrong, exits 2 and sends nothing", async () => {
     await using s = await serving();
     const bad = await s.runWithInput('{"id":"a"}\nnot json\n', "enqueue-many", "q");
@@ -216,7 +228,7 @@ describe("the fencelease command", () => {
     ["an option short of its name", 2, ["claim", "job-1", "--owner", "A", "--ttl", "1000"], /^fencelease: unknown option --ttl; did you mean --ttl-ms\? \(see fencelease --help\)\n$/],
     ["an option as the API names it", 2, ["claim", "job-1", "--owner", "A", "--ttlMs", "1000"], /^fencelease: unknown option --ttlMs; did you mean --ttl-ms\?/],
     ["an option with one dash", 2, ["claim", "job-1", "--owner", "A", "-ttl-ms", "1000"], /^fencelease: unknown option -ttl-ms; did you mean --ttl-ms\?/],
-    ["an option that begins two", 2, ["enqueue", "job-2", "--max", "3"], /^fencelease: unknown option --max; did you mean --max-attempts or --max-leased or --max-in-flight\?/],
+    ["an option that begins two", 2, ["enqueue", "job-2", "--max", "3"], /^fencelease: unknown option --max; did you mean --max-attempts or --max-leased or --max-leased-per-key or --max-in-flight\?/],
     ["a typo in an option", 2, ["claim", "job-1", "--ownr", "A", "--ttl-ms", "1000"], /^fencelease: unknown option --ownr; did you mean --owner\?/],
     ["an option without its value", 2, ["claim", "job-1", "--owner", "--ttl-ms", "1000"], /^fencelease: --owner needs a value, got the option --ttl-ms \(see fencelease --help\)\n$/],
     ["an option without its value at the end", 2, ["claim", "job-1", "--ttl-ms", "1000", "--owner"], /^fencelease: --owner needs a value \(see/],

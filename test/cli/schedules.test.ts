@@ -29,9 +29,9 @@ describe("the schedule commands", () => {
     ]);
     expect(JSON.parse((await s.run("schedules", "--json")).stdout).schedules.map((schedule: { name: string }) => schedule.name)).toEqual(["nightly", "tick"]);
 
-    const replaced = await s.run("schedule", "put", "tick", "--queue", "pings", "--every-ms", "5000");
-    expect(replaced.stdout).toMatch(/^tick  queue pings  every 5000 ms  next /);
-    expect(await s.read("/v1/schedules/tick")).toMatchObject({ everyMs: 5_000, cron: null });
+    const replaced = await s.run("schedule", "put", "tick", "--queue", "pings", "--every-ms", "5000", "--key", "tenant 1");
+    expect(replaced.stdout).toMatch(new RegExp(`^tick  queue pings  every 5000 ms  next ${ISO}  key 'tenant 1'\\n$`));
+    expect(await s.read("/v1/schedules/tick")).toMatchObject({ everyMs: 5_000, cron: null, key: "tenant 1" });
     expect(JSON.parse((await s.run("schedule", "get", "nightly", "--json")).stdout)).toEqual(stored);
 
     expect(await s.run("schedule", "rm", "tick")).toEqual({ code: 0, stdout: "deleted schedule tick; jobs it enqueued stay\n", stderr: "" });

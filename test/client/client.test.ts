@@ -14,6 +14,7 @@ import {
   UnavailableError,
 } from "../../src/client/index.ts";
 import { served, type ServedOptions, TOKEN, TRANSPORTS } from "./transports.ts";
+import { NO_KEY_LIMITS } from "../contract/queues.contract.ts";
 
 const TTL = 30_000;
 
@@ -442,22 +443,36 @@ describe.each(TRANSPORTS)("LeaseClient: a job's whole life, %s", (transport) => 
     clock.now = T + 250;
     const none = { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 };
     expect(await s.client.queues.stats()).toEqual([
-      { queue: "q", jobs: { ...none, queued: 1, leased: 1 }, oldestDueAgeMs: 250, refused: { lastHour: 1, total: 1 }, paused: false },
-      { queue: "r", jobs: { ...none, scheduled: 1 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false },
+      { queue: "q", jobs: { ...none, queued: 1, leased: 1 }, oldestDueAgeMs: 250, refused: { lastHour: 1, total: 1 }, paused: false, topKeys: [] },
+      { queue: "r", jobs: { ...none, scheduled: 1 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false, topKeys: [] },
     ]);
+  });
+
+  test("queues.keys pages through a queue's keys with open jobs, and a bad limit is InvalidRequestError", async () => {
+    await using s = await served(transport);
+    await s.store.queues.set("q", { maxLeasedPerKey: 1 });
+    await s.store.enqueueMany("q", { jobs: [{ id: "a-1", key: "acme" }, { id: "a-2", key: "acme" }, { id: "b-1", key: "beta" }] });
+    await s.store.enqueueMany("other", { jobs: [{ id: "o-1", key: "acme" }] });
+    await s.client.claim("a-1", { owner: "A", ttlMs: TTL });
+    const first = await s.client.queues.keys("q", { limit: 1 });
+    expect(first).toEqual({ keys: [{ key: "acme", waiting: 1, leased: 1, heldBack: "key_full" }], nextCursor: "acme" });
+    expect(await s.client.queues.keys("q", { cursor: first.nextCursor! })).toEqual({ keys: [{ key: "beta", waiting: 1, leased: 0, heldBack: null }], nextCursor: null });
+    const refused = await s.client.queues.keys("q", { limit: 1001 }).catch((error) => error);
+    expect(refused).toBeInstanceOf(InvalidRequestError);
+    expect(refused.message).toContain("limit must be at most 1000");
   });
 
   test("queues.pause, resume, set, get and list answer the queue's settings, and a paused queue's job is NotClaimableError paused", async () => {
     await using s = await served(transport);
     await s.client.enqueue({ id: "job-1", queue: "q" });
-    expect(await s.client.queues.get("q")).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
-    expect(await s.client.queues.pause("q")).toEqual({ queue: "q", paused: true, maxLeased: null, ratePerSecond: null, burst: null });
+    expect(await s.client.queues.get("q")).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+    expect(await s.client.queues.pause("q")).toEqual({ queue: "q", paused: true, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
     const refused = await s.client.claim("job-1", { owner: "A", ttlMs: TTL }).catch((error) => error);
     expect(refused).toBeInstanceOf(NotClaimableError);
     expect(refused).toMatchObject({ details: { reason: "paused" } });
-    expect(await s.client.queues.set("q", { maxLeased: 4 })).toEqual({ queue: "q", paused: true, maxLeased: 4, ratePerSecond: null, burst: null });
-    expect(await s.client.queues.resume("q")).toEqual({ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null });
-    expect(await s.client.queues.list()).toEqual([{ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null }]);
+    expect(await s.client.queues.set("q", { maxLeased: 4 })).toEqual({ queue: "q", paused: true, maxLeased: 4, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+    expect(await s.client.queues.resume("q")).toEqual({ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+    expect(await s.client.queues.list()).toEqual([{ queue: "q", paused: false, maxLeased: 4, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS }]);
     expect(await s.client.claimNext("q", { owner: "A", ttlMs: TTL })).toHaveLength(1);
   });
 
@@ -465,7 +480,7 @@ describe.each(TRANSPORTS)("LeaseClient: a job's whole life, %s", (transport) => 
     const { clock, options } = handClock();
     await using s = await served(transport, options);
     await s.client.enqueueMany("q", [{ id: "a" }, { id: "b" }]);
-    expect(await s.client.queues.set("q", { ratePerSecond: 2, burst: 1 })).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: 2, burst: 1 });
+    expect(await s.client.queues.set("q", { ratePerSecond: 2, burst: 1 })).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: 2, burst: 1, ...NO_KEY_LIMITS });
     const first = await s.client.claimNext("q", { owner: "A", ttlMs: TTL });
     expect(first).toHaveLength(1);
     expect("retryAfterMs" in first).toBe(false); // it took what it asked for
@@ -475,6 +490,47 @@ describe.each(TRANSPORTS)("LeaseClient: a job's whole life, %s", (transport) => 
     clock.now = T + 500;
     expect((await s.client.claimNext("q", { owner: "A", ttlMs: TTL })).map((lease) => lease.job.id)).toEqual(["b"]);
     await expect(s.client.claim("a", { owner: "B", ttlMs: TTL })).rejects.toMatchObject({ reason: "leased" });
+  });
+
+  test("keys: enqueue and enqueueMany carry a key, queues.set sets the per-key settings, and a claim by id its key holds back is NotClaimableError with its reason and behind", async () => {
+    await using s = await served(transport);
+    const keyed = { maxLeasedPerKey: 2, keyRatePerSecond: 1.5, keyBurst: 4, orderedByKey: true, fairByKey: false };
+    expect(await s.client.queues.set("q", keyed)).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...keyed });
+    expect(await s.client.queues.get("q")).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...keyed });
+    expect((await s.client.enqueue({ id: "a-1", queue: "q", key: "tenant-a" })).job).toMatchObject({ id: "a-1", key: "tenant-a" });
+    expect(await s.client.enqueueMany("q", [{ id: "a-2", key: "tenant-a" }, { id: "plain" }])).toEqual([{ id: "a-2", created: true }, { id: "plain", created: true }]);
+    expect([(await s.client.get("a-2")).key, (await s.client.get("plain")).key]).toEqual(["tenant-a", null]);
+    const before = await s.snapshot();
+    const refused = await s.client.claim("a-2", { owner: "A", ttlMs: TTL }).catch((error) => error);
+    expect(refused).toBeInstanceOf(NotClaimableError);
+    expect(refused).toMatchObject({ status: 409, code: "not_claimable", reason: "key_ordered", behind: "a-1", details: { reason: "key_ordered", behind: "a-1" } });
+    expect(await s.snapshot()).toEqual(before);
+    expect((await s.client.claim("a-1", { owner: "A", ttlMs: TTL })).job).toMatchObject({ id: "a-1", key: "tenant-a" });
+    expect(await s.client.claim("plain", { owner: "A", ttlMs: TTL })).toMatchObject({ job: { id: "plain", key: null } }); // no key: not held back
+  });
+
+  test("a bad key or per-key setting is InvalidRequestError naming the field, and nothing changes", async () => {
+    await using s = await served(transport);
+    await s.client.queues.set("q", { maxLeasedPerKey: 3 });
+    const before = await s.snapshot();
+    for (const call of [() => s.client.enqueue({ id: "job-1", key: "" }), () => s.client.enqueueMany("q", [{ id: "job-2", key: "k".repeat(256) }])]) {
+      const refused = await call().catch((error) => error);
+      expect(refused).toBeInstanceOf(InvalidRequestError);
+      expect(refused.message).toMatch(/^(jobs(\.0|\[0\])\.)?key /); // the HTTP schema's words, or the store's
+    }
+    const setting = await s.client.queues.set("q", { keyBurst: 2 }).catch((error) => error);
+    expect(setting).toMatchObject({ name: "InvalidRequestError", status: 400, code: "invalid_request", message: expect.stringMatching(/^keyBurst needs keyRatePerSecond/) });
+    expect(await s.snapshot()).toEqual(before);
+    expect((await s.client.queues.get("q")).maxLeasedPerKey).toBe(3);
+  });
+
+  test("a schedule's key: schedules.put answers it, and its fires enqueue jobs with it", async () => {
+    const { options } = handClock();
+    await using s = await served(transport, options);
+    expect(await s.client.schedules.put("tick", { queue: "q", everyMs: 60_000, key: "tenant-a" })).toMatchObject({ name: "tick", key: "tenant-a", nextFireAt: T + 60_000 });
+    expect((await s.client.schedules.get("tick")).key).toBe("tenant-a");
+    const [fired] = (await s.store.schedules.fireDue({ now: T + 60_000 })).jobs;
+    expect(await s.client.get(fired!.id)).toMatchObject({ queue: "q", key: "tenant-a" });
   });
 
   test("waitFor long-polls until the job is done and answers it; at its own timeout it answers the job as it is", async () => {

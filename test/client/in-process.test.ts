@@ -65,6 +65,14 @@ async function story(transport: TransportName) {
   await note(() => c.queues.get("q"));
   await note(() => c.queues.list());
   await note(() => c.queues.stats());
+  await note(() => c.queues.keys("q", { limit: 1 }));
+  await note(() => c.queues.set("keyed", { maxLeasedPerKey: 1, keyRatePerSecond: 1, orderedByKey: true, fairByKey: true }));
+  await note(() => c.enqueueMany("keyed", [{ id: "k-1", key: "tenant" }, { id: "k-2", key: "tenant" }, { id: "k-3", key: "other" }]));
+  await note(() => c.enqueue({ id: "k-4", queue: "keyed", key: "tenant" }));
+  await note(() => c.claim("k-2", { owner: "A", ttlMs: TTL })); // key_ordered, behind k-1
+  await note(() => c.claimNext("keyed", { owner: "A", ttlMs: TTL, limit: 5 }));
+  await note(() => c.claim("k-2", { owner: "A", ttlMs: TTL }));
+  await note(() => c.schedules.put("keyed-tick", { queue: "keyed", everyMs: 60_000, key: "tenant" }));
   await note(() => c.schedules.put("nightly", { queue: "q", cron: "0 3 * * *", timezone: "Europe/Paris", payload: { full: true } }));
   await note(() => c.schedules.get("nightly"));
   await note(() => c.schedules.list());

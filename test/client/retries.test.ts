@@ -29,6 +29,7 @@ const CALLS: [name: string, repeat: "always" | "if-unsent", call: (client: Lease
   ["queues.stats", "always", (c) => c.queues.stats()],
   ["queues.get", "always", (c) => c.queues.get("q")],
   ["queues.list", "always", (c) => c.queues.list()],
+  ["queues.keys", "always", (c) => c.queues.keys("q")],
   ["queues.pause", "always", (c) => c.queues.pause("q")],
   ["queues.resume", "always", (c) => c.queues.resume("q")],
   ["queues.set", "always", (c) => c.queues.set("q", { maxLeased: 2 })],
@@ -55,7 +56,7 @@ const CALLS: [name: string, repeat: "always" | "if-unsent", call: (client: Lease
 /** A client whose first attempt fails as `failure` builds it, and whose next attempts are answered 200; and how many were sent. */
 function flaky(failure: () => Error) {
   let sent = 0;
-  const answer = { status: "done", job: { id: "job-1" }, changed: true, until: 1, jobs: [], leases: [], completed: [], queues: [], schedules: [], endpoints: [], events: [], nextCursor: null };
+  const answer = { status: "done", job: { id: "job-1" }, changed: true, until: 1, jobs: [], leases: [], completed: [], queues: [], keys: [], schedules: [], endpoints: [], events: [], nextCursor: null };
   const fetch: typeof globalThis.fetch = async () => {
     if (sent++ === 0) throw failure();
     return new Response(JSON.stringify(answer), { status: 200, headers: { "Content-Type": "application/json" } });

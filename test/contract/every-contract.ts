@@ -1,5 +1,7 @@
 import { cancelContract } from "./cancel.contract.ts";
 import { jsonDepthContract } from "./json-depth.contract.ts";
+import { keyReadsContract } from "./key-reads.contract.ts";
+import { keysContract } from "./keys.contract.ts";
 import { clockStepContract } from "./clock-step.contract.ts";
 import { lifecycleContract } from "./lifecycle.contract.ts";
 import { manyContract } from "./many.contract.ts";
@@ -19,6 +21,7 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   manyContract(freshStore);
   rateLimitContract(freshStore);
   queuesContract(freshStore);
+  keysContract(freshStore);
   pushContract(freshStore);
   schedulesContract(freshStore);
   cancelContract(freshStore);
@@ -27,4 +30,5 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   clockStepContract(freshStore);
   storageContract(freshStore);
   jsonDepthContract(freshStore);
+  keyReadsContract(freshStore);
 }

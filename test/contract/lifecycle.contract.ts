@@ -386,7 +386,7 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       const { store } = await freshStore();
       for (const queue of ["zeta", "alpha", "mu"]) await store.enqueue(`job-${queue}`, { queue, now: T });
       expect((await store.stats({ now: T })).map((stats) => stats.queue)).toEqual(["alpha", "mu", "zeta"]);
-      expect((await store.stats({ now: T }))[0]).toEqual({ queue: "alpha", jobs: { queued: 1, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: 0, refused: { lastHour: 0, total: 0 }, paused: false });
+      expect((await store.stats({ now: T }))[0]).toEqual({ queue: "alpha", jobs: { queued: 1, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: 0, refused: { lastHour: 0, total: 0 }, paused: false, topKeys: [] });
     });
 
     test("the oldest due job is the one due longest, whether it waits or its lease expired", async () => {
@@ -413,7 +413,7 @@ export function lifecycleContract(freshStore: () => Promise<FreshStore>): void {
       await store.complete("held", { owner: "B", fence: 2, result: "ok", now: T - 2 * HOUR + TTL + 2 });
       await expect(store.complete("held", { owner: "A", fence: 1, result: "stale again", now: T - 1 })).rejects.toBeInstanceOf(LeaseLost); // refused just now
       expect(await store.stats({ now: T })).toEqual([
-        { queue: "q", jobs: { queued: 2, scheduled: 1, leased: 0, done: 1, dead: 0, cancelled: 0 }, oldestDueAgeMs: 5_000, refused: { lastHour: 1, total: 2 }, paused: false },
+        { queue: "q", jobs: { queued: 2, scheduled: 1, leased: 0, done: 1, dead: 0, cancelled: 0 }, oldestDueAgeMs: 5_000, refused: { lastHour: 1, total: 2 }, paused: false, topKeys: [] },
       ]);
     });
   });

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { InvalidArgument, NotClaimable } from "../../src/store/errors.ts";
 import type { LeaseStore } from "../../src/store/store.ts";
+import type { QueueSettings } from "../../src/store/shapes.ts";
 import type { FreshStore } from "./store.contract.ts";
 import { noteVerbs } from "../../src/store/note.ts";
 
@@ -8,6 +9,9 @@ import { noteVerbs } from "../../src/store/note.ts";
 // the claim statements themselves, run against every driver as the store
 // contract is. Each test starts on a fresh, empty database, and a bystander
 // queue without settings goes on as before.
+
+/** The per-key settings (migrations/0034) of a queue that does not limit its keys: what every queue's settings answer unless set. */
+export const NO_KEY_LIMITS = { maxLeasedPerKey: null, keyRatePerSecond: null, keyBurst: null, orderedByKey: false, fairByKey: false } as const satisfies Partial<QueueSettings>;
 
 const T = 1_000_000; // the test clock
 const TTL = 30_000;
@@ -24,19 +28,19 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
   describe("queue settings", () => {
     test("a queue never set is not paused and has no limit, and is listed once it has jobs", async () => {
       const { store } = await freshStore();
-      expect(await store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
+      expect(await store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
       expect(await store.queues.list()).toEqual([]);
       await store.enqueue("job-1", { queue: "mail", now: T });
-      expect(await store.queues.list()).toEqual([{ queue: "mail", paused: false, maxLeased: null, ratePerSecond: null, burst: null }]);
+      expect(await store.queues.list()).toEqual([{ queue: "mail", paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS }]);
     });
 
     test("queues.set stores maxLeased, keeps paused, and null takes the limit away", async () => {
       const { store } = await freshStore();
       await store.queues.pause("mail", { now: T });
-      expect(await store.queues.set("mail", { maxLeased: 3, now: T })).toEqual({ queue: "mail", paused: true, maxLeased: 3, ratePerSecond: null, burst: null });
-      expect(await store.queues.get("mail")).toEqual({ queue: "mail", paused: true, maxLeased: 3, ratePerSecond: null, burst: null });
-      expect(await store.queues.set("mail", { maxLeased: null, now: T })).toEqual({ queue: "mail", paused: true, maxLeased: null, ratePerSecond: null, burst: null });
-      expect(await store.queues.list()).toEqual([{ queue: "mail", paused: true, maxLeased: null, ratePerSecond: null, burst: null }]);
+      expect(await store.queues.set("mail", { maxLeased: 3, now: T })).toEqual({ queue: "mail", paused: true, maxLeased: 3, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+      expect(await store.queues.get("mail")).toEqual({ queue: "mail", paused: true, maxLeased: 3, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+      expect(await store.queues.set("mail", { maxLeased: null, now: T })).toEqual({ queue: "mail", paused: true, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+      expect(await store.queues.list()).toEqual([{ queue: "mail", paused: true, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS }]);
     });
 
     test("queues.set refuses a maxLeased that is not a positive integer and changes nothing", async () => {
@@ -47,7 +51,7 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
         expect(refusal, got).toBeInstanceOf(InvalidArgument);
         expect((refusal as InvalidArgument).message).toBe(`maxLeased must be a positive safe integer, got ${got}`);
       }
-      expect(await store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 2, ratePerSecond: null, burst: null });
+      expect(await store.queues.get("mail")).toEqual({ queue: "mail", paused: false, maxLeased: 2, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
     });
 
     test("a bad queue name or now is InvalidArgument naming it, for pause, resume, set and get, and changes nothing", async () => {
@@ -68,7 +72,7 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
         expect(badNow, verb).toBeInstanceOf(InvalidArgument);
         expect((badNow as InvalidArgument).message, verb).toBe("now must be integer milliseconds since the epoch, got -1");
       }
-      expect(await store.queues.list()).toEqual([{ queue: "mail", paused: false, maxLeased: 2, ratePerSecond: null, burst: null }]);
+      expect(await store.queues.list()).toEqual([{ queue: "mail", paused: false, maxLeased: 2, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS }]);
     });
   });
 
@@ -149,7 +153,7 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
       const { store } = await freshStore();
       await enqueueJobs(store, "q", 2);
       await enqueueJobs(store, "other", 1);
-      expect(await store.queues.pause("q", { now: T })).toEqual({ queue: "q", paused: true, maxLeased: null, ratePerSecond: null, burst: null });
+      expect(await store.queues.pause("q", { now: T })).toEqual({ queue: "q", paused: true, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
       expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 5, now: T })).toEqual([]);
       expect(await store.claimNext("other", { owner: "A", ttlMs: TTL, limit: 5, now: T })).toHaveLength(1);
       const stats = await store.stats({ now: T });
@@ -207,7 +211,7 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
       await store.queues.set("q", { maxLeased: 2, now: T });
       await store.queues.pause("q", { now: T });
       expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 5, now: T })).toEqual([]);
-      expect(await store.queues.resume("q", { now: T + 1 })).toEqual({ queue: "q", paused: false, maxLeased: 2, ratePerSecond: null, burst: null });
+      expect(await store.queues.resume("q", { now: T + 1 })).toEqual({ queue: "q", paused: false, maxLeased: 2, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
       expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 5, now: T + 1 })).toHaveLength(2);
       expect((await store.stats({ now: T + 1 })).find((s) => s.queue === "q")!.paused).toBe(false);
     });
@@ -232,8 +236,8 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
       await store.queues.set("limited", { maxLeased: 2, now: T });
       const none = { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 };
       expect(await store.stats({ now: T })).toEqual([
-        { queue: "idle", jobs: none, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: true },
-        { queue: "limited", jobs: none, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false },
+        { queue: "idle", jobs: none, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: true, topKeys: [] },
+        { queue: "limited", jobs: none, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false, topKeys: [] },
       ]);
       await store.enqueue("idle-1", { queue: "idle", now: T });
       expect((await store.stats({ now: T })).find((stats) => stats.queue === "idle")).toMatchObject({ jobs: { queued: 1 }, paused: true });
@@ -244,7 +248,7 @@ export function queuesContract(freshStore: () => Promise<FreshStore>): void {
       await enqueueJobs(store, "q", 1);
       await store.queues.pause("q", { now: T });
       const other = await reopen();
-      expect(await other.queues.get("q")).toEqual({ queue: "q", paused: true, maxLeased: null, ratePerSecond: null, burst: null });
+      expect(await other.queues.get("q")).toEqual({ queue: "q", paused: true, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
       expect(await other.claimNext("q", { owner: "A", ttlMs: TTL, limit: 1, now: T })).toEqual([]);
     });
   });

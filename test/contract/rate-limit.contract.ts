@@ -3,6 +3,7 @@ import { InvalidArgument, NotClaimable } from "../../src/store/errors.ts";
 import type { LeaseStore } from "../../src/store/store.ts";
 import { MAX_BURST, MAX_RATE_PER_SECOND, type QueueLimits } from "../../src/store/shapes.ts";
 import type { FreshStorage } from "./storage.contract.ts";
+import { NO_KEY_LIMITS } from "./queues.contract.ts";
 import { noteVerbs } from "../../src/store/note.ts";
 
 // The rate limit of migrations/0009: a token bucket on the queue's row, decided
@@ -23,7 +24,7 @@ async function enqueueJobs(store: LeaseStore, queue: string, count: number): Pro
 }
 
 /** The settings of a queue with a rate and nothing else. */
-const rated = (queue: string, ratePerSecond: number, burst: number) => ({ queue, paused: false, maxLeased: null, ratePerSecond, burst });
+const rated = (queue: string, ratePerSecond: number, burst: number) => ({ queue, paused: false, maxLeased: null, ratePerSecond, burst, ...NO_KEY_LIMITS });
 
 /** Registers the rate limit's contract for one driver. */
 export function rateLimitContract(freshStore: () => Promise<FreshStorage>): void {
@@ -34,11 +35,11 @@ export function rateLimitContract(freshStore: () => Promise<FreshStorage>): void
     test("queues.set stores ratePerSecond and burst with maxLeased, keeps paused, and reads them back", async () => {
       const { store } = await freshStore();
       await store.queues.pause("mail", { now: T });
-      expect(await store.queues.set("mail", { ratePerSecond: 2, burst: 5, maxLeased: 3, now: T })).toEqual({ queue: "mail", paused: true, maxLeased: 3, ratePerSecond: 2, burst: 5 });
-      expect(await store.queues.get("mail")).toEqual({ queue: "mail", paused: true, maxLeased: 3, ratePerSecond: 2, burst: 5 });
-      expect(await store.queues.list()).toEqual([{ queue: "mail", paused: true, maxLeased: 3, ratePerSecond: 2, burst: 5 }]);
+      expect(await store.queues.set("mail", { ratePerSecond: 2, burst: 5, maxLeased: 3, now: T })).toEqual({ queue: "mail", paused: true, maxLeased: 3, ratePerSecond: 2, burst: 5, ...NO_KEY_LIMITS });
+      expect(await store.queues.get("mail")).toEqual({ queue: "mail", paused: true, maxLeased: 3, ratePerSecond: 2, burst: 5, ...NO_KEY_LIMITS });
+      expect(await store.queues.list()).toEqual([{ queue: "mail", paused: true, maxLeased: 3, ratePerSecond: 2, burst: 5, ...NO_KEY_LIMITS }]);
       expect(await store.queues.set("mail", { ratePerSecond: 12.345, burst: 1, now: T })).toMatchObject({ ratePerSecond: 12.345, burst: 1, maxLeased: null });
-      expect(await store.queues.set("mail", { now: T })).toEqual({ queue: "mail", paused: true, maxLeased: null, ratePerSecond: null, burst: null });
+      expect(await store.queues.set("mail", { now: T })).toEqual({ queue: "mail", paused: true, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
     });
 
     test("burst defaults to max(1, ceil(ratePerSecond))", async () => {
@@ -79,7 +80,7 @@ export function rateLimitContract(freshStore: () => Promise<FreshStorage>): void
         expect(refusal, message).toBeInstanceOf(InvalidArgument);
         expect((refusal as InvalidArgument).message).toBe(message);
       }
-      expect(await store.queues.get("q")).toEqual({ queue: "q", paused: false, maxLeased: 9, ratePerSecond: 2, burst: 4 });
+      expect(await store.queues.get("q")).toEqual({ queue: "q", paused: false, maxLeased: 9, ratePerSecond: 2, burst: 4, ...NO_KEY_LIMITS });
       expect(await bucketOf(fresh, "q")).toEqual(before);
     });
 

@@ -23,7 +23,7 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       const { created, schedule } = await store.schedules.put("nightly", { ...nightly, now: T });
       expect(created).toBe(true);
       expect(schedule).toEqual({
-        name: "nightly", queue: "reports", cron: "0 3 * * *", everyMs: null, timezone: "UTC", payload: { kind: "nightly" },
+        name: "nightly", queue: "reports", cron: "0 3 * * *", everyMs: null, timezone: "UTC", payload: { kind: "nightly" }, key: null,
         priority: 2, maxAttempts: 3, nextFireAt: AT_3, lastFireAt: null, lastFireTaken: false, createdAt: T, updatedAt: T,
       });
 
@@ -101,6 +101,26 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
         jobs: [{ id: "nightly@2026-12-01T03:00:00.000Z", queue: "reports" }], taken: [], skipped: [], nextFireAt: AT_3 + 48 * HOUR,
       });
       expect(await store.schedules.get("nightly")).toMatchObject({ lastFireAt: AT_3 + 24 * HOUR, lastFireTaken: false });
+    });
+
+    test("a schedule's key goes on every job it fires, held back and given a turn as enqueueMany would: fires of one key in one run count one after another", async () => {
+      const { store, snapshot } = await freshStore();
+      const fireAt = T + MINUTE;
+      for (const queue of ["fired", "enqueued"]) {
+        await store.queues.set(queue, { maxLeasedPerKey: 1, fairByKey: true, now: T });
+        await store.enqueue(`${queue}-first`, { queue, key: "t", now: T }); // the key's open job, let in
+      }
+      for (const [name, key] of [["a", "t"], ["b", "t"], ["c", null], ["d", "u"]] as const) await store.schedules.put(name, { queue: "fired", everyMs: MINUTE, key, now: T });
+      expect(await store.schedules.get("a")).toMatchObject({ key: "t" });
+      expect((await store.schedules.fireDue({ now: fireAt })).jobs).toHaveLength(4);
+      await store.enqueueMany("enqueued", { jobs: [{ id: "a", key: "t", runAt: fireAt }, { id: "b", key: "t", runAt: fireAt }, { id: "c", runAt: fireAt }, { id: "d", key: "u", runAt: fireAt }], now: fireAt });
+
+      const rows = await snapshot();
+      const at = new Date(fireAt).toISOString();
+      // place orders the jobs of one enqueueMany; fires are one a schedule, in the order of their ids, which is their names'.
+      const asJob = (row: Record<string, unknown>) => Object.fromEntries(Object.entries(row).filter(([column]) => !["id", "queue", "seq", "enqueued_seq", "place"].includes(column)));
+      for (const name of ["a", "b", "c", "d"]) expect(asJob(rows[`${name}@${at}`]!), name).toEqual(asJob(rows[name]!));
+      expect(["a", "b", "c", "d"].map((name) => [rows[`${name}@${at}`]!.key, rows[`${name}@${at}`]!.held_back])).toEqual([["t", 1], ["t", 1], [null, 0], ["u", 0]]);
     });
 
     test("an enqueue of an id shaped as a schedule's fire ({name}@{ISO time}) is InvalidArgument and changes nothing, so no client can take a fire's place", async () => {
@@ -269,7 +289,7 @@ export function schedulesContract(freshStore: () => Promise<FreshStore>): void {
       expect(replaced).toEqual({
         created: false,
         schedule: {
-          name: "nightly", queue: "other", cron: "30 * * * *", everyMs: null, timezone: "UTC", payload: "new", priority: 0, maxAttempts: 25,
+          name: "nightly", queue: "other", cron: "30 * * * *", everyMs: null, timezone: "UTC", payload: "new", key: null, priority: 0, maxAttempts: 25,
           nextFireAt: AT_3 + 30 * MINUTE, lastFireAt: AT_3, lastFireTaken: false, createdAt: T, updatedAt: AT_3 + MINUTE,
         },
       });

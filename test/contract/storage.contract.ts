@@ -5,6 +5,7 @@ import type { JobStatus } from "../../src/store/job.ts";
 import * as claims from "../../src/store/sql/claim-next.ts";
 import * as housekeeping from "../../src/store/sql/housekeeping.ts";
 import * as readStatements from "../../src/store/sql/reads.ts";
+import { keysOf } from "../../src/store/sql/key-reads.ts";
 import type { QueueStats } from "../../src/store/stats.ts";
 import type { FreshStore } from "./store.contract.ts";
 import { noteVerbs } from "../../src/store/note.ts";
@@ -193,7 +194,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       expect(await noteVerbs(store).complete("job-1", "Z", 1, T + 2, "stale")).toBe(false);
       expect(await store.purge({ retentionMs: HOUR, now: T + 1 + HOUR })).toBe(1);
       expect(await store.stats({ now: T + 1 + HOUR })).toEqual([
-        { queue: "gone", jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 1 }, paused: false },
+        { queue: "gone", jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 1 }, paused: false, topKeys: [] },
       ]);
     });
   });
@@ -452,8 +453,28 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       const lines = await reads(readStatements.stats(T));
       expect(lines.length).toBeGreaterThan(0);
       for (const line of lines) {
-        expect(line).toMatch(/^SEARCH jobs USING (COVERING )?INDEX (jobs_held_by_until \(queue=\?( AND until<\?)?\)|jobs_claim_waiting \(queue=\?( AND priority<\?| AND priority=\?( AND run_at>\?)?)?\))$/);
+        expect(line).toMatch(/^SEARCH jobs USING (COVERING )?INDEX (jobs_held_by_until \(queue=\?( AND until<\?)?\)|jobs_claim_waiting \(queue=\?( AND priority<\?| AND priority=\?( AND run_at>\?)?)?\)|jobs_turn_waiting \(queue=\?\))$|^SEARCH h USING COVERING INDEX jobs_held_by_until \(queue=\? AND until>\?\)$/);
       }
+      // The top keys: a seek a key (k) or a queue, each key's open jobs a range (o), each queue's current leases a range (h).
+      const { rows } = await freshStore();
+      const keyLines = (await rows(`EXPLAIN QUERY PLAN ${readStatements.stats(T).sql}`, readStatements.stats(T).args)).map((row) => String(row.detail)).filter((detail) => /^(SEARCH|SCAN) (k|o)\b/.test(detail));
+      expect(new Set(keyLines)).toEqual(new Set([
+        "SEARCH k USING COVERING INDEX jobs_key_open (queue>?)",
+        "SEARCH k USING COVERING INDEX jobs_key_open (queue=? AND key>?)",
+        "SEARCH o USING COVERING INDEX jobs_key_open (queue=? AND key=?)",
+      ]));
+    });
+
+    test("a page of keys seeks each key in jobs_key_open, counts its open jobs there, and its leases in its queue's range of jobs_held_by_until", async () => {
+      const { rows } = await freshStore();
+      const statement = keysOf("q", "a", 101, T);
+      const lines = (await rows(`EXPLAIN QUERY PLAN ${statement.sql}`, statement.args)).map((row) => String(row.detail)).filter((detail) => /^(SEARCH|SCAN) (jobs|k|o|h|f)\b/.test(detail));
+      expect(new Set(lines)).toEqual(new Set([
+        "SEARCH k USING COVERING INDEX jobs_key_open (queue=? AND key>?)",
+        "SEARCH o USING COVERING INDEX jobs_key_open (queue=? AND key=?)",
+        "SEARCH h USING COVERING INDEX jobs_held_by_until (queue=? AND until>?)",
+        "SEARCH f USING INDEX jobs_key_open (queue=? AND key=?)",
+      ]));
     });
 
     test("a purge chunk with nothing due is an index lookup or two: finished jobs by when they finished, deletions by when they happened", async () => {
@@ -486,7 +507,8 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
         /^SEARCH jobs USING (COVERING )?INDEX jobs_claim_waiting \(queue=\? AND priority<\?\)$/, // the next priority down (LIMIT 1)
         /^SEARCH jobs USING INDEX jobs_claim_waiting \(queue=\? AND priority=\? AND run_at<\?\)$/, // the due jobs of a priority
         /^SEARCH jobs USING INDEX jobs_held_by_until \(queue=\? AND until<\?\)$/, // the leases that have ended
-        /^SEARCH jobs USING (COVERING )?INDEX jobs_held_by_until \(queue=\? AND until>\?\)$/, // a limited queue's current leases
+        /^SEARCH jobs USING INDEX jobs_turn_waiting \(queue=\?\)$/, // a fair queue's keyed jobs in turn order (migrations/0034): no entry in any other queue
+        /^SEARCH (jobs|h) USING (COVERING )?INDEX jobs_held_by_until \(queue=\? AND until>\?\)$/, // a limited queue's current leases, and its keys' (h)
       ];
       const push = claims.claimToPush("q", T, 10, "clock");
       for (const statement of [...claims.claimNext("q", "A", T, TTL, 10, "clock"), claims.claimNextAfter("job-1", "A", T, { limit: 10, ttlMs: TTL, clock: "clock" }), push]) {

@@ -43,6 +43,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         enqueued_seq: 1, claimed_seq: null, claimed_at: null, renewed_seq: null, renewed_at: null, renewed_last_at: null, renews: 0, seq: 1,
         claim_clock: null, // the clock of its last claim (migrations/0013): none yet
         traceparent: null, tracestate: null,
+        key: null, held_back: 0, turn: null, place: 0, // no key (migrations/0034): never held back, no turn, first of its call
       });
     });
 
@@ -98,7 +99,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         other.close();
       }
       expect(await noteVerbs(store).state("job-1", T)).toEqual({
-        id: "job-1", queue: "default", payload: null, priority: 0, runAt: T,
+        id: "job-1", queue: "default", key: null, payload: null, priority: 0, runAt: T,
         owner: "B", until: T + TTL, fence: 1, result: null, done: false,
         attempts: 1, maxAttempts: 25, createdAt: T, updatedAt: T,
         status: "leased", lastError: null, progress: null, traceparent: null, tracestate: null,

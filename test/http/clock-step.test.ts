@@ -23,7 +23,7 @@ describe("a job enqueued while the clock was an hour ahead", () => {
     expect((await call("GET", "/v1/jobs/delayed")).body.status).toBe("scheduled");
     expect(ids((await call("GET", "/v1/jobs?queue=q&status=queued")).body.jobs)).toEqual(["ahead"]);
     expect((await call("GET", "/v1/stats")).body.queues).toEqual([
-      { queue: "q", jobs: { queued: 1, scheduled: 1, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: 0, refused: { lastHour: 0, total: 0 }, paused: false },
+      { queue: "q", jobs: { queued: 1, scheduled: 1, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: 0, refused: { lastHour: 0, total: 0 }, paused: false, topKeys: [] },
     ]);
     expect((await call("GET", "/metrics")).body).toContain('fencelease_jobs{queue="q",status="queued"} 1');
 

@@ -125,7 +125,7 @@ describe("GET /v1/stats and /metrics", () => {
       status: 200,
       body: {
         queues: [
-          { queue: "default", jobs: { queued: 0, scheduled: 0, leased: 1, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: null, refused: { lastHour: 1, total: 1 }, paused: false },
+          { queue: "default", jobs: { queued: 0, scheduled: 0, leased: 1, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: null, refused: { lastHour: 1, total: 1 }, paused: false, topKeys: [] },
           { queue: "mail", jobs: { scheduled: 1 }, refused: { lastHour: 0, total: 0 } },
         ],
       },
@@ -146,7 +146,7 @@ describe("GET /v1/stats and /metrics", () => {
   });
 
   test("a newline in a label value, which the API now refuses in a queue name, would still be escaped", () => {
-    const stats = { queue: "a\nb", jobs: { queued: 1, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false };
+    const stats = { queue: "a\nb", jobs: { queued: 1, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: false, topKeys: [] };
     expect(prometheusText([stats])).toContain('fencelease_jobs{queue="a\\nb",status="queued"} 1');
   });
 

@@ -79,3 +79,22 @@ describe("the request histogram of /metrics", () => {
     expect(text.startsWith("# HELP fencelease_jobs ")).toBe(true);
   });
 });
+
+describe("the long polls waiting, in /metrics", () => {
+  test("fencelease_waiting_requests counts the claim-nexts and job reads waiting now, and drops as each is answered", async () => {
+    const { call } = await freshApp();
+    const waiting = async () => Number(/^fencelease_waiting_requests (\d+)$/m.exec((await call("GET", "/metrics")).body as string)?.[1]);
+    expect(await waiting()).toBe(0);
+    await call("POST", "/v1/jobs", { id: "read-me", queue: "other" });
+    const claim = call("POST", "/v1/queues/q/claim", { owner: "w", ttlMs: 60_000, waitMs: 30_000 });
+    const read = call("GET", "/v1/jobs/read-me?waitMs=30000");
+    while ((await waiting()) < 2);
+    expect(await waiting()).toBe(2);
+    await call("POST", "/v1/jobs", { id: "taken", queue: "q" }); // rings the claim
+    expect(((await claim).body as { leases: { job: { id: string } }[] }).leases.map((lease) => lease.job.id)).toEqual(["taken"]);
+    expect(await waiting()).toBe(1);
+    await call("POST", "/v1/jobs/read-me/cancel", {});
+    expect(((await read).body as { status: string }).status).toBe("cancelled");
+    expect(await waiting()).toBe(0);
+  });
+});

@@ -82,7 +82,7 @@ describe("the OpenAPI document", () => {
     expect(document.servers).toEqual([expect.objectContaining({ url: "/" })]);
     expect(document.security).toEqual([{ bearer: [] }]);
     const all = operations(document);
-    expect(all.length).toBe(38);
+    expect(all.length).toBe(39);
     for (const { method, path, operation } of all) {
       expect(operation.tags, `${method} ${path}`).toHaveLength(1);
       expect(document.tags!.map((tag) => tag.name), `${method} ${path}`).toContain(operation.tags![0]);
@@ -114,6 +114,7 @@ describe("the OpenAPI document", () => {
       "claimNext 200.retryAfterMs", // only when the rate limit stopped the claim short
       "claimNext 200.waitedMs", // only with waitMs
       "checkLease 200.reason", // only when the lease is not current
+      "NotClaimable.error.details.behind", // only with reason key_ordered
     ].sort());
     expect(document.components.schemas.Job!.required).toEqual(expect.arrayContaining(["payload", "result", "progress"]));
   });
@@ -158,7 +159,12 @@ describe("the OpenAPI document", () => {
     expect(body("/v1/jobs", "post")).toMatchObject({ not: { required: ["runAt", "delayMs"] }, additionalProperties: false });
     expect(resolve(document, body("/v1/queues/{queue}/jobs", "post").properties!.jobs!.items!)).toMatchObject({ not: { required: ["runAt", "delayMs"] } });
     expect(body("/v1/schedules/{name}", "put")).toMatchObject({ oneOf: [{ required: ["cron"] }, { required: ["everyMs"] }], dependentRequired: { timezone: ["cron"] } });
-    expect(body("/v1/queues/{queue}", "put")).toMatchObject({ if: { properties: { burst: { type: "integer" } }, required: ["burst"] }, then: { properties: { ratePerSecond: { type: "number" } }, required: ["ratePerSecond"] } });
+    expect(body("/v1/queues/{queue}", "put")).toMatchObject({
+      allOf: [
+        { if: { properties: { burst: { type: "integer" } }, required: ["burst"] }, then: { properties: { ratePerSecond: { type: "number" } }, required: ["ratePerSecond"] } },
+        { if: { properties: { keyBurst: { type: "integer" } }, required: ["keyBurst"] }, then: { properties: { keyRatePerSecond: { type: "number" } }, required: ["keyRatePerSecond"] } },
+      ],
+    });
   });
 
   test("declares a 500 on every operation, a required WWW-Authenticate on every 401 and a required Retry-After on every 429 and 503", async () => {
@@ -226,7 +232,7 @@ describe("the OpenAPI document", () => {
 
 /** Each operation's answer in a world that gives every one of them: its operationId, status and JSON body. */
 async function answers(): Promise<{ operationId: string; status: number; body: unknown }[]> {
-  const { call, clock } = await freshApp();
+  const { call, clock, store } = await freshApp();
   const seen: { operationId: string; status: number; body: unknown }[] = [];
   const as = async (operationId: string, method: string, path: string, body?: unknown) => {
     const answer = await call(method, path, body);
@@ -263,7 +269,11 @@ async function answers(): Promise<{ operationId: string; status: number; body: u
   await as("resumeQueue", "POST", "/v1/queues/q/resume");
   await as("getQueue", "GET", "/v1/queues/q");
   await as("listQueues", "GET", "/v1/queues");
+  await store.enqueueMany("keyed", { jobs: [{ id: "k-1", key: "acme" }, { id: "k-2", key: "acme" }, { id: "k-3", key: "beta" }], now: clock.now });
+  await store.queues.set("keyed", { maxLeasedPerKey: 1, now: clock.now });
+  await as("claimJob", "POST", "/v1/jobs/k-1/claim", { owner: "A", ttlMs: TTL });
   await as("getStats", "GET", "/v1/stats");
+  await as("listQueueKeys", "GET", "/v1/queues/keyed/keys?limit=1");
   await as("setPush", "PUT", "/v1/queues/q/push", { url: "https://push.example/q", maxInFlight: 2 });
   await as("setPush", "PUT", "/v1/queues/q/push", { url: "https://push.example/q", timeoutMs: 5_000 });
   await as("getPush", "GET", "/v1/queues/q/push");
@@ -303,7 +313,7 @@ describe("a client generated from the document by openapi-typescript", () => {
     const document = await openApiDocument();
     const generated = astToString(await openapiTS(document as never));
     const real = await answers();
-    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(35); // all but the 204s of deleteSchedule and deletePush and the text of getMetrics
+    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(36); // all but the 204s of deleteSchedule and deletePush and the text of getMetrics
 
     const use = [
       'import type { components, operations } from "./api.ts";',
@@ -320,6 +330,7 @@ describe("a client generated from the document by openapi-typescript", () => {
       'none<OptionalKeys<components["schemas"]["Schedule"]>>(true);',
       'none<OptionalKeys<components["schemas"]["QueueSettings"]>>(true);',
       'none<OptionalKeys<components["schemas"]["PushSettings"]>>(true);',
+      'none<OptionalKeys<components["schemas"]["KeyStats"]>>(true);',
       'none<Exclude<OptionalKeys<Answer<"claimNext", 200>>, "waitedMs" | "retryAfterMs">>(true);',
       // Requests as a client writes them.
       'export const enqueue: Body<"enqueueJob"> = { id: "x", queue: "q", payload: { any: ["json"] }, delayMs: 5 };',

@@ -64,6 +64,7 @@ const ROUTES: Record<string, Route> = {
   "post /v1/queues/{queue}/resume": { needs: "manage", request: (q) => ["POST", `/v1/queues/${q}/resume`], unseen: 403 },
   "put /v1/queues/{queue}": { needs: "manage", request: (q) => ["PUT", `/v1/queues/${q}`, { maxLeased: 5 }], unseen: 403 },
   "get /v1/queues/{queue}": { needs: "read", request: (q) => ["GET", `/v1/queues/${q}`], unseen: 403 },
+  "get /v1/queues/{queue}/keys": { needs: "read", request: (q) => ["GET", `/v1/queues/${q}/keys`], unseen: 403 },
   "get /v1/queues": { needs: "read", request: () => ["GET", "/v1/queues"] },
   "put /v1/queues/{queue}/push": { needs: "manage", request: (q) => ["PUT", `/v1/queues/${q}/push`, { url: `https://push.example/${q}`, maxInFlight: 3 }], unseen: 403 },
   "get /v1/queues/{queue}/push": { needs: "read", request: (q) => ["GET", `/v1/queues/${q}/push`], unseen: 403 },

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { freshApp, T, TOKEN } from "../fresh-app.ts";
 import { documentSchemas, servedDocument } from "./document-schemas.ts";
+import { NO_KEY_LIMITS } from "../contract/queues.contract.ts";
 
 // The queue controls over HTTP: pause, resume and maxLeased, on the real app.
 // Each test builds its own app on a fresh database.
@@ -52,7 +53,7 @@ describe("POST /v1/queues/:queue/pause and /resume", () => {
     const { call } = await freshApp();
     await call("POST", "/v1/queues/idle/pause");
     expect((await call("GET", "/v1/stats")).body.queues).toEqual([
-      { queue: "idle", jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: true },
+      { queue: "idle", jobs: { queued: 0, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: null, refused: { lastHour: 0, total: 0 }, paused: true, topKeys: [] },
     ]);
     const metrics = (await call("GET", "/metrics")).body;
     expect(metrics).toContain('fencelease_queue_paused{queue="idle"} 1');
@@ -82,18 +83,18 @@ describe("PUT /v1/queues/:queue, GET /v1/queues/:queue and GET /v1/queues", () =
   });
   test("a queue never set is not paused and has no limit; PUT sets maxLeased and GET reads it back", async () => {
     const { call } = await withJobs(1);
-    expect((await call("GET", "/v1/queues/q")).body).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
+    expect((await call("GET", "/v1/queues/q")).body).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
     expect(await call("PUT", "/v1/queues/q", { maxLeased: 2 })).toMatchObject({ status: 200, body: { queue: "q", paused: false, maxLeased: 2, ratePerSecond: null, burst: null } });
-    expect((await call("GET", "/v1/queues/q")).body).toEqual({ queue: "q", paused: false, maxLeased: 2, ratePerSecond: null, burst: null });
+    expect((await call("GET", "/v1/queues/q")).body).toEqual({ queue: "q", paused: false, maxLeased: 2, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
     expect((await call("GET", "/v1/queues")).body).toEqual({
-      queues: [{ queue: "other", paused: false, maxLeased: null, ratePerSecond: null, burst: null }, { queue: "q", paused: false, maxLeased: 2, ratePerSecond: null, burst: null }],
+      queues: [{ queue: "other", paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS }, { queue: "q", paused: false, maxLeased: 2, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS }],
     });
-    expect((await call("PUT", "/v1/queues/q", {})).body).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null });
+    expect((await call("PUT", "/v1/queues/q", {})).body).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
   });
 
   test("a PUT with no body at all is 400 the body is required, and keeps every limit; the body {} clears them", async () => {
     const { app, call } = await withJobs(1);
-    const limited = { queue: "q", paused: false, maxLeased: 3, ratePerSecond: 2, burst: 4 };
+    const limited = { queue: "q", paused: false, maxLeased: 3, ratePerSecond: 2, burst: 4, ...NO_KEY_LIMITS };
     await call("PUT", "/v1/queues/q", { maxLeased: 3, ratePerSecond: 2, burst: 4 });
     for (const headers of [{}, { "Content-Length": "0" }]) {
       const bare = await app.request("/v1/queues/q", { method: "PUT", headers: { Authorization: `Bearer ${TOKEN}`, ...headers } });

@@ -1,12 +1,13 @@
 import { describe, expect, test } from "vitest";
 import { freshApp, T } from "../fresh-app.ts";
+import { NO_KEY_LIMITS } from "../contract/queues.contract.ts";
 
 // The rate limit over HTTP: PUT and GET of ratePerSecond and burst, claim-next's
 // retryAfterMs, a claim by id refused as rate_limited, on the real app with the
 // test's clock. Each test builds its own app on a fresh database.
 
 const TTL = 30_000;
-const NO_LIMITS = { paused: false, maxLeased: null, ratePerSecond: null, burst: null };
+const NO_LIMITS = { paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS };
 
 /** An app with `count` jobs q-1… in queue q, and one job in queue other. */
 async function withJobs(count: number) {
@@ -21,9 +22,9 @@ describe("PUT /v1/queues/:queue with a rate limit", () => {
     const { call } = await withJobs(1);
     const set = await call("PUT", "/v1/queues/q", { maxLeased: 4, ratePerSecond: 2.5, burst: 10 });
     expect(set).toMatchObject({ status: 200, body: { queue: "q", paused: false, maxLeased: 4, ratePerSecond: 2.5, burst: 10 } });
-    expect((await call("GET", "/v1/queues/q")).body).toEqual({ queue: "q", paused: false, maxLeased: 4, ratePerSecond: 2.5, burst: 10 });
-    expect((await call("GET", "/v1/queues")).body.queues).toEqual([{ queue: "other", ...NO_LIMITS }, { queue: "q", paused: false, maxLeased: 4, ratePerSecond: 2.5, burst: 10 }]);
-    expect((await call("PUT", "/v1/queues/q", { ratePerSecond: 2.5 })).body).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: 2.5, burst: 3 }); // the default burst
+    expect((await call("GET", "/v1/queues/q")).body).toEqual({ queue: "q", paused: false, maxLeased: 4, ratePerSecond: 2.5, burst: 10, ...NO_KEY_LIMITS });
+    expect((await call("GET", "/v1/queues")).body.queues).toEqual([{ queue: "other", ...NO_LIMITS }, { queue: "q", paused: false, maxLeased: 4, ratePerSecond: 2.5, burst: 10, ...NO_KEY_LIMITS }]);
+    expect((await call("PUT", "/v1/queues/q", { ratePerSecond: 2.5 })).body).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: 2.5, burst: 3, ...NO_KEY_LIMITS }); // the default burst
     expect((await call("PUT", "/v1/queues/q", {})).body).toEqual({ queue: "q", ...NO_LIMITS });
   });
 
@@ -40,7 +41,7 @@ describe("PUT /v1/queues/:queue with a rate limit", () => {
       const refused = await call("PUT", "/v1/queues/q", bad);
       expect(refused, JSON.stringify(bad)).toMatchObject({ status: 400, body: { error: { code: "invalid_request" } } });
     }
-    expect((await call("GET", "/v1/queues/q")).body).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: 2, burst: 4 });
+    expect((await call("GET", "/v1/queues/q")).body).toEqual({ queue: "q", paused: false, maxLeased: null, ratePerSecond: 2, burst: 4, ...NO_KEY_LIMITS });
   });
 });
 
@@ -116,8 +117,9 @@ describe("the OpenAPI document", () => {
   test("describes the rate limit's settings, retryAfterMs and the rate_limited refusal", async () => {
     const { call } = await freshApp();
     const { body } = await call("GET", "/openapi.json");
-    expect(Object.keys(body.components.schemas.QueueSettings.properties)).toEqual(["queue", "paused", "maxLeased", "ratePerSecond", "burst"]);
-    expect(Object.keys(body.components.schemas.QueueSettingsBody.properties)).toEqual(["maxLeased", "ratePerSecond", "burst"]);
+    const keySettings = ["maxLeasedPerKey", "keyRatePerSecond", "keyBurst", "orderedByKey", "fairByKey"];
+    expect(Object.keys(body.components.schemas.QueueSettings.properties)).toEqual(["queue", "paused", "maxLeased", "ratePerSecond", "burst", ...keySettings]);
+    expect(Object.keys(body.components.schemas.QueueSettingsBody.properties)).toEqual(["maxLeased", "ratePerSecond", "burst", ...keySettings]);
     const claimNext = body.paths["/v1/queues/{queue}/claim"].post.responses["200"].content["application/json"].schema;
     expect(JSON.stringify(claimNext)).toContain("retryAfterMs");
     expect(body.paths["/v1/jobs/{id}/claim"].post.responses["409"].description).toContain("rate_limited");

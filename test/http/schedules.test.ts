@@ -15,7 +15,7 @@ describe("PUT /v1/schedules/:name", () => {
     expect(answer).toMatchObject({ status: 201 });
     expect(answer.body).toEqual({
       name: "nightly", queue: "reports", cron: "0 3 * * *", everyMs: null, timezone: "Europe/Paris", payload: { kind: "nightly" },
-      priority: 1, maxAttempts: 4, nextFireAt: NEXT_3_PARIS, lastFireAt: null, lastFireTaken: false, createdAt: T, updatedAt: T,
+      priority: 1, maxAttempts: 4, key: null, nextFireAt: NEXT_3_PARIS, lastFireAt: null, lastFireTaken: false, createdAt: T, updatedAt: T,
     });
   });
 

@@ -25,7 +25,7 @@ describe("schedules on the Node server", () => {
     const put = await s.client.schedules.put("nightly", { queue: "reports", cron: "0 3 * * *", payload: { n: 1 } });
     expect(put).toEqual({
       name: "nightly", queue: "reports", cron: "0 3 * * *", everyMs: null, timezone: "UTC", payload: { n: 1 },
-      priority: 0, maxAttempts: 25, nextFireAt: AT_3, lastFireAt: null, lastFireTaken: false, createdAt: T, updatedAt: T,
+      priority: 0, maxAttempts: 25, key: null, nextFireAt: AT_3, lastFireAt: null, lastFireTaken: false, createdAt: T, updatedAt: T,
     });
     expect(await s.client.schedules.put("a/b c", { queue: "q", everyMs: 60_000 })).toMatchObject({ name: "a/b c", everyMs: 60_000 });
     expect(await s.client.schedules.get("a/b c")).toMatchObject({ name: "a/b c", nextFireAt: T + 60_000 });

@@ -273,7 +273,10 @@ describe("the Node server", () => {
       const closed = once(socket, "close");
       const body = JSON.stringify({ id: "in-flight", queue: "other" });
       socket.write(`POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
-      expect((await call("/healthz")).status).toBe(200); // the requests above have reached the server
+      // The two long polls wait in the server, and the request in flight has reached it: an answer to another
+      // request says nothing of when the server took theirs, so the test waits until it says it has.
+      for (let metrics = ""; !/^fencelease_waiting_requests 2$/m.test(metrics); ) metrics = await (await call("/metrics")).text();
+      expect((await call("/healthz")).status).toBe(200);
 
       const stoppedAt = performance.now();
       child.kill("SIGTERM");

@@ -3,6 +3,8 @@ import { describe, expect, onTestFinished, test } from "vitest";
 import { StorageUnavailable } from "../../src/index.ts";
 import { connect, openStore } from "../../src/node.ts";
 import { clockStepContract } from "../contract/clock-step.contract.ts";
+import { keyReadsContract } from "../contract/key-reads.contract.ts";
+import { keysContract } from "../contract/keys.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
 import { manyContract } from "../contract/many.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
@@ -22,7 +24,9 @@ storeContract(freshClientStore);
 lifecycleContract(freshClientStore);
 manyContract(freshClientStore);
 rateLimitContract(freshClientStore);
+keysContract(freshClientStore);
 clockStepContract(freshClientStore);
+keyReadsContract(freshClientStore);
 
 describe("a busy database, on a client", () => {
   test("a write that waited out the busy timeout is StorageUnavailable, changes nothing, and the next write works", async () => {

@@ -1,10 +1,11 @@
-// One racer of test/store/races.test.ts: an OS process of its own, with its own
+// One racer of test/store/races.test.ts and key-races.test.ts: an OS process of its own, with its own
 // connection to the database. The test drives every racer in lock step over
 // stdin, one command per line, so that all of them hit the database together;
 // each answers one JSON line per command, and stops when stdin closes.
 //   node test/store/race-worker.ts URL OWNER NOW TTL
 //   stdin: "claim ID"          -> the fence won, or null
-//   stdin: "claim-next QUEUE N [AT]" -> [[id, fence], ...] of the jobs taken (at AT, default NOW)
+//   stdin: "claim-next QUEUE N [AT]" -> [[id, fence], ...] of the jobs taken (at AT, default NOW;
+//                                       "real": the real clock, read when the command comes)
 //   stdin: "complete ID FENCE"  -> true if the completion was accepted
 import { createInterface } from "node:readline";
 import { openStore } from "../../src/node.ts";
@@ -23,7 +24,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     const done = await noteVerbs(store).complete(target, owner, Number(limit), Number(now), "ok");
     process.stdout.write(`${JSON.stringify(done)}\n`);
   } else {
-    const leases = await store.claimNext(target, { owner, ttlMs: Number(ttl), limit: Number(limit), now: Number(at) });
+    const leases = await store.claimNext(target, { owner, ttlMs: Number(ttl), limit: Number(limit), now: at === "real" ? Date.now() : Number(at) });
     process.stdout.write(`${JSON.stringify(leases.map((lease) => [lease.job.id, lease.fence]))}\n`);
   }
 }

@@ -1,10 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
 import { createClient } from "@libsql/client";
 import { describe, expect, test } from "vitest";
 import { noteVerbs } from "../../src/index.ts";
 import { openStore, startServer } from "../../src/node.ts";
+import { NO_KEY_LIMITS } from "../contract/queues.contract.ts";
 import { freshStore } from "../fresh-db.ts";
+import { claimOver as claimOn, racers as racersOn } from "./racers.ts";
 
 const T = 1_000_000;
 const TTL = 60_000;
@@ -98,15 +98,7 @@ async function currentLeases(url: string, queue: string): Promise<number> {
 }
 
 /** A claim-next of queue "work" over HTTP, on the race server at `url`. */
-async function claimOver(url: string, owner: string, limit: number): Promise<{ leases: { fence: number; job: { id: string } }[] }> {
-  const response = await fetch(`${url}/v1/queues/work/claim`, {
-    method: "POST",
-    headers: { Authorization: "Bearer race", "Content-Type": "application/json" },
-    body: JSON.stringify({ owner, ttlMs: TTL, limit }),
-  });
-  expect(response.status).toBe(200);
-  return response.json() as Promise<{ leases: { fence: number; job: { id: string } }[] }>;
-}
+const claimOver = (url: string, owner: string, limit: number) => claimOn(url, { queue: "work", owner, limit, ttlMs: TTL });
 
 /** The leases a bucket of `burst` tokens refilled at `ratePerSecond` hands out at most in `elapsedMs`: exactly that many when claimers always ask for more. */
 const bucketBound = (burst: number, ratePerSecond: number, elapsedMs: number) => burst + Math.floor((elapsedMs * ratePerSecond) / 1000);
@@ -158,41 +150,8 @@ describe("the rate limit under 64 concurrent HTTP claimers", () => {
   });
 });
 
-/** Racer processes, one per owner, driven in lock step: each command goes to all of them at once. */
-async function racers(url: string, owners: string[]) {
-  const children = owners.map((owner) =>
-    spawn(process.execPath, ["test/store/race-worker.ts", url, owner, String(T), String(TTL)], { stdio: "pipe" }),
-  );
-  const stderr = children.map(collect);
-  const lines = children.map((child) => createInterface({ input: child.stdout! })[Symbol.asyncIterator]());
-  const next = async (i: number) => (await lines[i]!.next()).value as string;
-  for (const [i] of children.entries()) expect(await next(i)).toBe("ready");
-  return {
-    /** Sends one command to every racer at the same moment and answers their replies, in owner order. */
-    async all(command: string): Promise<unknown[]> {
-      for (const child of children) child.stdin!.write(`${command}\n`);
-      return Promise.all(children.map(async (_, i) => JSON.parse(await next(i))));
-    },
-    /** Sends one command to one racer and answers its reply. */
-    async one(i: number, command: string): Promise<unknown> {
-      children[i]!.stdin!.write(`${command}\n`);
-      return JSON.parse(await next(i));
-    },
-    /** Ends every racer and checks that none of them failed: no SQLITE_BUSY, no error of any kind. */
-    async stop() {
-      const exits = children.map((child) => new Promise((resolve) => child.on("close", resolve)));
-      for (const child of children) child.stdin!.end();
-      expect(await Promise.all(exits)).toEqual(owners.map(() => 0));
-      expect(stderr.map((text) => text())).toEqual(owners.map(() => ""));
-    },
-  };
-}
-
-function collect(child: ChildProcess): () => string {
-  let text = "";
-  child.stderr!.on("data", (chunk) => (text += chunk));
-  return () => text;
-}
+/** Racer processes on the file at `url`, at T. */
+const racers = (url: string, owners: string[]) => racersOn(url, owners, { now: T, ttlMs: TTL });
 
 // Skipped under mutation testing: a mutant is switched on inside the test
 // process only, so these child processes would always run the unmutated code.
@@ -271,7 +230,7 @@ describe.skipIf(process.env.FENCELEASE_IN_PROCESS_ONLY === "1")("races between O
       }
     }
     await race.stop();
-    expect(await store.queues.get("work")).toEqual({ queue: "work", paused: false, maxLeased: 5, ratePerSecond: null, burst: null });
+    expect(await store.queues.get("work")).toEqual({ queue: "work", paused: false, maxLeased: 5, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
   });
 
   test("4 processes claiming from a queue with a rate limit: exactly burst 5 at a frozen clock, and never more than burst + floor(elapsed x rate)", async () => {

@@ -32,7 +32,7 @@ describe("stats", () => {
     try {
       await lock.execute("UPDATE jobs SET owner = 'X', until = 1e15"); // not committed: the stats see the job as it was
       expect(await store.stats({ now: T })).toEqual([
-        { queue: "q", jobs: { queued: 1, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: 0, refused: { lastHour: 0, total: 0 }, paused: false },
+        { queue: "q", jobs: { queued: 1, scheduled: 0, leased: 0, done: 0, dead: 0, cancelled: 0 }, oldestDueAgeMs: 0, refused: { lastHour: 0, total: 0 }, paused: false, topKeys: [] },
       ]);
     } finally {
       lock.close();
@@ -53,7 +53,7 @@ describe("stats", () => {
     const store = new LeaseStore(spy);
     onTestFinished(() => store.close());
     await store.stats({ now: T });
-    expect(calls).toEqual(["run SELECT"]);
+    expect(calls).toEqual(["run WITH"]);
   });
 });
 

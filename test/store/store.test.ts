@@ -8,8 +8,10 @@ import { LeaseStore, StorageUnavailable } from "../../src/index.ts";
 import { connect, openStore } from "../../src/node.ts";
 import { cancelContract } from "../contract/cancel.contract.ts";
 import { clockStepContract } from "../contract/clock-step.contract.ts";
+import { keyReadsContract } from "../contract/key-reads.contract.ts";
 import { manyContract } from "../contract/many.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
+import { keysContract } from "../contract/keys.contract.ts";
 import { pushContract } from "../contract/push.contract.ts";
 import { queuesContract } from "../contract/queues.contract.ts";
 import { schedulesContract } from "../contract/schedules.contract.ts";
@@ -33,12 +35,14 @@ lifecycleContract(freshStore);
 manyContract(freshStore);
 rateLimitContract(freshStore);
 queuesContract(freshStore);
+keysContract(freshStore);
 pushContract(freshStore);
 schedulesContract(freshStore);
 cancelContract(freshStore);
 tokensContract(freshStore);
 traceContract(freshStore);
 clockStepContract(freshStore);
+keyReadsContract(freshStore);
 
 describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {

@@ -32,7 +32,8 @@ export async function launchBrowser(): Promise<Browser> {
 export async function uiServer(auth: Auth = { tokens: [TOKEN] }) {
   const dir = mkdtempSync(join(tmpdir(), "fencelease-ui-"));
   const clock = { now: T };
-  const server: RunningServer = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: `file:${join(dir, "ui.db")}`, auth, pushPrivate: "allow", clock: () => clock.now });
+  const databaseUrl = `file:${join(dir, "ui.db")}`;
+  const server: RunningServer = await startServer({ host: "127.0.0.1", port: 0, databaseUrl, auth, pushPrivate: "allow", clock: () => clock.now });
 
   /** Calls the API as a worker would, with the token, and answers the JSON body. */
   async function call(method: string, path: string, body?: unknown): Promise<any> {
@@ -44,6 +45,8 @@ export async function uiServer(auth: Auth = { tokens: [TOKEN] }) {
 
   return {
     url: server.url,
+    /** The server's database, for a test that writes what the API cannot yet (a store of its own on it). */
+    databaseUrl,
     clock,
     call,
     async stop() {

@@ -1,6 +1,7 @@
 import type { Locator } from "playwright-core";
 import { describe, expect, test } from "vitest";
 import { browserAndServer, fitsWidth, leave, signIn, visit, WAIT } from "./browser.ts";
+import { NO_KEY_LIMITS } from "../contract/queues.contract.ts";
 
 // The queue controls of the dashboard in Chromium against a real Node server:
 // each click is checked on the page and in the server's state.
@@ -20,6 +21,14 @@ async function hints(dialog: Locator): Promise<Record<string, string>> {
   return Object.fromEntries(pairs);
 }
 
+/** The dashboard, signed in, with the settings dialog of `queue` opened from its row. */
+async function settingsDialogOf(queue: string) {
+  const visited = await visit(shared.browser);
+  await signIn(visited.page, shared.server.url);
+  await visited.page.getByRole("button", { name: `Settings of queue ${queue}` }).click();
+  return { visited, page: visited.page, dialog: visited.page.getByRole("dialog", { name: `Settings of queue ${queue}` }) };
+}
+
 describe("queue controls", () => {
   test("Pause on a queue's row pauses it on the server, claims take nothing, and Resume starts it again", async () => {
     const mail = await queueWithJobs("mail", 2);
@@ -33,14 +42,14 @@ describe("queue controls", () => {
     await page.getByRole("button", { name: "Pause queue mail" }).click();
     await expect.poll(() => state.textContent(), WAIT).toBe("paused");
     expect(await page.locator("#queue-note").textContent()).toBe("Paused mail: claims take none of its jobs until it is resumed; leases held go on.");
-    expect(await shared.server.call("GET", `/v1/queues/${mail}`)).toEqual({ queue: mail, paused: true, maxLeased: null, ratePerSecond: null, burst: null });
-    expect(await shared.server.call("GET", `/v1/queues/${zip}`)).toEqual({ queue: zip, paused: false, maxLeased: null, ratePerSecond: null, burst: null }); // the bystander
+    expect(await shared.server.call("GET", `/v1/queues/${mail}`)).toEqual({ queue: mail, paused: true, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
+    expect(await shared.server.call("GET", `/v1/queues/${zip}`)).toEqual({ queue: zip, paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS }); // the bystander
     expect(await shared.server.call("POST", `/v1/queues/${mail}/claim`, { owner: "A", ttlMs: 10_000 })).toEqual({ leases: [] });
     expect(await page.getByRole("button", { name: "Pause queue mail" }).count()).toBe(0);
 
     await page.getByRole("button", { name: "Resume queue mail" }).click();
     await expect.poll(() => state.textContent(), WAIT).toBe("running");
-    expect(await shared.server.call("GET", `/v1/queues/${mail}`)).toEqual({ queue: mail, paused: false, maxLeased: null, ratePerSecond: null, burst: null });
+    expect(await shared.server.call("GET", `/v1/queues/${mail}`)).toEqual({ queue: mail, paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
     expect((await shared.server.call("POST", `/v1/queues/${mail}/claim`, { owner: "A", ttlMs: 10_000 })).leases).toHaveLength(1);
     await leave(visited, shared.server.url);
   });
@@ -87,14 +96,27 @@ describe("queue controls", () => {
     await dialog.waitFor({ state: "detached", ...WAIT });
     await expect.poll(() => limits.textContent(), WAIT).toBe("2.5/s burst 10");
     expect(await page.locator("#queue-note").textContent()).toBe(`Saved ${reports}: 2.5/s burst 10.`);
-    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: null, ratePerSecond: 2.5, burst: 10 });
+    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: null, ratePerSecond: 2.5, burst: 10, ...NO_KEY_LIMITS });
 
     await page.getByRole("button", { name: `Settings of queue ${reports}` }).click();
     expect(await dialog.getByLabel("Max leased").inputValue()).toBe(""); // filled with what it is now
     await dialog.getByLabel("Claims per second").fill("7");
     await dialog.getByRole("button", { name: "Cancel" }).click();
     await dialog.waitFor({ state: "detached", ...WAIT });
-    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: null, ratePerSecond: 2.5, burst: 10 });
+    expect(await shared.server.call("GET", `/v1/queues/${reports}`)).toEqual({ queue: reports, paused: false, maxLeased: null, ratePerSecond: 2.5, burst: 10, ...NO_KEY_LIMITS });
+    await leave(visited, shared.server.url);
+  });
+
+  test("saving a queue's limits in the dialog keeps the settings of its keys, which the dialog does not show", async () => {
+    const tenants = await queueWithJobs("tenants", 1);
+    const keyed = { maxLeasedPerKey: 2, keyRatePerSecond: 5, keyBurst: 8, orderedByKey: true, fairByKey: true };
+    await shared.server.call("PUT", `/v1/queues/${tenants}`, { maxLeased: 3, ...keyed });
+    const { visited, page, dialog } = await settingsDialogOf(tenants);
+    await dialog.getByLabel("Max leased").fill("6");
+    await dialog.getByRole("button", { name: "Save settings" }).click();
+    await dialog.waitFor({ state: "detached", ...WAIT });
+    await expect.poll(() => page.locator(`tr[data-queue=${tenants}] td[data-setting=limits]`).textContent(), WAIT).toBe("max leased 6");
+    expect(await shared.server.call("GET", `/v1/queues/${tenants}`)).toEqual({ queue: tenants, paused: false, maxLeased: 6, ratePerSecond: null, burst: null, ...keyed });
     await leave(visited, shared.server.url);
   });
 
@@ -114,24 +136,20 @@ describe("queue controls", () => {
     await dialog.waitFor({ state: "detached", ...WAIT });
     await expect.poll(() => page.locator("tr[data-queue=exports] td[data-setting=limits]").textContent(), WAIT).toBe("max leased 3");
     expect(await page.locator("tr[data-queue=exports] td[data-stat=queued]").textContent()).toBe("0");
-    expect(await shared.server.call("GET", "/v1/queues/exports")).toEqual({ queue: "exports", paused: false, maxLeased: 3, ratePerSecond: null, burst: null });
+    expect(await shared.server.call("GET", "/v1/queues/exports")).toEqual({ queue: "exports", paused: false, maxLeased: 3, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS });
     await leave(visited, shared.server.url);
   });
 
   test("the dialog sets a rate limit with its burst beside maxLeased; a burst without a rate is refused by the API, shown in the dialog, which stays open", async () => {
     const bulk = await queueWithJobs("bulk", 1);
-    const visited = await visit(shared.browser);
-    const { page } = visited;
-    await signIn(page, shared.server.url);
-    await page.getByRole("button", { name: `Settings of queue ${bulk}` }).click();
-    const dialog = page.getByRole("dialog", { name: `Settings of queue ${bulk}` });
+    const { visited, page, dialog } = await settingsDialogOf(bulk);
     await dialog.getByLabel("Max leased").fill("4");
     await dialog.getByLabel("Claims per second").fill("2.5");
     await dialog.getByLabel("Burst").fill("10");
     await dialog.getByRole("button", { name: "Save settings" }).click();
     const limits = page.locator(`tr[data-queue=${bulk}] td[data-setting=limits]`);
     await expect.poll(() => limits.textContent(), WAIT).toBe("max leased 4, 2.5/s burst 10");
-    expect(await shared.server.call("GET", `/v1/queues/${bulk}`)).toEqual({ queue: bulk, paused: false, maxLeased: 4, ratePerSecond: 2.5, burst: 10 });
+    expect(await shared.server.call("GET", `/v1/queues/${bulk}`)).toEqual({ queue: bulk, paused: false, maxLeased: 4, ratePerSecond: 2.5, burst: 10, ...NO_KEY_LIMITS });
 
     await page.getByRole("button", { name: `Settings of queue ${bulk}` }).click();
     await dialog.getByLabel("Claims per second").fill("");

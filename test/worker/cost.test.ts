@@ -3,7 +3,7 @@ import type { D1Database, D1PreparedStatement, D1Result } from "@cloudflare/work
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import worker from "../../src/worker.ts";
 import costPage from "../../docs/cost.md?raw";
-import { BATCH, COST_VERBS, LONG_POLL } from "./cost-verbs.ts";
+import { BATCH, COST_VERBS, expectKeyedLives, KEYED_VERBS, LONG_POLL } from "./cost-verbs.ts";
 
 // What each verb costs on D1, in the rows D1 bills: every query's
 // meta.rows_read and meta.rows_written, summed over the verb's HTTP call
@@ -103,15 +103,20 @@ async function emptyDatabase(): Promise<void> {
 }
 
 const measured = new Map<string, Tally>();
+/** The lines of the keys table (KEYED_VERBS). */
+const keyedMeasured = new Map<string, Tally>();
 let w: ReturnType<typeof countedWorker>;
 
-/** Runs one call or cron run and keeps its tally under `verb`; answers what the call answered. */
-async function measure<R>(verb: string, run: () => Promise<R>): Promise<R> {
+/** Runs one call or cron run and keeps its tally under `verb` (in `into`); answers what the call answered. */
+async function measure<R>(verb: string, run: () => Promise<R>, into = measured): Promise<R> {
   w.take();
   const answer = await run();
-  measured.set(verb, w.take());
+  into.set(verb, w.take());
   return answer;
 }
+
+/** measure, for a line of the keys table. */
+const measureKeyed = <R>(verb: string, run: () => Promise<R>) => measure(verb, run, keyedMeasured);
 
 function expectStatus(answer: { status: number; body: unknown }, status: number) {
   expect(answer.status, JSON.stringify(answer.body)).toBe(status);
@@ -126,6 +131,91 @@ async function inUse(queue: string): Promise<void> {
   const id = `${queue}-resident`;
   expectStatus(await w.call("POST", "/v1/jobs", { id, queue, payload: PAYLOAD, delayMs: 365 * DAY }), 201);
   expectStatus(await w.call("POST", `/v1/jobs/${id}/complete`, { owner: "Z", fence: 1, result: RESULT }), 409);
+}
+
+/** The ids of `n` jobs, `prefix`-000 on. */
+const idsOf = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(3, "0")}`);
+
+/** Whether job `id` waits for its key's turn (migrations/0034's held_back). */
+async function heldBack(id: string): Promise<boolean> {
+  return (await env.DB.prepare("SELECT held_back FROM jobs WHERE id = ?").bind(id).first<{ held_back: number }>())!.held_back === 1;
+}
+
+/**
+ * The lines of the keys table: a keyed job's life in a queue with
+ * maxLeasedPerKey, on single calls and by the hundred over 10 keys; a job
+ * enqueued while its key is full, and let in when the one before it
+ * completes; and claims in a queue with keyRatePerSecond.
+ */
+async function measureKeyedLives(): Promise<void> {
+  // A keyed job's life on single calls.
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("keyed");
+  expectStatus(await w.call("PUT", "/v1/queues/keyed", { maxLeasedPerKey: 2 }), 200);
+  const one = await measureKeyed("enqueue, keyed", () => w.call("POST", "/v1/jobs", { id: "k-one", queue: "keyed", key: "tenant-1", payload: PAYLOAD }));
+  expect(one).toMatchObject({ status: 201, body: { created: true, job: { key: "tenant-1" } } });
+  const [lease] = (await measureKeyed("claim-next, keyed", () => w.call("POST", "/v1/queues/keyed/claim", { owner: "A", ttlMs: TTL }))).body.leases;
+  expect(lease).toMatchObject({ fence: 1, job: { id: "k-one" } });
+  vi.setSystemTime(T + 1_000);
+  expectStatus(await measureKeyed("complete, keyed", () => w.call("POST", "/v1/jobs/k-one/complete", { owner: "A", fence: 1, result: RESULT })), 200);
+  vi.setSystemTime(T + 8 * DAY);
+  await measureKeyed("purge (cron, one keyed job)", () => w.cron(T + 8 * DAY));
+  expect((await w.call("GET", "/v1/jobs/k-one")).status).toBe(404);
+
+  // By the hundred, over 10 keys of 10 jobs (maxLeasedPerKey 10: all let in).
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("keyed-many");
+  expectStatus(await w.call("PUT", "/v1/queues/keyed-many", { maxLeasedPerKey: 10 }), 200);
+  const jobs = idsOf("km", BATCH).map((id, i) => ({ id, key: `tenant-${i % 10}`, payload: PAYLOAD }));
+  const enqueued = await measureKeyed(`enqueueMany of ${BATCH} over 10 keys`, () => w.call("POST", "/v1/queues/keyed-many/jobs", { jobs }));
+  expect(enqueued.body.jobs.filter((job: { created: boolean }) => job.created)).toHaveLength(BATCH);
+  const claimed = (await measureKeyed(`claim-next of ${BATCH}, keyed`, () => w.call("POST", "/v1/queues/keyed-many/claim", { owner: "W", ttlMs: TTL, limit: BATCH }))).body.leases as { fence: number; job: { id: string } }[];
+  expect(claimed).toHaveLength(BATCH);
+  vi.setSystemTime(T + 2_000);
+  const completed = await measureKeyed(`completeMany of ${BATCH}, keyed, with next (none left)`, () =>
+    w.call("POST", "/v1/leases/complete", { owner: "W", leases: claimed.map((c) => ({ id: c.job.id, fence: c.fence, result: RESULT })), next: { queue: "keyed-many", limit: BATCH, ttlMs: TTL } }));
+  expect(completed.body.leases).toHaveLength(0);
+  vi.setSystemTime(T + 8 * DAY);
+  await measureKeyed(`purge (cron, ${BATCH} keyed jobs)`, () => w.cron(T + 8 * DAY));
+
+  // Held back: its key has its one job held (maxLeasedPerKey 1), and it is let in when that one completes.
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("held");
+  expectStatus(await w.call("PUT", "/v1/queues/held", { maxLeasedPerKey: 1 }), 200);
+  expectStatus(await w.call("POST", "/v1/jobs", { id: "h-first", queue: "held", key: "tenant-1", payload: PAYLOAD }), 201);
+  expectStatus(await w.call("POST", "/v1/jobs/h-first/claim", { owner: "A", ttlMs: TTL }), 200);
+  expectStatus(await measureKeyed("enqueue, held back (its key full)", () => w.call("POST", "/v1/jobs", { id: "h-second", queue: "held", key: "tenant-1", payload: PAYLOAD })), 201);
+  expect(await heldBack("h-second")).toBe(true);
+  vi.setSystemTime(T + 1_000);
+  expectStatus(await measureKeyed("complete, letting in the next of its key", () => w.call("POST", "/v1/jobs/h-first/complete", { owner: "A", fence: 1, result: RESULT })), 200);
+  expect(await heldBack("h-second")).toBe(false);
+  const [letIn] = (await measureKeyed("claim-next of the job let in", () => w.call("POST", "/v1/queues/held/claim", { owner: "A", ttlMs: TTL }))).body.leases;
+  expect(letIn).toMatchObject({ fence: 1, job: { id: "h-second" } });
+
+  // A key's token bucket: its first claim inserts the key's row of key_buckets, a later one updates it.
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("rated");
+  expectStatus(await w.call("PUT", "/v1/queues/rated", { keyRatePerSecond: 10 }), 200);
+  expectStatus(await w.call("POST", "/v1/queues/rated/jobs", { jobs: idsOf("r", 2).map((id) => ({ id, key: "tenant-1", payload: PAYLOAD })) }), 200);
+  const first = await measureKeyed("claim-next, keyed, with keyRatePerSecond (its key's first claim)", () => w.call("POST", "/v1/queues/rated/claim", { owner: "A", ttlMs: TTL }));
+  expect(first.body.leases).toMatchObject([{ job: { id: "r-000" } }]);
+  vi.setSystemTime(T + 1_000);
+  const later = await measureKeyed("claim-next, keyed, with keyRatePerSecond (a later claim)", () => w.call("POST", "/v1/queues/rated/claim", { owner: "A", ttlMs: TTL }));
+  expect(later.body.leases).toMatchObject([{ job: { id: "r-001" } }]);
+  expect((await env.DB.prepare("SELECT count(*) AS n FROM key_buckets WHERE queue = 'rated' AND key = 'tenant-1'").first<{ n: number }>())!.n).toBe(1);
+
+  // By the hundred over 10 keys, each key's bucket holding 10 tokens.
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("rated-many");
+  expectStatus(await w.call("PUT", "/v1/queues/rated-many", { keyRatePerSecond: 10 }), 200);
+  expectStatus(await w.call("POST", "/v1/queues/rated-many/jobs", { jobs: idsOf("rm", BATCH).map((id, i) => ({ id, key: `tenant-${i % 10}`, payload: PAYLOAD })) }), 200);
+  const rated = await measureKeyed(`claim-next of ${BATCH} over 10 keys, with keyRatePerSecond`, () => w.call("POST", "/v1/queues/rated-many/claim", { owner: "W", ttlMs: TTL, limit: BATCH }));
+  expect(rated.body.leases).toHaveLength(BATCH);
 }
 
 beforeAll(async () => {
@@ -207,7 +297,9 @@ beforeAll(async () => {
   while (w.peek().queries < 3) await new Promise((resolve) => setTimeout(resolve, 5));
   expectStatus(await producer.call("POST", "/v1/jobs", { id: "polled", queue: "polled", payload: PAYLOAD }), 201);
   expect((await waiting).body.leases).toHaveLength(1);
-}, 60_000);
+
+  await measureKeyedLives();
+}, 90_000);
 
 /** The database file's size, as D1 reports it after a query. */
 async function databaseBytes(db: D1Database): Promise<number> {
@@ -238,18 +330,19 @@ afterAll(() => {
   vi.useRealTimers();
 });
 
-/** The table of docs/cost.md: each verb's queries and rows, as measured. */
-function costTable(): string {
-  expect([...measured.keys()].sort()).toEqual([...COST_VERBS].sort());
+/** A table of docs/cost.md: each of `verbs`' queries and rows, as measured (in `from`). */
+function costTable(verbs: readonly string[] = COST_VERBS, from = measured): string {
+  expect([...from.keys()].sort()).toEqual([...verbs].sort());
   const lines = ["| verb | queries | rows read | rows written |", "|---|---:|---:|---:|"];
-  for (const verb of COST_VERBS) {
-    const { queries, read, written } = measured.get(verb)!;
+  for (const verb of verbs) {
+    const { queries, read, written } = from.get(verb)!;
     lines.push(`| ${verb} | ${queries} | ${read} | ${written} |`);
   }
   return lines.join("\n");
 }
 
 const written = (verb: string) => measured.get(verb)!.written;
+const keyedWritten = (verb: string) => keyedMeasured.get(verb)!.written;
 
 /**
  * The most rows a job's life and a few verbs may write (issue 18), and the
@@ -278,6 +371,28 @@ describe("what a job costs on D1", () => {
     expect(written("renew")).toBeLessThanOrEqual(BUDGET.renew);
     expect(written("refused stale write")).toBeLessThanOrEqual(BUDGET.refusal);
     expect(written("expiry (cron, one lease)")).toBeLessThanOrEqual(BUDGET.expiry);
+  });
+});
+
+describe("what a keyed job costs on D1", () => {
+  test("each keyed verb writes the rows of its line in docs/cost.md's keys table, and reads no more", () => {
+    console.log(costTable(KEYED_VERBS, keyedMeasured));
+    expect(costPage).toContain(costTable(KEYED_VERBS, keyedMeasured));
+  });
+
+  test("a keyed job's life writes at most 2 rows more than an unkeyed one's, single and batched, held back or with a key rate, as docs/cost.md says", () => {
+    expectKeyedLives((verb) => (measured.get(verb) ?? keyedMeasured.get(verb))!.written, costPage);
+  });
+
+  test("a claim in a queue with keyRatePerSecond writes one row more a job than a keyed claim: its key's row of key_buckets", () => {
+    expect(keyedWritten("claim-next, keyed, with keyRatePerSecond (its key's first claim)")).toBe(keyedWritten("claim-next, keyed") + 1);
+    expect(keyedWritten("claim-next, keyed, with keyRatePerSecond (a later claim)")).toBe(keyedWritten("claim-next, keyed") + 1);
+    expect(keyedWritten(`claim-next of ${BATCH} over 10 keys, with keyRatePerSecond`)).toBe(keyedWritten(`claim-next of ${BATCH}, keyed`) + BATCH);
+  });
+
+  test("a keyed job's purge writes what an unkeyed one's does: its key's entry left with its completion", () => {
+    expect(keyedWritten("purge (cron, one keyed job)")).toBe(written("purge (cron, one job)"));
+    expect(keyedWritten(`purge (cron, ${BATCH} keyed jobs)`)).toBe(written(`purge (cron, ${BATCH} jobs)`));
   });
 });
 

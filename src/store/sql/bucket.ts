@@ -32,16 +32,24 @@ function ms(now: string): string {
   return `CAST(${now} AS INTEGER)`;
 }
 
-/** The bucket's columns of a `queues` row, under a table prefix such as "s." (or ""). */
-function columns(row: string) {
+/** A bucket as SQL expressions: its rate (micro-tokens a ms), its cap, what it held at its last count, when, and by which clock. */
+export type BucketColumns = { rate: string; cap: string; tokens: string; at: string; by: string };
+
+/**
+ * The bucket's columns: those of a `queues` row under a table prefix such as
+ * "s." (or ""), or, given as columns, any bucket (a key's, src/store/sql/keys.ts).
+ */
+function columns(row: string | BucketColumns): BucketColumns {
+  if (typeof row !== "string") return row;
   return { rate: `${row}refill_per_ms`, cap: `(${row}burst * ${TOKEN})`, tokens: `${row}micro_tokens`, at: `${row}tokens_at`, by: `${row}tokens_clock` };
 }
+
 
 /**
  * Whether the bucket's last count is followed back to `now` read from
  * `clock` (SQL expressions, 1 or 0; NULL without a rate): see `followsBack`.
  */
-export function followedBack(row: string, now: string, clock: string): string {
+export function followedBack(row: string | BucketColumns, now: string, clock: string): string {
   const { at, by } = columns(row);
   return followsBack(at, by, ms(now), clock);
 }
@@ -52,7 +60,7 @@ export function followedBack(row: string, now: string, clock: string): string {
  * count is followed back (`followedBack`). What a spend stores as its new
  * `tokens_at`, and what the next token is counted from.
  */
-export function countedFrom(row: string, now: string, clock: string): string {
+export function countedFrom(row: string | BucketColumns, now: string, clock: string): string {
   const { at } = columns(row);
   return `CASE WHEN ${followedBack(row, now, clock)} THEN ${ms(now)} ELSE max(${at}, ${ms(now)}) END`;
 }
@@ -62,7 +70,7 @@ export function countedFrom(row: string, now: string, clock: string): string {
  * count stays ahead of it (it waits for another clock's count, which keeps
  * its writer).
  */
-export function countedBy(row: string, now: string, clock: string): string {
+export function countedBy(row: string | BucketColumns, now: string, clock: string): string {
   const { at, by } = columns(row);
   return `CASE WHEN ${at} > ${ms(now)} AND NOT ${followedBack(row, now, clock)} THEN ${by} ELSE ${clock} END`;
 }
@@ -74,13 +82,13 @@ export function countedBy(row: string, now: string, clock: string): string {
  * nothing. The elapsed time is first cut to what fills an empty bucket, so the
  * product stays a small integer.
  */
-export function refilled(row: string, now: string): string {
+export function refilled(row: string | BucketColumns, now: string): string {
   const { rate, cap, tokens, at } = columns(row);
   return `min(${cap}, ${tokens} + min(max(0, ${ms(now)} - ${at}), ${cap} / ${rate} + 1) * ${rate})`;
 }
 
 /** The whole tokens the bucket holds at `now`: how many leases a claim may hand out by the rate limit. */
-export function wholeTokens(row: string, now: string): string {
+export function wholeTokens(row: string | BucketColumns, now: string): string {
   return `max(0, ${refilled(row, now)} / ${TOKEN})`;
 }
 
@@ -89,7 +97,7 @@ export function wholeTokens(row: string, now: string): string {
  * `now` if it holds one; else the first ms at which the refill reaches one,
  * counted from `countedFrom`. NULL without a rate.
  */
-export function tokenDueAt(row: string, now: string, clock: string): string {
+export function tokenDueAt(row: string | BucketColumns, now: string, clock: string): string {
   const { rate } = columns(row);
   const short = `(${TOKEN} - ${refilled(row, now)})`;
   return `CASE WHEN ${rate} IS NULL THEN NULL WHEN ${short} <= 0 THEN ${ms(now)}

@@ -2,6 +2,7 @@ import type { InValue } from "@libsql/client";
 import type { Statement } from "../../drivers/driver.ts";
 import { followedBack, refilled, TOKEN, tokenDueAt, wholeTokens } from "./bucket.ts";
 import { CLAIM, claimed, due, EXHAUSTED, expire, returningJob, status } from "./lease.ts";
+import { keyBucket as keyBucketOf, keyRoom, keyTables, leasesOfKey, turnWaiting } from "./keys.ts";
 
 // The claims, and everything that decides one. A claim is one UPDATE that
 // picks its jobs and takes their leases in the same statement, so two
@@ -33,6 +34,15 @@ import { CLAIM, claimed, due, EXHAUSTED, expire, returningJob, status } from "./
  */
 export function currentLeases(queue: string, now: string): string {
   return `(SELECT count(*) FROM jobs WHERE queue = ${queue} AND done = 0 AND owner IS NOT NULL AND until > ${now})`;
+}
+
+/**
+ * The jobs of `queue` in jobs_claim_waiting (migrations/0034): nobody holds
+ * them, let in by their key, and without a turn (the jobs of a fair queue's
+ * keys are in jobs_turn_waiting).
+ */
+function waitingIn(queue: string): string {
+  return `queue = ${queue} AND done = 0 AND owner IS NULL AND held_back = 0 AND turn IS NULL`;
 }
 
 /**
@@ -76,10 +86,15 @@ function room(queue: string, now: string, limit: string): string {
                     FROM queues s WHERE s.queue = ${queue}), ${limit})`;
 }
 
+/** A job of an ordered key that waits behind its key's earlier jobs (held back): not even a claim by id takes it. */
+const ORDERED_BEHIND = "(jobs.held_back = 1 AND coalesce((SELECT s.ordered_by_key FROM queues s WHERE s.queue = jobs.queue), 0) = 1)";
+
 /**
  * Takes the lease of one job if nobody holds it: a new owner and the next
  * fence; not while its queue is paused, has its maxLeased current leases, or
- * has no whole token in its bucket. Answers the job as now held. `clock` is
+ * has no whole token in its bucket, nor while its key has no room (its
+ * maxLeasedPerKey current leases, no whole token in its bucket) or, in an
+ * ordered queue, earlier jobs to run first. Answers the job as now held. `clock` is
  * the store's clock id, which migrations/0013's trigger reads from
  * `claim_clock` (src/store/step-back.ts).
  */
@@ -87,9 +102,11 @@ export function claim(id: string, owner: string, now: number, ttlMs: number, clo
   return [
     expire(now, id),
     {
-      sql: `UPDATE jobs
+      sql: `WITH ${keyTables("(SELECT queue FROM jobs WHERE id = ?1)", "?3")}
+            UPDATE jobs
             SET ${CLAIM}, claim_clock = ?5
             WHERE id = ?1 AND done = 0 AND until <= ?3 AND ${room("jobs.queue", "?3", "1")} > 0
+              AND ${keyRoom("jobs.queue", "jobs.key", "?3", "1")} > 0 AND NOT ${ORDERED_BEHIND}
             ${returningJob("?3")}`,
       args: [id, owner, now, ttlMs, clock],
     },
@@ -164,27 +181,39 @@ export function claimToPush(queue: string, now: number, limit: number, clock: st
  * from jobs_held_by_until.
  */
 function takeNext(queue: string, guard: string, args: InValue[], push?: { ttl: string; cap: string }): Statement {
-  const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
+  const waiting = waitingIn(queue);
   const dueNow = dueWaiting(queue, "?3");
+  const keyOk = `${keyRoom(queue, "jobs.key", "?3", "1")} > 0`;
   return {
-    sql: `UPDATE jobs
+    sql: `WITH RECURSIVE ${keyTables(queue, "?3")},
+          level(priority, before) AS (
+            SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1), 0
+            UNION ALL
+            SELECT (SELECT priority FROM jobs WHERE ${waiting} AND priority < level.priority ORDER BY priority DESC LIMIT 1),
+                   before + (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE ${waiting} AND priority = level.priority AND ${dueNow} LIMIT ?5))
+            FROM level WHERE level.priority IS NOT NULL AND before < ?5),
+          candidate AS (
+            SELECT * FROM (
+              SELECT id, priority, turn, run_at, created_at, key FROM jobs
+              WHERE ${waiting} AND priority IN (SELECT priority FROM level WHERE before < ?5) AND ${dueNow} AND ${keyOk}
+              ORDER BY priority DESC, run_at, created_at, id LIMIT ?5)
+            UNION ALL
+            SELECT * FROM (
+              SELECT id, priority, turn, run_at, created_at, key FROM jobs
+              WHERE ${turnWaiting("", queue)} AND ${dueNow} AND ${keyOk}
+              ORDER BY priority DESC, turn, run_at, created_at, id LIMIT ?5)
+            UNION ALL
+            SELECT id, priority, turn, run_at, created_at, key FROM jobs WHERE ${endedDue(queue, "?3")} AND ${keyOk}),
+          ranked AS (
+            SELECT id, priority, turn, run_at, created_at,
+                   row_number() OVER (PARTITION BY key ORDER BY priority DESC, turn, run_at, created_at, id) AS nth,
+                   ${keyRoom(queue, "candidate.key", "?3", "?5")} AS key_room
+            FROM candidate WHERE true ${guard})
+          UPDATE jobs
           SET last_error = CASE WHEN owner IS NOT NULL THEN 'the lease of ' || owner || ' expired' ELSE last_error END, ${push ? claimed(push.ttl) : CLAIM}, claim_clock = ?6
           WHERE id IN (
-            WITH RECURSIVE level(priority, before) AS (
-              SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1), 0
-              UNION ALL
-              SELECT (SELECT priority FROM jobs WHERE ${waiting} AND priority < level.priority ORDER BY priority DESC LIMIT 1),
-                     before + (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE ${waiting} AND priority = level.priority AND ${dueNow} LIMIT ?5))
-              FROM level WHERE level.priority IS NOT NULL AND before < ?5)
-            SELECT id FROM (
-              SELECT * FROM (
-                SELECT id, priority, run_at, created_at FROM jobs
-                WHERE ${waiting} AND priority IN (SELECT priority FROM level WHERE before < ?5) AND ${dueNow}
-                ORDER BY priority DESC, run_at, created_at, id LIMIT ?5)
-              UNION ALL
-              SELECT id, priority, run_at, created_at FROM jobs WHERE ${endedDue(queue, "?3")})
-            WHERE true ${guard}
-            ORDER BY priority DESC, run_at, created_at, id
+            SELECT id FROM ranked WHERE nth <= key_room
+            ORDER BY priority DESC, turn, run_at, created_at, id
             LIMIT ${push ? `min(${room(queue, "?3", "?5")}, max(0, ${push.cap}))` : room(queue, "?3", "?5")})
           ${returningJob("?3")}`,
     args,
@@ -199,7 +228,7 @@ function takeNext(queue: string, guard: string, args: InValue[], push?: { ttl: s
  * asks by run_at is a range of each priority, never a walk over a backlog.
  */
 export function overWaitingPriorities(queue: string, aggregate: string): string {
-  const waiting = `queue = ${queue} AND done = 0 AND owner IS NULL`;
+  const waiting = waitingIn(queue);
   return `(WITH RECURSIVE waiting_priority(priority) AS (
              SELECT (SELECT priority FROM jobs WHERE ${waiting} ORDER BY priority DESC LIMIT 1)
              UNION ALL
@@ -210,14 +239,16 @@ export function overWaitingPriorities(queue: string, aggregate: string): string 
 
 /** The waiting jobs of `queue` at one of the priorities of `overWaitingPriorities`, and `more`: a range of jobs_claim_waiting. */
 export function waitingAt(queue: string, more: string): string {
-  return `queue = ${queue} AND done = 0 AND owner IS NULL AND priority = waiting_priority.priority ${more}`;
+  return `${waitingIn(queue)} AND priority = waiting_priority.priority ${more}`;
 }
 
 /**
  * When a job of each of `queues` next becomes claimable by `takeNext`: the
  * earliest run_at of a job nobody holds (`now` if one is `due` before its
  * run_at), or the earliest end of a lease that is not its job's last attempt
- * (one row per queue; `at` null when there is none). What a waiting claim
+ * (one row per queue; `at` null when there is none). The jobs of a fair
+ * queue's keys are in claim order by turn, not run_at: when none is due, their
+ * earliest run_at is read from all of them (migrations/0034). What a waiting claim
  * sleeps until, and what the wait rooms' re-check reads for every queue with
  * waiters at once; for each queue, a seek a priority (and a range up to
  * `dueUpTo`), and a range of the lease ends, each read once (`parts`).
@@ -230,13 +261,15 @@ export function nextClaimable(queues: string[], now: number, clock: string): Sta
   const held = "queue = w.queue AND done = 0 AND owner IS NOT NULL";
   return {
     sql: `WITH w(queue) AS (SELECT DISTINCT value FROM json_each(?1)),
-          parts(queue, free, ended) AS MATERIALIZED (
+          parts(queue, free, turns, ended) AS MATERIALIZED (
             SELECT w.queue,
                    ${overWaitingPriorities("w.queue", `min(CASE WHEN EXISTS (SELECT 1 FROM jobs WHERE ${waitingAt("w.queue", `AND run_at > ?2 AND ${dueWaiting("w.queue", "?2")}`)}) THEN ?2
                                                                 ELSE (SELECT max(run_at, until) FROM jobs WHERE ${waitingAt("w.queue", "")} ORDER BY run_at LIMIT 1) END)`)},
+                   CASE WHEN EXISTS (SELECT 1 FROM jobs WHERE ${turnWaiting("", "w.queue")} AND ${dueWaiting("w.queue", "?2")}) THEN ?2
+                        ELSE (SELECT min(max(run_at, until)) FROM jobs WHERE ${turnWaiting("", "w.queue")}) END,
                    (SELECT CASE WHEN ${due("until")} THEN until ELSE run_at END FROM jobs WHERE ${held} AND NOT (${EXHAUSTED}) ORDER BY until LIMIT 1)
             FROM w),
-          n(queue, at) AS MATERIALIZED (SELECT queue, coalesce(min(free, ended), free, ended) FROM parts)
+          n(queue, at) AS MATERIALIZED (SELECT queue, (SELECT min(part) FROM (SELECT free AS part UNION ALL SELECT turns UNION ALL SELECT ended)) FROM parts)
           SELECT n.queue,
                  CASE WHEN s.paused = 1 OR n.at IS NULL THEN NULL
                       ELSE max(n.at,
@@ -271,37 +304,62 @@ export function nextToPush(queue: string, now: number, clock: string): Statement
 /** The queue's row `s` (at ?2) has its maxLeased current leases: no token would let a claim through. */
 const FULL = `(s.max_leased IS NOT NULL AND ${currentLeases("s.queue", "?2")} >= s.max_leased)`;
 
+/** How many due keyed jobs `retryAfter` looks at for the keys whose buckets held them back. */
+const KEYS_LOOKED_AT = 100;
+
 /**
- * In how many ms `queue`'s bucket next holds a whole token, when its rate
- * limit is what holds back a claim-next at `now`: it has a rate, is not
- * paused, not full (its maxLeased current leases), holds no whole token, and
- * a job is due; and whether its count is followed back to `now` read from
- * `clock` (`stepped_back`: see `followClock`). One row, or none; a queue
- * without settings is one primary-key lookup. With `limit`, it is sent in the
- * claim's batch, just after it: it reads nothing when the claim took `limit`.
+ * In how many ms a claim-next of `queue` at `now` may take a job, when a rate
+ * limit is what held it back: the queue's (it has a rate, is not paused, not
+ * full, its bucket holds no whole token, and a job is due), or its keys' (the
+ * first due jobs let in have keys whose buckets hold no whole token: when the
+ * first of them next holds one); the later of the two. With whether a count is followed back to `now` read from `clock`
+ * (`stepped_back`: see `followClock`, `followKeyClocks`). One row, or none; a
+ * queue without settings is one primary-key lookup. With `limit`, it is sent
+ * in the claim's batch, just after it: it reads nothing when the claim took `limit`.
  */
 export function retryAfter(queue: string, now: number, clock: string, limit?: number): Statement {
   const anyDue = `${overWaitingPriorities("?1", `max(EXISTS (SELECT 1 FROM jobs WHERE ${waitingAt("?1", `AND ${dueWaiting("?1", "?2")}`)}))`)} = 1
                   OR EXISTS (SELECT 1 FROM jobs WHERE ${endedDue("?1", "?2")})`;
+  const short = limit === undefined ? "" : "changes() < ?4 AND";
+  const keyBucket = keyBucketOf("s", "b");
+  // The keys of the first due jobs let in: of those, the ones whose buckets hold no whole token held the claim back.
+  const dueKeys = `SELECT key FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NULL AND held_back = 0 AND key IS NOT NULL AND ${due("?2")} LIMIT ${KEYS_LOOKED_AT}`;
   return {
-    sql: `SELECT ${tokenDueAt("s.", "?2", "?3")} - ?2 AS ms, ${followedBack("s.", "?2", "?3")} AS stepped_back FROM queues s
-          WHERE ${limit === undefined ? "" : "changes() < ?4 AND"} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
-            AND ${refilled("s.", "?2")} < ${TOKEN} AND (${anyDue})`,
+    sql: `SELECT ms, stepped_back FROM (
+            SELECT ${tokenDueAt("s.", "?2", "?3")} - ?2 AS ms, ${followedBack("s.", "?2", "?3")} AS stepped_back FROM queues s
+            WHERE ${short} s.queue = ?1 AND s.refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
+              AND ${refilled("s.", "?2")} < ${TOKEN} AND (${anyDue})
+            UNION ALL
+            SELECT min(${tokenDueAt(keyBucket, "?2", "?3")}) - ?2, max(${followedBack(keyBucket, "?2", "?3")})
+            FROM queues s JOIN key_buckets b ON b.queue = s.queue
+            WHERE ${short} s.queue = ?1 AND s.key_refill_per_ms IS NOT NULL AND s.paused = 0 AND NOT ${FULL}
+              AND b.key IN (${dueKeys}) AND ${refilled(keyBucket, "?2")} < ${TOKEN})
+          WHERE ms IS NOT NULL ORDER BY ms DESC LIMIT 1`,
     args: limit === undefined ? [queue, now, clock] : [queue, now, clock, limit],
   };
 }
 
 /**
- * A job as `state` reads it, and what of its queue refuses a claim now
- * (`queue_refusal`: paused, else null when it has its maxLeased current leases
- * (full), else rate_limited when its bucket holds no whole token, else null):
- * why a claim by id was refused, read only after it was.
+ * A job as `state` reads it, what of its queue refuses a claim now
+ * (`queue_refusal`: paused, full, rate_limited, or null), and what of its key
+ * (`key_refusal`: key_ordered, key_full, key_rate_limited, or null), with the
+ * job of its key let in first (`key_first`): why a claim by id was refused,
+ * read only after it was.
  */
 export function claimState(id: string, now: number): Statement {
+  const keyFirst = `(SELECT o.id FROM jobs o WHERE o.queue = jobs.queue AND o.key = jobs.key AND o.done = 0 AND o.held_back = 0 AND o.id <> jobs.id
+                     ORDER BY o.priority DESC, o.created_at, o.place, o.id LIMIT 1)`;
   return {
-    sql: `SELECT *, ${status("?2")} AS status,
-                 (SELECT CASE WHEN s.paused = 1 THEN 'paused' WHEN ${FULL} THEN NULL WHEN ${refilled("s.", "?2")} < ${TOKEN} THEN 'rate_limited' END
-                  FROM queues s WHERE s.queue = jobs.queue) AS queue_refusal
+    sql: `WITH ${keyTables("(SELECT queue FROM jobs WHERE id = ?1)", "?2")}
+          SELECT *, ${status("?2")} AS status,
+                 (SELECT CASE WHEN s.paused = 1 THEN 'paused' WHEN ${FULL} THEN 'full' WHEN ${refilled("s.", "?2")} < ${TOKEN} THEN 'rate_limited' END
+                  FROM queues s WHERE s.queue = jobs.queue) AS queue_refusal,
+                 (SELECT CASE WHEN jobs.key IS NULL THEN NULL
+                              WHEN s.ordered_by_key = 1 AND (jobs.held_back = 1 OR ${leasesOfKey("jobs.queue", "jobs.key", "?2")} > 0) THEN 'key_ordered'
+                              WHEN s.max_leased_per_key <= ${leasesOfKey("jobs.queue", "jobs.key", "?2")} THEN 'key_full'
+                              WHEN ${keyRoom("jobs.queue", "jobs.key", "?2", "1")} = 0 THEN 'key_rate_limited' END
+                  FROM queues s WHERE s.queue = jobs.queue) AS key_refusal,
+                 ${keyFirst} AS key_first
           FROM jobs WHERE id = ?1`,
     args: [id, now],
   };

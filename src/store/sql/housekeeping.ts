@@ -1,4 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
+import { heldBack, turnOf } from "./keys.ts";
 import { END_LEASE, NEXT_SEQ, returningJob } from "./lease.ts";
 
 // What the cron and an operator do to jobs outside any lease: end the leases
@@ -35,7 +36,8 @@ export function retry(id: string, now: number): Statement[] {
   return [
     {
       sql: `UPDATE jobs
-            SET dead = 0, done = 0, attempts = 0, run_at = ?2, last_event = 'retried', updated_at = ?2
+            SET dead = 0, done = 0, attempts = 0, run_at = ?2, last_event = 'retried', updated_at = ?2,
+                held_back = ${heldBack("jobs.queue", "jobs.key", "?2", "?2")}, turn = ${turnOf("jobs.queue", "jobs.key")}
             WHERE id = ?1 AND dead = 1
             ${returningJob("?2")}`,
       args: [id, now],

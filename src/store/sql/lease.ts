@@ -1,5 +1,6 @@
 import type { InValue } from "@libsql/client";
 import type { Statement } from "../../drivers/driver.ts";
+import { heldBack, turnOf } from "./keys.ts";
 
 // The lease rules. Each write is one conditional statement that decides and
 // writes together, so no other writer can slip in between a check and its
@@ -106,7 +107,7 @@ export function countEnqueued(queue: string, count: string, now: string, args: I
  * history reads, and handing each to JavaScript is most of what a claim of
  * many jobs costs beyond its writes.
  */
-export const JOB_COLUMNS = `id, queue, payload, priority, run_at, owner, until, fence, result, done, dead, cancelled,
+export const JOB_COLUMNS = `id, queue, key, payload, priority, run_at, owner, until, fence, result, done, dead, cancelled,
   attempts, max_attempts, last_error, progress, traceparent, tracestate, created_at, updated_at`;
 
 /** What an accepted write answers: the job as it left it, with its status at `now` (the parameter that holds it). */
@@ -117,11 +118,13 @@ export function returningJob(now: string): string {
 /**
  * Inserts a job unless its id exists, at the fence floor, with the trace
  * context it was enqueued with (migrations/0032: written here only), and
- * counts it.
+ * counts it. A keyed job waits for its key's turn when its queue's per-key
+ * limit is reached (`heldBack`), and takes a turn in a fair queue (`turnOf`).
  */
 export function enqueue(job: {
   id: string;
   queue: string;
+  key: string | null;
   payload: string | null;
   priority: number;
   runAt: number;
@@ -132,11 +135,11 @@ export function enqueue(job: {
 }): Statement[] {
   return [
     {
-      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")})
+      sql: `INSERT INTO jobs (id, queue, key, held_back, turn, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
+            VALUES (?1, ?2, ?10, ${heldBack("?2", "?10", "?5", "?7")}, ${turnOf("?2", "?10")}, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")})
             ON CONFLICT (id) DO NOTHING
             ${returningJob("?7")}`,
-      args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now, job.traceparent, job.tracestate],
+      args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now, job.traceparent, job.tracestate, job.key],
     },
     countEnqueued("?1", "changes()", "?2", [job.queue, job.now]),
   ];

@@ -1,4 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
+import { heldBack, turnOf } from "./keys.ts";
 import { COMPLETED, completion, countEnqueued, currentLease, FENCE_FLOOR, firstSeq, FOLD_REFUSAL, refusalSeq, renewed, status } from "./lease.ts";
 
 // The rules of src/store/sql/lease.ts applied to many jobs at once, each job still
@@ -25,22 +26,39 @@ export function unpacked(parameter: string, names: string[]): string {
  */
 const UNLESS_ALL_CHANGED = "iif(changes() = ?4, '[]', ?3)";
 
-/** One job to enqueue: id, payload (JSON text or null), priority, runAt, maxAttempts, and its trace context (or nulls). */
-export type NewJob = [id: string, payload: string | null, priority: number, runAt: number, maxAttempts: number, traceparent: string | null, tracestate: string | null];
+/** One job to enqueue: id, payload (JSON text or null), priority, runAt, maxAttempts, its trace context (or nulls), and its key (or null). */
+export type NewJob = [id: string, payload: string | null, priority: number, runAt: number, maxAttempts: number, traceparent: string | null, tracestate: string | null, key: string | null];
 
 /**
  * Inserts every job whose id does not exist yet, in one statement, and counts
  * them in the next; answers, first, the ids it inserted. An existing id is
  * left untouched, and every new row starts at the fence floor, as `enqueue`
- * does.
+ * does. The keyed jobs are held back and given turns as `enqueue` does one,
+ * each counted after the jobs of its key that come before it in the call
+ * (`nth`): the statement reads the table as it was before it, so the jobs it
+ * inserts count only through `nth`, which counts only those it inserts.
  */
 export function enqueueMany(queue: string, jobs: NewJob[], now: number): Statement[] {
+  const columns = ["new_id", "new_payload", "new_priority", "new_run_at", "new_max_attempts", "new_traceparent", "new_tracestate", "new_key"];
+  // A call without keys reads its jobs as they come, and holds none back.
+  const keyed = jobs.some((job) => job[7] !== null);
+  // Counted apart from the others of its key: a job for later in a queue that is not ordered, which takes no place (`heldBack`).
+  const takesNoPlace = "new_run_at > ?2 AND coalesce((SELECT ordered_by_key FROM queues WHERE queue = ?1), 0) = 0";
+  const fresh = `new_key IS NULL OR (NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = new_id) AND new_first = 1)`;
+  const source = keyed
+    ? `(SELECT *, row_number() OVER (PARTITION BY new_key, ${takesNoPlace} ORDER BY new_priority DESC, new_at) AS new_nth,
+               row_number() OVER (PARTITION BY new_key ORDER BY new_priority DESC, new_at) AS new_turn_nth
+        FROM (SELECT *, row_number() OVER (PARTITION BY new_id ORDER BY new_at) AS new_first
+              FROM (SELECT ${columns.map((name, i) => `json_extract(value, '$[${i}]') AS ${name}`).join(", ")}, key AS new_at FROM json_each(?3)))
+        WHERE ${fresh})`
+    : unpacked("?3", columns);
   return [
     {
-      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
-            SELECT new_id, ?1, new_payload, new_priority, new_run_at, new_max_attempts, new_traceparent, new_tracestate,
+      sql: `INSERT INTO jobs (id, queue, key, held_back, turn, place, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
+            SELECT new_id, ?1, new_key, ${keyed ? heldBack("?1", "new_key", "new_run_at", "?2", "new_nth") : "0"}, ${keyed ? turnOf("?1", "new_key", "new_turn_nth") : "NULL"}, ${keyed ? "new_at" : "0"},
+                   new_payload, new_priority, new_run_at, new_max_attempts, new_traceparent, new_tracestate,
                    ${FENCE_FLOOR}, ?2, ?2, ${firstSeq("new_id")}, ${firstSeq("new_id")}
-            FROM ${unpacked("?3", ["new_id", "new_payload", "new_priority", "new_run_at", "new_max_attempts", "new_traceparent", "new_tracestate"])}
+            FROM ${source}
             WHERE true
             ON CONFLICT (id) DO NOTHING
             RETURNING id`,

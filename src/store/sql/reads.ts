@@ -1,6 +1,8 @@
 import type { Statement } from "../../drivers/driver.ts";
 import { currentLease, due, status } from "./lease.ts";
 import { overWaitingPriorities, waitingAt } from "./claim-next.ts";
+import { topKeysOf, topKeysTables } from "./key-reads.ts";
+import { turnWaiting } from "./keys.ts";
 
 // The reads that decide nothing: a job's lease for a system outside, pages of
 // jobs and events, the numbers per queue, and which waited-on jobs are
@@ -76,27 +78,32 @@ export const QUEUES_WITH_JOBS = "SELECT queue FROM queue_counts WHERE open <> 0 
  * jobs_held_by_until), what of them depends on `now` (index ranges of that
  * queue: waiting jobs with a run_at ahead, priority by priority, of which
  * those not `due`; leases expired and not yet ended; and the earliest run_at
- * of each), its refusals in the last hour
- * and ever, and whether it is paused (migrations/0008). A queue is listed
+ * of each; a fair queue's keyed jobs, in claim order by turn, are read all
+ * (migrations/0034)), its refusals in the last hour and ever, whether it is
+ * paused (migrations/0008), and its top keys (`topKeysTables` of
+ * src/store/sql/key-reads.ts, JSON). A queue is listed
  * while it has a job, has ever had a refusal, or has settings (paused or
  * limited before its first job: zero counts). Reads a few rows per queue and
  * priority, and the leases it holds: its cost grows with the queues, their
- * priorities, the leases held and the jobs scheduled for later, never with
- * the backlog or the history.
+ * priorities, the leases held, the jobs scheduled for later and the keys
+ * walked (at most 1,000 a queue), never with the backlog or the history.
  */
 export function stats(now: number): Statement {
   const expired = "jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL AND until <= ?1";
   const later = `run_at > ?1 AND NOT (${due("?1")})`;
   return {
-    sql: `SELECT q.queue, coalesce(c.open, 0) AS open,
+    sql: `WITH RECURSIVE ${topKeysTables("?1")}
+          SELECT q.queue, coalesce(c.open, 0) AS open,
                  (SELECT count(*) FROM jobs WHERE jobs.queue = q.queue AND done = 0 AND owner IS NOT NULL) AS held, coalesce(c.done, 0) AS done, coalesce(c.dead, 0) AS dead, coalesce(c.cancelled, 0) AS cancelled,
-                 coalesce(${overWaitingPriorities("q.queue", `sum((SELECT count(*) FROM jobs WHERE ${waitingAt("q.queue", `AND ${later}`)}))`)}, 0) AS waiting_later,
-                 ${overWaitingPriorities("q.queue", `min((SELECT run_at FROM jobs WHERE ${waitingAt("q.queue", "")} ORDER BY run_at LIMIT 1))`)} AS waiting_first_run_at,
+                 coalesce(${overWaitingPriorities("q.queue", `sum((SELECT count(*) FROM jobs WHERE ${waitingAt("q.queue", `AND ${later}`)}))`)}, 0)
+                   + (SELECT count(*) FROM jobs WHERE ${turnWaiting("", "q.queue")} AND ${later}) AS waiting_later,
+                 (SELECT min(run_at) FROM (SELECT ${overWaitingPriorities("q.queue", `min((SELECT run_at FROM jobs WHERE ${waitingAt("q.queue", "")} ORDER BY run_at LIMIT 1))`)} AS run_at
+                                           UNION ALL SELECT min(run_at) FROM jobs WHERE ${turnWaiting("", "q.queue")})) AS waiting_first_run_at,
                  (SELECT count(*) FROM jobs WHERE ${expired}) AS expired,
                  (SELECT count(*) FROM jobs WHERE ${expired} AND ${later}) AS expired_later,
                  (SELECT min(run_at) FROM jobs WHERE ${expired}) AS expired_first_run_at,
                  (SELECT coalesce(sum(refusals), 0) FROM refusal_minutes m WHERE m.queue = q.queue AND minute >= ?2) AS refused_recent,
-                 coalesce(r.total, 0) AS refused_total, coalesce(s.paused, 0) AS paused
+                 coalesce(r.total, 0) AS refused_total, coalesce(s.paused, 0) AS paused, ${topKeysOf("q.queue")} AS top_keys
           FROM (${QUEUES_WITH_JOBS} UNION SELECT queue FROM refusal_counts UNION SELECT queue FROM queues) q
           LEFT JOIN queue_counts c ON c.queue = q.queue
           LEFT JOIN refusal_counts r ON r.queue = q.queue

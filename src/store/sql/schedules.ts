@@ -1,6 +1,7 @@
 import type { Statement } from "../../drivers/driver.ts";
 import { followsBack } from "../step-back.ts";
 import { ADD_ENQUEUED, FENCE_FLOOR, firstSeq } from "./lease.ts";
+import { heldBack, turnOf } from "./keys.ts";
 import { unpacked } from "./many.ts";
 
 // The recurring schedules of migrations/0011. Only the fire decides anything:
@@ -22,7 +23,7 @@ import { unpacked } from "./many.ts";
  */
 const DUE = (s: string, clock: string) => `(${s}.next_fire_at <= ?1 OR ${followsBack(`${s}.planned_at`, `${s}.planned_clock`, "?1", clock)})`;
 
-/** A schedule's settings as stored: cron or everyMs (the other null), payload as JSON text. */
+/** A schedule's settings as stored: cron or everyMs (the other null), payload as JSON text, its jobs' key or null. */
 export type StoredSpec = {
   queue: string;
   cron: string | null;
@@ -31,6 +32,7 @@ export type StoredSpec = {
   payload: string | null;
   priority: number;
   maxAttempts: number;
+  key: string | null;
 };
 
 /** In a put's ON CONFLICT: the replace fires when the stored schedule does (the same cron, everyMs and time zone). */
@@ -54,18 +56,18 @@ export function putSchedule(name: string, spec: StoredSpec, cronNext: number | n
   return [
     { sql: "SELECT count(*) AS existed FROM schedules WHERE name = ?1", args: [name] },
     {
-      sql: `INSERT INTO schedules (name, queue, cron, every_ms, timezone, payload, priority, max_attempts, next_fire_at, planned_at, planned_clock, created_at, updated_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, CASE WHEN ?4 IS NULL THEN ?9 ELSE ${everyNext("?10")} END, ?10, ?11, ?10, ?10)
+      sql: `INSERT INTO schedules (name, queue, cron, every_ms, timezone, payload, priority, max_attempts, key, next_fire_at, planned_at, planned_clock, created_at, updated_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?14, CASE WHEN ?4 IS NULL THEN ?9 ELSE ${everyNext("?10")} END, ?10, ?11, ?10, ?10)
             ON CONFLICT (name) DO UPDATE SET
               queue = excluded.queue, cron = excluded.cron, every_ms = excluded.every_ms, timezone = excluded.timezone,
-              payload = excluded.payload, priority = excluded.priority, max_attempts = excluded.max_attempts,
+              payload = excluded.payload, priority = excluded.priority, max_attempts = excluded.max_attempts, key = excluded.key,
               next_fire_at = CASE WHEN ${SAME_TIMING} THEN next_fire_at WHEN ?4 IS NULL THEN ?9 ELSE ${everyNext("created_at")} END,
               planned_at = CASE WHEN ${SAME_TIMING} THEN planned_at ELSE excluded.planned_at END,
               planned_clock = CASE WHEN ${SAME_TIMING} THEN planned_clock ELSE excluded.planned_clock END,
               updated_at = excluded.updated_at
             WHERE ?12 = 0 OR schedules.queue IS ?13
             RETURNING *`,
-      args: [name, spec.queue, spec.cron, spec.everyMs, spec.timezone, spec.payload, spec.priority, spec.maxAttempts, cronNext, now, clock, replacing === undefined ? 0 : 1, replacing ?? null],
+      args: [name, spec.queue, spec.cron, spec.everyMs, spec.timezone, spec.payload, spec.priority, spec.maxAttempts, cronNext, now, clock, replacing === undefined ? 0 : 1, replacing ?? null, spec.key],
     },
   ];
 }
@@ -129,8 +131,10 @@ export type Fire = [
  * no other runner fired it; the same cron, everyMs, timezone and created_at:
  * no put or delete changed when it fires, so the fire computed is one of its
  * own), enqueues its job (at the fence floor, due at its fire time, unless
- * the id exists) and stores the fire and the next one, planned at `now`, and
- * whether the fire found its id taken; `now` read from `clock`, which
+ * the id exists; a keyed job held back and given a turn as `enqueueMany`
+ * does, counted after the fires of its key that come before it by name), in
+ * the order of their fires, and stores the fire and the next one, planned at
+ * `now`, and whether the fire found its id taken; `now` read from `clock`, which
  * planned_clock keeps. The INSERT and the UPDATE test the same
  * condition against the same rows (the INSERT writes only jobs), so a job is
  * enqueued exactly when its schedule moves on. The statement before them counts
@@ -157,9 +161,14 @@ export function fireDue(fires: Fire[], now: number, clock: string): Statement[] 
       args,
     },
     {
-      sql: `INSERT INTO jobs (id, queue, payload, priority, run_at, max_attempts, fence, created_at, updated_at, enqueued_seq, seq)
-            SELECT job_id, s.queue, s.payload, s.priority, fire_at, s.max_attempts, ${FENCE_FLOOR}, ?1, ?1, ${firstSeq("job_id")}, ${firstSeq("job_id")}
-            FROM ${fired} JOIN schedules s WHERE job_id IS NOT NULL AND ${stillDue("s")}
+      sql: `INSERT INTO jobs (id, queue, key, held_back, turn, payload, priority, run_at, max_attempts, fence, created_at, updated_at, enqueued_seq, seq)
+            SELECT job_id, f.queue, f.key, ${heldBack("f.queue", "f.key", "fire_at", "?1", "f.nth")}, ${turnOf("f.queue", "f.key", "f.nth")},
+                   f.payload, f.priority, fire_at, f.max_attempts, ${FENCE_FLOOR}, ?1, ?1, ${firstSeq("job_id")}, ${firstSeq("job_id")}
+            FROM (SELECT job_id, fire_at, s.queue, s.key, s.payload, s.priority, s.max_attempts,
+                         row_number() OVER (PARTITION BY s.queue, s.key ORDER BY s.name) AS nth
+                  FROM ${fired} JOIN schedules s
+                  WHERE job_id IS NOT NULL AND ${stillDue("s")} AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = job_id)) f
+            WHERE true ORDER BY fire_at, job_id
             ON CONFLICT (id) DO NOTHING
             RETURNING id, queue`,
       args,

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import costPage from "../../../docs/cost.md?raw";
 import { queueObject } from "../storage-mode.ts";
 import { type Billed, billedBetween, meters } from "./meters.ts";
-import { BATCH, COST_VERBS, LONG_POLL } from "../cost-verbs.ts";
+import { BATCH, COST_VERBS, expectKeyedLives, KEYED_VERBS, LONG_POLL } from "../cost-verbs.ts";
 
 // What each verb costs in objects mode (docs/cost.md, "In objects mode"): the
 // requests the objects bill (the queue's object, the directory shards, the
@@ -19,7 +19,8 @@ const TTL = 30_000;
 const TOKEN = "worker-test-token"; // FENCELEASE_TOKENS in vitest.config.ts
 const PAYLOAD = { order: "o".repeat(48) };
 const RESULT = { receipt: "r".repeat(36) };
-const QUEUES = ["single", "many", "loop", "ends", "polled"];
+const KEYED_QUEUES = ["keyed", "keyed-many", "held", "rated", "rated-many"];
+const QUEUES = ["single", "many", "loop", "ends", "polled", ...KEYED_QUEUES];
 
 async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const response = await SELF.fetch(`https://fencelease.test${path}`, {
@@ -35,13 +36,85 @@ function expectStatus(answer: { status: number; body: unknown }, status: number)
 }
 
 const measured = new Map<string, Billed>();
+/** The lines of the keys table in objects mode. */
+const keyedMeasured = new Map<string, Billed>();
 
-/** Runs one call (or a ring of an alarm) and keeps what every object billed for it under `verb`. */
-async function measure<R>(verb: string, run: () => Promise<R>): Promise<R> {
+/** Runs one call (or a ring of an alarm) and keeps what every object billed for it under `verb` (in `into`). */
+async function measure<R>(verb: string, run: () => Promise<R>, into = measured): Promise<R> {
   const before = await meters(QUEUES);
   const answer = await run();
-  measured.set(verb, billedBetween(before, await meters(QUEUES)));
+  into.set(verb, billedBetween(before, await meters(QUEUES)));
   return answer;
+}
+
+/** measure, for a line of the keys table. */
+const measureKeyed = <R>(verb: string, run: () => Promise<R>) => measure(verb, run, keyedMeasured);
+
+/** Enqueues `jobs` of `queue` with their keys, in one call: not measured. */
+async function enqueueKeyed(queue: string, jobs: { id: string; key: string }[]): Promise<void> {
+  expectStatus(await call("POST", `/v1/queues/${queue}/jobs`, { jobs: jobs.map((job) => ({ ...job, payload: PAYLOAD })) }), 200);
+}
+
+/** Sets `queue`'s limits: not measured. */
+async function setLimits(queue: string, limits: Record<string, unknown>): Promise<void> {
+  expectStatus(await call("PUT", `/v1/queues/${queue}`, limits), 200);
+}
+
+/** The ids of `n` jobs, `prefix`-000 on. */
+const idsOf = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(3, "0")}`);
+
+/** The keys table's calls, as test/worker/cost.test.ts makes them. */
+async function measureKeyedLives(): Promise<void> {
+  vi.setSystemTime(T);
+  await inUse("keyed");
+  await setLimits("keyed", { maxLeasedPerKey: 2 });
+  expectStatus(await measureKeyed("enqueue, keyed", () => call("POST", "/v1/jobs", { id: "k-one", queue: "keyed", key: "tenant-1", payload: PAYLOAD })), 201);
+  const one = await measureKeyed("claim-next, keyed", () => call("POST", "/v1/queues/keyed/claim", { owner: "A", ttlMs: TTL }));
+  expect(one.body.leases).toMatchObject([{ job: { id: "k-one" } }]);
+  vi.setSystemTime(T + 1_000);
+  expectStatus(await measureKeyed("complete, keyed", () => call("POST", "/v1/jobs/k-one/complete", { owner: "A", fence: one.body.leases[0].fence, result: RESULT })), 200);
+  await measureKeyed("purge (cron, one keyed job)", () => alarm("keyed", T + 8 * DAY));
+
+  vi.setSystemTime(T);
+  await inUse("keyed-many");
+  await setLimits("keyed-many", { maxLeasedPerKey: 10 });
+  await measureKeyed(`enqueueMany of ${BATCH} over 10 keys`, () => enqueueKeyed("keyed-many", idsOf("km", BATCH).map((id, i) => ({ id, key: `tenant-${i % 10}` }))));
+  const claimed = (await measureKeyed(`claim-next of ${BATCH}, keyed`, () => call("POST", "/v1/queues/keyed-many/claim", { owner: "W", ttlMs: TTL, limit: BATCH }))).body.leases as { fence: number; job: { id: string } }[];
+  expect(claimed).toHaveLength(BATCH);
+  vi.setSystemTime(T + 2_000);
+  const completed = await measureKeyed(`completeMany of ${BATCH}, keyed, with next (none left)`, () =>
+    call("POST", "/v1/leases/complete", { owner: "W", leases: claimed.map((c) => ({ id: c.job.id, fence: c.fence, result: RESULT })), next: { queue: "keyed-many", limit: BATCH, ttlMs: TTL } }));
+  expect(completed.body.leases).toHaveLength(0);
+  await measureKeyed(`purge (cron, ${BATCH} keyed jobs)`, () => alarm("keyed-many", T + 8 * DAY));
+
+  vi.setSystemTime(T);
+  await inUse("held");
+  await setLimits("held", { maxLeasedPerKey: 1 });
+  await enqueueKeyed("held", [{ id: "h-first", key: "tenant-1" }]);
+  const first = await call("POST", "/v1/jobs/h-first/claim", { owner: "A", ttlMs: TTL });
+  expectStatus(first, 200);
+  expectStatus(await measureKeyed("enqueue, held back (its key full)", () => call("POST", "/v1/jobs", { id: "h-second", queue: "held", key: "tenant-1", payload: PAYLOAD })), 201);
+  vi.setSystemTime(T + 1_000);
+  expectStatus(await measureKeyed("complete, letting in the next of its key", () => call("POST", "/v1/jobs/h-first/complete", { owner: "A", fence: first.body.fence, result: RESULT })), 200);
+  const letIn = await measureKeyed("claim-next of the job let in", () => call("POST", "/v1/queues/held/claim", { owner: "A", ttlMs: TTL }));
+  expect(letIn.body.leases).toMatchObject([{ job: { id: "h-second" } }]);
+
+  vi.setSystemTime(T);
+  await inUse("rated");
+  await setLimits("rated", { keyRatePerSecond: 10 });
+  await enqueueKeyed("rated", idsOf("r", 2).map((id) => ({ id, key: "tenant-1" })));
+  const firstClaim = await measureKeyed("claim-next, keyed, with keyRatePerSecond (its key's first claim)", () => call("POST", "/v1/queues/rated/claim", { owner: "A", ttlMs: TTL }));
+  expect(firstClaim.body.leases).toMatchObject([{ job: { id: "r-000" } }]);
+  vi.setSystemTime(T + 1_000);
+  const later = await measureKeyed("claim-next, keyed, with keyRatePerSecond (a later claim)", () => call("POST", "/v1/queues/rated/claim", { owner: "A", ttlMs: TTL }));
+  expect(later.body.leases).toMatchObject([{ job: { id: "r-001" } }]);
+
+  vi.setSystemTime(T);
+  await inUse("rated-many");
+  await setLimits("rated-many", { keyRatePerSecond: 10 });
+  await enqueueKeyed("rated-many", idsOf("rm", BATCH).map((id, i) => ({ id, key: `tenant-${i % 10}` })));
+  const rated = await measureKeyed(`claim-next of ${BATCH} over 10 keys, with keyRatePerSecond`, () => call("POST", "/v1/queues/rated-many/claim", { owner: "W", ttlMs: TTL, limit: BATCH }));
+  expect(rated.body.leases).toHaveLength(BATCH);
 }
 
 /** The queue's alarm at `now`, as the runtime rings it: what the cron does in D1 mode. */
@@ -122,7 +195,9 @@ beforeAll(async () => {
   expectStatus(await measure("cancel (queued)", () => call("POST", "/v1/jobs/cancelled/cancel", { reason: "not needed" })), 200);
   await measure("expiry (cron, one lease)", () => alarm("ends", T + 2_000)); // by-id's lease runs on
   expect((await call("GET", "/v1/jobs/expiring")).body).toMatchObject({ owner: null, fence: fences.get("expiring"), status: "queued" });
-}, 120_000);
+
+  await measureKeyedLives();
+}, 180_000);
 
 afterAll(() => vi.useRealTimers());
 
@@ -136,11 +211,11 @@ function d1Written(verb: string): number {
   return Number(line!.split("|")[4]!.trim());
 }
 
-function objectsTable(): string {
-  expect([...measured.keys()].sort()).toEqual([...VERBS].sort());
+function objectsTable(verbs: readonly string[] = VERBS, from = measured): string {
+  expect([...from.keys()].sort()).toEqual([...verbs].sort());
   const lines = ["| verb | requests to objects | rows written, objects mode | rows written, D1 mode |", "|---|---:|---:|---:|"];
-  for (const verb of VERBS) {
-    const { requests, rowsWritten } = measured.get(verb)!;
+  for (const verb of verbs) {
+    const { requests, rowsWritten } = from.get(verb)!;
     lines.push(`| ${verb} | ${requests} | ${rowsWritten} | ${d1Written(verb)} |`);
   }
   return lines.join("\n");
@@ -170,5 +245,32 @@ describe("what a job costs in objects mode", () => {
     console.log([line("single calls", single), line(`batched: ${BATCH} a call`, batched)].join("\n"));
     expect(costPage).toContain(line("single calls", single));
     expect(costPage).toContain(line(`batched: ${BATCH} a call`, batched));
+  });
+});
+
+describe("what a keyed job costs in objects mode", () => {
+  test("each keyed verb bills the requests and writes the rows of its line in docs/cost.md", () => {
+    console.log(objectsTable(KEYED_VERBS, keyedMeasured));
+    expect(costPage).toContain(objectsTable(KEYED_VERBS, keyedMeasured));
+  });
+
+  test("a keyed job's life writes at most 2 rows more than an unkeyed one's in objects mode, single and batched, held back or with a key rate, as docs/cost.md says", () => {
+    expectKeyedLives((verb) => (measured.get(verb) ?? keyedMeasured.get(verb))!.rowsWritten, costPage);
+  });
+
+  test("a keyed job's claim, completion and purge bill in objects mode what an unkeyed one's do, as they write on D1 what an unkeyed one's do", () => {
+    const unkeyedLine: [string, string][] = [
+      ["claim-next, keyed", "claim-next"],
+      ["complete, keyed", "complete"],
+      ["purge (cron, one keyed job)", "purge (cron, one job)"],
+      [`claim-next of ${BATCH}, keyed`, `claim-next of ${BATCH}`],
+      [`completeMany of ${BATCH}, keyed, with next (none left)`, `completeMany of ${BATCH} with next (none left)`],
+      [`purge (cron, ${BATCH} keyed jobs)`, `purge (cron, ${BATCH} jobs)`],
+    ];
+    for (const [keyed, unkeyed] of unkeyedLine) {
+      const [a, b] = [keyedMeasured.get(keyed)!, measured.get(unkeyed)!];
+      expect({ requests: a.requests, rowsWritten: a.rowsWritten }, keyed).toEqual({ requests: b.requests, rowsWritten: b.rowsWritten });
+      expect(d1Written(keyed), keyed).toBe(d1Written(unkeyed));
+    }
   });
 });

@@ -3,6 +3,7 @@ import { describe, expect, test, vi } from "vitest";
 import { ADMIN, callAs } from "../call-as.ts";
 import { NO_QUEUE } from "../../../src/runtime/cloudflare/queue-object.ts";
 import { queueObject } from "../storage-mode.ts";
+import { NO_KEY_LIMITS } from "../../contract/queues.contract.ts";
 
 // A queue's object costs nothing unless it holds something (issue 28): a call
 // refused by the token, and a read of a queue that holds nothing, are answered
@@ -38,7 +39,7 @@ describe("a call that writes nothing makes no queue object", () => {
     const before = await queueObjects();
     for (let i = 0; i < 10; i++) {
       const queue = `unused-${i}`;
-      expect(await callAs(ADMIN, "GET", `/v1/queues/${queue}`)).toEqual({ status: 200, body: { queue, paused: false, maxLeased: null, ratePerSecond: null, burst: null } });
+      expect(await callAs(ADMIN, "GET", `/v1/queues/${queue}`)).toEqual({ status: 200, body: { queue, paused: false, maxLeased: null, ratePerSecond: null, burst: null, ...NO_KEY_LIMITS } });
       expect(await callAs(ADMIN, "GET", `/v1/jobs?queue=${queue}`)).toEqual({ status: 200, body: { jobs: [], nextCursor: null } });
       expect((await callAs(ADMIN, "GET", `/v1/queues/${queue}/push`)).status).toBe(404);
     }

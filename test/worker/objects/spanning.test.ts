@@ -31,6 +31,24 @@ async function claimAll(queue: string, owner = "W", limit = 10): Promise<Lease[]
 }
 
 describe("what spans queues", () => {
+  test("GET /v1/queues/{queue}/keys is answered by the queue's object, and /v1/stats carries each queue's top keys", async () => {
+    await call("PUT", "/v1/queues/sp-keys", { maxLeasedPerKey: 1 });
+    await call("POST", "/v1/queues/sp-keys/jobs", { jobs: [{ id: "sp-keys-a1", key: "A" }, { id: "sp-keys-a2", key: "A" }, { id: "sp-keys-b1", key: "B" }] });
+    await call("POST", "/v1/queues/sp-keys-other/jobs", { jobs: [{ id: "sp-keys-o1", key: "A" }] });
+    expect((await claimAll("sp-keys")).map((lease) => lease.job.id).sort()).toEqual(["sp-keys-a1", "sp-keys-b1"]);
+    const response = await call("GET", "/v1/queues/sp-keys/keys");
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { keys: unknown[] }).keys).toEqual([
+      { key: "A", waiting: 1, leased: 1, heldBack: "key_full" },
+      { key: "B", waiting: 0, leased: 1, heldBack: null },
+    ]);
+    const { queues } = await json<{ queues: { queue: string; topKeys: unknown[] }[] }>(call("GET", "/v1/stats"));
+    expect(queues.filter((stats) => stats.queue.startsWith("sp-keys")).map(({ queue, topKeys }) => ({ queue, topKeys }))).toEqual([
+      { queue: "sp-keys", topKeys: [{ key: "A", waiting: 1 }] },
+      { queue: "sp-keys-other", topKeys: [{ key: "A", waiting: 1 }] },
+    ]);
+  });
+
   test("GET /v1/stats, /metrics and GET /v1/queues answer for every queue, by name", async () => {
     await call("POST", "/v1/queues/sp-st-b/jobs", { jobs: [{ id: "sp-st-b1" }, { id: "sp-st-b2" }] });
     await call("POST", "/v1/queues/sp-st-a/jobs", { jobs: [{ id: "sp-st-a1" }] });
