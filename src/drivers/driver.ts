@@ -115,9 +115,14 @@ export function storageError(error: unknown, reach: Reach): unknown {
   return new StorageUnavailable(error, "unknown", "connection_lost");
 }
 
-/** Whether a statement only reads: it needs no write transaction, and its success says nothing about writes. */
+/**
+ * Whether a statement only reads: it needs no write transaction, and its
+ * success says nothing about writes. A SELECT, or a WITH whose text names no
+ * write (the reads that gather their parts in common table expressions: the
+ * stats, a page of keys, why a claim was refused).
+ */
 export function readsOnly(statement: Statement): boolean {
-  return /^\s*SELECT\b/i.test(statement.sql);
+  return /^\s*SELECT\b/i.test(statement.sql) || (/^\s*WITH\b/i.test(statement.sql) && !/\b(INSERT|UPDATE|DELETE|REPLACE)\b/i.test(statement.sql));
 }
 
 /**

@@ -1,4 +1,5 @@
 import { describe, expect, onTestFinished, test } from "vitest";
+import { readsOnly } from "../../src/drivers/driver.ts";
 import { libsqlDriver, LeaseStore, NotClaimable, StorageUnavailable, type Driver, type Statement } from "../../src/index.ts";
 import { connect } from "../../src/node.ts";
 import { groupCommit } from "../../src/drivers/group-commit.ts";
@@ -122,5 +123,16 @@ describe("group commit", () => {
     await Promise.all(["a", "b", "c", "d", "e"].map((id) => grouped.batch([insert(id)])));
     expect(calls.batches).toEqual([4, 1]);
     expect(() => groupCommit(driver, { maxStatements: 0 })).toThrow(RangeError);
+  });
+});
+
+describe("what bypasses the group", () => {
+  test("a read that starts with WITH is a read: stats and a refused claim's reasons run at once, never in a write's group", async () => {
+    expect(readsOnly({ sql: "WITH RECURSIVE t(x) AS (SELECT 1) SELECT x, updated_at FROM t, jobs WHERE last_event = 'deleted'", args: [] })).toBe(true);
+    expect(readsOnly({ sql: "  select 1", args: [] })).toBe(true);
+    expect(readsOnly({ sql: "WITH t AS (SELECT 1) UPDATE jobs SET owner = NULL", args: [] })).toBe(false);
+    expect(readsOnly({ sql: "WITH t AS (SELECT 1) INSERT INTO jobs SELECT * FROM t", args: [] })).toBe(false);
+    expect(readsOnly({ sql: "WITH t AS (SELECT 1) DELETE FROM jobs", args: [] })).toBe(false);
+    expect(readsOnly({ sql: "UPDATE jobs SET owner = NULL", args: [] })).toBe(false);
   });
 });
