@@ -43,7 +43,7 @@ export type Waits = {
    */
   ended(queue: string, owner: string): void | Promise<void>;
   /** How many long polls wait here now, where this process can tell (the `fencelease_waiting_requests` gauge). */
-  waiting?(): number;
+  waiting?: (() => number) | undefined;
 };
 
 /** Whether a job's result is final: done, cancelled, or dead (a retry can still bring it back). */
