@@ -78,6 +78,12 @@ async function waiting(recheckMs: number) {
 
 const VERSION = "SELECT data_version AS version";
 
+/** Until two ticks in a row have read the data version and nothing else: the room's first re-check, which reads every line, is over. */
+async function settled(w: Awaited<ReturnType<typeof waiting>>): Promise<void> {
+  w.sql.length = 0;
+  await until(() => w.sql.length >= 2 && w.sql.slice(-2).every((sql) => sql.startsWith(VERSION)), "two ticks that read the data version alone");
+}
+
 describe("the wait room's re-check over a store", () => {
   test("10,000 idle waiters on 10,000 queues cost under 5 % of a core: a tick reads the data version, and nothing else while nobody else writes", async () => {
     const w = await waiting(1_000);
@@ -85,8 +91,9 @@ describe("the wait room's re-check over a store", () => {
     // Each waiter claims once, finds nothing, reads when its queue has a job next, and sleeps.
     await until(() => w.store.lookups >= 10_000, "10,000 waiters asleep");
     expect(w.room.waiting).toBe(10_000);
-    // Two ticks and a half: the first re-check, which had no data version to compare with, read every line once.
-    await sleep(2_500);
+    // The first re-check, which had no data version to compare with, reads every line once: a fixed wait for it
+    // was too short on a busy machine. The room is idle once two ticks in a row read the data version alone.
+    await settled(w);
 
     const { share, statements } = await idleCost(w, 4_000);
     expect(share, `${(share * 100).toFixed(2)} % of a core`).toBeLessThan(0.05);
@@ -105,7 +112,7 @@ describe("the wait room's re-check over a store", () => {
     const reads = Array.from({ length: 5_000 }, () => w.waits.job("job-1", 120_000, w.stop.signal));
     await until(() => w.store.reads >= 5_000, "5,000 reads asleep");
     expect(w.room.waiting).toBe(5_000);
-    await sleep(2_500); // past the first re-check, which had no data version to compare with
+    await settled(w); // past the first re-check, which had no data version to compare with
     const { share, statements } = await idleCost(w, 4_000);
     expect(share, `${(share * 100).toFixed(2)} % of a core`).toBeLessThan(0.05);
     expect(statements.every((sql) => sql.startsWith(VERSION)), statements.slice(0, 5).join("; ")).toBe(true);
