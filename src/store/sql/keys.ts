@@ -1,6 +1,6 @@
 import type { Statement } from "../../drivers/driver.ts";
 import { followsBack } from "../step-back.ts";
-import { type BucketColumns, refilled, TOKEN, tokenDueAt } from "./bucket.ts";
+import { type BucketColumns, refilled, TOKEN } from "./bucket.ts";
 
 // Flow control by key (migrations/0034): the rules a queue's per-key settings
 // add to its claims, as SQL expressions that the statements of
@@ -132,10 +132,5 @@ export function followKeyClocks(queue: string, now: number, clock: string): Stat
           WHERE queue = ?1 AND ${followsBack("tokens_at", "tokens_clock", "CAST(?2 AS INTEGER)", "?3")}`,
     args: [queue, now, clock],
   };
-}
-
-/** When key `key`'s bucket in the queue `s` next holds a whole token: see tokenDueAt; NULL for a key without a bucket row (full) or a queue without a key rate. */
-export function keyTokenDueAt(s: string, queue: string, key: string, now: string, clock: string): string {
-  return `(SELECT ${tokenDueAt(keyBucket(s, "b"), now, clock)} FROM key_buckets b WHERE b.queue = ${queue} AND b.key = ${key})`;
 }
 
