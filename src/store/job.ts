@@ -41,6 +41,12 @@ export type Job = {
   tracestate: string | null;
   createdAt: number;
   updatedAt: number;
+  /** The dedup key it was enqueued with (docs/queues.md#once-per-key), or null. */
+  dedupKey: string | null;
+  /** When its dedup window ends (enqueued with dedupTtlMs), or null. */
+  dedupUntil: number | null;
+  /** The job whose enqueue with `supersede` cancelled this one, or null. */
+  supersededBy: string | null;
 };
 
 /** A JSON text column as its value (one nested too deep as its text: storedJson); NULL as null, the value of the JSON text "null". */
@@ -71,6 +77,9 @@ export function jobFromRow(row: Row): Job {
     tracestate: row.tracestate as string | null,
     createdAt: row.created_at as number,
     updatedAt: row.updated_at as number,
+    dedupKey: (row.dedup_key as string | null | undefined) ?? null,
+    dedupUntil: (row.dedup_until as number | null | undefined) ?? null,
+    supersededBy: (row.superseded_by as string | null | undefined) ?? null,
   };
 }
 

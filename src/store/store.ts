@@ -29,6 +29,9 @@ import {
   type CompleteRequest,
   type EnqueueManyRequest,
   type EnqueueRequest,
+  type Enqueued,
+  type EnqueuedOfMany,
+  type PlainEnqueueRequest,
   type EventsRequest,
   type ExpireRequest,
   type FailRequest,
@@ -114,12 +117,32 @@ export class LeaseStore {
     this.tokens = new Tokens(this.#driver);
   }
 
-  /** enqueue adds a job and answers it, `created: true`; an id that exists answers its job as stored, untouched, `created: false`. */
-  async enqueue(id: string, request: EnqueueRequest = {}): Promise<{ created: boolean; job: Job }> {
+  /**
+   * enqueue adds a job and answers it, `created: true`; an id that exists
+   * answers its job as stored, untouched, `created: false`. With a dedup key
+   * (docs/queues.md#once-per-key): inside the key's window it creates nothing
+   * and answers the key's job (`deduplicated`; its `id` alone once purged); a
+   * debounce moves the key's job that waits (`debounced`); a supersede names
+   * the job it cancelled (`superseded`, or null).
+   */
+  enqueue(id: string, request?: PlainEnqueueRequest): Promise<{ created: boolean; job: Job }>;
+  enqueue(id: string, request: EnqueueRequest): Promise<Enqueued>;
+  async enqueue(id: string, request: EnqueueRequest = {}): Promise<Enqueued | { created: boolean; job: Job }> {
     const now = timeOf(request);
     for (;;) {
-      const [row] = (await this.#driver.batch(checked.enqueue(id, request, now)))[0]!;
-      if (row !== undefined) return { created: true, job: jobFromRow(row) };
+      const plan = checked.enqueue(id, request, now);
+      const answers = await this.#driver.batch(plan.statements);
+      const [row] = answers[plan.inserted]!;
+      if (row !== undefined) {
+        const job = jobFromRow(row);
+        return plan.superseded === undefined ? { created: true, job } : { created: true, job, superseded: (answers[plan.superseded]![0]?.id as string | undefined) ?? null };
+      }
+      const [moved] = plan.debounced === undefined ? [] : answers[plan.debounced]!;
+      if (moved !== undefined) return { created: false, debounced: true, job: jobFromRow(moved) };
+      const [held] = plan.holder === undefined ? [] : answers[plan.holder]!;
+      if (held !== undefined && (held.window_until as number | null) !== null && (held.window_until as number) > now) {
+        return held.id === null ? { created: false, deduplicated: true, id: held.holder as string } : { created: false, deduplicated: true, job: jobFromRow(held) };
+      }
       const job = await this.#read(id, now);
       if (job !== null) return { created: false, job };
       // Deleted between the two: the id is free again, so the enqueue is asked again.
@@ -129,14 +152,20 @@ export class LeaseStore {
   /**
    * enqueueMany adds jobs to a queue in one transaction and answers, in order,
    * whether each was created; an id that exists (or came earlier in the same
-   * call) is `created: false` and untouched.
+   * call) is `created: false` and untouched. A job whose dedup key's window
+   * lasts, or that came after another of its key in the call, is
+   * `deduplicated` and names the job that holds the key (`duplicateOf`).
    */
-  async enqueueMany(queue: string, request: EnqueueManyRequest): Promise<{ id: string; created: boolean }[]> {
+  async enqueueMany(queue: string, request: EnqueueManyRequest): Promise<EnqueuedOfMany[]> {
     const { jobs } = request;
-    const inserted = new Set((await this.#driver.batch(checked.enqueueMany(queue, jobs, timeOf(request))))[0]!.map((row) => row.id as string));
-    return jobs.map(({ id }) => {
+    const [insertedRows, , holders] = await this.#driver.batch(checked.enqueueMany(queue, jobs, timeOf(request)));
+    const inserted = new Set(insertedRows!.map((row) => row.id as string));
+    const holderOf = new Map((holders ?? []).map((row) => [row.dedup_key as string, row.job_id as string]));
+    return jobs.map(({ id, dedupKey }) => {
       const created = inserted.delete(id); // a repeated id was created by its first entry only
-      return { id, created };
+      const holder = dedupKey === undefined || dedupKey === null ? undefined : holderOf.get(dedupKey);
+      if (created || holder === undefined || holder === id) return { id, created };
+      return { id, created, deduplicated: true, duplicateOf: holder };
     });
   }
 
@@ -363,7 +392,8 @@ export class LeaseStore {
     if (row === undefined) throw new NotFound(id);
     const answer = { current: row.current === 1, fence: row.fence as number, until: row.until as number };
     if (answer.current) return answer;
-    return { ...answer, reason: leaseLostReason({ owner: row.owner as string | null, fence: answer.fence, status: row.status as JobStatus }, owner, fence) };
+    const reason = leaseLostReason({ owner: row.owner as string | null, fence: answer.fence, status: row.status as JobStatus }, owner, fence);
+    return row.superseded_by === null ? { ...answer, reason } : { ...answer, reason, supersededBy: row.superseded_by as string };
   }
 
   /**
@@ -428,12 +458,13 @@ export class LeaseStore {
    * ago, in chunks (see HousekeepingOptions); answers how many jobs.
    */
   async purge(request: PurgeRequest): Promise<number> {
-    const cutoff = check.instant("now", timeOf(request)) - check.positiveInt("retentionMs", request.retentionMs);
+    const now = check.instant("now", timeOf(request));
+    const cutoff = now - check.positiveInt("retentionMs", request.retentionMs);
     let purged = 0;
     await inChunks(request, async (size) => {
-      const [, , jobs, events] = await this.#driver.batch(housekeeping.purge(cutoff, size));
+      const [, , jobs, events, windows] = await this.#driver.batch(housekeeping.purge(cutoff, size, now));
       purged += jobs!.length;
-      return jobs!.length === size || events!.filter((event) => event.kind === "deleted").length === size;
+      return jobs!.length === size || events!.filter((event) => event.kind === "deleted").length === size || windows!.length === size;
     });
     return purged;
   }

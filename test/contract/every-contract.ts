@@ -1,4 +1,5 @@
 import { cancelContract } from "./cancel.contract.ts";
+import { dedupContract } from "./dedup.contract.ts";
 import { jsonDepthContract } from "./json-depth.contract.ts";
 import { keyReadsContract } from "./key-reads.contract.ts";
 import { keysContract } from "./keys.contract.ts";
@@ -31,4 +32,5 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   storageContract(freshStore);
   jsonDepthContract(freshStore);
   keyReadsContract(freshStore);
+  dedupContract(freshStore);
 }

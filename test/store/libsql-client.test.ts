@@ -1,3 +1,4 @@
+import { dedupContract } from "../contract/dedup.contract.ts";
 import { createClient } from "@libsql/client";
 import { describe, expect, onTestFinished, test } from "vitest";
 import { StorageUnavailable } from "../../src/index.ts";
@@ -27,6 +28,7 @@ rateLimitContract(freshClientStore);
 keysContract(freshClientStore);
 clockStepContract(freshClientStore);
 keyReadsContract(freshClientStore);
+dedupContract(freshClientStore);
 
 describe("a busy database, on a client", () => {
   test("a write that waited out the busy timeout is StorageUnavailable, changes nothing, and the next write works", async () => {

@@ -1,3 +1,4 @@
+import { dedupContract } from "../contract/dedup.contract.ts";
 import { createClient } from "@libsql/client";
 import { describe, expect, onTestFinished, test } from "vitest";
 import { join } from "node:path";
@@ -43,6 +44,7 @@ tokensContract(freshStore);
 traceContract(freshStore);
 clockStepContract(freshStore);
 keyReadsContract(freshStore);
+dedupContract(freshStore);
 
 describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {

@@ -108,7 +108,7 @@ export function countEnqueued(queue: string, count: string, now: string, args: I
  * many jobs costs beyond its writes.
  */
 export const JOB_COLUMNS = `id, queue, key, payload, priority, run_at, owner, until, fence, result, done, dead, cancelled,
-  attempts, max_attempts, last_error, progress, traceparent, tracestate, created_at, updated_at`;
+  attempts, max_attempts, last_error, progress, traceparent, tracestate, created_at, updated_at, dedup_key, dedup_until, superseded_by`;
 
 /** What an accepted write answers: the job as it left it, with its status at `now` (the parameter that holds it). */
 export function returningJob(now: string): string {
@@ -120,6 +120,9 @@ export function returningJob(now: string): string {
  * context it was enqueued with (migrations/0032: written here only), and
  * counts it. A keyed job waits for its key's turn when its queue's per-key
  * limit is reached (`heldBack`), and takes a turn in a fair queue (`turnOf`).
+ * A job with a dedup key stores how it holds it (`dedup`, migrations/0035),
+ * and is inserted only if `onlyIf` holds: an SQL condition over ?2 (the
+ * queue), ?7 (now) and ?11 (the dedup key), from src/store/sql/dedup.ts.
  */
 export function enqueue(job: {
   id: string;
@@ -132,14 +135,20 @@ export function enqueue(job: {
   traceparent: string | null;
   tracestate: string | null;
   now: number;
+  dedup?: { key: string; until: number | null; debounceUntil: number | null; onlyIf: string } | null | undefined;
 }): Statement[] {
+  const { dedup } = job;
   return [
     {
-      sql: `INSERT INTO jobs (id, queue, key, held_back, turn, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
-            VALUES (?1, ?2, ?10, ${heldBack("?2", "?10", "?5", "?7")}, ${turnOf("?2", "?10")}, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")})
+      sql: `INSERT INTO jobs (id, queue, key, held_back, turn, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq,
+                              dedup_key, dedup_until, debounce_until)
+            SELECT ?1, ?2, ?10, ${heldBack("?2", "?10", "?5", "?7")}, ${turnOf("?2", "?10")}, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")},
+                   ?11, ?12, ?13
+            WHERE ${dedup?.onlyIf ?? "true"}
             ON CONFLICT (id) DO NOTHING
             ${returningJob("?7")}`,
-      args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now, job.traceparent, job.tracestate, job.key],
+      args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now, job.traceparent, job.tracestate, job.key,
+        dedup?.key ?? null, dedup?.until ?? null, dedup?.debounceUntil ?? null],
     },
     countEnqueued("?1", "changes()", "?2", [job.queue, job.now]),
   ];

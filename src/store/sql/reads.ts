@@ -32,7 +32,7 @@ export function queuesOf(ids: string[]): Statement {
 /** Whether (owner, fence) holds the current lease of a job, for systems outside to check a token; with the job's holder and status, which say why not. */
 export function leaseCheck(id: string, owner: string, fence: number, now: number): Statement {
   return {
-    sql: `SELECT fence, until, owner, ${status("?4")} AS status, (${currentLease("?2", "?3", "?4")}) AS current FROM jobs WHERE id = ?1`,
+    sql: `SELECT fence, until, owner, superseded_by, ${status("?4")} AS status, (${currentLease("?2", "?3", "?4")}) AS current FROM jobs WHERE id = ?1`,
     args: [id, owner, fence, now],
   };
 }

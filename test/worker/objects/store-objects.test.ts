@@ -1,3 +1,4 @@
+import { dedupContract } from "../../contract/dedup.contract.ts";
 import { env, runInDurableObject } from "cloudflare:test";
 import { objectDriver } from "../../../src/drivers/durable-object-sql.ts";
 import type { Driver, Row, Statement } from "../../../src/drivers/driver.ts";
@@ -72,3 +73,4 @@ jsonDepthContract(freshObjectStore);
 traceContract(freshObjectStore);
 clockStepContract(freshObjectStore);
 keyReadsContract(freshObjectStore);
+dedupContract(freshObjectStore);
