@@ -34,6 +34,8 @@ export type {
   CompleteManyRequest,
   CompleteRequest,
   Enqueued,
+  EnqueueAnswer,
+  PlainEnqueueRequest,
   EnqueueRequest,
   EventPage,
   EventsRequest,

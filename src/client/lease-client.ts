@@ -18,6 +18,8 @@ import type {
   CompleteManyRequest,
   CompleteRequest,
   Enqueued,
+  EnqueueAnswer,
+  PlainEnqueueRequest,
   EnqueueRequest,
   EventPage,
   EventsRequest,
@@ -112,11 +114,15 @@ export class LeaseClient {
    * enqueue adds a job (`POST /v1/jobs`) and answers `{ created, job }`: the
    * job as stored, and whether this call created it; an id that exists
    * answers `created: false` with the job untouched. A `key` puts it under
-   * its queue's per-key settings (docs/queues.md#keys). With a tracer
-   * registered, it is a producer span, "send {queue}", whose traceparent
-   * the job is stored with (docs/traces.md).
+   * its queue's per-key settings (docs/queues.md#keys). A `dedupKey`
+   * enqueues it once per key (docs/queues.md#once-per-key), and the answer
+   * may then be `deduplicated`, `debounced`, or name what it `superseded`.
+   * With a tracer registered, it is a producer span, "send {queue}", whose
+   * traceparent the job is stored with (docs/traces.md).
    */
-  enqueue(job: EnqueueRequest): Promise<{ created: boolean; job: Job }> {
+  enqueue(job: PlainEnqueueRequest): Promise<{ created: boolean; job: Job }>;
+  enqueue(job: EnqueueRequest): Promise<EnqueueAnswer>;
+  enqueue(job: EnqueueRequest): Promise<EnqueueAnswer | { created: boolean; job: Job }> {
     return inSendSpan(job.queue ?? "default", [job], () => this.#transport.call({ route: ["POST", "/v1/jobs", job], local: (api) => api.enqueue(job), repeat: "always" }));
   }
 

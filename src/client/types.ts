@@ -71,8 +71,15 @@ export type ReleaseRequest = z.input<typeof leases.ReleaseBody>;
 export type FailRequest = z.input<ReturnType<typeof leases.FailBody>>;
 /** One job of `POST /v1/queues/:queue/jobs`. */
 export type NewJobRequest = z.input<typeof jobs.EnqueueManyBody>["jobs"][number];
-/** What `POST /v1/queues/:queue/jobs` answers for each job, in order. */
-export type Enqueued = { id: string; created: boolean };
+/** What `POST /v1/queues/:queue/jobs` answers for each job, in order; a job not created for its dedup key names the job that holds it. */
+export type Enqueued = { id: string; created: boolean; deduplicated?: true; duplicateOf?: string };
+/** What `POST /v1/jobs` answers: created (with supersede, the job it cancelled, or null); or not, with the job its id or dedup key stands for; or the id of the purged job that holds the key's window. */
+export type EnqueueAnswer =
+  | { created: true; job: Job; superseded?: string | null }
+  | { created: false; job: Job; deduplicated?: true; debounced?: true }
+  | { created: false; deduplicated: true; id: string };
+/** An enqueue without a dedup key: its answer always holds the job. */
+export type PlainEnqueueRequest = EnqueueRequest & { dedupKey?: undefined };
 /** What complete and fail ask to take next in the same transaction: up to `limit` due jobs of the same queue. */
 export type NextRequest = z.input<ReturnType<typeof leases.NextBody>>;
 /** A job whose lease complete or fail ended, and the leases taken when `next` was asked. */

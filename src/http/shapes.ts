@@ -144,6 +144,15 @@ export const Key = printableText().openapi({
     "What the queue's per-key settings limit the job by (a tenant, a user, an API key; docs/queues.md#keys): " +
     `1 to ${MAX_LABEL_BYTES} bytes of UTF-8 (maxLength counts characters), well-formed, with no control character, line or paragraph separator, or bidirectional mark or override`,
 });
+/** A job's dedup key (docs/queues.md#once-per-key). */
+export const DedupKey = printableText().openapi({
+  example: "order-7",
+  maxLength: MAX_LABEL_BYTES,
+  pattern: `^[^${UNPRINTABLE_CLASS.slice(1, -1)}]+$`,
+  description:
+    "Enqueue at most once per this key of the queue, in the way dedupTtlMs, debounceMs or supersede says (exactly one of them): " +
+    `1 to ${MAX_LABEL_BYTES} bytes of UTF-8 (maxLength counts characters), well-formed, with no control character, line or paragraph separator, or bidirectional mark or override`,
+});
 /** A job's id. */
 export const JobId = label().openapi({ example: "invoice-42", description: `A job's id: ${LABEL_RULES}` });
 /** Who holds or asks for a lease. */

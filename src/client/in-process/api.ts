@@ -14,6 +14,7 @@ import type {
   CompleteManyRequest,
   CompleteRequest,
   Enqueued,
+  EnqueueAnswer,
   EnqueueRequest,
   EventPage,
   EventsRequest,
@@ -137,12 +138,13 @@ export class InProcessApi {
 
   // ---- jobs (src/http/jobs.ts) ----
 
-  async enqueue(request: EnqueueRequest): Promise<{ created: boolean; job: Job }> {
+  async enqueue(request: EnqueueRequest): Promise<EnqueueAnswer> {
     const { id, ...job } = withTraceContext(request, activeTraceContext());
     const now = this.#clock();
-    const { created, job: stored } = await this.store.enqueue(id, { ...job, now });
-    if (created) void this.#wake.enqueued(stored.queue, [stored.runAt], now);
-    return { created, job: jobView(stored) as Job };
+    const answer = await this.store.enqueue(id, { ...job, now });
+    if (!("job" in answer)) return answer;
+    if (answer.created) void this.#wake.enqueued(answer.job.queue, [answer.job.runAt], now);
+    return { ...answer, job: jobView(answer.job) as Job } as EnqueueAnswer;
   }
 
   async enqueueMany(queue: string, jobs: NewJobRequest[]): Promise<{ jobs: Enqueued[] }> {
