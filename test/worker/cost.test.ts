@@ -3,7 +3,7 @@ import type { D1Database, D1PreparedStatement, D1Result } from "@cloudflare/work
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import worker from "../../src/worker.ts";
 import costPage from "../../docs/cost.md?raw";
-import { BATCH, COST_VERBS, expectKeyedLives, KEYED_VERBS, LONG_POLL } from "./cost-verbs.ts";
+import { BATCH, COST_VERBS, DEDUP_VERBS, expectKeyedLives, KEYED_VERBS, LONG_POLL } from "./cost-verbs.ts";
 
 // What each verb costs on D1, in the rows D1 bills: every query's
 // meta.rows_read and meta.rows_written, summed over the verb's HTTP call
@@ -118,6 +118,11 @@ async function measure<R>(verb: string, run: () => Promise<R>, into = measured):
 /** measure, for a line of the keys table. */
 const measureKeyed = <R>(verb: string, run: () => Promise<R>) => measure(verb, run, keyedMeasured);
 
+/** The lines of the once-per-key table (DEDUP_VERBS). */
+const dedupMeasured = new Map<string, Tally>();
+/** measure, for a line of the once-per-key table. */
+const measureDedup = <R>(verb: string, run: () => Promise<R>) => measure(verb, run, dedupMeasured);
+
 function expectStatus(answer: { status: number; body: unknown }, status: number) {
   expect(answer.status, JSON.stringify(answer.body)).toBe(status);
 }
@@ -218,6 +223,48 @@ async function measureKeyedLives(): Promise<void> {
   expect(rated.body.leases).toHaveLength(BATCH);
 }
 
+/**
+ * The lines of the once-per-key table: an enqueue that takes a window, one the
+ * window turns away, a call of many; a debounce's first enqueue and one that
+ * moves its job; a supersede with its key free and one that cancels the job
+ * held; and the purge of a job whose window ended with it.
+ */
+async function measureDedupKeys(): Promise<void> {
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("once");
+  const window = { queue: "once", dedupKey: "order-7", dedupTtlMs: DAY, payload: PAYLOAD };
+  expectStatus(await measureDedup("enqueue with a dedup window", () => w.call("POST", "/v1/jobs", { id: "d-one", ...window })), 201);
+  const turnedAway = await measureDedup("enqueue, deduplicated (its window lasts)", () => w.call("POST", "/v1/jobs", { id: "d-two", ...window }));
+  expect(turnedAway).toMatchObject({ status: 200, body: { deduplicated: true, job: { id: "d-one" } } });
+  const jobs = idsOf("dm", BATCH).map((id) => ({ id, dedupKey: id, dedupTtlMs: DAY, payload: PAYLOAD }));
+  const many = await measureDedup(`enqueueMany of ${BATCH} with dedup windows`, () => w.call("POST", "/v1/queues/once/jobs", { jobs }));
+  expect(many.body.jobs.filter((job: { created: boolean }) => job.created)).toHaveLength(BATCH);
+
+  const debounce = { queue: "once", dedupKey: "doc-9", debounceMs: 1_000, payload: PAYLOAD };
+  expectStatus(await measureDedup("enqueue with a debounce", () => w.call("POST", "/v1/jobs", { id: "b-one", ...debounce })), 201);
+  vi.setSystemTime(T + 500);
+  const moved = await measureDedup("enqueue, debounced (moves the waiting job)", () => w.call("POST", "/v1/jobs", { id: "b-two", ...debounce }));
+  expect(moved).toMatchObject({ status: 200, body: { debounced: true, job: { id: "b-one", runAt: T + 1_500 } } });
+
+  const supersede = { queue: "once", dedupKey: "sync-3", supersede: true, payload: PAYLOAD };
+  expectStatus(await measureDedup("enqueue with supersede (the key free)", () => w.call("POST", "/v1/jobs", { id: "s-one", ...supersede })), 201);
+  expectStatus(await w.call("POST", "/v1/jobs/s-one/claim", { owner: "A", ttlMs: TTL }), 200);
+  const superseding = await measureDedup("enqueue with supersede (cancels the held job)", () => w.call("POST", "/v1/jobs", { id: "s-two", ...supersede }));
+  expect(superseding).toMatchObject({ status: 201, body: { superseded: "s-one" } });
+
+  // The window's job finished and purged with its window over: both go in one cron run.
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("once-purged");
+  expectStatus(await w.call("POST", "/v1/jobs", { id: "p-one", queue: "once-purged", dedupKey: "k", dedupTtlMs: DAY, payload: PAYLOAD }), 201);
+  expectStatus(await w.call("POST", "/v1/jobs/p-one/claim", { owner: "A", ttlMs: TTL }), 200);
+  expectStatus(await w.call("POST", "/v1/jobs/p-one/complete", { owner: "A", fence: 1, result: RESULT }), 200);
+  vi.setSystemTime(T + 8 * DAY);
+  await measureDedup("purge (cron, one job and its ended window)", () => w.cron(T + 8 * DAY));
+  expect((await env.DB.prepare("SELECT count(*) AS n FROM dedup_keys").first<{ n: number }>())!.n).toBe(0);
+}
+
 beforeAll(async () => {
   vi.useFakeTimers({ toFake: ["Date"] });
   expect(JSON.stringify(PAYLOAD)).toHaveLength(60);
@@ -299,6 +346,7 @@ beforeAll(async () => {
   expect((await waiting).body.leases).toHaveLength(1);
 
   await measureKeyedLives();
+  await measureDedupKeys();
 }, 90_000);
 
 /** The database file's size, as D1 reports it after a query. */
@@ -393,6 +441,22 @@ describe("what a keyed job costs on D1", () => {
   test("a keyed job's purge writes what an unkeyed one's does: its key's entry left with its completion", () => {
     expect(keyedWritten("purge (cron, one keyed job)")).toBe(written("purge (cron, one job)"));
     expect(keyedWritten(`purge (cron, ${BATCH} keyed jobs)`)).toBe(written(`purge (cron, ${BATCH} jobs)`));
+  });
+});
+
+describe("what once per key costs on D1", () => {
+  test("each enqueue with a dedup key writes the rows of its line in docs/cost.md's once-per-key table, and reads no more", () => {
+    console.log(costTable(DEDUP_VERBS, dedupMeasured));
+    expect(costPage).toContain(costTable(DEDUP_VERBS, dedupMeasured));
+  });
+
+  test("a window costs an enqueue two rows more (its key's row and its end's index entry), and an enqueue it turns away writes nothing", () => {
+    const dedupWritten = (verb: string) => dedupMeasured.get(verb)!.written;
+    expect(dedupWritten("enqueue with a dedup window")).toBe(written("enqueue") + 2);
+    expect(dedupWritten("enqueue, deduplicated (its window lasts)")).toBe(0);
+    expect(dedupWritten(`enqueueMany of ${BATCH} with dedup windows`)).toBe(written(`enqueueMany of ${BATCH}`) + 2 * BATCH);
+    expect(dedupWritten("enqueue with supersede (the key free)")).toBe(written("enqueue") + 1);
+    expect(dedupWritten("purge (cron, one job and its ended window)")).toBe(written("purge (cron, one job)") + 1);
   });
 });
 

@@ -142,9 +142,8 @@ export function enqueue(job: {
     {
       sql: `INSERT INTO jobs (id, queue, key, held_back, turn, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq,
                               dedup_key, dedup_until, debounce_until)
-            SELECT ?1, ?2, ?10, ${heldBack("?2", "?10", "?5", "?7")}, ${turnOf("?2", "?10")}, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")},
-                   ?11, ?12, ?13
-            WHERE ${dedup?.onlyIf ?? "true"}
+            ${dedup ? "SELECT" : "VALUES ("} ?1, ?2, ?10, ${heldBack("?2", "?10", "?5", "?7")}, ${turnOf("?2", "?10")}, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")},
+                   ?11, ?12, ?13 ${dedup ? `WHERE ${dedup.onlyIf}` : ")"}
             ON CONFLICT (id) DO NOTHING
             ${returningJob("?7")}`,
       args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now, job.traceparent, job.tracestate, job.key,
