@@ -11,9 +11,10 @@ Server:
                                  (against --url if given, else a server of its own on a temporary database)
 Jobs:
   enqueue <id> [--queue Q] [--key K] [--payload JSON] [--priority N] [--run-at TIME | --delay-ms MS]
-                [--max-attempts N]
+                [--max-attempts N] [--dedup-key D (--dedup-ttl-ms MS | --debounce-ms MS [--debounce-max-ms MS] | --supersede)]
                                  TIME: an ISO time with its zone (2026-12-01T09:00:00Z), or ms since the epoch;
-                                 K: what the queue's per-key settings limit the job by (a tenant, a user)
+                                 K: what the queue's per-key settings limit the job by (a tenant, a user);
+                                 D: enqueue once per this key: in a window, debounced, or superseding its job
   enqueue-many <queue> [--file F]
                                  jobs as JSON lines ({"id":"a","key":"k","payload":1} per line) from F or
                                  standard input

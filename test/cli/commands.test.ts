@@ -68,6 +68,27 @@ describe("the fencelease command", () => {
     expect(await s.snapshot()).toEqual(before);
   });
 
+  test("enqueue --dedup-key with a window, a debounce or --supersede says what it did; a dedup key alone exits 2 naming the options", async () => {
+    await using s = await serving();
+    expect((await s.run("enqueue", "pay-1", "--queue", "q", "--dedup-key", "order-7", "--dedup-ttl-ms", "60000")).stdout).toBe("enqueued pay-1 in queue q\n");
+    expect((await s.run("enqueue", "pay-2", "--queue", "q", "--dedup-key", "order-7", "--dedup-ttl-ms", "60000")).stdout).toBe(
+      "not enqueued: the window of its dedup key is held by pay-1 (queued)\n",
+    );
+    expect((await s.run("enqueue", "save-1", "--queue", "q", "--dedup-key", "doc", "--debounce-ms", "1000")).stdout).toBe("enqueued save-1 in queue q\n");
+    expect((await s.run("enqueue", "save-2", "--queue", "q", "--dedup-key", "doc", "--debounce-ms", "1000", "--payload", "2")).stdout).toMatch(/^not enqueued: moved save-1, the waiting job of its dedup key, to \d{4}-/);
+    expect((await s.run("enqueue", "v1", "--queue", "q", "--dedup-key", "sync", "--supersede")).stdout).toBe("enqueued v1 in queue q\n");
+    expect((await s.run("enqueue", "v2", "--queue", "q", "--dedup-key", "sync", "--supersede")).stdout).toBe("enqueued v2 in queue q; cancelled v1, which it supersedes\n");
+    const before = await s.snapshot();
+    expect(Object.keys(before).sort()).toEqual(["pay-1", "save-1", "v1", "v2"]);
+    const refused = await s.run("enqueue", "x", "--queue", "q", "--dedup-key", "k");
+    expect(refused).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: "fencelease: invalid_request: --dedup-key takes exactly one of --dedup-ttl-ms (a window), --debounce-ms (a debounce) or supersede: true, got none\n",
+    });
+    expect(await s.snapshot()).toEqual(before);
+  });
+
   test("enqueue-many names the line that is wrong, exits 2 and sends nothing", async () => {
     await using s = await serving();
     const bad = await s.runWithInput('{"id":"a"}\nnot json\n', "enqueue-many", "q");
