@@ -281,6 +281,7 @@ export function leaseRoutes(limits: Limits) {
             fence: z.number().int(),
             until: z.number().int(),
             reason: z.enum(["superseded", "not_owner", "done", "cancelled", "expired"]).optional().openapi({ description: "When not current: why, as a stale write with this lease would be told (details.reason of stale_lease)" }),
+            supersededBy: z.string().optional().openapi({ description: "With reason cancelled, when an enqueue with supersede cancelled the job: the job that superseded it" }),
           }),
           "The answer, with the job's current fence; when not current, the reason",
         ),

@@ -188,6 +188,9 @@ export const JobSchema = z
     tracestate: z.string().nullable().openapi({ description: "The W3C tracestate that came with the traceparent, or null" }),
     createdAt: z.number().int(),
     updatedAt: z.number().int(),
+    dedupKey: z.string().nullable().openapi({ description: "The dedup key it was enqueued with (docs/queues.md#once-per-key), or null" }),
+    dedupUntil: z.number().int().nullable().openapi({ description: "When its dedup window ends (enqueued with dedupTtlMs), or null" }),
+    supersededBy: z.string().nullable().openapi({ description: "The job whose enqueue with supersede cancelled this one, or null" }),
   })
   .openapi("Job");
 

@@ -114,6 +114,12 @@ describe("the OpenAPI document", () => {
       "claimNext 200.retryAfterMs", // only when the rate limit stopped the claim short
       "claimNext 200.waitedMs", // only with waitMs
       "checkLease 200.reason", // only when the lease is not current
+      "checkLease 200.supersededBy", // only when a supersede cancelled the job
+      "enqueueJob 200.debounced", // only when the enqueue moved its key's waiting job
+      "enqueueJob 200.deduplicated", // only when its key's window turned it away
+      "enqueueJob 201.superseded", // only with supersede
+      "enqueueJobs 200.jobs.deduplicated", // only when its key's window, or a job before it, turned it away
+      "enqueueJobs 200.jobs.duplicateOf",
       "NotClaimable.error.details.behind", // only with reason key_ordered
     ].sort());
     expect(document.components.schemas.Job!.required).toEqual(expect.arrayContaining(["payload", "result", "progress"]));
@@ -334,6 +340,8 @@ describe("a client generated from the document by openapi-typescript", () => {
       'none<Exclude<OptionalKeys<Answer<"claimNext", 200>>, "waitedMs" | "retryAfterMs">>(true);',
       // Requests as a client writes them.
       'export const enqueue: Body<"enqueueJob"> = { id: "x", queue: "q", payload: { any: ["json"] }, delayMs: 5 };',
+      'export const once: Body<"enqueueJob"> = { id: "x", queue: "q", dedupKey: "order-7", dedupTtlMs: 60000 };',
+      'export const debounced: Body<"enqueueJob"> = { id: "x", dedupKey: "doc", debounceMs: 500, debounceMaxMs: 5000 };',
       'export const claim: Body<"claimNext"> = { owner: "A", ttlMs: 30000, limit: 10, waitMs: 1000 };',
       'export const complete: Body<"completeLease"> = { owner: "A", fence: 1, result: null, next: { limit: 1, ttlMs: 30000 } };',
       'export const cron: Body<"putSchedule"> = { queue: "q", cron: "0 3 * * *", timezone: "UTC" };',

@@ -21,7 +21,7 @@ describe("POST /v1/jobs", () => {
       created: true,
       job: {
         id: "job-1", queue: "mail", key: null, payload: { to: "ada" }, priority: 2, runAt: T, owner: null, until: 0, fence: 0,
-        result: null, done: false, status: "queued", attempts: 0, maxAttempts: 3, lastError: null, progress: null, traceparent: null, tracestate: null, createdAt: T, updatedAt: T,
+        result: null, done: false, status: "queued", attempts: 0, maxAttempts: 3, lastError: null, progress: null, traceparent: null, tracestate: null, createdAt: T, updatedAt: T, dedupKey: null, dedupUntil: null, supersededBy: null,
       },
     });
     expect((await snapshot())["job-1"]).toMatchObject({ queue: "mail", payload: '{"to":"ada"}', priority: 2, max_attempts: 3 });
