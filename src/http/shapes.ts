@@ -135,24 +135,20 @@ export function body<T extends Record<string, z.ZodType>>(shape: T) {
   });
 }
 
-/** A job's key: what its queue's per-key settings limit it by; never in a path, so "." and ".." are keys like any other (as the store takes them). */
-export const Key = printableText().openapi({
-  example: "tenant-42",
-  maxLength: MAX_LABEL_BYTES,
-  pattern: `^[^${UNPRINTABLE_CLASS.slice(1, -1)}]+$`,
-  description:
-    "What the queue's per-key settings limit the job by (a tenant, a user, an API key; docs/queues.md#keys): " +
-    `1 to ${MAX_LABEL_BYTES} bytes of UTF-8 (maxLength counts characters), well-formed, with no control character, line or paragraph separator, or bidirectional mark or override`,
-});
+/** Printable text of 1 to MAX_LABEL_BYTES bytes that is never in a path, so "." and ".." are keys like any other (as the store takes them); `what` opens its description. */
+function keyText(example: string, what: string) {
+  return printableText().openapi({
+    example,
+    maxLength: MAX_LABEL_BYTES,
+    pattern: `^[^${UNPRINTABLE_CLASS.slice(1, -1)}]+$`,
+    description: `${what}: 1 to ${MAX_LABEL_BYTES} bytes of UTF-8 (maxLength counts characters), well-formed, with no control character, line or paragraph separator, or bidirectional mark or override`,
+  });
+}
+
+/** A job's key: what its queue's per-key settings limit it by. */
+export const Key = keyText("tenant-42", "What the queue's per-key settings limit the job by (a tenant, a user, an API key; docs/queues.md#keys)");
 /** A job's dedup key (docs/queues.md#once-per-key). */
-export const DedupKey = printableText().openapi({
-  example: "order-7",
-  maxLength: MAX_LABEL_BYTES,
-  pattern: `^[^${UNPRINTABLE_CLASS.slice(1, -1)}]+$`,
-  description:
-    "Enqueue at most once per this key of the queue, in the way dedupTtlMs, debounceMs or supersede says (exactly one of them): " +
-    `1 to ${MAX_LABEL_BYTES} bytes of UTF-8 (maxLength counts characters), well-formed, with no control character, line or paragraph separator, or bidirectional mark or override`,
-});
+export const DedupKey = keyText("order-7", "Enqueue at most once per this key of the queue, in the way dedupTtlMs, debounceMs or supersede says (exactly one of them)");
 /** A job's id. */
 export const JobId = label().openapi({ example: "invoice-42", description: `A job's id: ${LABEL_RULES}` });
 /** Who holds or asks for a lease. */
