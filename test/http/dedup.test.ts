@@ -2,11 +2,13 @@ import { describe, expect, onTestFinished, test } from "vitest";
 import { startServer } from "../../src/node.ts";
 import { freshStore } from "../fresh-db.ts";
 import { freshApp, T } from "../fresh-app.ts";
+import { racers } from "../store/racers.ts";
 
 // Once per key (issue 30) over HTTP: the answers of POST /v1/jobs and
 // POST /v1/queues/{queue}/jobs with a dedup key, their status codes, the
 // refusals of bad fields, and 64 concurrent enqueues of one key on the Node
-// server over a file. Each test builds its own app on a fresh database.
+// server over a file, and from 4 processes on one file. Each test builds its
+// own app on a fresh database.
 
 const MINUTE = 60_000;
 const TTL = 30_000;
@@ -117,5 +119,21 @@ describe("64 concurrent enqueues of one dedup key on the Node server", () => {
     const winner = created[0]!.body.job.id;
     expect(answers.filter((answer) => answer.status === 200 && answer.body.job.id === winner)).toHaveLength(63);
     expect(Object.keys(await snapshot())).toEqual([winner]);
+  });
+});
+
+describe("enqueues of one dedup key from 4 processes on one file", () => {
+  test("create exactly one job round after round, each round's key new: 4 x 16 enqueues a key at once", async () => {
+    const { url, snapshot } = await freshStore();
+    const owners = ["p0", "p1", "p2", "p3"];
+    const race = await racers(url, owners, { now: T, ttlMs: TTL });
+    for (let round = 0; round < 5; round++) {
+      const created = ((await race.all(`enqueue-once pay order-${round} 16`)) as string[][]).flat();
+      expect(created, `round ${round}`).toHaveLength(1);
+    }
+    await race.stop();
+    const rows = Object.values(await snapshot());
+    expect(rows).toHaveLength(5);
+    expect(new Set(rows.map((row) => row.dedup_key))).toEqual(new Set(["order-0", "order-1", "order-2", "order-3", "order-4"]));
   });
 });
