@@ -41,7 +41,30 @@ export type Job = {
   tracestate: string | null;
   createdAt: number;
   updatedAt: number;
+  /** The steps its handlers recorded (migrations/0036), by name: each one's result, the fence of the lease that recorded it, and when; `{}` for none. */
+  steps: Record<string, StepRecord>;
 };
+
+/** A step as a job keeps it: its result (the JSON value recorded), the fence of the lease that recorded it, and when. */
+export type StepRecord = { result: unknown; fence: number; at: number };
+
+/** A step recorded, with its name. */
+export type Step = { name: string } & StepRecord;
+
+/** A job's steps from their column (STEPS in src/store/sql/lease.ts: NULL for none), each result parsed from its JSON text. */
+function stepsOf(column: unknown): Record<string, StepRecord> {
+  const steps: Record<string, StepRecord> = {};
+  if (typeof column !== "string") return steps;
+  for (const [name, step] of Object.entries(JSON.parse(column) as Record<string, { result: string; fence: number; at: number }>)) {
+    steps[name] = { result: parsed(step.result), fence: step.fence, at: step.at };
+  }
+  return steps;
+}
+
+/** A step as `readStep` or the INSERT of `recordStep` (src/store/sql/steps.ts) answers it, its result parsed. */
+export function stepFromRow(row: Row): Step {
+  return { name: row.name as string, result: parsed(row.result), fence: row.fence as number, at: row.at as number };
+}
 
 /** A JSON text column as its value (one nested too deep as its text: storedJson); NULL as null, the value of the JSON text "null". */
 function parsed(column: unknown): unknown {
@@ -71,6 +94,7 @@ export function jobFromRow(row: Row): Job {
     tracestate: row.tracestate as string | null,
     createdAt: row.created_at as number,
     updatedAt: row.updated_at as number,
+    steps: stepsOf(row.steps),
   };
 }
 
