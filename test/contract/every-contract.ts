@@ -10,6 +10,7 @@ import { queuesContract } from "./queues.contract.ts";
 import { rateLimitContract } from "./rate-limit.contract.ts";
 import { schedulesContract } from "./schedules.contract.ts";
 import { type FreshStorage, storageContract } from "./storage.contract.ts";
+import { stepsContract } from "./steps.contract.ts";
 import { storeContract } from "./store.contract.ts";
 import { tokensContract } from "./tokens.contract.ts";
 import { traceContract } from "./trace.contract.ts";
@@ -31,4 +32,5 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   storageContract(freshStore);
   jsonDepthContract(freshStore);
   keyReadsContract(freshStore);
+  stepsContract(freshStore);
 }
