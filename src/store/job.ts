@@ -145,7 +145,7 @@ export type JobEvent = {
   at: number;
   /** enqueued, claimed, pushed, renewed, completed, released, failed, expired, dead, retried, cancelled, deleted, or refused. */
   kind: string;
-  /** For a refusal: renew, complete, release or fail; for a push delivery (pushed), its outcome: success, accepted, failure, timeout or unreachable. */
+  /** For a refusal: renew, complete, release, fail or step; for a push delivery (pushed), its outcome: success, accepted, failure, timeout or unreachable. */
   action: string | null;
   /** Who acted, with which fence; for a refusal, the owner and fence presented; for a cancel, who cancelled (`by`) and the job's fence. */
   owner: string | null;
