@@ -47,8 +47,8 @@ describe(`tokens on the Worker (${MODE} mode)`, () => {
   });
 
   test("a worker token records the steps of its queue's leases, each lease handed them; another queue's job is an unknown job, and a reader may record none", async () => {
-    const worker = (await callAs(ADMIN, "POST", "/v1/tokens", { role: "worker", queues: ["orders"] })).body.token;
-    const reader = (await callAs(ADMIN, "POST", "/v1/tokens", { role: "reader", queues: ["*"] })).body.token;
+    const made = [await callAs(ADMIN, "POST", "/v1/tokens", { role: "worker", queues: ["orders"] }), await callAs(ADMIN, "POST", "/v1/tokens", { role: "reader", queues: ["*"] })];
+    const [worker, reader] = made.map((answer) => answer.body.token as string) as [string, string];
     await callAs(ADMIN, "POST", "/v1/queues/orders/jobs", { jobs: [{ id: "ord-1" }] });
     await callAs(ADMIN, "POST", "/v1/queues/mail/jobs", { jobs: [{ id: "mail-s" }] });
     await callAs(ADMIN, "POST", "/v1/jobs/mail-s/claim", { owner: "M", ttlMs: 30_000 });
@@ -65,6 +65,7 @@ describe(`tokens on the Worker (${MODE} mode)`, () => {
     expect(again).toMatchObject({ fence: 2, job: { steps: { charge: { result: { chargeId: "ch_1" }, fence: 1 } } } });
     expect(await rows("orders", "SELECT name, fence FROM steps WHERE job_id = 'ord-1'")).toEqual([{ name: "charge", fence: 1 }]);
     expect(await rows("mail", "SELECT name FROM steps WHERE job_id = 'mail-s'")).toEqual([]);
+    for (const answer of made) await callAs(ADMIN, "DELETE", `/v1/tokens/${answer.body.id}`); // the tests after list the tokens
   });
 
   test("GET /v1/tokens lists without secrets; only an admin for every queue may", async () => {
