@@ -28,6 +28,9 @@ Jobs:
   renew <id> --owner O --fence F --ttl-ms MS [--progress JSON]
                                  with --progress, the job's progress, stored if the renew is accepted
   complete <id> --owner O --fence F --result JSON
+  step <id> <name> --owner O --fence F --result JSON
+                                 record the step's result under the lease; a step recorded already is answered
+                                 as recorded (exit 0), a stale lease refused (exit 4)
   release <id> --owner O --fence F
   fail <id> --owner O --fence F --error TEXT [--retry-in-ms MS]
   retry <id>                     put a dead job back in its queue

@@ -36,6 +36,8 @@ import type {
   RenewManyRequest,
   RenewRequest,
   Settled,
+  StepAnswer,
+  StepRequest,
 } from "./types.ts";
 
 export type { HttpOptions } from "./http-transport.ts";
@@ -246,6 +248,20 @@ export class LeaseClient {
   async fail(id: string, request: FailRequest): Promise<Settled> {
     const answer = await this.#transport.call({ route: ["POST", `${jobPath(id)}/fail`, request], local: (api) => api.fail(id, request), repeat: "if-unsent" });
     return { job: answer.job, leases: answer.leases ?? [] };
+  }
+
+  /**
+   * step records the result of step `name` of a job under the current lease
+   * (`POST /v1/jobs/:id/steps/:name`) and answers `{ recorded, step }`: the
+   * step as recorded, `recorded: true` for this call's, `false` for one
+   * recorded before (by this lease or an earlier one: its result, not the one
+   * sent). LeaseLostError if the lease is not current, and then nothing is
+   * stored; InvalidRequestError (code too_many_steps or steps_too_large) past
+   * the job's 64 steps or 65,536 bytes of results. A handler of withLease or
+   * runWorker calls its `step` instead, which skips a step recorded already.
+   */
+  step(id: string, name: string, request: StepRequest): Promise<StepAnswer> {
+    return this.#transport.call({ route: ["POST", `${jobPath(id)}/steps/${encodeURIComponent(name)}`, request], local: (api) => api.step(id, name, request), repeat: "always" });
   }
 
   /**

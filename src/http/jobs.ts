@@ -124,7 +124,7 @@ export const EventSchema = z
     queue: z.string(),
     at: z.number().int(),
     kind: z.string().openapi({ description: "enqueued, claimed, pushed, renewed, completed, released, failed, expired, dead, retried, cancelled, deleted, or refused" }),
-    action: z.string().nullable().openapi({ description: "Of a refusal: renew, complete, release or fail; of a push delivery (pushed): its outcome, success, accepted, failure, timeout or unreachable" }),
+    action: z.string().nullable().openapi({ description: "Of a refusal: renew, complete, release, fail or step; of a push delivery (pushed): its outcome, success, accepted, failure, timeout or unreachable" }),
     owner: z.string().nullable().openapi({ description: "Who acted; of a refusal, the owner presented; of a cancel, who cancelled (by)" }),
     fence: z.number().int().nullable(),
     currentOwner: z.string().nullable(),

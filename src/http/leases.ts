@@ -162,7 +162,7 @@ const NotClaimableSchema = z
   .openapi("NotClaimable");
 
 /** The tag of these routes in the OpenAPI document. */
-export const LEASES_TAG = { name: "leases", description: "The leases: claim a job by id or the next due jobs of a queue; renew, complete, release or fail a lease, one or many at once; check a lease before a side effect. Every write names its lease by owner and fence, and a stale one is refused (409 stale_lease) without changing anything." };
+export const LEASES_TAG = { name: "leases", description: "The leases: claim a job by id or the next due jobs of a queue; renew, complete, release or fail a lease, one or many at once; record a step under it; check a lease before a side effect. Every write names its lease by owner and fence, and a stale one is refused (409 stale_lease) without changing anything." };
 
 /** The leases a complete or fail took: there only when it asked for next. */
 const takenLeases = z.array(LeaseSchema).optional().openapi({ description: "Only when the request asked for next: the leases it took, maybe none" });

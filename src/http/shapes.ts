@@ -30,10 +30,16 @@ export const DEFAULT_LIMITS: Limits = { maxBodyBytes: 1024 * 1024, maxTtlMs: 60 
 const MAX_LABEL_BYTES = 255;
 
 /** The rules of label(), for the OpenAPI document: what a pattern and maxLength cannot say is in words. */
-export const LABEL_RULES =
-  `1 to ${MAX_LABEL_BYTES} bytes of UTF-8 (maxLength counts characters, and a character may take up to 4 bytes), ` +
-  'well-formed (no lone surrogate), with no control character (U+0000 to U+001F, U+007F to U+009F), line or paragraph separator, ' +
-  'or bidirectional mark or override; not "." or ".."';
+export const LABEL_RULES = labelRules(MAX_LABEL_BYTES);
+
+/** The rules of label() in words, for a label of at most `maxBytes` bytes. */
+export function labelRules(maxBytes: number): string {
+  return (
+    `1 to ${maxBytes} bytes of UTF-8 (maxLength counts characters, and a character may take up to 4 bytes), ` +
+    'well-formed (no lone surrogate), with no control character (U+0000 to U+001F, U+007F to U+009F), line or paragraph separator, ' +
+    'or bidirectional mark or override; not "." or ".."'
+  );
+}
 
 /** What a JSON Schema pattern can say of label(): none of the characters it refuses (nor these others), and not "." or "..". */
 export function labelPattern(alsoRefused = ""): string {
@@ -187,6 +193,16 @@ export const JobSchema = z
     dedupKey: z.string().nullable().openapi({ description: "The dedup key it was enqueued with (docs/queues.md#once-per-key), or null" }),
     dedupUntil: z.number().int().nullable().openapi({ description: "When its dedup window ends (enqueued with dedupTtlMs), or null" }),
     supersededBy: z.string().nullable().openapi({ description: "The job whose enqueue with supersede cancelled this one, or null" }),
+    steps: z
+      .record(
+        z.string(),
+        z.object({
+          result: anyJson().openapi({ description: "The JSON value the step recorded" }),
+          fence: z.number().int().openapi({ description: "The fence of the lease that recorded it" }),
+          at: z.number().int().openapi({ description: "When it was recorded, in ms since the epoch" }),
+        }),
+      )
+      .openapi({ description: "The steps its handlers recorded (POST /v1/jobs/{id}/steps/{name}), by name; {} for none. A handler that holds a later lease skips each step found here" }),
   })
   .openapi("Job");
 

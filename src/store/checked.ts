@@ -1,11 +1,12 @@
 import type { Statement } from "../drivers/driver.ts";
 import { type DedupMode, dedupMode, type EnqueuePlan, planEnqueue } from "./dedup-plan.ts";
 import { InvalidArgument } from "./errors.ts";
-import type { CancelRequest, ClaimRequest, CompleteRequest, EnqueueRequest, FailRequest, HeldLease, NewJob, RenewRequest } from "./shapes.ts";
+import type { CancelRequest, ClaimRequest, CompleteRequest, EnqueueRequest, FailRequest, HeldLease, NewJob, RenewRequest, StepRequest } from "./shapes.ts";
 import * as sqlClaims from "./sql/claim-next.ts";
 import * as sql from "./sql/lease.ts";
 import * as sqlCancel from "./sql/cancel.ts";
 import * as sqlMany from "./sql/many.ts";
+import * as sqlSteps from "./sql/steps.ts";
 import * as check from "./validate.ts";
 
 // Each verb's arguments are checked here, before its statements are built, so
@@ -72,6 +73,12 @@ export const checked = {
     sql.complete(check.name("id", id), check.name("owner", request.owner), check.positiveInt("fence", request.fence), check.instant("now", now), check.result("result", request.result), next),
   release: (id: string, request: HeldLease, now: number) =>
     sql.release(check.name("id", id), check.name("owner", request.owner), check.positiveInt("fence", request.fence), check.instant("now", now)),
+  step: (id: string, name: string, request: StepRequest, now: number) => {
+    const step = { id: check.name("id", id), name: check.stepName("name", name), owner: check.name("owner", request.owner), fence: check.positiveInt("fence", request.fence), now: check.instant("now", now) };
+    const result = check.json("result", request.result);
+    if (result === null) throw new InvalidArgument("result is required: any JSON value (null for none)");
+    return sqlSteps.recordStep({ ...step, result, bytes: check.utf8Bytes(result) });
+  },
   cancel: (id: string, request: CancelRequest, now: number) =>
     sqlCancel.cancel(check.name("id", id), check.name("by", request.by ?? "api"), check.shortText("reason", request.reason, check.MAX_REASON_BYTES), check.instant("now", now)),
   fail: (id: string, request: FailRequest, now: number, jitter: number) =>

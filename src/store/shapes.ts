@@ -79,6 +79,9 @@ export type CompleteRequest = HeldLease & { result: string; next?: NextClaim | u
 /** What `fail` takes (POST /v1/jobs/:id/fail): the lease, why it failed, when to try again (default: the backoff), and the next jobs to take with it. */
 export type FailRequest = HeldLease & { error: string; retryInMs?: number | undefined; next?: NextClaim | undefined };
 
+/** What `step` takes (POST /v1/jobs/:id/steps/:name): the lease it is recorded under, and its result, any JSON value. */
+export type StepRequest = HeldLease & { result: unknown };
+
 /** What `renewMany` takes (POST /v1/leases/renew): one owner's leases, each renewed for `ttlMs`, with the progress each reports. */
 export type RenewManyRequest = At & { owner: string; ttlMs: number; leases: { id: string; fence: number; progress?: unknown }[] };
 

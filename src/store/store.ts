@@ -1,9 +1,9 @@
 import type { Driver, Row, Statement } from "../drivers/driver.ts";
 import { traced } from "../drivers/traced.ts";
 import { NotClaimable, NotFound, WrongStatus } from "./errors.ts";
-import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf } from "./job.ts";
+import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf, type Step, stepFromRow } from "./job.ts";
 import { PushEndpoints } from "./push.ts";
-import { claimRefusal, leaseLostReason, type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
+import { claimRefusal, leaseLostReason, type LeaseOutcome, outcomes, refusal, stepRefusal } from "./refusal.ts";
 import { Schedules } from "./schedules.ts";
 import { Queues } from "./queues.ts";
 import { queueScope, Tokens } from "./tokens.ts";
@@ -15,6 +15,7 @@ import * as claims from "./sql/claim-next.ts";
 import * as housekeeping from "./sql/housekeeping.ts";
 import * as reads from "./sql/reads.ts";
 import * as sqlMany from "./sql/many.ts";
+import { readStep } from "./sql/steps.ts";
 import { checked } from "./checked.ts";
 import { inChunks } from "./in-chunks.ts";
 import { type Health, type HealthOptions, WriteHealth } from "./health.ts";
@@ -44,6 +45,7 @@ import {
   type RenewManyRequest,
   type RenewRequest,
   type Settled,
+  type StepRequest,
   timeOf,
 } from "./shapes.ts";
 
@@ -297,6 +299,26 @@ export class LeaseStore {
     const { written, leases } = await this.#settle(checked.fail(id, request, now, this.#jitter()), id, request.owner, now, request.next);
     if (written !== undefined) return { job: written, leases, changed: true };
     throw refusal(id, await this.#read(id, now), request.owner, request.fence);
+  }
+
+  /**
+   * step records the result of step `name` of job `id` (any JSON value, null
+   * included) under the current lease, and answers it, `recorded: true`. To
+   * the current lease, a step of that name recorded already (by any lease)
+   * answers as stored, `recorded: false`. NotFound, or LeaseLost, and nothing
+   * stored, if the lease is not current; StepLimit, and nothing stored, past
+   * the job's 64 steps or 65,536 bytes of results as JSON.
+   */
+  async step(id: string, name: string, request: StepRequest): Promise<{ recorded: boolean; step: Step }> {
+    const now = timeOf(request);
+    const statements = checked.step(id, name, request, now);
+    const [row] = (await this.#driver.batch(statements))[1]!;
+    if (row !== undefined) return { recorded: true, step: stepFromRow(row) };
+    const [read] = await this.#driver.run(readStep(id, name, now));
+    const bytes = statements[0]!.args[6] as number; // ?7 of recordStep: the bytes of its result
+    const refused = stepRefusal(id, read, request.owner, request.fence, bytes);
+    if (refused !== null) throw refused;
+    return { recorded: false, step: stepFromRow(JSON.parse(read!.step as string) as Row) };
   }
 
   /** release gives back a lease that is held and not done, keeping its fence, and answers the job; NotFound, or LeaseLost otherwise. */

@@ -128,6 +128,24 @@ describe("the fencelease command", () => {
     expect(await s.snapshot()).toEqual(before);
   });
 
+  test("step records a step under the lease, answers one recorded already as it was recorded, and refuses a stale lease (exit 4) or no name (exit 2)", async () => {
+    await using s = await serving();
+    await s.run("enqueue", "job-1");
+    await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "60000");
+    expect(await s.run("step", "job-1", "charge", "--owner", "A", "--fence", "1", "--result", '{"charge":"ch_1"}')).toEqual({ code: 0, stdout: "recorded step charge of job-1 with fence 1\n", stderr: "" });
+    const again = await s.run("step", "job-1", "charge", "--owner", "A", "--fence", "1", "--result", '"other"');
+    expect(again).toMatchObject({ code: 0, stderr: "" });
+    expect(again.stdout).toMatch(/^step charge of job-1 was recorded already, with fence 1 at \S+Z: \{"charge":"ch_1"\}\n$/);
+    const json = await s.run("step", "job-1", "charge", "--owner", "A", "--fence", "1", "--result", "1", "--json");
+    expect(JSON.parse(json.stdout)).toMatchObject({ recorded: false, step: { name: "charge", result: { charge: "ch_1" }, fence: 1 } });
+    const before = await s.snapshot();
+    const stale = await s.run("step", "job-1", "email", "--owner", "B", "--fence", "1", "--result", "1");
+    expect(stale).toMatchObject({ code: 4, stdout: "" });
+    expect(stale.stderr).toMatch(/^fencelease: refused, stale_lease \(not_owner\): /);
+    expect(await s.run("step", "job-1", "--owner", "A", "--fence", "1", "--result", "1")).toEqual({ code: 2, stdout: "", stderr: "fencelease: step needs the step's name after a job id (see fencelease --help)\n" });
+    expect(await s.snapshot()).toEqual(before);
+  });
+
   test("fails a job until it is dead, retries it and deletes it, in words and in JSON", async () => {
     await using s = await serving();
     await s.run("enqueue", "job-1", "--max-attempts", "2");

@@ -11,6 +11,7 @@ import { queuesContract } from "./queues.contract.ts";
 import { rateLimitContract } from "./rate-limit.contract.ts";
 import { schedulesContract } from "./schedules.contract.ts";
 import { type FreshStorage, storageContract } from "./storage.contract.ts";
+import { stepsContract } from "./steps.contract.ts";
 import { storeContract } from "./store.contract.ts";
 import { tokensContract } from "./tokens.contract.ts";
 import { traceContract } from "./trace.contract.ts";
@@ -33,4 +34,5 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   jsonDepthContract(freshStore);
   keyReadsContract(freshStore);
   dedupContract(freshStore);
+  stepsContract(freshStore);
 }

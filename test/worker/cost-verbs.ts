@@ -73,6 +73,19 @@ export const DEDUP_VERBS = [
   "purge (cron, one job and its ended window)",
 ];
 
+/**
+ * The lines of the steps table of docs/cost.md (D1), in its order: a step
+ * recorded, the same step sent again, a stale lease's step refused, the
+ * claim-next of a job with two steps recorded, and its purge.
+ */
+export const STEP_VERBS = [
+  "step",
+  "step, recorded already",
+  "step, refused stale",
+  "claim-next of a job with 2 steps",
+  "purge (cron, one job with 2 steps)",
+];
+
 /** The most rows a keyed job's life may write beyond an unkeyed one's, single and batched (issue 29). */
 export const KEYED_BUDGET = 2;
 

@@ -3,7 +3,7 @@ import type { D1Database, D1PreparedStatement, D1Result } from "@cloudflare/work
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import worker from "../../src/worker.ts";
 import costPage from "../../docs/cost.md?raw";
-import { BATCH, COST_VERBS, DEDUP_VERBS, expectKeyedLives, KEYED_VERBS, LONG_POLL } from "./cost-verbs.ts";
+import { BATCH, COST_VERBS, DEDUP_VERBS, expectKeyedLives, KEYED_VERBS, LONG_POLL, STEP_VERBS } from "./cost-verbs.ts";
 
 // What each verb costs on D1, in the rows D1 bills: every query's
 // meta.rows_read and meta.rows_written, summed over the verb's HTTP call
@@ -265,6 +265,43 @@ async function measureDedupKeys(): Promise<void> {
   expect((await env.DB.prepare("SELECT count(*) AS n FROM dedup_keys").first<{ n: number }>())!.n).toBe(0);
 }
 
+/** The lines of the steps table (STEP_VERBS). */
+const stepMeasured = new Map<string, Tally>();
+
+/**
+ * The lines of the steps table: a job's step recorded, sent again, refused
+ * to a stale lease; the claim-next that hands the job's two steps to the
+ * next lease, and the purge that deletes them with the job.
+ */
+async function measureSteps(): Promise<void> {
+  const measureStep = <R>(verb: string, run: () => Promise<R>) => measure(verb, run, stepMeasured);
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("steps");
+  expectStatus(await w.call("POST", "/v1/jobs", { id: "s-one", queue: "steps", payload: PAYLOAD }), 201);
+  expectStatus(await w.call("POST", "/v1/jobs/s-one/claim", { owner: "A", ttlMs: TTL }), 200);
+  expectStatus(await measureStep("step", () => w.call("POST", "/v1/jobs/s-one/steps/charge", { owner: "A", fence: 1, result: RESULT })), 201);
+  expectStatus(await w.call("POST", "/v1/jobs/s-one/steps/email", { owner: "A", fence: 1, result: RESULT }), 201);
+  expectStatus(await measureStep("step, recorded already", () => w.call("POST", "/v1/jobs/s-one/steps/charge", { owner: "A", fence: 1, result: RESULT })), 200);
+  expectStatus(await measureStep("step, refused stale", () => w.call("POST", "/v1/jobs/s-one/steps/charge", { owner: "Z", fence: 1, result: RESULT })), 409);
+  expectStatus(await w.call("POST", "/v1/jobs/s-one/release", { owner: "A", fence: 1 }), 200);
+  const [lease] = (await measureStep("claim-next of a job with 2 steps", () => w.call("POST", "/v1/queues/steps/claim", { owner: "B", ttlMs: TTL }))).body.leases;
+  expect(Object.keys(lease.job.steps)).toEqual(["charge", "email"]);
+
+  // A happy life with 2 steps, as the plain one's (no history stored): its purge deletes its steps too.
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("steps");
+  expectStatus(await w.call("POST", "/v1/jobs", { id: "s-two", queue: "steps", payload: PAYLOAD }), 201);
+  expectStatus(await w.call("POST", "/v1/jobs/s-two/claim", { owner: "A", ttlMs: TTL }), 200);
+  for (const step of ["charge", "email"]) expectStatus(await w.call("POST", `/v1/jobs/s-two/steps/${step}`, { owner: "A", fence: 1, result: RESULT }), 201);
+  vi.setSystemTime(T + 1_000);
+  expectStatus(await w.call("POST", "/v1/jobs/s-two/complete", { owner: "A", fence: 1, result: RESULT }), 200);
+  vi.setSystemTime(T + 8 * DAY);
+  await measureStep("purge (cron, one job with 2 steps)", () => w.cron(T + 8 * DAY));
+  expect((await env.DB.prepare("SELECT count(*) AS n FROM steps").first<{ n: number }>())!.n).toBe(0);
+}
+
 beforeAll(async () => {
   vi.useFakeTimers({ toFake: ["Date"] });
   expect(JSON.stringify(PAYLOAD)).toHaveLength(60);
@@ -347,6 +384,7 @@ beforeAll(async () => {
 
   await measureKeyedLives();
   await measureDedupKeys();
+  await measureSteps();
 }, 90_000);
 
 /** The database file's size, as D1 reports it after a query. */
@@ -457,6 +495,22 @@ describe("what once per key costs on D1", () => {
     expect(dedupWritten(`enqueueMany of ${BATCH} with dedup windows`)).toBe(written(`enqueueMany of ${BATCH}`) + 2 * BATCH);
     expect(dedupWritten("enqueue with supersede (the key free)")).toBe(written("enqueue") + 1);
     expect(dedupWritten("purge (cron, one job and its ended window)")).toBe(written("purge (cron, one job)") + 1);
+  });
+});
+
+describe("what a step costs on D1", () => {
+  test("each step verb writes the rows of its line in docs/cost.md's steps table, and reads no more", () => {
+    console.log(costTable(STEP_VERBS, stepMeasured));
+    expect(costPage).toContain(costTable(STEP_VERBS, stepMeasured));
+  });
+
+  test("a step writes at most 2 rows; one sent again writes none; a job's steps cost its claim no row written, and its purge one row a step", () => {
+    const stepWritten = (verb: string) => stepMeasured.get(verb)!.written;
+    expect(stepWritten("step")).toBeLessThanOrEqual(2);
+    expect(stepWritten("step, recorded already")).toBe(0);
+    expect(stepWritten("step, refused stale")).toBeLessThanOrEqual(BUDGET.refusal);
+    expect(stepWritten("claim-next of a job with 2 steps")).toBe(written("claim-next"));
+    expect(stepWritten("purge (cron, one job with 2 steps)")).toBe(written("purge (cron, one job)") + 2);
   });
 });
 

@@ -31,6 +31,8 @@ import type {
   RenewManyAnswer,
   RenewManyRequest,
   RenewRequest,
+  StepAnswer,
+  StepRequest,
 } from "../types.ts";
 import type { EmbeddedStore } from "./embedded-store.ts";
 
@@ -232,6 +234,10 @@ export class InProcessApi {
     const settled = await this.store.fail(id, { owner, fence, error, retryInMs, next, now });
     void this.#wake.settled(settled.job, owner);
     return settledView(settled, next) as { job: Job; leases?: Lease[] };
+  }
+
+  async step(id: string, name: string, { owner, fence, result }: StepRequest): Promise<StepAnswer> {
+    return this.store.step(id, name, { owner, fence, result, now: this.#clock() });
   }
 
   async renewMany({ owner, ttlMs, leases }: RenewManyRequest): Promise<RenewManyAnswer> {

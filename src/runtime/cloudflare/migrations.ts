@@ -26,6 +26,7 @@ import m0032 from "../../../migrations/0032_trace_context.sql";
 import m0033 from "../../../migrations/0033_due_at_enqueue.sql";
 import m0034 from "../../../migrations/0034_keys.sql";
 import m0035 from "../../../migrations/0035_dedup.sql";
+import m0036 from "../../../migrations/0036_steps.sql";
 
 /** Every file of migrations/, by name, in the order they apply. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -50,4 +51,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: "0033_due_at_enqueue.sql", sql: m0033 },
   { name: "0034_keys.sql", sql: m0034 },
   { name: "0035_dedup.sql", sql: m0035 },
+  { name: "0036_steps.sql", sql: m0036 },
 ];

@@ -102,13 +102,22 @@ export function countEnqueued(queue: string, count: string, now: string, args: I
 }
 
 /**
+ * The steps a job recorded (migrations/0036), for a statement over its row
+ * `jobs`: a JSON object of each step's name to its result (as its JSON text),
+ * fence and time; NULL for a job that recorded none, whose steps are not read
+ * at all, so that a claim of a job without steps reads no row more.
+ */
+export const STEPS = `CASE WHEN jobs.step_count > 0 THEN (SELECT json_group_object(s.name, json_object('result', s.result, 'fence', s.fence, 'at', s.at))
+                                                     FROM steps s WHERE s.job_id = jobs.id) END`;
+
+/**
  * The columns a Job is read from (src/store/job.ts, jobFromRow). An accepted
  * write answers these and no more: its row has as many again that only the
  * history reads, and handing each to JavaScript is most of what a claim of
  * many jobs costs beyond its writes.
  */
 export const JOB_COLUMNS = `id, queue, key, payload, priority, run_at, owner, until, fence, result, done, dead, cancelled,
-  attempts, max_attempts, last_error, progress, traceparent, tracestate, created_at, updated_at, dedup_key, dedup_until, superseded_by`;
+  attempts, max_attempts, last_error, progress, traceparent, tracestate, created_at, updated_at, dedup_key, dedup_until, superseded_by, ${STEPS} AS steps`;
 
 /** What an accepted write answers: the job as it left it, with its status at `now` (the parameter that holds it). */
 export function returningJob(now: string): string {
@@ -153,9 +162,9 @@ export function enqueue(job: {
   ];
 }
 
-/** Reads one job, with its status at `now`. */
+/** Reads one job, with its status at `now` and its steps. */
 export function state(id: string, now: number): Statement {
-  return { sql: `SELECT *, ${status("?2")} AS status FROM jobs WHERE id = ?1`, args: [id, now] };
+  return { sql: `SELECT *, ${status("?2")} AS status, ${STEPS} AS steps FROM jobs WHERE id = ?1`, args: [id, now] };
 }
 
 /**
@@ -218,7 +227,7 @@ export const FOLD_REFUSAL = `ON CONFLICT (job_id, seq)
  * changed nothing; or, given `wasRefused`, if that condition holds of the row,
  * over the arguments `more` from ?6 on.
  */
-function refused(action: string, id: string, owner: string, fence: number, now: number, wasRefused = "changes() = 0", ...more: InValue[]): Statement {
+export function refused(action: string, id: string, owner: string, fence: number, now: number, wasRefused = "changes() = 0", ...more: InValue[]): Statement {
   return {
     sql: `INSERT INTO history (job_id, seq, queue, at, kind, action, owner, fence, current_owner, current_fence)
           SELECT id, ${refusalSeq("?5", "?2", "?3")}, queue, ?4, 'refused', ?5, ?2, ?3, owner, fence FROM jobs
