@@ -45,6 +45,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         traceparent: null, tracestate: null,
         key: null, held_back: 0, turn: null, place: 0, // no key (migrations/0034): never held back, no turn, first of its call
         step_count: 0, step_bytes: 0, // no step recorded (migrations/0036)
+        dedup_key: null, dedup_until: null, debounce_until: null, superseded_by: null, // no dedup key (migrations/0035)
       });
     });
 
@@ -105,6 +106,7 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         attempts: 1, maxAttempts: 25, createdAt: T, updatedAt: T,
         status: "leased", lastError: null, progress: null, traceparent: null, tracestate: null,
         steps: {}, // none recorded (migrations/0036)
+        dedupKey: null, dedupUntil: null, supersededBy: null, // no dedup key (migrations/0035)
       });
     });
   });
