@@ -17,7 +17,8 @@ const EVENTS_MAX = 10_000;
  * @typedef {{ id: string, queue: string, payload: unknown, priority: number, runAt: number, owner: string | null,
  *   until: number, fence: number, result: unknown, done: boolean, status: string, attempts: number,
  *   maxAttempts: number, lastError: string | null, progress: unknown, createdAt: number, updatedAt: number,
- *   dedupKey: string | null, dedupUntil: number | null, supersededBy: string | null }} Job
+ *   dedupKey: string | null, dedupUntil: number | null, supersededBy: string | null,
+ *   steps: Record<string, import("./timeline.js").StepRecord> }} Job
  */
 
 /** @type {import("./app.js").View} */

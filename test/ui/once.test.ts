@@ -1,9 +1,10 @@
 import { expect, test } from "vitest";
 import { browserAndServer, leave, signIn, visit, WAIT } from "./browser.ts";
 
-// Once per key on a job's page, in Chromium against a real Node server: the
-// job's dedup key with the end of its window, and, on a job a supersede
-// cancelled, the job that superseded it, a link to that job's page.
+// Once per key and steps on a job's page, in Chromium against a real Node
+// server: the job's dedup key with the end of its window; on a job a
+// supersede cancelled, the job that superseded it, a link to that job's page;
+// and each step recorded, in the lease that recorded it on the timeline.
 
 const shared = browserAndServer();
 
@@ -33,5 +34,29 @@ test("a job's page shows its dedup key and window, and a superseded job links to
   await field("superseded by").getByRole("link", { name: "sync-v2" }).click();
   await page.locator("h1 .status-queued").waitFor(WAIT);
   expect(await page.locator("h1").textContent()).toContain("sync-v2");
+  await leave(visited, server.url);
+});
+
+test("the timeline shows each step in the lease that recorded it, and a stale lease's step refused beside the lease it lost to", async () => {
+  const { server } = shared;
+  await server.call("POST", "/v1/jobs", { id: "order-steps", queue: "orders" });
+  const first = await server.call("POST", "/v1/jobs/order-steps/claim", { owner: "A", ttlMs: 1_000 });
+  expect(await server.call("POST", "/v1/jobs/order-steps/steps/charge", { owner: "A", fence: first.fence, result: { charge: "ch_1" } })).toMatchObject({ recorded: true });
+  server.clock.now += 1_001; // A stalls past its lease
+  const second = await server.call("POST", "/v1/queues/orders/claim", { owner: "B", ttlMs: 60_000 });
+  expect(second.leases[0].job.steps).toMatchObject({ charge: { result: { charge: "ch_1" }, fence: first.fence } });
+  expect(await server.call("POST", "/v1/jobs/order-steps/steps/email", { owner: "B", fence: second.leases[0].fence, result: "sent" })).toMatchObject({ recorded: true });
+  const late = await server.call("POST", "/v1/jobs/order-steps/steps/email", { owner: "A", fence: first.fence, result: "sent twice" });
+  expect(late.error).toMatchObject({ code: "stale_lease" });
+
+  const visited = await visit(shared.browser, 390);
+  const { page } = visited;
+  await signIn(page, server.url);
+  await page.goto(`${server.url}/ui#/job/order-steps`);
+  await page.locator(".timeline").waitFor(WAIT);
+  const lease = (fence: number) => page.locator(`li.generation[data-fence='${fence}']`);
+  expect(await lease(first.fence).locator("li.step.recorded").allTextContents()).toEqual([expect.stringMatching(/ step charge recorded: \{"charge":"ch_1"\}$/)]);
+  expect(await lease(second.leases[0].fence).locator("li.step.recorded").allTextContents()).toEqual([expect.stringMatching(/ step email recorded: "sent"$/)]);
+  expect(await lease(second.leases[0].fence).locator(".refusal .what").textContent()).toMatch(/^✕ step by A /);
   await leave(visited, server.url);
 });
