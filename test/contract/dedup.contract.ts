@@ -126,7 +126,7 @@ export function dedupContract(freshStore: () => Promise<FreshStorage>): void {
       expect(await store.claimNext("q", { owner: "A", ttlMs: TTL, limit: 10, now: T + 2 })).toMatchObject([{ job: { id: "v2" } }]);
     });
 
-    test("of a held job, refuses its holder's renew, complete and fail as cancelled, and its lease check says superseded", async () => {
+    test("of a held job, refuses its holder's renew, complete, fail and steps as cancelled, and its lease check says superseded", async () => {
       const { store } = await freshStore();
       await store.enqueue("v1", { queue: "q", dedupKey: "doc", supersede: true, now: T });
       const lease = await store.claim("v1", { owner: "A", ttlMs: TTL, now: T });
@@ -135,13 +135,14 @@ export function dedupContract(freshStore: () => Promise<FreshStorage>): void {
         store.complete("v1", { owner: "A", fence: lease.fence, result: "late", now: T + 2 }),
         store.renew("v1", { owner: "A", fence: lease.fence, ttlMs: TTL, now: T + 2 }),
         store.fail("v1", { owner: "A", fence: lease.fence, error: "x", now: T + 2 }),
+        store.step("v1", "charge", { owner: "A", fence: lease.fence, result: '"ch_1"', now: T + 2 }),
       ]) {
         const refused = await refusalOf(write);
         expect(refused).toBeInstanceOf(LeaseLost);
         expect(refused).toMatchObject({ code: "stale_lease", reason: "cancelled" });
       }
       expect(await store.leaseCheck("v1", { owner: "A", fence: lease.fence, now: T + 3 })).toEqual({ current: false, fence: lease.fence, until: T + TTL, reason: "cancelled", supersededBy: "v2" });
-      expect(await store.get("v1", { now: T + 3 })).toMatchObject({ status: "cancelled", result: null, supersededBy: "v2" });
+      expect(await store.get("v1", { now: T + 3 })).toMatchObject({ status: "cancelled", result: null, supersededBy: "v2", steps: {} });
     });
 
     test("an enqueue whose id exists supersedes nothing", async () => {
