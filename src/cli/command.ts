@@ -9,11 +9,13 @@ export type Answer = { json: unknown; text: string; code?: number };
 
 /**
  * A command that calls the server: what it takes as its one argument (as the
- * usage error names it, e.g. "a job id"; null for none), and how it runs.
+ * usage error names it, e.g. "a job id"; null for none), and a second one if
+ * it takes two (`step <id> <name>`), and how it runs.
  */
 export type Command = {
   argument: string | null;
-  run: (args: { arg: string; flags: Flags; client: LeaseClient; io: Io }) => Promise<Answer>;
+  second?: string;
+  run: (args: { arg: string; second: string; flags: Flags; client: LeaseClient; io: Io }) => Promise<Answer>;
 };
 
 /** A moment as the CLI prints it: ISO 8601 in UTC. */

@@ -1,4 +1,4 @@
-import type { Job, JobEvent, ListRequest } from "../client/types.ts";
+import type { EnqueueAnswer, Job, JobEvent, ListRequest } from "../client/types.ts";
 import { printable } from "../store/printable.ts";
 import { at, type Command, columns, more } from "./command.ts";
 import { enqueueMany } from "./enqueue-many.ts";
@@ -29,6 +29,15 @@ function eventLine(event: JobEvent): string {
   return `${at(event.at)}  ${what}${event.error === null ? "" : `: ${printable(event.error)}`}`;
 }
 
+/** What an enqueue did, in a line. */
+function enqueuedText(id: string, answer: EnqueueAnswer): string {
+  if (!("job" in answer)) return `not enqueued: the window of its dedup key is held by ${answer.id}, purged since`;
+  if (answer.created) return `enqueued ${id} in queue ${answer.job.queue}${answer.superseded ? `; cancelled ${answer.superseded}, which it supersedes` : ""}`;
+  if (answer.debounced) return `not enqueued: moved ${answer.job.id}, the waiting job of its dedup key, to ${at(answer.job.runAt)}`;
+  if (answer.deduplicated) return `not enqueued: the window of its dedup key is held by ${answer.job.id} (${answer.job.status})`;
+  return `${id} exists already; nothing changed`;
+}
+
 /** enqueue, enqueue-many, get, retry, delete, cancel, list and events. */
 export const JOB_COMMANDS: Record<string, Command> = {
   enqueue: {
@@ -43,8 +52,13 @@ export const JOB_COMMANDS: Record<string, Command> = {
         runAt: moment(flags, "run-at"),
         delayMs: integer(flags, "delay-ms"),
         maxAttempts: integer(flags, "max-attempts"),
+        dedupKey: flags["dedup-key"],
+        dedupTtlMs: integer(flags, "dedup-ttl-ms"),
+        debounceMs: integer(flags, "debounce-ms"),
+        debounceMaxMs: integer(flags, "debounce-max-ms"),
+        supersede: flags.supersede,
       });
-      return { json: answer, text: answer.created ? `enqueued ${id} in queue ${answer.job.queue}` : `${id} exists already; nothing changed` };
+      return { json: answer, text: enqueuedText(id, answer) };
     },
   },
   "enqueue-many": { argument: "a queue", run: ({ arg: queue, flags, client, io }) => enqueueMany(queue, flags.file, client, io.stdin) },

@@ -50,7 +50,7 @@ async function heldBack(queue: string, client: LeaseClient): Promise<{ blocked: 
 /** The owner and fence of the lease a command speaks for. */
 const heldBy = (flags: Flags) => ({ owner: required(flags, "owner", "the lease's owner"), fence: requiredInteger(flags, "fence") });
 
-/** claim, claim-next, renew, complete, release, fail and check-lease. */
+/** claim, claim-next, renew, complete, step, release, fail and check-lease. */
 export const LEASE_COMMANDS: Record<string, Command> = {
   claim: {
     argument: "a job id",
@@ -91,6 +91,19 @@ export const LEASE_COMMANDS: Record<string, Command> = {
       if (result === undefined) throw new UsageError("--result is required: the job's result, as JSON");
       const { job } = await client.complete(id, { ...heldBy(flags), result });
       return { json: { job }, text: `completed ${id} with fence ${job.fence}` };
+    },
+  },
+  step: {
+    argument: "a job id",
+    second: "the step's name",
+    async run({ arg: id, second: name, flags, client }) {
+      const result = json(flags, "result");
+      if (result === undefined) throw new UsageError("--result is required: the step's result, as JSON");
+      const { recorded, step } = await client.step(id, name, { ...heldBy(flags), result });
+      const text = recorded
+        ? `recorded step ${step.name} of ${id} with fence ${step.fence}`
+        : `step ${step.name} of ${id} was recorded already, with fence ${step.fence} at ${at(step.at)}: ${JSON.stringify(step.result)}`;
+      return { json: { recorded, step }, text };
     },
   },
   release: {

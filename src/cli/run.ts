@@ -29,7 +29,7 @@ export const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...LEASE_COM
  * `schedule put`), and its argument, after checking there is no more and no
  * less than it takes.
  */
-function commandOf(first: string, positionals: string[]): { command: Command; arg: string } {
+function commandOf(first: string, positionals: string[]): { command: Command; arg: string; second: string } {
   const group = Object.keys(COMMANDS).filter((key) => key.startsWith(`${first} `)).map((key) => key.slice(first.length + 1));
   const [sub, ...afterSub] = positionals;
   if (group.length > 0 && (sub === undefined || !group.includes(sub))) {
@@ -39,10 +39,12 @@ function commandOf(first: string, positionals: string[]): { command: Command; ar
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command) throw new UsageError(`unknown command ${JSON.stringify(name)}`);
   const [arg, ...extra] = group.length > 0 ? afterSub : positionals;
+  const second = command.second === undefined ? undefined : extra.shift();
   const unexpected = command.argument === null ? arg : extra[0];
   if (command.argument !== null && arg === undefined) throw new UsageError(`${name} needs ${command.argument}`);
+  if (command.second !== undefined && second === undefined) throw new UsageError(`${name} needs ${command.second} after ${command.argument}`);
   if (unexpected !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(unexpected)}`);
-  return { command, arg: arg ?? "" };
+  return { command, arg: arg ?? "", second: second ?? "" };
 }
 
 /** The server's URL that --url or FENCELEASE_URL gives (none when empty), refused before anything is sent if it is not an http(s) URL. */
@@ -78,10 +80,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
     if (name === "migrate") return await migrateDatabase(io);
     if (name === "demo") return await (await import("./demo.ts")).runDemo({ baseUrl, token, out: io.out });
 
-    const { command, arg } = commandOf(name, rest);
+    const { command, arg, second } = commandOf(name, rest);
     refuseTokenFlags(name === "token" ? `token ${rest[0]}` : name, flags);
     const client = new LeaseClient({ baseUrl: baseUrl ?? "http://127.0.0.1:8787", token });
-    const answer = await command.run({ arg, flags, client, io });
+    const answer = await command.run({ arg, second, flags, client, io });
     // Whatever the server sends back, no escape sequence reaches the terminal.
     io.out(flags.json ? JSON.stringify(answer.json) : answer.text.split("\n").map(printable).join("\n"));
     return answer.code ?? EXIT.ok;

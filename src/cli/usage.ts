@@ -11,9 +11,10 @@ Server:
                                  (against --url if given, else a server of its own on a temporary database)
 Jobs:
   enqueue <id> [--queue Q] [--key K] [--payload JSON] [--priority N] [--run-at TIME | --delay-ms MS]
-                [--max-attempts N]
+                [--max-attempts N] [--dedup-key D (--dedup-ttl-ms MS | --debounce-ms MS [--debounce-max-ms MS] | --supersede)]
                                  TIME: an ISO time with its zone (2026-12-01T09:00:00Z), or ms since the epoch;
-                                 K: what the queue's per-key settings limit the job by (a tenant, a user)
+                                 K: what the queue's per-key settings limit the job by (a tenant, a user);
+                                 D: enqueue once per this key: in a window, debounced, or superseding its job
   enqueue-many <queue> [--file F]
                                  jobs as JSON lines ({"id":"a","key":"k","payload":1} per line) from F or
                                  standard input
@@ -27,6 +28,9 @@ Jobs:
   renew <id> --owner O --fence F --ttl-ms MS [--progress JSON]
                                  with --progress, the job's progress, stored if the renew is accepted
   complete <id> --owner O --fence F --result JSON
+  step <id> <name> --owner O --fence F --result JSON
+                                 record the step's result under the lease; a step recorded already is answered
+                                 as recorded (exit 0), a stale lease refused (exit 4)
   release <id> --owner O --fence F
   fail <id> --owner O --fence F --error TEXT [--retry-in-ms MS]
   retry <id>                     put a dead job back in its queue

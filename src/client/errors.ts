@@ -65,7 +65,7 @@ export class UnauthorizedError extends FenceleaseError {}
 /** 403 forbidden: the token's role or queues do not allow this call; `message` names the role and queue it needs. */
 export class ForbiddenError extends FenceleaseError {}
 
-/** 400 invalid_request or 413 payload_too_large: the request breaks a rule; `message` says which. */
+/** 400 invalid_request, or 413 payload_too_large, too_many_steps or steps_too_large: the request breaks a rule; `message` says which. */
 export class InvalidRequestError extends FenceleaseError {}
 
 /** 503, or no answer at all: the server or its database could not be reached, after the retries allowed. */
@@ -81,6 +81,8 @@ const BY_CODE: Record<string, typeof FenceleaseError> = {
   forbidden: ForbiddenError,
   invalid_request: InvalidRequestError,
   payload_too_large: InvalidRequestError,
+  too_many_steps: InvalidRequestError,
+  steps_too_large: InvalidRequestError,
   unavailable: UnavailableError,
 };
 
@@ -101,6 +103,8 @@ const STATUS_OF: Record<string, number> = {
   not_claimable: 409,
   stale_lease: 409,
   conflict: 409,
+  too_many_steps: 413,
+  steps_too_large: 413,
   unavailable: 503,
 };
 

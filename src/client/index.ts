@@ -21,6 +21,7 @@ export { type TokenCalls } from "./tokens.ts";
 export { type EmbeddedStore, type HttpOptions, type InProcessOptions, type LeaseClientOptions } from "./lease-client.ts";
 export { type RetryOptions } from "./retry.ts";
 export { runWorker, type WorkerHandle } from "./runner/run-worker.ts";
+export { type StepFn } from "./steps.ts";
 export { traceJob } from "./tracing.ts";
 export { type JobHandler, type WorkerOptions } from "./runner/worker-options.ts";
 export type {
@@ -34,6 +35,8 @@ export type {
   CompleteManyRequest,
   CompleteRequest,
   Enqueued,
+  EnqueueAnswer,
+  PlainEnqueueRequest,
   EnqueueRequest,
   EventPage,
   EventsRequest,
@@ -63,6 +66,9 @@ export type {
   Schedule,
   ScheduleRequest,
   Settled,
+  Step,
+  StepAnswer,
+  StepRequest,
   Token,
   TokenRequest,
   TokenSelf,

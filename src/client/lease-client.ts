@@ -18,6 +18,8 @@ import type {
   CompleteManyRequest,
   CompleteRequest,
   Enqueued,
+  EnqueueAnswer,
+  PlainEnqueueRequest,
   EnqueueRequest,
   EventPage,
   EventsRequest,
@@ -34,6 +36,8 @@ import type {
   RenewManyRequest,
   RenewRequest,
   Settled,
+  StepAnswer,
+  StepRequest,
 } from "./types.ts";
 
 export type { HttpOptions } from "./http-transport.ts";
@@ -112,11 +116,15 @@ export class LeaseClient {
    * enqueue adds a job (`POST /v1/jobs`) and answers `{ created, job }`: the
    * job as stored, and whether this call created it; an id that exists
    * answers `created: false` with the job untouched. A `key` puts it under
-   * its queue's per-key settings (docs/queues.md#keys). With a tracer
-   * registered, it is a producer span, "send {queue}", whose traceparent
-   * the job is stored with (docs/traces.md).
+   * its queue's per-key settings (docs/queues.md#keys). A `dedupKey`
+   * enqueues it once per key (docs/queues.md#once-per-key), and the answer
+   * may then be `deduplicated`, `debounced`, or name what it `superseded`.
+   * With a tracer registered, it is a producer span, "send {queue}", whose
+   * traceparent the job is stored with (docs/traces.md).
    */
-  enqueue(job: EnqueueRequest): Promise<{ created: boolean; job: Job }> {
+  enqueue(job: PlainEnqueueRequest): Promise<{ created: boolean; job: Job }>;
+  enqueue(job: EnqueueRequest): Promise<EnqueueAnswer>;
+  enqueue(job: EnqueueRequest): Promise<EnqueueAnswer | { created: boolean; job: Job }> {
     return inSendSpan(job.queue ?? "default", [job], () => this.#transport.call({ route: ["POST", "/v1/jobs", job], local: (api) => api.enqueue(job), repeat: "always" }));
   }
 
@@ -240,6 +248,20 @@ export class LeaseClient {
   async fail(id: string, request: FailRequest): Promise<Settled> {
     const answer = await this.#transport.call({ route: ["POST", `${jobPath(id)}/fail`, request], local: (api) => api.fail(id, request), repeat: "if-unsent" });
     return { job: answer.job, leases: answer.leases ?? [] };
+  }
+
+  /**
+   * step records the result of step `name` of a job under the current lease
+   * (`POST /v1/jobs/:id/steps/:name`) and answers `{ recorded, step }`: the
+   * step as recorded, `recorded: true` for this call's, `false` for one
+   * recorded before (by this lease or an earlier one: its result, not the one
+   * sent). LeaseLostError if the lease is not current, and then nothing is
+   * stored; InvalidRequestError (code too_many_steps or steps_too_large) past
+   * the job's 64 steps or 65,536 bytes of results. A handler of withLease or
+   * runWorker calls its `step` instead, which skips a step recorded already.
+   */
+  step(id: string, name: string, request: StepRequest): Promise<StepAnswer> {
+    return this.#transport.call({ route: ["POST", `${jobPath(id)}/steps/${encodeURIComponent(name)}`, request], local: (api) => api.step(id, name, request), repeat: "always" });
   }
 
   /**

@@ -19,7 +19,8 @@ import type { InProcessApi } from "./in-process/api.ts";
  *   `list`, `events`, `checkLease`, `queues.stats`, `queues.get`,
  *   `queues.list`, `queues.keys`, `schedules.get`, `schedules.list`, `push.get`, `push.list`); `enqueue` and
  *   `enqueueMany` (an id that exists is left untouched); `renew` and
- *   `renewMany` (the same lease extended again); `complete` and
+ *   `renewMany` (the same lease extended again); `step` (a step recorded
+ *   already is answered as recorded, `recorded: false`); `complete` and
  *   `completeMany` without `next` (the server answers the same completion
  *   again as done); `cancel` (a cancelled job is answered as it is);
  *   `queues.pause`, `queues.resume` and `queues.set` (they set a state, not

@@ -6,12 +6,13 @@ import type * as pushSchema from "../http/push.ts";
 import type * as queueSchema from "../http/queues.ts";
 import type * as scheduleSchema from "../http/schedules.ts";
 import type * as shapes from "../http/shapes.ts";
+import type * as stepSchema from "../http/steps.ts";
 import type * as tokenSchema from "../http/tokens.ts";
 
 // The client's request and response types, taken from the schemas that the
 // server validates with, so that the two cannot drift apart.
 
-type Routes = ReturnType<typeof jobs.jobRoutes> & ReturnType<typeof leases.leaseRoutes>;
+type Routes = ReturnType<typeof jobs.jobRoutes> & ReturnType<typeof leases.leaseRoutes> & ReturnType<typeof stepSchema.stepRoutes>;
 
 /** What a route answers with the given status, as its definition in src/http/ says. */
 type Answer<Route extends keyof Routes, Status extends 200 | 201> = Routes[Route]["responses"] extends {
@@ -61,6 +62,12 @@ export type ClaimedLeases<Payload = unknown> = Lease<Payload>[] & { retryAfterMs
 export type RenewRequest = z.input<ReturnType<typeof leases.RenewBody>>;
 /** The body of `POST /v1/jobs/:id/complete`. */
 export type CompleteRequest = z.input<ReturnType<typeof leases.CompleteBody>>;
+/** The body of `POST /v1/jobs/:id/steps/:name`: the lease, and the step's result (any JSON value). */
+export type StepRequest = z.input<typeof stepSchema.StepBody>;
+/** A step as recorded: its name, its result, the fence of the lease that recorded it, and when. */
+export type Step = z.infer<typeof stepSchema.StepSchema>;
+/** What `POST /v1/jobs/:id/steps/:name` answers: whether this call recorded the step (false: it was recorded before), and the step as recorded. */
+export type StepAnswer = Answer<"step", 201>;
 /** What `POST /v1/jobs/:id/cancel` answers: the job, cancelled, and whether this cancel changed it (false: it already was). */
 export type Cancelled = Answer<"cancel", 200>;
 /** The body of `POST /v1/jobs/:id/cancel`: who cancels (default "api") and why. */
@@ -71,8 +78,15 @@ export type ReleaseRequest = z.input<typeof leases.ReleaseBody>;
 export type FailRequest = z.input<ReturnType<typeof leases.FailBody>>;
 /** One job of `POST /v1/queues/:queue/jobs`. */
 export type NewJobRequest = z.input<typeof jobs.EnqueueManyBody>["jobs"][number];
-/** What `POST /v1/queues/:queue/jobs` answers for each job, in order. */
-export type Enqueued = { id: string; created: boolean };
+/** What `POST /v1/queues/:queue/jobs` answers for each job, in order; a job not created for its dedup key names the job that holds it. */
+export type Enqueued = { id: string; created: boolean; deduplicated?: true; duplicateOf?: string };
+/** What `POST /v1/jobs` answers: created (with supersede, the job it cancelled, or null); or not, with the job its id or dedup key stands for; or the id of the purged job that holds the key's window. */
+export type EnqueueAnswer =
+  | { created: true; job: Job; superseded?: string | null }
+  | { created: false; job: Job; deduplicated?: true; debounced?: true }
+  | { created: false; deduplicated: true; id: string };
+/** An enqueue without a dedup key: its answer always holds the job. */
+export type PlainEnqueueRequest = EnqueueRequest & { dedupKey?: undefined };
 /** What complete and fail ask to take next in the same transaction: up to `limit` due jobs of the same queue. */
 export type NextRequest = z.input<ReturnType<typeof leases.NextBody>>;
 /** A job whose lease complete or fail ended, and the leases taken when `next` was asked. */

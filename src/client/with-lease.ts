@@ -4,6 +4,7 @@ import type { Job, Lease } from "./types.ts";
 import { failureMessage } from "./failure-message.ts";
 import { claimOneWithin } from "./runner/claim-pace.ts";
 import { PendingProgress } from "./progress.ts";
+import { type StepFn, stepsOf } from "./steps.ts";
 import { startProcessSpan } from "./tracing.ts";
 import { runInSpan } from "../tracing/job-span.ts";
 
@@ -14,9 +15,11 @@ import { runInSpan } from "../tracing/job-span.ts";
  * which reports any JSON value (at most 4096 bytes as JSON) with the next
  * renew: the latest report wins, and a report not yet sent when the lease ends
  * is dropped. It throws at once (TypeError, RangeError) for a value the server
- * would refuse.
+ * would refuse. And `step(name, fn)`: runs `fn` unless a lease of the job
+ * recorded step `name` already, records its result under this lease, and
+ * answers the result recorded (see StepFn, and docs/client.md#effects-that-must-happen-once).
  */
-export type HeldLease<Payload = unknown> = { job: Job<Payload>; fence: number; signal: AbortSignal; progress: (value: unknown) => void };
+export type HeldLease<Payload = unknown> = { job: Job<Payload>; fence: number; signal: AbortSignal; progress: (value: unknown) => void; step: StepFn };
 
 /** How to hold the lease. */
 export type WithLeaseOptions = {
@@ -110,7 +113,8 @@ async function holdLease<Payload, Result>(held: { client: LeaseClient; lease: Le
   try {
     let value: Result;
     try {
-      value = await fn({ job, fence, signal: heartbeat.signal, progress: (report) => heartbeat.progress.report(report) });
+      const step = stepsOf(client, lease, { owner, signal: heartbeat.signal, lost: (error) => heartbeat.lose(error) });
+      value = await fn({ job, fence, signal: heartbeat.signal, progress: (report) => heartbeat.progress.report(report), step });
     } catch (error) {
       heartbeat.stop();
       if (heartbeat.lost) throw heartbeat.lost;
@@ -213,7 +217,7 @@ class Heartbeat {
       this.#expireAt(sentAt + ttlMs);
     } catch (error) {
       if (this.#stopped) return;
-      if (error instanceof LeaseLostError || error instanceof NotFoundError) return this.#lose(error);
+      if (error instanceof LeaseLostError || error instanceof NotFoundError) return this.lose(error);
       // Unreachable or unavailable: keep trying until the deadline says the lease is gone.
       this.progress.putBack(report);
     }
@@ -225,11 +229,12 @@ class Heartbeat {
     this.#deadline = setTimeout(() => {
       const { id, fence } = this.#beat;
       const message = `the lease on job ${JSON.stringify(id)} expired before it could be renewed`;
-      this.#lose(new LeaseLostError(409, "stale_lease", message, { reason: "expired", currentFence: fence }));
+      this.lose(new LeaseLostError(409, "stale_lease", message, { reason: "expired", currentFence: fence }));
     }, Math.max(0, at - Date.now()));
   }
 
-  #lose(error: LeaseLostError | NotFoundError): void {
+  /** The lease is lost, as a refused renew or a refused step says: its signal aborts, and `lost` says why. */
+  lose(error: LeaseLostError | NotFoundError): void {
     this.#lost ??= error;
     this.abort(error);
   }

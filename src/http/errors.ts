@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { InvalidArgument, LeaseLost, NotClaimable, NotFound, ScheduleNameTaken, StorageUnavailable, WrongStatus } from "../store/errors.ts";
+import { InvalidArgument, LeaseLost, NotClaimable, NotFound, ScheduleNameTaken, StepLimit, StorageUnavailable, WrongStatus } from "../store/errors.ts";
 import { MigrationChanged, MigrationFailed } from "../store/migrate.ts";
 import { ApiError } from "./api-error.ts";
 
@@ -29,6 +29,8 @@ export function describeError(error: unknown): Described {
   if (error instanceof NotClaimable || error instanceof LeaseLost || error instanceof WrongStatus) {
     return { status: 409, code: error.code, message: error.message, details: error.details };
   }
+  // A job's limit on its steps: what the step would add is too large for it, as a body over the limit is.
+  if (error instanceof StepLimit) return { status: 413, code: error.code, message: error.message, details: error.details };
   if (error instanceof ScheduleNameTaken) return { status: 409, code: error.code, message: error.message };
   if (error instanceof StorageUnavailable) {
     return { status: 503, code: error.code, message: error.message, details: error.details, headers: { "Retry-After": RETRY_AFTER_SECONDS } };

@@ -1,10 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { MAX_DEDUP_MS } from "../store/dedup-plan.ts";
 import { STATUSES } from "../store/sql/lease.ts";
 import { MAX_REASON_BYTES, utf8Bytes } from "../store/validate.ts";
 import { MAX_TRACESTATE, TRACEPARENT_PATTERN, TRACESTATE_PATTERN, traceContextFor, traceparentFault, tracestateFault } from "../tracing/trace-context.ts";
 import { emptyBodyIsNone } from "./middleware/empty-body.ts";
 import { type Api, error, IdParam, json, QueueParam, refusals, requestBody, type Served } from "./resource.ts";
-import { anyJson, body, integer, instant, JobId, JobSchema, Key, jsonValueRules, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
+import { anyJson, body, DedupKey, integer, instant, JobId, JobSchema, Key, jsonValueRules, label, LABEL_RULES, many, MAX_MANY, MAX_WAIT_MS, positive, query, queryInt, QueueName } from "./shapes.ts";
 import { jobView } from "./views.ts";
 import { ApiError } from "./api-error.ts";
 import { afterAnswer } from "./after-answer.ts";
@@ -12,6 +13,13 @@ import { afterAnswer } from "./after-answer.ts";
 // The jobs: enqueue one or many, read one (or wait for its end), list them and
 // their history, retry a dead one, cancel, delete. What a worker does with a
 // job it holds is in leases.ts.
+
+/** A length of time a dedup key is held for: 1 ms to 30 days. */
+function dedupSpan() {
+  return integer()
+    .min(1, { error: "must be at least 1 ms" })
+    .max(MAX_DEDUP_MS, { error: `must be at most ${MAX_DEDUP_MS} ms (30 days)` });
+}
 
 /** The fields of one job to enqueue, the queue apart. */
 const newJob = {
@@ -22,6 +30,13 @@ const newJob = {
   runAt: instant().optional().openapi({ description: "Not claimed by claim-next before this time (ms since the epoch); not with delayMs" }),
   delayMs: integer().min(0, { error: "must not be negative" }).optional().openapi({ description: "Or: due this many ms from now; not with runAt" }),
   maxAttempts: positive().optional().openapi({ description: "How many failed or expired attempts make it dead; default 25" }),
+  dedupKey: DedupKey.optional(),
+  dedupTtlMs: dedupSpan().optional().openapi({ description: "With dedupKey, a window: for this many ms after this job's enqueue (1 ms to 30 days), an enqueue of the key creates nothing and answers this job, even once it is purged" }),
+  debounceMs: dedupSpan()
+    .optional()
+    .openapi({ description: "With dedupKey, one job at a time: the job runs this many ms (1 ms to 30 days) after the latest enqueue of its key; each enqueue before its first claim replaces its payload and priority and moves it. Not with runAt or delayMs" }),
+  debounceMaxMs: dedupSpan().optional().openapi({ description: "With debounceMs: the most the job may be moved past its first enqueue, debounceMs to 30 days; default 30 days" }),
+  supersede: z.boolean({ error: "must be true or false" }).optional().openapi({ description: "With dedupKey, one job at a time: cancel the key's job that is not finished, held or not (its holder's writes are then refused, reason cancelled), and take the key" }),
   traceparent: z
     .string({ error: "must be a string" })
     .refine((value) => traceparentFault(value) === null, { error: (issue) => `${traceparentFault(issue.input as string)} (W3C Trace Context)` })
@@ -109,7 +124,7 @@ export const EventSchema = z
     queue: z.string(),
     at: z.number().int(),
     kind: z.string().openapi({ description: "enqueued, claimed, pushed, renewed, completed, released, failed, expired, dead, retried, cancelled, deleted, or refused" }),
-    action: z.string().nullable().openapi({ description: "Of a refusal: renew, complete, release or fail; of a push delivery (pushed): its outcome, success, accepted, failure, timeout or unreachable" }),
+    action: z.string().nullable().openapi({ description: "Of a refusal: renew, complete, release, fail or step; of a push delivery (pushed): its outcome, success, accepted, failure, timeout or unreachable" }),
     owner: z.string().nullable().openapi({ description: "Who acted; of a refusal, the owner presented; of a cancel, who cancelled (by)" }),
     fence: z.number().int().nullable(),
     currentOwner: z.string().nullable(),
@@ -142,8 +157,22 @@ export function jobRoutes() {
       summary: "Enqueue a job; an existing id is left as it is",
       request: requestBody(EnqueueBody),
       responses: {
-        201: json(z.object({ created: z.literal(true), job: JobSchema }), "The job was created"),
-        200: json(z.object({ created: z.literal(false), job: JobSchema }), "A job with this id exists; nothing changed"),
+        201: json(
+          z.object({ created: z.literal(true), job: JobSchema, superseded: z.string().nullable().optional().openapi({ description: "With supersede: the job it cancelled, or null" }) }),
+          "The job was created",
+        ),
+        200: json(
+          z.union([
+            z.object({
+              created: z.literal(false),
+              job: JobSchema,
+              deduplicated: z.literal(true).optional().openapi({ description: "The key's window lasts: job is the job that holds it, whatever its status" }),
+              debounced: z.literal(true).optional().openapi({ description: "The key's job was waiting: job is that job, moved" }),
+            }),
+            z.object({ created: z.literal(false), deduplicated: z.literal(true), id: z.string().openapi({ description: "The job that holds the key's window, purged since" }) }),
+          ]),
+          "Nothing created: a job with this id exists, untouched; or the dedup key's window lasts (deduplicated); or the key's waiting job was moved (debounced)",
+        ),
         ...refusals,
       },
     }),
@@ -155,7 +184,19 @@ export function jobRoutes() {
       summary: `Enqueue 1 to ${MAX_MANY} jobs in one transaction; an id that exists (or repeats) is left as it is`,
       request: { params: QueueParam, ...requestBody(EnqueueManyBody) },
       responses: {
-        200: json(z.object({ jobs: z.array(z.object({ id: z.string(), created: z.boolean() })) }), "Each job, in order: created, or already there and untouched"),
+        200: json(
+          z.object({
+            jobs: z.array(
+              z.object({
+                id: z.string(),
+                created: z.boolean(),
+                deduplicated: z.literal(true).optional().openapi({ description: "Not created: its dedup key's window lasts, or another job of the call took the key first" }),
+                duplicateOf: z.string().optional().openapi({ description: "With deduplicated: the job that holds the key" }),
+              }),
+            ),
+          }),
+          "Each job, in order: created, or already there and untouched, or deduplicated",
+        ),
         ...refusals,
       },
     }),
@@ -246,10 +287,13 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     permit.need("enqueue", rest.queue ?? "default");
     const now = clock();
     const trace = traceContextFor(rest, c.req.raw.headers);
-    const { created, job } = await store.enqueue(id, { ...rest, ...trace, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
+    const answer = await store.enqueue(id, { ...rest, ...trace, runAt: runAt ?? (delayMs === undefined ? undefined : now + delayMs), now });
+    if (!("job" in answer)) return c.json(answer, 200);
+    const job = jobView(answer.job);
     if (!permit.sees(job.queue)) throw takenUnseen(id);
-    if (created) afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
-    return created ? c.json({ created: true as const, job: jobView(job) }, 201) : c.json({ created: false as const, job: jobView(job) }, 200);
+    if (!answer.created) return c.json({ ...answer, job }, 200);
+    afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
+    return c.json({ ...answer, job }, 201);
   });
 
   app.openapi(route.enqueueMany, async (c) => {

@@ -162,7 +162,7 @@ const NotClaimableSchema = z
   .openapi("NotClaimable");
 
 /** The tag of these routes in the OpenAPI document. */
-export const LEASES_TAG = { name: "leases", description: "The leases: claim a job by id or the next due jobs of a queue; renew, complete, release or fail a lease, one or many at once; check a lease before a side effect. Every write names its lease by owner and fence, and a stale one is refused (409 stale_lease) without changing anything." };
+export const LEASES_TAG = { name: "leases", description: "The leases: claim a job by id or the next due jobs of a queue; renew, complete, release or fail a lease, one or many at once; record a step under it; check a lease before a side effect. Every write names its lease by owner and fence, and a stale one is refused (409 stale_lease) without changing anything." };
 
 /** The leases a complete or fail took: there only when it asked for next. */
 const takenLeases = z.array(LeaseSchema).optional().openapi({ description: "Only when the request asked for next: the leases it took, maybe none" });
@@ -281,6 +281,7 @@ export function leaseRoutes(limits: Limits) {
             fence: z.number().int(),
             until: z.number().int(),
             reason: z.enum(["superseded", "not_owner", "done", "cancelled", "expired"]).optional().openapi({ description: "When not current: why, as a stale write with this lease would be told (details.reason of stale_lease)" }),
+            supersededBy: z.string().optional().openapi({ description: "With reason cancelled, when an enqueue with supersede cancelled the job: the job that superseded it" }),
           }),
           "The answer, with the job's current fence; when not current, the reason",
         ),

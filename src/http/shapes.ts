@@ -30,10 +30,16 @@ export const DEFAULT_LIMITS: Limits = { maxBodyBytes: 1024 * 1024, maxTtlMs: 60 
 const MAX_LABEL_BYTES = 255;
 
 /** The rules of label(), for the OpenAPI document: what a pattern and maxLength cannot say is in words. */
-export const LABEL_RULES =
-  `1 to ${MAX_LABEL_BYTES} bytes of UTF-8 (maxLength counts characters, and a character may take up to 4 bytes), ` +
-  'well-formed (no lone surrogate), with no control character (U+0000 to U+001F, U+007F to U+009F), line or paragraph separator, ' +
-  'or bidirectional mark or override; not "." or ".."';
+export const LABEL_RULES = labelRules(MAX_LABEL_BYTES);
+
+/** The rules of label() in words, for a label of at most `maxBytes` bytes. */
+export function labelRules(maxBytes: number): string {
+  return (
+    `1 to ${maxBytes} bytes of UTF-8 (maxLength counts characters, and a character may take up to 4 bytes), ` +
+    'well-formed (no lone surrogate), with no control character (U+0000 to U+001F, U+007F to U+009F), line or paragraph separator, ' +
+    'or bidirectional mark or override; not "." or ".."'
+  );
+}
 
 /** What a JSON Schema pattern can say of label(): none of the characters it refuses (nor these others), and not "." or "..". */
 export function labelPattern(alsoRefused = ""): string {
@@ -135,15 +141,20 @@ export function body<T extends Record<string, z.ZodType>>(shape: T) {
   });
 }
 
-/** A job's key: what its queue's per-key settings limit it by; never in a path, so "." and ".." are keys like any other (as the store takes them). */
-export const Key = printableText().openapi({
-  example: "tenant-42",
-  maxLength: MAX_LABEL_BYTES,
-  pattern: `^[^${UNPRINTABLE_CLASS.slice(1, -1)}]+$`,
-  description:
-    "What the queue's per-key settings limit the job by (a tenant, a user, an API key; docs/queues.md#keys): " +
-    `1 to ${MAX_LABEL_BYTES} bytes of UTF-8 (maxLength counts characters), well-formed, with no control character, line or paragraph separator, or bidirectional mark or override`,
-});
+/** Printable text of 1 to MAX_LABEL_BYTES bytes that is never in a path, so "." and ".." are keys like any other (as the store takes them); `what` opens its description. */
+function keyText(example: string, what: string) {
+  return printableText().openapi({
+    example,
+    maxLength: MAX_LABEL_BYTES,
+    pattern: `^[^${UNPRINTABLE_CLASS.slice(1, -1)}]+$`,
+    description: `${what}: 1 to ${MAX_LABEL_BYTES} bytes of UTF-8 (maxLength counts characters), well-formed, with no control character, line or paragraph separator, or bidirectional mark or override`,
+  });
+}
+
+/** A job's key: what its queue's per-key settings limit it by. */
+export const Key = keyText("tenant-42", "What the queue's per-key settings limit the job by (a tenant, a user, an API key; docs/queues.md#keys)");
+/** A job's dedup key (docs/queues.md#once-per-key). */
+export const DedupKey = keyText("order-7", "Enqueue at most once per this key of the queue, in the way dedupTtlMs, debounceMs or supersede says (exactly one of them)");
 /** A job's id. */
 export const JobId = label().openapi({ example: "invoice-42", description: `A job's id: ${LABEL_RULES}` });
 /** Who holds or asks for a lease. */
@@ -179,6 +190,19 @@ export const JobSchema = z
     tracestate: z.string().nullable().openapi({ description: "The W3C tracestate that came with the traceparent, or null" }),
     createdAt: z.number().int(),
     updatedAt: z.number().int(),
+    dedupKey: z.string().nullable().openapi({ description: "The dedup key it was enqueued with (docs/queues.md#once-per-key), or null" }),
+    dedupUntil: z.number().int().nullable().openapi({ description: "When its dedup window ends (enqueued with dedupTtlMs), or null" }),
+    supersededBy: z.string().nullable().openapi({ description: "The job whose enqueue with supersede cancelled this one, or null" }),
+    steps: z
+      .record(
+        z.string(),
+        z.object({
+          result: anyJson().openapi({ description: "The JSON value the step recorded" }),
+          fence: z.number().int().openapi({ description: "The fence of the lease that recorded it" }),
+          at: z.number().int().openapi({ description: "When it was recorded, in ms since the epoch" }),
+        }),
+      )
+      .openapi({ description: "The steps its handlers recorded (POST /v1/jobs/{id}/steps/{name}), by name; {} for none. A handler that holds a later lease skips each step found here" }),
   })
   .openapi("Job");
 

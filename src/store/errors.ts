@@ -103,6 +103,28 @@ export class LeaseLost extends Error {
   }
 }
 
+/** Which of a job's limits on steps a step would go over: how many it may record, or how many bytes their results may take. */
+export type StepLimitCode = "too_many_steps" | "steps_too_large";
+
+/** A step that would take its job over its limit of steps (MAX_STEPS) or of their results' bytes (MAX_STEP_BYTES); nothing was written. */
+export class StepLimit extends Error {
+  readonly code: StepLimitCode;
+  readonly id: string;
+  readonly limit: number;
+  constructor(id: string, code: StepLimitCode, limit: number, message: string) {
+    super(message);
+    this.name = "StepLimit";
+    this.code = code;
+    this.id = id;
+    this.limit = limit;
+  }
+
+  /** What an answer shows of it: the limit it would go over. */
+  get details(): { limit: number } {
+    return { limit: this.limit };
+  }
+}
+
 /**
  * Whether a write that met StorageUnavailable may have been applied: `not_applied`
  * when the database refused before committing (busy, locked, not open), `unknown`

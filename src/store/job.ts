@@ -41,7 +41,36 @@ export type Job = {
   tracestate: string | null;
   createdAt: number;
   updatedAt: number;
+  /** The dedup key it was enqueued with (docs/queues.md#once-per-key), or null. */
+  dedupKey: string | null;
+  /** When its dedup window ends (enqueued with dedupTtlMs), or null. */
+  dedupUntil: number | null;
+  /** The job whose enqueue with `supersede` cancelled this one, or null. */
+  supersededBy: string | null;
+  /** The steps its handlers recorded (migrations/0036), by name: each one's result, the fence of the lease that recorded it, and when; `{}` for none. */
+  steps: Record<string, StepRecord>;
 };
+
+/** A step as a job keeps it: its result (the JSON value recorded), the fence of the lease that recorded it, and when. */
+export type StepRecord = { result: unknown; fence: number; at: number };
+
+/** A step recorded, with its name. */
+export type Step = { name: string } & StepRecord;
+
+/** A job's steps from their column (STEPS in src/store/sql/lease.ts: NULL for none), each result parsed from its JSON text. */
+function stepsOf(column: unknown): Record<string, StepRecord> {
+  const steps: Record<string, StepRecord> = {};
+  if (typeof column !== "string") return steps;
+  for (const [name, step] of Object.entries(JSON.parse(column) as Record<string, { result: string; fence: number; at: number }>)) {
+    steps[name] = { result: parsed(step.result), fence: step.fence, at: step.at };
+  }
+  return steps;
+}
+
+/** A step as `readStep` or the INSERT of `recordStep` (src/store/sql/steps.ts) answers it, its result parsed. */
+export function stepFromRow(row: Row): Step {
+  return { name: row.name as string, result: parsed(row.result), fence: row.fence as number, at: row.at as number };
+}
 
 /** A JSON text column as its value (one nested too deep as its text: storedJson); NULL as null, the value of the JSON text "null". */
 function parsed(column: unknown): unknown {
@@ -71,6 +100,10 @@ export function jobFromRow(row: Row): Job {
     tracestate: row.tracestate as string | null,
     createdAt: row.created_at as number,
     updatedAt: row.updated_at as number,
+    dedupKey: (row.dedup_key as string | null | undefined) ?? null,
+    dedupUntil: (row.dedup_until as number | null | undefined) ?? null,
+    supersededBy: (row.superseded_by as string | null | undefined) ?? null,
+    steps: stepsOf(row.steps),
   };
 }
 
@@ -121,7 +154,7 @@ export type JobEvent = {
   at: number;
   /** enqueued, claimed, pushed, renewed, completed, released, failed, expired, dead, retried, cancelled, deleted, or refused. */
   kind: string;
-  /** For a refusal: renew, complete, release or fail; for a push delivery (pushed), its outcome: success, accepted, failure, timeout or unreachable. */
+  /** For a refusal: renew, complete, release, fail or step; for a push delivery (pushed), its outcome: success, accepted, failure, timeout or unreachable. */
   action: string | null;
   /** Who acted, with which fence; for a refusal, the owner and fence presented; for a cancel, who cancelled (`by`) and the job's fence. */
   owner: string | null;

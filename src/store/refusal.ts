@@ -1,4 +1,5 @@
-import { type LeaseLostReason, LeaseLost, NotClaimable, type NotClaimableReason, NotFound } from "./errors.ts";
+import { type LeaseLostReason, LeaseLost, NotClaimable, type NotClaimableReason, NotFound, StepLimit } from "./errors.ts";
+import { MAX_STEP_BYTES, MAX_STEPS } from "./sql/steps.ts";
 import type { Row } from "../drivers/driver.ts";
 import type { Job, JobStatus } from "./job.ts";
 
@@ -64,4 +65,24 @@ export function claimRefusal(id: string, row: Row | undefined): NotClaimable | N
   if (row === undefined) return new NotFound(id);
   const reason = whyNotClaimable(row);
   return new NotClaimable(id, reason, reason === "key_ordered" ? ((row.key_first as string | null) ?? undefined) : undefined);
+}
+
+/**
+ * Why a step of (owner, fence) was not recorded, from the row of `readStep`
+ * (src/store/sql/steps.ts; undefined: no such job): NotFound, or LeaseLost
+ * unless the lease is current; then null if the step is there (recorded
+ * already, which is no refusal), else StepLimit: the limit that `bytes` more
+ * would go over.
+ */
+export function stepRefusal(id: string, row: Row | undefined, owner: string, fence: number, bytes: number): LeaseLost | NotFound | StepLimit | null {
+  if (row === undefined) return new NotFound(id);
+  const current = { owner: row.owner as string | null, fence: row.fence as number, status: row.status as JobStatus };
+  if (current.owner !== owner || current.fence !== fence || current.status !== "leased") return refusal(id, current, owner, fence);
+  if (row.step !== null) return null;
+  const job = JSON.stringify(id);
+  if ((row.step_count as number) >= MAX_STEPS) {
+    return new StepLimit(id, "too_many_steps", MAX_STEPS, `job ${job} has recorded ${MAX_STEPS} steps, the most a job may; nothing was stored: make fewer, larger steps`);
+  }
+  const total = (row.step_bytes as number) + bytes;
+  return new StepLimit(id, "steps_too_large", MAX_STEP_BYTES, `the results of the steps of job ${job} would take ${total} bytes as JSON, over the ${MAX_STEP_BYTES} a job may; nothing was stored: keep a large result elsewhere and record where it is`);
 }

@@ -28,7 +28,29 @@ export type EnqueueRequest = At & {
   tracestate?: string | null | undefined;
   /** What the queue's per-key settings limit the job by (a tenant, a user): 1 to 255 bytes of printable text; default none (docs/queues.md#keys). */
   key?: string | null | undefined;
+  /** Enqueue at most once per this key of the queue, in the way one of dedupTtlMs, debounceMs or supersede says: 1 to 255 bytes of printable text (docs/queues.md#once-per-key). */
+  dedupKey?: string | null | undefined;
+  /** With dedupKey: for this many ms after the job's enqueue (1 ms to 30 days), an enqueue of the key creates nothing and answers this job. */
+  dedupTtlMs?: number | undefined;
+  /** With dedupKey: the job runs this many ms after the latest enqueue of its key (1 ms to 30 days); each enqueue before its first claim replaces its payload and priority and moves it. Not with runAt or delayMs. */
+  debounceMs?: number | undefined;
+  /** With debounceMs: the most the job may be moved past its first enqueue, in ms (debounceMs to 30 days); default 30 days. */
+  debounceMaxMs?: number | undefined;
+  /** With dedupKey: the job replaces the key's job that is not finished, cancelling it, held or not. */
+  supersede?: boolean | undefined;
 };
+
+/** What an enqueue of one job answers: created (and, with supersede, the job it cancelled, or null); or not, with the job the id or the dedup key stands for; or the id of a job that held the key and is purged. */
+export type Enqueued =
+  | { created: true; job: Job; superseded?: string | null }
+  | { created: false; job: Job; deduplicated?: true; debounced?: true }
+  | { created: false; deduplicated: true; id: string };
+
+/** What `enqueueMany` answers of each job: whether it was created; a job that was not for its dedup key names the job that holds the key. */
+export type EnqueuedOfMany = { id: string; created: boolean; deduplicated?: true; duplicateOf?: string };
+
+/** The enqueue of one job without a dedup key: it always answers a job. */
+export type PlainEnqueueRequest = EnqueueRequest & { dedupKey?: null | undefined };
 
 /** One job of `enqueueMany`: its id and what `enqueue` takes, less the queue and the time, which are the call's. */
 export type NewJob = { id: string } & Omit<EnqueueRequest, "queue" | "now">;
@@ -57,6 +79,9 @@ export type CompleteRequest = HeldLease & { result: string; next?: NextClaim | u
 /** What `fail` takes (POST /v1/jobs/:id/fail): the lease, why it failed, when to try again (default: the backoff), and the next jobs to take with it. */
 export type FailRequest = HeldLease & { error: string; retryInMs?: number | undefined; next?: NextClaim | undefined };
 
+/** What `step` takes (POST /v1/jobs/:id/steps/:name): the lease it is recorded under, and its result, any JSON value. */
+export type StepRequest = HeldLease & { result: unknown };
+
 /** What `renewMany` takes (POST /v1/leases/renew): one owner's leases, each renewed for `ttlMs`, with the progress each reports. */
 export type RenewManyRequest = At & { owner: string; ttlMs: number; leases: { id: string; fence: number; progress?: unknown }[] };
 
@@ -76,7 +101,7 @@ export type EventsRequest = { cursor?: string | undefined; limit?: number | unde
 export type Settled = { job: Job; leases: Lease[]; changed: boolean };
 
 /** Whether (owner, fence) is the job's current lease, with the job's fence and until, and when it is not, why (the reason a write with it would be refused for). */
-export type LeaseCheck = { current: boolean; fence: number; until: number; reason?: LeaseLostReason };
+export type LeaseCheck = { current: boolean; fence: number; until: number; reason?: LeaseLostReason; supersededBy?: string };
 
 /** How many rows one housekeeping transaction (a chunk of purge or expire) takes at most, by default. */
 export const HOUSEKEEPING_CHUNK = 500;

@@ -1,9 +1,9 @@
 import type { Driver, Row, Statement } from "../drivers/driver.ts";
 import { traced } from "../drivers/traced.ts";
 import { NotClaimable, NotFound, WrongStatus } from "./errors.ts";
-import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf } from "./job.ts";
+import { eventFromRow, type Job, type JobEvent, jobFromRow, type JobStatus, type Lease, leasesOf, type Step, stepFromRow } from "./job.ts";
 import { PushEndpoints } from "./push.ts";
-import { claimRefusal, leaseLostReason, type LeaseOutcome, outcomes, refusal } from "./refusal.ts";
+import { claimRefusal, leaseLostReason, type LeaseOutcome, outcomes, refusal, stepRefusal } from "./refusal.ts";
 import { Schedules } from "./schedules.ts";
 import { Queues } from "./queues.ts";
 import { queueScope, Tokens } from "./tokens.ts";
@@ -15,6 +15,7 @@ import * as claims from "./sql/claim-next.ts";
 import * as housekeeping from "./sql/housekeeping.ts";
 import * as reads from "./sql/reads.ts";
 import * as sqlMany from "./sql/many.ts";
+import { readStep } from "./sql/steps.ts";
 import { checked } from "./checked.ts";
 import { inChunks } from "./in-chunks.ts";
 import { type Health, type HealthOptions, WriteHealth } from "./health.ts";
@@ -29,6 +30,9 @@ import {
   type CompleteRequest,
   type EnqueueManyRequest,
   type EnqueueRequest,
+  type Enqueued,
+  type EnqueuedOfMany,
+  type PlainEnqueueRequest,
   type EventsRequest,
   type ExpireRequest,
   type FailRequest,
@@ -41,6 +45,7 @@ import {
   type RenewManyRequest,
   type RenewRequest,
   type Settled,
+  type StepRequest,
   timeOf,
 } from "./shapes.ts";
 
@@ -114,12 +119,32 @@ export class LeaseStore {
     this.tokens = new Tokens(this.#driver);
   }
 
-  /** enqueue adds a job and answers it, `created: true`; an id that exists answers its job as stored, untouched, `created: false`. */
-  async enqueue(id: string, request: EnqueueRequest = {}): Promise<{ created: boolean; job: Job }> {
+  /**
+   * enqueue adds a job and answers it, `created: true`; an id that exists
+   * answers its job as stored, untouched, `created: false`. With a dedup key
+   * (docs/queues.md#once-per-key): inside the key's window it creates nothing
+   * and answers the key's job (`deduplicated`; its `id` alone once purged); a
+   * debounce moves the key's job that waits (`debounced`); a supersede names
+   * the job it cancelled (`superseded`, or null).
+   */
+  enqueue(id: string, request?: PlainEnqueueRequest): Promise<{ created: boolean; job: Job }>;
+  enqueue(id: string, request: EnqueueRequest): Promise<Enqueued>;
+  async enqueue(id: string, request: EnqueueRequest = {}): Promise<Enqueued | { created: boolean; job: Job }> {
     const now = timeOf(request);
     for (;;) {
-      const [row] = (await this.#driver.batch(checked.enqueue(id, request, now)))[0]!;
-      if (row !== undefined) return { created: true, job: jobFromRow(row) };
+      const plan = checked.enqueue(id, request, now);
+      const answers = await this.#driver.batch(plan.statements);
+      const [row] = answers[plan.inserted]!;
+      if (row !== undefined) {
+        const job = jobFromRow(row);
+        return plan.superseded === undefined ? { created: true, job } : { created: true, job, superseded: (answers[plan.superseded]![0]?.id as string | undefined) ?? null };
+      }
+      const [moved] = plan.debounced === undefined ? [] : answers[plan.debounced]!;
+      if (moved !== undefined) return { created: false, debounced: true, job: jobFromRow(moved) };
+      const [held] = plan.holder === undefined ? [] : answers[plan.holder]!;
+      if (held !== undefined && (held.window_until as number | null) !== null && (held.window_until as number) > now) {
+        return held.id === null ? { created: false, deduplicated: true, id: held.holder as string } : { created: false, deduplicated: true, job: jobFromRow(held) };
+      }
       const job = await this.#read(id, now);
       if (job !== null) return { created: false, job };
       // Deleted between the two: the id is free again, so the enqueue is asked again.
@@ -129,14 +154,20 @@ export class LeaseStore {
   /**
    * enqueueMany adds jobs to a queue in one transaction and answers, in order,
    * whether each was created; an id that exists (or came earlier in the same
-   * call) is `created: false` and untouched.
+   * call) is `created: false` and untouched. A job whose dedup key's window
+   * lasts, or that came after another of its key in the call, is
+   * `deduplicated` and names the job that holds the key (`duplicateOf`).
    */
-  async enqueueMany(queue: string, request: EnqueueManyRequest): Promise<{ id: string; created: boolean }[]> {
+  async enqueueMany(queue: string, request: EnqueueManyRequest): Promise<EnqueuedOfMany[]> {
     const { jobs } = request;
-    const inserted = new Set((await this.#driver.batch(checked.enqueueMany(queue, jobs, timeOf(request))))[0]!.map((row) => row.id as string));
-    return jobs.map(({ id }) => {
+    const [insertedRows, , holders] = await this.#driver.batch(checked.enqueueMany(queue, jobs, timeOf(request)));
+    const inserted = new Set(insertedRows!.map((row) => row.id as string));
+    const holderOf = new Map((holders ?? []).map((row) => [row.dedup_key as string, row.job_id as string]));
+    return jobs.map(({ id, dedupKey }) => {
       const created = inserted.delete(id); // a repeated id was created by its first entry only
-      return { id, created };
+      const holder = dedupKey === undefined || dedupKey === null ? undefined : holderOf.get(dedupKey);
+      if (created || holder === undefined || holder === id) return { id, created };
+      return { id, created, deduplicated: true, duplicateOf: holder };
     });
   }
 
@@ -270,6 +301,26 @@ export class LeaseStore {
     throw refusal(id, await this.#read(id, now), request.owner, request.fence);
   }
 
+  /**
+   * step records the result of step `name` of job `id` (any JSON value, null
+   * included) under the current lease, and answers it, `recorded: true`. To
+   * the current lease, a step of that name recorded already (by any lease)
+   * answers as stored, `recorded: false`. NotFound, or LeaseLost, and nothing
+   * stored, if the lease is not current; StepLimit, and nothing stored, past
+   * the job's 64 steps or 65,536 bytes of results as JSON.
+   */
+  async step(id: string, name: string, request: StepRequest): Promise<{ recorded: boolean; step: Step }> {
+    const now = timeOf(request);
+    const statements = checked.step(id, name, request, now);
+    const [row] = (await this.#driver.batch(statements))[1]!;
+    if (row !== undefined) return { recorded: true, step: stepFromRow(row) };
+    const [read] = await this.#driver.run(readStep(id, name, now));
+    const bytes = statements[0]!.args[6] as number; // ?7 of recordStep: the bytes of its result
+    const refused = stepRefusal(id, read, request.owner, request.fence, bytes);
+    if (refused !== null) throw refused;
+    return { recorded: false, step: stepFromRow(JSON.parse(read!.step as string) as Row) };
+  }
+
   /** release gives back a lease that is held and not done, keeping its fence, and answers the job; NotFound, or LeaseLost otherwise. */
   async release(id: string, request: HeldLease): Promise<Job> {
     const now = timeOf(request);
@@ -363,7 +414,8 @@ export class LeaseStore {
     if (row === undefined) throw new NotFound(id);
     const answer = { current: row.current === 1, fence: row.fence as number, until: row.until as number };
     if (answer.current) return answer;
-    return { ...answer, reason: leaseLostReason({ owner: row.owner as string | null, fence: answer.fence, status: row.status as JobStatus }, owner, fence) };
+    const reason = leaseLostReason({ owner: row.owner as string | null, fence: answer.fence, status: row.status as JobStatus }, owner, fence);
+    return row.superseded_by === null ? { ...answer, reason } : { ...answer, reason, supersededBy: row.superseded_by as string };
   }
 
   /**
@@ -428,12 +480,13 @@ export class LeaseStore {
    * ago, in chunks (see HousekeepingOptions); answers how many jobs.
    */
   async purge(request: PurgeRequest): Promise<number> {
-    const cutoff = check.instant("now", timeOf(request)) - check.positiveInt("retentionMs", request.retentionMs);
+    const now = check.instant("now", timeOf(request));
+    const cutoff = now - check.positiveInt("retentionMs", request.retentionMs);
     let purged = 0;
     await inChunks(request, async (size) => {
-      const [, , jobs, events] = await this.#driver.batch(housekeeping.purge(cutoff, size));
+      const [, , jobs, events, windows] = await this.#driver.batch(housekeeping.purge(cutoff, size, now));
       purged += jobs!.length;
-      return jobs!.length === size || events!.filter((event) => event.kind === "deleted").length === size;
+      return jobs!.length === size || events!.filter((event) => event.kind === "deleted").length === size || windows!.length === size;
     });
     return purged;
   }

@@ -98,6 +98,22 @@ export function key(what: string, value: unknown): string | null {
   return checked;
 }
 
+/** The longest name of a step, in bytes of UTF-8. */
+export const MAX_STEP_NAME_BYTES = 128;
+
+/**
+ * A step's name: a name (see `name`) of at most MAX_STEP_NAME_BYTES bytes of
+ * UTF-8, and not "." or "..", which every URL parser would rewrite on the way
+ * to /v1/jobs/:id/steps/:name.
+ */
+export function stepName(what: string, value: unknown): string {
+  const checked = name(what, value);
+  const bytes = utf8Bytes(checked);
+  if (bytes > MAX_STEP_NAME_BYTES) throw new InvalidArgument(`${what} must be at most ${MAX_STEP_NAME_BYTES} bytes of UTF-8, got ${bytes}`);
+  if (checked === "." || checked === "..") throw new InvalidArgument(`${what} must not be "." or ".."; name the step by what it does, e.g. "charge"`);
+  return checked;
+}
+
 /** Ids each given once: a many-lease call answers each lease by its id, so an id sent twice could not be told apart. */
 export function distinctIds(what: string, entries: { id: string }[]): void {
   const seen = new Set<string>();

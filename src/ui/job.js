@@ -5,6 +5,7 @@ import { api, ApiError, jobPath } from "./api.js";
 import { confirmAction, errorNote, h } from "./dom.js";
 import { moment, prettyJson } from "./format.js";
 import { may } from "./permit.js";
+import { jobHref } from "./jobs.js";
 import { timeline } from "./timeline.js";
 
 /** Events read per request, and the most the page reads (then it says so). */
@@ -15,7 +16,9 @@ const EVENTS_MAX = 10_000;
  * @typedef {import("./timeline.js").JobEvent} JobEvent
  * @typedef {{ id: string, queue: string, payload: unknown, priority: number, runAt: number, owner: string | null,
  *   until: number, fence: number, result: unknown, done: boolean, status: string, attempts: number,
- *   maxAttempts: number, lastError: string | null, progress: unknown, createdAt: number, updatedAt: number }} Job
+ *   maxAttempts: number, lastError: string | null, progress: unknown, createdAt: number, updatedAt: number,
+ *   dedupKey: string | null, dedupUntil: number | null, supersededBy: string | null,
+ *   steps: Record<string, import("./timeline.js").StepRecord> }} Job
  */
 
 /** @type {import("./app.js").View} */
@@ -120,8 +123,25 @@ function fields(job, events) {
     ["created", at(job.createdAt)],
   ];
   if (job.lastError !== null && job.status !== "dead") rows.push(["error of an earlier attempt", job.lastError]);
+  rows.push(...onceRows(job));
   return h("dl", { class: "fields" }, rows.map(([name, value]) =>
     h("div", {}, h("dt", {}, name), h("dd", { "data-field": name }, value instanceof Node ? value : String(value)))));
+}
+
+/**
+ * What the job's dedup key says of it (docs/queues.md#once-per-key): the key,
+ * with the end of its window, and the job that superseded this one.
+ * @param {Job} job
+ * @returns {[string, Node | string | number][]}
+ */
+function onceRows(job) {
+  /** @type {[string, Node | string | number][]} */
+  const rows = [];
+  if (job.dedupKey !== null) {
+    rows.push(["dedup key", job.dedupUntil === null ? job.dedupKey : h("span", {}, `${job.dedupKey}, its window until `, at(job.dedupUntil))]);
+  }
+  if (job.supersededBy !== null) rows.push(["superseded by", h("a", { href: jobHref(job.supersededBy) }, job.supersededBy)]);
+  return rows;
 }
 
 /** @param {string | null} owner @param {number} fence */

@@ -15,7 +15,8 @@ import { moment, offset } from "./format.js";
  *   progress?: unknown, count?: number, lastAt?: number, httpStatus?: number | null, durationMs?: number | null }} JobEvent
  * @typedef {{ fence: number, owner: string | null, claim: JobEvent, steps: JobEvent[], refused: JobEvent[], late: JobEvent[] }} Generation
  * @typedef {{ generation: Generation } | { event: JobEvent }} Entry
- * @typedef {{ fence: number, status: string, owner: string | null, until: number }} JobNow
+ * @typedef {{ result: unknown, fence: number, at: number }} StepRecord
+ * @typedef {{ fence: number, status: string, owner: string | null, until: number, steps?: Record<string, StepRecord> }} JobNow
  */
 
 const STEPS = new Set(["pushed", "renewed", "completed", "released", "failed", "expired", "dead"]);
@@ -105,9 +106,44 @@ function generationItem(generation, job, origin, next, cancelledAt) {
         h("span", { class: `verdict ${state.tone}` }, state.text)),
       h("ol", { class: "steps" },
         step(generation.claim, origin, `claimed by ${generation.owner}`),
-        generation.steps.map((event) => step(event, origin, stepText(event))),
+        inOrder([
+          ...generation.steps.map((event) => ({ at: event.at, item: step(event, origin, stepText(event)) })),
+          ...recordedSteps(job, generation.fence).map(([name, record]) => ({ at: record.at, item: recordedStep(name, record, origin) })),
+        ]),
         generation.late.map((event) => step(event, origin, `✕ its ${event.action} came too late and was refused: fence ${event.currentFence} was current`, "late")))),
     generation.refused.length ? refusals(generation, origin, cancelledAt) : null);
+}
+
+/**
+ * The items of a lease's steps, by when each happened.
+ * @param {{ at: number, item: Node }[]} timed
+ */
+function inOrder(timed) {
+  return timed.sort((a, b) => a.at - b.at).map(({ item }) => item);
+}
+
+/**
+ * The steps a lease recorded (POST /v1/jobs/{id}/steps/{name}): those the job keeps with this fence.
+ * @param {JobNow} job
+ * @param {number} fence
+ * @returns {[string, StepRecord][]}
+ */
+function recordedSteps(job, fence) {
+  return Object.entries(job.steps ?? {}).filter(([, record]) => record.fence === fence);
+}
+
+/** How much of a step's result its line shows. */
+const STEP_PREVIEW = 60;
+
+/**
+ * @param {string} name
+ * @param {StepRecord} record
+ * @param {number} origin
+ */
+function recordedStep(name, record, origin) {
+  const result = JSON.stringify(record.result) ?? "null";
+  const shown = result.length > STEP_PREVIEW ? `${result.slice(0, STEP_PREVIEW)}…` : result;
+  return h("li", { class: "step recorded", "data-step": name }, when(record.at, origin), " ", `step ${name} recorded: ${shown}`);
 }
 
 /**

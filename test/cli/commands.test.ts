@@ -68,6 +68,27 @@ describe("the fencelease command", () => {
     expect(await s.snapshot()).toEqual(before);
   });
 
+  test("enqueue --dedup-key with a window, a debounce or --supersede says what it did; a dedup key alone exits 2 naming the options", async () => {
+    await using s = await serving();
+    expect((await s.run("enqueue", "pay-1", "--queue", "q", "--dedup-key", "order-7", "--dedup-ttl-ms", "60000")).stdout).toBe("enqueued pay-1 in queue q\n");
+    expect((await s.run("enqueue", "pay-2", "--queue", "q", "--dedup-key", "order-7", "--dedup-ttl-ms", "60000")).stdout).toBe(
+      "not enqueued: the window of its dedup key is held by pay-1 (queued)\n",
+    );
+    expect((await s.run("enqueue", "save-1", "--queue", "q", "--dedup-key", "doc", "--debounce-ms", "1000")).stdout).toBe("enqueued save-1 in queue q\n");
+    expect((await s.run("enqueue", "save-2", "--queue", "q", "--dedup-key", "doc", "--debounce-ms", "1000", "--payload", "2")).stdout).toMatch(/^not enqueued: moved save-1, the waiting job of its dedup key, to \d{4}-/);
+    expect((await s.run("enqueue", "v1", "--queue", "q", "--dedup-key", "sync", "--supersede")).stdout).toBe("enqueued v1 in queue q\n");
+    expect((await s.run("enqueue", "v2", "--queue", "q", "--dedup-key", "sync", "--supersede")).stdout).toBe("enqueued v2 in queue q; cancelled v1, which it supersedes\n");
+    const before = await s.snapshot();
+    expect(Object.keys(before).sort()).toEqual(["pay-1", "save-1", "v1", "v2"]);
+    const refused = await s.run("enqueue", "x", "--queue", "q", "--dedup-key", "k");
+    expect(refused).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: "fencelease: invalid_request: --dedup-key takes exactly one of --dedup-ttl-ms (a window), --debounce-ms (a debounce) or supersede: true, got none\n",
+    });
+    expect(await s.snapshot()).toEqual(before);
+  });
+
   test("enqueue-many names the line that is wrong, exits 2 and sends nothing", async () => {
     await using s = await serving();
     const bad = await s.runWithInput('{"id":"a"}\nnot json\n', "enqueue-many", "q");
@@ -104,6 +125,24 @@ describe("the fencelease command", () => {
     const leased = await s.run("delete", "job-1");
     expect(leased).toMatchObject({ code: 4, stdout: "" });
     expect(leased.stderr).toMatch(/^fencelease: refused, conflict \(leased\): job "job-1" is leased; .+\n$/);
+    expect(await s.snapshot()).toEqual(before);
+  });
+
+  test("step records a step under the lease, answers one recorded already as it was recorded, and refuses a stale lease (exit 4) or no name (exit 2)", async () => {
+    await using s = await serving();
+    await s.run("enqueue", "job-1");
+    await s.run("claim", "job-1", "--owner", "A", "--ttl-ms", "60000");
+    expect(await s.run("step", "job-1", "charge", "--owner", "A", "--fence", "1", "--result", '{"charge":"ch_1"}')).toEqual({ code: 0, stdout: "recorded step charge of job-1 with fence 1\n", stderr: "" });
+    const again = await s.run("step", "job-1", "charge", "--owner", "A", "--fence", "1", "--result", '"other"');
+    expect(again).toMatchObject({ code: 0, stderr: "" });
+    expect(again.stdout).toMatch(/^step charge of job-1 was recorded already, with fence 1 at \S+Z: \{"charge":"ch_1"\}\n$/);
+    const json = await s.run("step", "job-1", "charge", "--owner", "A", "--fence", "1", "--result", "1", "--json");
+    expect(JSON.parse(json.stdout)).toMatchObject({ recorded: false, step: { name: "charge", result: { charge: "ch_1" }, fence: 1 } });
+    const before = await s.snapshot();
+    const stale = await s.run("step", "job-1", "email", "--owner", "B", "--fence", "1", "--result", "1");
+    expect(stale).toMatchObject({ code: 4, stdout: "" });
+    expect(stale.stderr).toMatch(/^fencelease: refused, stale_lease \(not_owner\): /);
+    expect(await s.run("step", "job-1", "--owner", "A", "--fence", "1", "--result", "1")).toEqual({ code: 2, stdout: "", stderr: "fencelease: step needs the step's name after a job id (see fencelease --help)\n" });
     expect(await s.snapshot()).toEqual(before);
   });
 

@@ -48,6 +48,22 @@ describe.each(TRANSPORTS)("LeaseClient, %s", (transport) => {
     expect((await s.snapshot())["job-1"]).toMatchObject({ owner: "B", fence: 2, done: 1, result: '{"ok":true}' });
   });
 
+  test("enqueue with a dedup key answers what the route answers: deduplicated, debounced, superseded, and the checkLease of a superseded lease", async () => {
+    await using s = await served(transport);
+    expect(await s.client.enqueue({ id: "pay-1", queue: "q", dedupKey: "order-7", dedupTtlMs: 60_000 })).toMatchObject({ created: true, job: { dedupKey: "order-7" } });
+    expect(await s.client.enqueue({ id: "pay-2", queue: "q", dedupKey: "order-7", dedupTtlMs: 60_000 })).toMatchObject({ created: false, deduplicated: true, job: { id: "pay-1" } });
+    await s.client.enqueue({ id: "save-1", queue: "q", dedupKey: "doc", debounceMs: 60_000, payload: 1 });
+    expect(await s.client.enqueue({ id: "save-2", queue: "q", dedupKey: "doc", debounceMs: 60_000, payload: 2 })).toMatchObject({ created: false, debounced: true, job: { id: "save-1", payload: 2 } });
+    await s.client.enqueue({ id: "v1", queue: "q", dedupKey: "sync", supersede: true });
+    const lease = await s.client.claim("v1", { owner: "A", ttlMs: TTL });
+    expect(await s.client.enqueue({ id: "v2", queue: "q", dedupKey: "sync", supersede: true })).toMatchObject({ created: true, job: { id: "v2" }, superseded: "v1" });
+    expect(await s.client.checkLease("v1", { owner: "A", fence: lease.fence })).toMatchObject({ current: false, reason: "cancelled", supersededBy: "v2" });
+    const lost = await s.client.complete("v1", { owner: "A", fence: lease.fence, result: "late" }).catch((error) => error);
+    expect(lost).toBeInstanceOf(LeaseLostError);
+    expect(lost).toMatchObject({ reason: "cancelled" });
+    expect(Object.keys(await s.snapshot()).sort()).toEqual(["pay-1", "save-1", "v1", "v2"]);
+  });
+
   test("refusals are typed errors that carry the server's code and message", async () => {
     await using s = await served(transport);
     await s.client.enqueue({ id: "job-1" });

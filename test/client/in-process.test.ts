@@ -39,6 +39,10 @@ async function story(transport: TransportName) {
   await note(() => c.claim("job-1", { owner: "B", ttlMs: TTL }));
   clock.now += 10;
   await note(() => c.renew("job-1", { owner: "A", fence: 1, ttlMs: TTL, progress: { pct: 50 } }));
+  await note(() => c.step("job-1", "charge", { owner: "A", fence: 1, result: { chargeId: "ch_1" } }));
+  await note(() => c.step("job-1", "charge", { owner: "A", fence: 1, result: 2 }));
+  await note(() => c.step("job-1", "email", { owner: "B", fence: 1, result: 3 }));
+  await note(() => c.step("job-1", "big", { owner: "A", fence: 1, result: "x".repeat(70_000) }));
   await note(() => c.complete("job-1", { owner: "B", fence: 1, result: "stale" }));
   await note(() => c.complete("job-1", { owner: "A", fence: 1, result: { ok: true }, next: { limit: 5, ttlMs: TTL } }));
   await note(() => c.complete("job-1", { owner: "A", fence: 1, result: { ok: true } }));
@@ -94,7 +98,7 @@ describe("the client in the same process", () => {
     expect(inProcess.events).toEqual(overHttp.events);
     // The story meets every kind of refusal, so the comparison above covers each.
     const refused = overHttp.outcomes.flatMap((o) => ("refused" in (o as object) ? [(o as { refused: { code: string } }).refused.code] : []));
-    expect(new Set(refused)).toEqual(new Set(["not_claimable", "stale_lease", "conflict", "not_found"]));
+    expect(new Set(refused)).toEqual(new Set(["not_claimable", "stale_lease", "conflict", "not_found", "steps_too_large"]));
     expect(inProcess.outcomes.find((o) => "refused" in (o as object) && (o as { refused: { code: string } }).refused.code === "stale_lease")).toEqual({
       refused: { name: "LeaseLostError", status: 409, code: "stale_lease", message: 'the lease on job "job-1" is no longer yours (not_owner); the current fence is 1', details: { reason: "not_owner", currentFence: 1 } },
     });

@@ -23,6 +23,7 @@ const CALLS: [name: string, repeat: "always" | "if-unsent", call: (client: Lease
   ["enqueueMany", "always", (c) => c.enqueueMany("q", [{ id: "job-1" }])],
   ["renew", "always", (c) => c.renew("job-1", { owner: "A", fence: 1, ttlMs: 1_000 })],
   ["renewMany", "always", (c) => c.renewMany({ owner: "A", ttlMs: 1_000, leases: [lease] })],
+  ["step", "always", (c) => c.step("job-1", "charge", { owner: "A", fence: 1, result: 1 })],
   ["complete", "always", (c) => c.complete("job-1", { owner: "A", fence: 1, result: 1 })],
   ["completeMany", "always", (c) => c.completeMany({ owner: "A", leases: [{ ...lease, result: 1 }] })],
   ["cancel", "always", (c) => c.cancel("job-1")],

@@ -1,4 +1,5 @@
 import { cancelContract } from "./cancel.contract.ts";
+import { dedupContract } from "./dedup.contract.ts";
 import { jsonDepthContract } from "./json-depth.contract.ts";
 import { keyReadsContract } from "./key-reads.contract.ts";
 import { keysContract } from "./keys.contract.ts";
@@ -10,6 +11,7 @@ import { queuesContract } from "./queues.contract.ts";
 import { rateLimitContract } from "./rate-limit.contract.ts";
 import { schedulesContract } from "./schedules.contract.ts";
 import { type FreshStorage, storageContract } from "./storage.contract.ts";
+import { stepsContract } from "./steps.contract.ts";
 import { storeContract } from "./store.contract.ts";
 import { tokensContract } from "./tokens.contract.ts";
 import { traceContract } from "./trace.contract.ts";
@@ -31,4 +33,6 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   storageContract(freshStore);
   jsonDepthContract(freshStore);
   keyReadsContract(freshStore);
+  dedupContract(freshStore);
+  stepsContract(freshStore);
 }

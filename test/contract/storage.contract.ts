@@ -443,7 +443,7 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
     async function reads(statement: Statement): Promise<string[]> {
       const { rows } = await freshStore();
       const plan = await rows(`EXPLAIN QUERY PLAN ${statement.sql}`, statement.args);
-      return plan.map((row) => String(row.detail)).filter((detail) => /^(SEARCH|SCAN) (jobs|history|h)\b/.test(detail));
+      return plan.map((row) => String(row.detail)).filter((detail) => /^(SEARCH|SCAN) (jobs|history|h|dedup_keys)\b/.test(detail));
     }
 
     /** A job by its id, or its stored history's last place (NEXT_SEQ): the primary keys. */
@@ -477,13 +477,14 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
       ]));
     });
 
-    test("a purge chunk with nothing due is an index lookup or two: finished jobs by when they finished, deletions by when they happened", async () => {
-      const lines = (await Promise.all(housekeeping.purge(T, 500).map(reads))).flat();
+    test("a purge chunk with nothing due is an index lookup or two: finished jobs by when they finished, deletions by when they happened, windows by when they end", async () => {
+      const lines = (await Promise.all(housekeeping.purge(T, 500, T).map(reads))).flat();
       for (const line of lines) {
-        expect(line).toMatch(/^SEARCH (jobs USING (COVERING )?INDEX jobs_finished \(updated_at<\?\)|history USING (COVERING )?INDEX history_deleted \(at<\?\)|history USING PRIMARY KEY \(job_id=\?( AND seq[=<]\?)?\)|jobs USING PRIMARY KEY \(id=\?\))$/);
+        expect(line).toMatch(/^SEARCH (jobs USING (COVERING )?INDEX jobs_finished \(updated_at<\?\)|history USING (COVERING )?INDEX history_deleted \(at<\?\)|history USING PRIMARY KEY \(job_id=\?( AND seq[=<]\?)?\)|jobs USING PRIMARY KEY \(id=\?\)|dedup_keys USING (COVERING )?INDEX dedup_keys_until \(until<\?\)|dedup_keys USING PRIMARY KEY \(queue=\? AND dedup_key=\?\))$/);
       }
       expect(lines.filter((line) => line.includes("jobs_finished"))).toHaveLength(3);
       expect(lines.filter((line) => line.includes("history_deleted"))).toHaveLength(1);
+      expect(lines.filter((line) => line.includes("dedup_keys_until"))).toHaveLength(1);
     });
 
     test("the cron's expiry seeks each queue's ended leases, never every lease held", async () => {

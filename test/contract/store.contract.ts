@@ -44,6 +44,8 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         claim_clock: null, // the clock of its last claim (migrations/0013): none yet
         traceparent: null, tracestate: null,
         key: null, held_back: 0, turn: null, place: 0, // no key (migrations/0034): never held back, no turn, first of its call
+        step_count: 0, step_bytes: 0, // no step recorded (migrations/0036)
+        dedup_key: null, dedup_until: null, debounce_until: null, superseded_by: null, // no dedup key (migrations/0035)
       });
     });
 
@@ -103,6 +105,8 @@ export function storeContract(freshStore: () => Promise<FreshStore>): void {
         owner: "B", until: T + TTL, fence: 1, result: null, done: false,
         attempts: 1, maxAttempts: 25, createdAt: T, updatedAt: T,
         status: "leased", lastError: null, progress: null, traceparent: null, tracestate: null,
+        steps: {}, // none recorded (migrations/0036)
+        dedupKey: null, dedupUntil: null, supersededBy: null, // no dedup key (migrations/0035)
       });
     });
   });

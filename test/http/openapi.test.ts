@@ -82,7 +82,7 @@ describe("the OpenAPI document", () => {
     expect(document.servers).toEqual([expect.objectContaining({ url: "/" })]);
     expect(document.security).toEqual([{ bearer: [] }]);
     const all = operations(document);
-    expect(all.length).toBe(39);
+    expect(all.length).toBe(40);
     for (const { method, path, operation } of all) {
       expect(operation.tags, `${method} ${path}`).toHaveLength(1);
       expect(document.tags!.map((tag) => tag.name), `${method} ${path}`).toContain(operation.tags![0]);
@@ -92,7 +92,7 @@ describe("the OpenAPI document", () => {
     expect(new Set(all.map(({ operation }) => operation.operationId)).size).toBe(all.length);
     const byTag = (tag: string) => all.filter(({ operation }) => operation.tags![0] === tag).map(({ operation }) => operation.operationId).sort();
     expect(byTag("jobs")).toEqual(["cancelJob", "deleteJob", "enqueueJob", "enqueueJobs", "getJob", "listJobEvents", "listJobs", "retryJob"]);
-    expect(byTag("leases")).toEqual(["checkLease", "claimJob", "claimNext", "completeLease", "completeLeases", "failLease", "releaseLease", "renewLease", "renewLeases"]);
+    expect(byTag("leases")).toEqual(["checkLease", "claimJob", "claimNext", "completeLease", "completeLeases", "failLease", "recordStep", "releaseLease", "renewLease", "renewLeases"]);
     expect(byTag("push")).toEqual(["deletePush", "getPush", "listPush", "rotatePushSecret", "setPush"]);
     expect(byTag("system")).toEqual(["getHealth", "getMetrics"]);
     expect(byTag("tokens")).toEqual(["createToken", "getTokenSelf", "listTokens", "revokeToken"]);
@@ -114,6 +114,12 @@ describe("the OpenAPI document", () => {
       "claimNext 200.retryAfterMs", // only when the rate limit stopped the claim short
       "claimNext 200.waitedMs", // only with waitMs
       "checkLease 200.reason", // only when the lease is not current
+      "checkLease 200.supersededBy", // only when a supersede cancelled the job
+      "enqueueJob 200.debounced", // only when the enqueue moved its key's waiting job
+      "enqueueJob 200.deduplicated", // only when its key's window turned it away
+      "enqueueJob 201.superseded", // only with supersede
+      "enqueueJobs 200.jobs.deduplicated", // only when its key's window, or a job before it, turned it away
+      "enqueueJobs 200.jobs.duplicateOf",
       "NotClaimable.error.details.behind", // only with reason key_ordered
     ].sort());
     expect(document.components.schemas.Job!.required).toEqual(expect.arrayContaining(["payload", "result", "progress"]));
@@ -220,6 +226,7 @@ describe("the OpenAPI document", () => {
       body("/v1/jobs/{id}/renew", "post").properties!.progress!,
       resolve(document, body("/v1/leases/renew", "post").properties!.leases!.items!).properties!.progress!,
       body("/v1/jobs/{id}/complete", "post").properties!.result!,
+      body("/v1/jobs/{id}/steps/{name}", "post").properties!.result!,
       resolve(document, body("/v1/leases/complete", "post").properties!.leases!.items!).properties!.result!,
       body("/v1/schedules/{name}", "put").properties!.payload!,
     ];
@@ -246,6 +253,8 @@ async function answers(): Promise<{ operationId: string; status: number; body: u
   await as("claimJob", "POST", "/v1/jobs/a/claim", { owner: "A", ttlMs: TTL });
   await as("renewLease", "POST", "/v1/jobs/a/renew", { owner: "A", fence: 1, ttlMs: TTL, progress: { pct: 50 } });
   await as("checkLease", "GET", "/v1/jobs/a/lease?owner=A&fence=1");
+  await as("recordStep", "POST", "/v1/jobs/a/steps/charge", { owner: "A", fence: 1, result: { charge: "ch_1" } });
+  await as("recordStep", "POST", "/v1/jobs/a/steps/charge", { owner: "A", fence: 1, result: { charge: "ch_2" } });
   await as("completeLease", "POST", "/v1/jobs/a/complete", { owner: "A", fence: 1, result: { ok: true }, next: { limit: 1, ttlMs: TTL } });
   await as("completeLease", "POST", "/v1/jobs/a/complete", { owner: "A", fence: 1, result: { ok: true } });
   await as("claimNext", "POST", "/v1/queues/q/claim", { owner: "B", ttlMs: TTL, limit: 1, waitMs: 10 });
@@ -313,7 +322,7 @@ describe("a client generated from the document by openapi-typescript", () => {
     const document = await openApiDocument();
     const generated = astToString(await openapiTS(document as never));
     const real = await answers();
-    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(36); // all but the 204s of deleteSchedule and deletePush and the text of getMetrics
+    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(37); // all but the 204s of deleteSchedule and deletePush and the text of getMetrics
 
     const use = [
       'import type { components, operations } from "./api.ts";',
@@ -326,6 +335,7 @@ describe("a client generated from the document by openapi-typescript", () => {
       // What answers always have is required in the types too.
       'none<OptionalKeys<components["schemas"]["Job"]>>(true);',
       'none<OptionalKeys<components["schemas"]["Lease"]>>(true);',
+      'none<OptionalKeys<components["schemas"]["Step"]>>(true);',
       'none<OptionalKeys<components["schemas"]["Event"]>>(true);',
       'none<OptionalKeys<components["schemas"]["Schedule"]>>(true);',
       'none<OptionalKeys<components["schemas"]["QueueSettings"]>>(true);',
@@ -334,8 +344,11 @@ describe("a client generated from the document by openapi-typescript", () => {
       'none<Exclude<OptionalKeys<Answer<"claimNext", 200>>, "waitedMs" | "retryAfterMs">>(true);',
       // Requests as a client writes them.
       'export const enqueue: Body<"enqueueJob"> = { id: "x", queue: "q", payload: { any: ["json"] }, delayMs: 5 };',
+      'export const once: Body<"enqueueJob"> = { id: "x", queue: "q", dedupKey: "order-7", dedupTtlMs: 60000 };',
+      'export const debounced: Body<"enqueueJob"> = { id: "x", dedupKey: "doc", debounceMs: 500, debounceMaxMs: 5000 };',
       'export const claim: Body<"claimNext"> = { owner: "A", ttlMs: 30000, limit: 10, waitMs: 1000 };',
       'export const complete: Body<"completeLease"> = { owner: "A", fence: 1, result: null, next: { limit: 1, ttlMs: 30000 } };',
+      'export const step: Body<"recordStep"> = { owner: "A", fence: 1, result: { charge: "ch_1" } };',
       'export const cron: Body<"putSchedule"> = { queue: "q", cron: "0 3 * * *", timezone: "UTC" };',
       'export const every: Body<"putSchedule"> = { queue: "q", everyMs: 60000 };',
       'export const token: Body<"createToken"> = { role: "reader", queues: ["*"] };',

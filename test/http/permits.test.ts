@@ -45,6 +45,7 @@ const ROUTES: Record<string, Route> = {
   "post /v1/queues/{queue}/claim": { needs: "work", request: (q) => ["POST", `/v1/queues/${q}/claim`, { owner: "X", ttlMs: TTL }], unseen: 403 },
   "post /v1/jobs/{id}/renew": { needs: "work", request: (q) => ["POST", `/v1/jobs/${q}-leased/renew`, { owner: "W", fence: 1, ttlMs: TTL }], unseen: 404 },
   "post /v1/jobs/{id}/complete": { needs: "work", request: (q) => ["POST", `/v1/jobs/${q}-leased/complete`, { owner: "W", fence: 1, result: "ok" }], unseen: 404 },
+  "post /v1/jobs/{id}/steps/{name}": { needs: "work", request: (q) => ["POST", `/v1/jobs/${q}-leased/steps/charge`, { owner: "W", fence: 1, result: "ok" }], unseen: 404, ok: 201 },
   "post /v1/jobs/{id}/release": { needs: "work", request: (q) => ["POST", `/v1/jobs/${q}-leased/release`, { owner: "W", fence: 1 }], unseen: 404 },
   "post /v1/jobs/{id}/fail": { needs: "work", request: (q) => ["POST", `/v1/jobs/${q}-leased/fail`, { owner: "W", fence: 1, error: "no" }], unseen: 404 },
   "post /v1/leases/renew": {

@@ -21,7 +21,8 @@ describe("POST /v1/jobs", () => {
       created: true,
       job: {
         id: "job-1", queue: "mail", key: null, payload: { to: "ada" }, priority: 2, runAt: T, owner: null, until: 0, fence: 0,
-        result: null, done: false, status: "queued", attempts: 0, maxAttempts: 3, lastError: null, progress: null, traceparent: null, tracestate: null, createdAt: T, updatedAt: T,
+        result: null, done: false, status: "queued", attempts: 0, maxAttempts: 3, lastError: null, progress: null, traceparent: null, tracestate: null, createdAt: T, updatedAt: T, dedupKey: null, dedupUntil: null, supersededBy: null,
+        steps: {},
       },
     });
     expect((await snapshot())["job-1"]).toMatchObject({ queue: "mail", payload: '{"to":"ada"}', priority: 2, max_attempts: 3 });
@@ -272,7 +273,7 @@ describe("health and documents", () => {
     expect(Object.keys(body.paths).sort()).toEqual([
       "/healthz", "/metrics", "/v1/jobs", "/v1/jobs/{id}", "/v1/jobs/{id}/cancel", "/v1/jobs/{id}/claim", "/v1/jobs/{id}/complete",
       "/v1/jobs/{id}/events", "/v1/jobs/{id}/fail", "/v1/jobs/{id}/lease", "/v1/jobs/{id}/release",
-      "/v1/jobs/{id}/renew", "/v1/jobs/{id}/retry", "/v1/leases/complete", "/v1/leases/renew", "/v1/push",
+      "/v1/jobs/{id}/renew", "/v1/jobs/{id}/retry", "/v1/jobs/{id}/steps/{name}", "/v1/leases/complete", "/v1/leases/renew", "/v1/push",
       "/v1/queues", "/v1/queues/{queue}", "/v1/queues/{queue}/claim", "/v1/queues/{queue}/jobs", "/v1/queues/{queue}/keys",
       "/v1/queues/{queue}/pause", "/v1/queues/{queue}/push", "/v1/queues/{queue}/push/rotate", "/v1/queues/{queue}/resume",
       "/v1/schedules", "/v1/schedules/{name}", "/v1/stats",

@@ -3,7 +3,9 @@ import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { expect, onTestFinished, test } from "vitest";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { type ChargeCard, chargeInvoice, chargeKey, type Invoice } from "../../examples/charge-once.ts";
+import { chargeAndEmail, type Order, servicesAt, stepKey } from "../../examples/steps-charge-and-email.ts";
 import { LeaseClient, LeaseLostError, withLease } from "../../src/client/index.ts";
 import { startServer } from "../../src/node.ts";
 import { freshStore } from "../fresh-db.ts";
@@ -179,4 +181,122 @@ test("examples/charge-once.ts charges once when a worker stalls mid-charge past 
     provider.resume();
     await server.stop();
   }
+});
+
+/** A call the simulated services held: answer it (and make its effect), or drop it unanswered (no effect). */
+type Held = { answer: () => void; drop: () => void };
+
+/**
+ * A payment provider and a mailer over HTTP (POST /charges, POST /emails),
+ * each making its effect once per Idempotency-Key, as Stripe's and most
+ * mailers' APIs do: a later call with the same key makes none and answers the
+ * first one's. `hold` holds back the first call of one path: a charge is made
+ * but its answer withheld (a worker stalled mid-charge), an email is neither
+ * sent nor answered until the test says (a worker killed while sending it).
+ */
+async function simulatedServices(hold: "/charges" | "/emails") {
+  const made = { "/charges": new Map<string, string>(), "/emails": new Map<string, string>() };
+  const calls: { path: string; key: string }[] = [];
+  let arrived: (held: Held) => void = () => {};
+  const firstHeld = new Promise<Held>((resolve) => (arrived = resolve));
+  const effect = (path: "/charges" | "/emails", key: string) => {
+    const kept = made[path];
+    if (!kept.has(key)) kept.set(key, `${path === "/charges" ? "ch" : "msg"}_${kept.size + 1}`);
+    return kept.get(key)!;
+  };
+  const answer = (response: ServerResponse, path: "/charges" | "/emails", id: string) =>
+    response.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(path === "/charges" ? { chargeId: id } : { messageId: id }));
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    request.resume();
+    const path = request.url as "/charges" | "/emails";
+    const key = String(request.headers["idempotency-key"]);
+    calls.push({ path, key });
+    const first = calls.filter((call) => call.path === hold).length === 1 && path === hold;
+    if (!first) return answer(response, path, effect(path, key));
+    if (path === "/charges") {
+      const id = effect(path, key); // charged; the answer waits
+      arrived({ answer: () => answer(response, path, id), drop: () => response.destroy() });
+    } else arrived({ answer: () => answer(response, path, effect(path, key)), drop: () => response.destroy() });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as { port: number };
+  onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { url: `http://127.0.0.1:${port}`, calls, firstHeld, charges: made["/charges"], emails: made["/emails"] };
+}
+
+/** The server on a fresh database, its clock the test's, and a client of it. */
+async function ordersServer() {
+  const fresh = await freshStore();
+  const clock = { now: Date.now() }; // the server's clock, moved past a lease instead of waiting for it
+  const server = await startServer({ host: "127.0.0.1", port: 0, databaseUrl: fresh.url, auth: { tokens: [TOKEN] }, clock: () => clock.now });
+  onTestFinished(() => server.stop());
+  return { ...fresh, server, clock, client: new LeaseClient({ baseUrl: server.url, token: TOKEN }) };
+}
+
+const ORDER: Order = { card: "4242", cents: 1200, email: "ada@example.com" };
+
+test("examples/steps-charge-and-email.ts: a worker process killed between its charge and its email; the next one charges nothing more and sends the one email", async () => {
+  const command = runLine("steps-charge-and-email.ts");
+  expect(command).toBe("node_modules/.bin/node examples/steps-charge-and-email.ts");
+  const { server, clock, client } = await ordersServer();
+  const services = await simulatedServices("/emails");
+  await client.enqueue({ id: "order-1", queue: "orders", payload: ORDER });
+  const env = { FENCELEASE_URL: server.url, FENCELEASE_TOKEN: TOKEN, PROVIDER_URL: services.url, QUEUE: "orders" };
+
+  const first = startExample(command, env);
+  const sending = await services.firstHeld; // its charge recorded, its email on the way
+  expect((await client.get("order-1")).steps).toEqual({ charge: { result: { chargeId: "ch_1" }, fence: 1, at: expect.any(Number) } });
+  const exited = once(first, "exit");
+  process.kill(-first.pid!, "SIGKILL");
+  expect(await exited).toEqual([null, "SIGKILL"]);
+  sending.drop(); // the mailer never sent it: its caller is gone
+
+  clock.now += 30_000; // the killed worker's lease runs out
+  const second = startExample(command, env);
+  const lines = createInterface({ input: second.stdout })[Symbol.asyncIterator]();
+  expect((await lines.next()).value).toBe(`orders-${second.pid} taking orders`);
+  expect((await lines.next()).value).toBe("order-1: charged ch_1, receipt msg_1");
+  second.kill("SIGTERM");
+  expect(await once(second, "exit")).toEqual([0, null]);
+
+  expect(services.calls).toEqual([
+    { path: "/charges", key: stepKey("order-1", "charge") },
+    { path: "/emails", key: stepKey("order-1", "email") },
+    { path: "/emails", key: stepKey("order-1", "email") }, // the second worker's: the charge was not asked again
+  ]);
+  expect([...services.charges.values()]).toEqual(["ch_1"]); // one charge
+  expect([...services.emails.values()]).toEqual(["msg_1"]); // one email
+  expect(await client.get("order-1")).toMatchObject({
+    status: "done", fence: 2, owner: `orders-${second.pid}`, result: { chargeId: "ch_1", messageId: "msg_1" },
+    steps: { charge: { result: { chargeId: "ch_1" }, fence: 1 }, email: { result: { messageId: "msg_1" }, fence: 2 } },
+  });
+});
+
+test("examples/steps-charge-and-email.ts: a worker that stalls mid-charge past its lease wakes up to a refused step and sends no email; one charge, one email", async () => {
+  const { clock, client } = await ordersServer();
+  const services = await simulatedServices("/charges");
+  const handler = chargeAndEmail(servicesAt(services.url));
+  await client.enqueue({ id: "order-2", queue: "orders", payload: ORDER });
+
+  const a = withLease(client, { queue: "orders" }, handler, { owner: "worker-a", ttlMs: 30_000 }).catch((error: unknown) => error);
+  const stalled = await services.firstHeld; // A's charge is made; A stalls before it hears back
+  clock.now += 30_000; // A's lease has run out
+  const b = await withLease(client, { queue: "orders" }, handler, { owner: "worker-b", ttlMs: 30_000 });
+  expect(b).toMatchObject({ id: "order-2", status: "done", owner: "worker-b", fence: 2, result: { chargeId: "ch_1", messageId: "msg_1" } });
+  stalled.answer();
+  const late = await a;
+  expect(late).toBeInstanceOf(LeaseLostError);
+  expect(late).toMatchObject({ reason: "superseded", currentFence: 2 });
+
+  expect(services.calls).toEqual([
+    { path: "/charges", key: stepKey("order-2", "charge") },
+    { path: "/charges", key: stepKey("order-2", "charge") }, // B's, with the same key: no second charge
+    { path: "/emails", key: stepKey("order-2", "email") }, // B's; A, awake, sends none
+  ]);
+  expect([...services.charges.values()]).toEqual(["ch_1"]);
+  expect([...services.emails.values()]).toEqual(["msg_1"]);
+  const { events } = await client.events("order-2");
+  expect(events.filter((event) => event.kind === "refused").map((event) => [event.action, event.owner, event.fence])).toEqual([["step", "worker-a", 1]]);
+  expect((await client.get("order-2")).steps).toMatchObject({ charge: { result: { chargeId: "ch_1" }, fence: 2 }, email: { fence: 2 } });
 });

@@ -1,9 +1,11 @@
+import { dedupContract } from "../contract/dedup.contract.ts";
 import { createClient } from "@libsql/client";
 import { describe, expect, onTestFinished, test } from "vitest";
 import { StorageUnavailable } from "../../src/index.ts";
 import { connect, openStore } from "../../src/node.ts";
 import { clockStepContract } from "../contract/clock-step.contract.ts";
 import { keyReadsContract } from "../contract/key-reads.contract.ts";
+import { stepsContract } from "../contract/steps.contract.ts";
 import { keysContract } from "../contract/keys.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
 import { manyContract } from "../contract/many.contract.ts";
@@ -27,6 +29,8 @@ rateLimitContract(freshClientStore);
 keysContract(freshClientStore);
 clockStepContract(freshClientStore);
 keyReadsContract(freshClientStore);
+dedupContract(freshClientStore);
+stepsContract(freshClientStore);
 
 describe("a busy database, on a client", () => {
   test("a write that waited out the busy timeout is StorageUnavailable, changes nothing, and the next write works", async () => {

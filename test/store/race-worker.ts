@@ -7,6 +7,7 @@
 //   stdin: "claim-next QUEUE N [AT]" -> [[id, fence], ...] of the jobs taken (at AT, default NOW;
 //                                       "real": the real clock, read when the command comes)
 //   stdin: "complete ID FENCE"  -> true if the completion was accepted
+//   stdin: "enqueue-once QUEUE KEY N" -> the ids of its N enqueues (OWNER-0 ...) of dedup key KEY (a window of a minute) that created a job
 import { createInterface } from "node:readline";
 import { openStore } from "../../src/node.ts";
 import { noteVerbs } from "../../src/store/note.ts";
@@ -23,6 +24,10 @@ for await (const line of createInterface({ input: process.stdin })) {
   } else if (command === "complete") {
     const done = await noteVerbs(store).complete(target, owner, Number(limit), Number(now), "ok");
     process.stdout.write(`${JSON.stringify(done)}\n`);
+  } else if (command === "enqueue-once") {
+    const [, queue, key, n] = line.split(" ") as [string, string, string, string];
+    const answers = await Promise.all(Array.from({ length: Number(n) }, (_, i) => store.enqueue(`${owner}-${i}`, { queue, dedupKey: key, dedupTtlMs: 60_000, now: Number(now) })));
+    process.stdout.write(`${JSON.stringify(answers.flatMap((answer) => (answer.created ? [answer.job.id] : [])))}\n`);
   } else {
     const leases = await store.claimNext(target, { owner, ttlMs: Number(ttl), limit: Number(limit), now: at === "real" ? Date.now() : Number(at) });
     process.stdout.write(`${JSON.stringify(leases.map((lease) => [lease.job.id, lease.fence]))}\n`);

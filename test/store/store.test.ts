@@ -1,3 +1,4 @@
+import { dedupContract } from "../contract/dedup.contract.ts";
 import { createClient } from "@libsql/client";
 import { describe, expect, onTestFinished, test } from "vitest";
 import { join } from "node:path";
@@ -9,6 +10,7 @@ import { connect, openStore } from "../../src/node.ts";
 import { cancelContract } from "../contract/cancel.contract.ts";
 import { clockStepContract } from "../contract/clock-step.contract.ts";
 import { keyReadsContract } from "../contract/key-reads.contract.ts";
+import { stepsContract } from "../contract/steps.contract.ts";
 import { manyContract } from "../contract/many.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
 import { keysContract } from "../contract/keys.contract.ts";
@@ -43,6 +45,8 @@ tokensContract(freshStore);
 traceContract(freshStore);
 clockStepContract(freshStore);
 keyReadsContract(freshStore);
+dedupContract(freshStore);
+stepsContract(freshStore);
 
 describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {

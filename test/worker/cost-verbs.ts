@@ -57,6 +57,35 @@ export const KEYED_VERBS = [
   `claim-next of ${BATCH} over 10 keys, with keyRatePerSecond`,
 ];
 
+/**
+ * The lines of the once-per-key table of docs/cost.md (D1), in its order: an
+ * enqueue with each way of holding a dedup key, the enqueues the key turns
+ * away or folds, and the purge of a window that ended.
+ */
+export const DEDUP_VERBS = [
+  "enqueue with a dedup window",
+  "enqueue, deduplicated (its window lasts)",
+  `enqueueMany of ${BATCH} with dedup windows`,
+  "enqueue with a debounce",
+  "enqueue, debounced (moves the waiting job)",
+  "enqueue with supersede (the key free)",
+  "enqueue with supersede (cancels the held job)",
+  "purge (cron, one job and its ended window)",
+];
+
+/**
+ * The lines of the steps table of docs/cost.md (D1), in its order: a step
+ * recorded, the same step sent again, a stale lease's step refused, the
+ * claim-next of a job with two steps recorded, and its purge.
+ */
+export const STEP_VERBS = [
+  "step",
+  "step, recorded already",
+  "step, refused stale",
+  "claim-next of a job with 2 steps",
+  "purge (cron, one job with 2 steps)",
+];
+
 /** The most rows a keyed job's life may write beyond an unkeyed one's, single and batched (issue 29). */
 export const KEYED_BUDGET = 2;
 

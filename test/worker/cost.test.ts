@@ -3,7 +3,7 @@ import type { D1Database, D1PreparedStatement, D1Result } from "@cloudflare/work
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import worker from "../../src/worker.ts";
 import costPage from "../../docs/cost.md?raw";
-import { BATCH, COST_VERBS, expectKeyedLives, KEYED_VERBS, LONG_POLL } from "./cost-verbs.ts";
+import { BATCH, COST_VERBS, DEDUP_VERBS, expectKeyedLives, KEYED_VERBS, LONG_POLL, STEP_VERBS } from "./cost-verbs.ts";
 
 // What each verb costs on D1, in the rows D1 bills: every query's
 // meta.rows_read and meta.rows_written, summed over the verb's HTTP call
@@ -118,6 +118,11 @@ async function measure<R>(verb: string, run: () => Promise<R>, into = measured):
 /** measure, for a line of the keys table. */
 const measureKeyed = <R>(verb: string, run: () => Promise<R>) => measure(verb, run, keyedMeasured);
 
+/** The lines of the once-per-key table (DEDUP_VERBS). */
+const dedupMeasured = new Map<string, Tally>();
+/** measure, for a line of the once-per-key table. */
+const measureDedup = <R>(verb: string, run: () => Promise<R>) => measure(verb, run, dedupMeasured);
+
 function expectStatus(answer: { status: number; body: unknown }, status: number) {
   expect(answer.status, JSON.stringify(answer.body)).toBe(status);
 }
@@ -218,6 +223,85 @@ async function measureKeyedLives(): Promise<void> {
   expect(rated.body.leases).toHaveLength(BATCH);
 }
 
+/**
+ * The lines of the once-per-key table: an enqueue that takes a window, one the
+ * window turns away, a call of many; a debounce's first enqueue and one that
+ * moves its job; a supersede with its key free and one that cancels the job
+ * held; and the purge of a job whose window ended with it.
+ */
+async function measureDedupKeys(): Promise<void> {
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("once");
+  const window = { queue: "once", dedupKey: "order-7", dedupTtlMs: DAY, payload: PAYLOAD };
+  expectStatus(await measureDedup("enqueue with a dedup window", () => w.call("POST", "/v1/jobs", { id: "d-one", ...window })), 201);
+  const turnedAway = await measureDedup("enqueue, deduplicated (its window lasts)", () => w.call("POST", "/v1/jobs", { id: "d-two", ...window }));
+  expect(turnedAway).toMatchObject({ status: 200, body: { deduplicated: true, job: { id: "d-one" } } });
+  const jobs = idsOf("dm", BATCH).map((id) => ({ id, dedupKey: id, dedupTtlMs: DAY, payload: PAYLOAD }));
+  const many = await measureDedup(`enqueueMany of ${BATCH} with dedup windows`, () => w.call("POST", "/v1/queues/once/jobs", { jobs }));
+  expect(many.body.jobs.filter((job: { created: boolean }) => job.created)).toHaveLength(BATCH);
+
+  const debounce = { queue: "once", dedupKey: "doc-9", debounceMs: 1_000, payload: PAYLOAD };
+  expectStatus(await measureDedup("enqueue with a debounce", () => w.call("POST", "/v1/jobs", { id: "b-one", ...debounce })), 201);
+  vi.setSystemTime(T + 500);
+  const moved = await measureDedup("enqueue, debounced (moves the waiting job)", () => w.call("POST", "/v1/jobs", { id: "b-two", ...debounce }));
+  expect(moved).toMatchObject({ status: 200, body: { debounced: true, job: { id: "b-one", runAt: T + 1_500 } } });
+
+  const supersede = { queue: "once", dedupKey: "sync-3", supersede: true, payload: PAYLOAD };
+  expectStatus(await measureDedup("enqueue with supersede (the key free)", () => w.call("POST", "/v1/jobs", { id: "s-one", ...supersede })), 201);
+  expectStatus(await w.call("POST", "/v1/jobs/s-one/claim", { owner: "A", ttlMs: TTL }), 200);
+  const superseding = await measureDedup("enqueue with supersede (cancels the held job)", () => w.call("POST", "/v1/jobs", { id: "s-two", ...supersede }));
+  expect(superseding).toMatchObject({ status: 201, body: { superseded: "s-one" } });
+
+  // The window's job finished and purged with its window over: both go in one cron run.
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("once-purged");
+  expectStatus(await w.call("POST", "/v1/jobs", { id: "p-one", queue: "once-purged", dedupKey: "k", dedupTtlMs: DAY, payload: PAYLOAD }), 201);
+  expectStatus(await w.call("POST", "/v1/jobs/p-one/claim", { owner: "A", ttlMs: TTL }), 200);
+  expectStatus(await w.call("POST", "/v1/jobs/p-one/complete", { owner: "A", fence: 1, result: RESULT }), 200);
+  vi.setSystemTime(T + 8 * DAY);
+  await measureDedup("purge (cron, one job and its ended window)", () => w.cron(T + 8 * DAY));
+  expect((await env.DB.prepare("SELECT count(*) AS n FROM dedup_keys").first<{ n: number }>())!.n).toBe(0);
+}
+
+/** The lines of the steps table (STEP_VERBS). */
+const stepMeasured = new Map<string, Tally>();
+
+/**
+ * The lines of the steps table: a job's step recorded, sent again, refused
+ * to a stale lease; the claim-next that hands the job's two steps to the
+ * next lease, and the purge that deletes them with the job.
+ */
+async function measureSteps(): Promise<void> {
+  const measureStep = <R>(verb: string, run: () => Promise<R>) => measure(verb, run, stepMeasured);
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("steps");
+  expectStatus(await w.call("POST", "/v1/jobs", { id: "s-one", queue: "steps", payload: PAYLOAD }), 201);
+  expectStatus(await w.call("POST", "/v1/jobs/s-one/claim", { owner: "A", ttlMs: TTL }), 200);
+  expectStatus(await measureStep("step", () => w.call("POST", "/v1/jobs/s-one/steps/charge", { owner: "A", fence: 1, result: RESULT })), 201);
+  expectStatus(await w.call("POST", "/v1/jobs/s-one/steps/email", { owner: "A", fence: 1, result: RESULT }), 201);
+  expectStatus(await measureStep("step, recorded already", () => w.call("POST", "/v1/jobs/s-one/steps/charge", { owner: "A", fence: 1, result: RESULT })), 200);
+  expectStatus(await measureStep("step, refused stale", () => w.call("POST", "/v1/jobs/s-one/steps/charge", { owner: "Z", fence: 1, result: RESULT })), 409);
+  expectStatus(await w.call("POST", "/v1/jobs/s-one/release", { owner: "A", fence: 1 }), 200);
+  const [lease] = (await measureStep("claim-next of a job with 2 steps", () => w.call("POST", "/v1/queues/steps/claim", { owner: "B", ttlMs: TTL }))).body.leases;
+  expect(Object.keys(lease.job.steps)).toEqual(["charge", "email"]);
+
+  // A happy life with 2 steps, as the plain one's (no history stored): its purge deletes its steps too.
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("steps");
+  expectStatus(await w.call("POST", "/v1/jobs", { id: "s-two", queue: "steps", payload: PAYLOAD }), 201);
+  expectStatus(await w.call("POST", "/v1/jobs/s-two/claim", { owner: "A", ttlMs: TTL }), 200);
+  for (const step of ["charge", "email"]) expectStatus(await w.call("POST", `/v1/jobs/s-two/steps/${step}`, { owner: "A", fence: 1, result: RESULT }), 201);
+  vi.setSystemTime(T + 1_000);
+  expectStatus(await w.call("POST", "/v1/jobs/s-two/complete", { owner: "A", fence: 1, result: RESULT }), 200);
+  vi.setSystemTime(T + 8 * DAY);
+  await measureStep("purge (cron, one job with 2 steps)", () => w.cron(T + 8 * DAY));
+  expect((await env.DB.prepare("SELECT count(*) AS n FROM steps").first<{ n: number }>())!.n).toBe(0);
+}
+
 beforeAll(async () => {
   vi.useFakeTimers({ toFake: ["Date"] });
   expect(JSON.stringify(PAYLOAD)).toHaveLength(60);
@@ -299,6 +383,8 @@ beforeAll(async () => {
   expect((await waiting).body.leases).toHaveLength(1);
 
   await measureKeyedLives();
+  await measureDedupKeys();
+  await measureSteps();
 }, 90_000);
 
 /** The database file's size, as D1 reports it after a query. */
@@ -393,6 +479,38 @@ describe("what a keyed job costs on D1", () => {
   test("a keyed job's purge writes what an unkeyed one's does: its key's entry left with its completion", () => {
     expect(keyedWritten("purge (cron, one keyed job)")).toBe(written("purge (cron, one job)"));
     expect(keyedWritten(`purge (cron, ${BATCH} keyed jobs)`)).toBe(written(`purge (cron, ${BATCH} jobs)`));
+  });
+});
+
+describe("what once per key costs on D1", () => {
+  test("each enqueue with a dedup key writes the rows of its line in docs/cost.md's once-per-key table, and reads no more", () => {
+    console.log(costTable(DEDUP_VERBS, dedupMeasured));
+    expect(costPage).toContain(costTable(DEDUP_VERBS, dedupMeasured));
+  });
+
+  test("a window costs an enqueue two rows more (its key's row and its end's index entry), and an enqueue it turns away writes nothing", () => {
+    const dedupWritten = (verb: string) => dedupMeasured.get(verb)!.written;
+    expect(dedupWritten("enqueue with a dedup window")).toBe(written("enqueue") + 2);
+    expect(dedupWritten("enqueue, deduplicated (its window lasts)")).toBe(0);
+    expect(dedupWritten(`enqueueMany of ${BATCH} with dedup windows`)).toBe(written(`enqueueMany of ${BATCH}`) + 2 * BATCH);
+    expect(dedupWritten("enqueue with supersede (the key free)")).toBe(written("enqueue") + 1);
+    expect(dedupWritten("purge (cron, one job and its ended window)")).toBe(written("purge (cron, one job)") + 1);
+  });
+});
+
+describe("what a step costs on D1", () => {
+  test("each step verb writes the rows of its line in docs/cost.md's steps table, and reads no more", () => {
+    console.log(costTable(STEP_VERBS, stepMeasured));
+    expect(costPage).toContain(costTable(STEP_VERBS, stepMeasured));
+  });
+
+  test("a step writes at most 2 rows; one sent again writes none; a job's steps cost its claim no row written, and its purge one row a step", () => {
+    const stepWritten = (verb: string) => stepMeasured.get(verb)!.written;
+    expect(stepWritten("step")).toBeLessThanOrEqual(2);
+    expect(stepWritten("step, recorded already")).toBe(0);
+    expect(stepWritten("step, refused stale")).toBeLessThanOrEqual(BUDGET.refusal);
+    expect(stepWritten("claim-next of a job with 2 steps")).toBe(written("claim-next"));
+    expect(stepWritten("purge (cron, one job with 2 steps)")).toBe(written("purge (cron, one job)") + 2);
   });
 });
 

@@ -46,6 +46,28 @@ describe(`tokens on the Worker (${MODE} mode)`, () => {
     expect(await tokenRows("SELECT id FROM tokens WHERE id = ?", id)).toEqual([]);
   });
 
+  test("a worker token records the steps of its queue's leases, each lease handed them; another queue's job is an unknown job, and a reader may record none", async () => {
+    const made = [await callAs(ADMIN, "POST", "/v1/tokens", { role: "worker", queues: ["orders"] }), await callAs(ADMIN, "POST", "/v1/tokens", { role: "reader", queues: ["*"] })];
+    const [worker, reader] = made.map((answer) => answer.body.token as string) as [string, string];
+    await callAs(ADMIN, "POST", "/v1/queues/orders/jobs", { jobs: [{ id: "ord-1" }] });
+    await callAs(ADMIN, "POST", "/v1/queues/mail/jobs", { jobs: [{ id: "mail-s" }] });
+    await callAs(ADMIN, "POST", "/v1/jobs/mail-s/claim", { owner: "M", ttlMs: 30_000 });
+    const [lease] = (await callAs(worker, "POST", "/v1/queues/orders/claim", { owner: "W", ttlMs: 30_000 })).body.leases;
+    expect(lease).toMatchObject({ fence: 1, job: { id: "ord-1", steps: {} } });
+    const charge = await callAs(worker, "POST", "/v1/jobs/ord-1/steps/charge", { owner: "W", fence: 1, result: { chargeId: "ch_1" } });
+    expect(charge).toMatchObject({ status: 201, body: { recorded: true, step: { name: "charge", result: { chargeId: "ch_1" }, fence: 1 } } });
+    expect(await callAs(worker, "POST", "/v1/jobs/ord-1/steps/charge", { owner: "W", fence: 1, result: 2 })).toMatchObject({ status: 200, body: { recorded: false, step: { result: { chargeId: "ch_1" } } } });
+    expect(await callAs(worker, "POST", "/v1/jobs/ord-1/steps/email", { owner: "X", fence: 1, result: 2 })).toMatchObject({ status: 409, body: { error: { code: "stale_lease", details: { reason: "not_owner", currentFence: 1 } } } });
+    expect(await callAs(worker, "POST", "/v1/jobs/mail-s/steps/charge", { owner: "M", fence: 1, result: 1 })).toMatchObject({ status: 404, body: { error: { code: "not_found" } } });
+    expect(await callAs(reader, "POST", "/v1/jobs/ord-1/steps/email", { owner: "W", fence: 1, result: 1 })).toMatchObject({ status: 403, body: { error: { code: "forbidden" } } });
+    await callAs(worker, "POST", "/v1/jobs/ord-1/release", { owner: "W", fence: 1 });
+    const [again] = (await callAs(worker, "POST", "/v1/queues/orders/claim", { owner: "W2", ttlMs: 30_000 })).body.leases;
+    expect(again).toMatchObject({ fence: 2, job: { steps: { charge: { result: { chargeId: "ch_1" }, fence: 1 } } } });
+    expect(await rows("orders", "SELECT name, fence FROM steps WHERE job_id = 'ord-1'")).toEqual([{ name: "charge", fence: 1 }]);
+    expect(await rows("mail", "SELECT name FROM steps WHERE job_id = 'mail-s'")).toEqual([]);
+    for (const answer of made) await callAs(ADMIN, "DELETE", `/v1/tokens/${answer.body.id}`); // the tests after list the tokens
+  });
+
   test("GET /v1/tokens lists without secrets; only an admin for every queue may", async () => {
     const { token } = (await callAs(ADMIN, "POST", "/v1/tokens", { role: "admin", queues: ["mail-*"] })).body;
     const list = await callAs(ADMIN, "GET", "/v1/tokens");

@@ -37,7 +37,7 @@ describe("the trace context on the Worker", () => {
 
   test("the trace context adds no row written to an enqueue, as D1 counts them (rows and index entries)", async () => {
     async function rowsWritten(id: string, trace: { traceparent?: string; tracestate?: string }): Promise<number> {
-      const [statement] = checked.enqueue(id, { queue: "cost", ...trace }, 1_000);
+      const [statement] = checked.enqueue(id, { queue: "cost", ...trace }, 1_000).statements;
       return (await env.DB.prepare(statement!.sql).bind(...statement!.args).run()).meta.rows_written;
     }
     await rowsWritten("cost-first", {}); // a queue's first job also inserts its count's row

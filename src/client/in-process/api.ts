@@ -14,6 +14,7 @@ import type {
   CompleteManyRequest,
   CompleteRequest,
   Enqueued,
+  EnqueueAnswer,
   EnqueueRequest,
   EventPage,
   EventsRequest,
@@ -30,6 +31,8 @@ import type {
   RenewManyAnswer,
   RenewManyRequest,
   RenewRequest,
+  StepAnswer,
+  StepRequest,
 } from "../types.ts";
 import type { EmbeddedStore } from "./embedded-store.ts";
 
@@ -137,12 +140,13 @@ export class InProcessApi {
 
   // ---- jobs (src/http/jobs.ts) ----
 
-  async enqueue(request: EnqueueRequest): Promise<{ created: boolean; job: Job }> {
+  async enqueue(request: EnqueueRequest): Promise<EnqueueAnswer> {
     const { id, ...job } = withTraceContext(request, activeTraceContext());
     const now = this.#clock();
-    const { created, job: stored } = await this.store.enqueue(id, { ...job, now });
-    if (created) void this.#wake.enqueued(stored.queue, [stored.runAt], now);
-    return { created, job: jobView(stored) as Job };
+    const answer = await this.store.enqueue(id, { ...job, now });
+    if (!("job" in answer)) return answer;
+    if (answer.created) void this.#wake.enqueued(answer.job.queue, [answer.job.runAt], now);
+    return { ...answer, job: jobView(answer.job) as Job } as EnqueueAnswer;
   }
 
   async enqueueMany(queue: string, jobs: NewJobRequest[]): Promise<{ jobs: Enqueued[] }> {
@@ -230,6 +234,10 @@ export class InProcessApi {
     const settled = await this.store.fail(id, { owner, fence, error, retryInMs, next, now });
     void this.#wake.settled(settled.job, owner);
     return settledView(settled, next) as { job: Job; leases?: Lease[] };
+  }
+
+  async step(id: string, name: string, { owner, fence, result }: StepRequest): Promise<StepAnswer> {
+    return this.store.step(id, name, { owner, fence, result, now: this.#clock() });
   }
 
   async renewMany({ owner, ttlMs, leases }: RenewManyRequest): Promise<RenewManyAnswer> {

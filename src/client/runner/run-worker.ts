@@ -46,6 +46,9 @@ export type WorkerHandle = {
  *   is neither completed nor failed, and the slot takes the next job.
  * - A handler's `progress(value)` goes with the next renewMany (the latest
  *   report per lease); one not yet sent when the lease ends is dropped.
+ * - A handler's `step(name, fn)` skips a step an earlier lease of the job
+ *   recorded (see StepFn); a step refused as stale loses the lease as a
+ *   refused renew does: its result is dropped.
  * - A handler that throws fails its job with the error's message as lastError:
  *   due again after `retryInMs` or the server's backoff, or dead on its last attempt.
  * - `stop()` takes no new job and asks no `next` any more, waits for the

@@ -6,6 +6,7 @@ import { failureMessage } from "../failure-message.ts";
 import { inJobContext, inSettleSpan, startProcessSpan } from "../tracing.ts";
 import { endSpan } from "../../tracing/job-span.ts";
 import { ClaimPace } from "./claim-pace.ts";
+import { stepsOf } from "../steps.ts";
 import { backoffMs, type Slot } from "./worker-slot.ts";
 import { type JobHandler, MAX_MANY, type Settings } from "./worker-options.ts";
 
@@ -240,7 +241,9 @@ export class WorkerRunner {
     let failure: string | undefined;
     try {
       // Only the handler runs in the job's span: the runner's own calls (claims, the renews of all) stay out of it.
-      const value = await inJobContext(slot.span, () => this.#handler({ job, fence, signal: slot.controller.signal, progress: (report) => this.#keeper.progress(job.id, fence, report) }));
+      const { signal } = slot.controller;
+      const step = stepsOf(this.#client, slot.lease, { owner: this.#settings.owner, signal, lost: (error) => this.#lose(slot, error) });
+      const value = await inJobContext(slot.span, () => this.#handler({ job, fence, signal, progress: (report) => this.#keeper.progress(job.id, fence, report), step }));
       slot.result = value === undefined ? null : value;
     } catch (error) {
       failure = failureMessage(error);

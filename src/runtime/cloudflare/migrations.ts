@@ -25,6 +25,8 @@ import m0031 from "../../../migrations/0031_push.sql";
 import m0032 from "../../../migrations/0032_trace_context.sql";
 import m0033 from "../../../migrations/0033_due_at_enqueue.sql";
 import m0034 from "../../../migrations/0034_keys.sql";
+import m0035 from "../../../migrations/0035_dedup.sql";
+import m0036 from "../../../migrations/0036_steps.sql";
 
 /** Every file of migrations/, by name, in the order they apply. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -48,4 +50,6 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: "0032_trace_context.sql", sql: m0032 },
   { name: "0033_due_at_enqueue.sql", sql: m0033 },
   { name: "0034_keys.sql", sql: m0034 },
+  { name: "0035_dedup.sql", sql: m0035 },
+  { name: "0036_steps.sql", sql: m0036 },
 ];

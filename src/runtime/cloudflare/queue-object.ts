@@ -336,8 +336,8 @@ export class QueueObject extends DurableObject<WorkerEnv> {
     if (kept.length === 0) return Response.json({ jobs: body.jobs.map(({ id }) => ({ id, created: false })) });
     const response = await this.#app.fetch(new Request(request, { body: JSON.stringify({ ...body, jobs: kept }) }));
     if (!response.ok || taken.size === 0) return response;
-    const answered = new Map(((await response.json()) as { jobs: { id: string; created: boolean }[] }).jobs.map((job) => [job.id, job.created]));
-    return Response.json({ jobs: body.jobs.map(({ id }) => ({ id, created: answered.get(id) ?? false })) });
+    const answered = new Map(((await response.json()) as { jobs: { id: string; created: boolean }[] }).jobs.map((job) => [job.id, job]));
+    return Response.json({ jobs: body.jobs.map(({ id }) => answered.get(id) ?? { id, created: false }) });
   }
 
   /** After a write: unbinds what a delete removed, lists this queue once it holds something, and arms the alarm. */

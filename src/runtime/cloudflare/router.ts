@@ -116,6 +116,7 @@ export function objectsRouter(options: RouterOptions): Hono {
   });
   app.delete("/v1/jobs/:id", toJob);
   for (const verb of ["claim", "renew", "complete", "release", "fail", "retry", "cancel"]) app.post(`/v1/jobs/:id/${verb}`, toJob);
+  app.post("/v1/jobs/:id/steps/:name", toJob);
   app.get("/v1/jobs/:id/lease", toJob);
   app.get("/v1/jobs/:id/events", async (c) => {
     // An unknown id answers an empty page, so a queue remembered out of date could not be told: ask the directory.

@@ -1,3 +1,4 @@
+import type { InValue } from "@libsql/client";
 import type { Statement } from "../../drivers/driver.ts";
 import { NEXT_SEQ, returningJob } from "./lease.ts";
 
@@ -10,27 +11,38 @@ import { NEXT_SEQ, returningJob } from "./lease.ts";
 // their own statements, and no claim takes it. Its owner and fence are kept, so
 // that the refusal can say why (src/store/refusal.ts: reason cancelled).
 
+/** What a cancel writes (`now` an SQL expression): the job is done and cancelled, its owner, until and fence kept. */
+export function cancelled(now: string): string {
+  return `done = 1, cancelled = 1, last_event = 'cancelled', updated_at = ${now}`;
+}
+
+/**
+ * Records the cancel of job `job` (an SQL expression over parameters from ?4
+ * on, `more`) if the statement just before it cancelled one: who cancelled as
+ * its `owner`, the job's fence, and the reason as its `error`.
+ */
+export function recordCancel(job: string, by: string, reason: string | null, now: number, more: InValue[]): Statement {
+  return {
+    sql: `INSERT INTO history (job_id, seq, queue, at, kind, owner, fence, error)
+          SELECT id, ${NEXT_SEQ}, queue, ?3, 'cancelled', ?1, fence, ?2 FROM jobs
+          WHERE id = ${job} AND changes() = 1`,
+    args: [by, reason, now, ...more],
+  };
+}
+
 /**
  * Cancels a job that is not finished: queued, scheduled, leased, or whose lease
  * has expired. The job becomes done and cancelled, its owner, until and fence
  * kept. A job already done, dead or cancelled matches no row and is left as it
  * is. The event (migrations/0010 leaves cancels to this statement) records who
- * cancelled as its `owner`, the job's fence, and the reason as its `error`.
+ * cancelled, and why.
  */
 export function cancel(id: string, by: string, reason: string | null, now: number): Statement[] {
   return [
     {
-      sql: `UPDATE jobs
-            SET done = 1, cancelled = 1, last_event = 'cancelled', updated_at = ?2
-            WHERE id = ?1 AND done = 0
-            ${returningJob("?2")}`,
+      sql: `UPDATE jobs SET ${cancelled("?2")} WHERE id = ?1 AND done = 0 ${returningJob("?2")}`,
       args: [id, now],
     },
-    {
-      sql: `INSERT INTO history (job_id, seq, queue, at, kind, owner, fence, error)
-            SELECT id, ${NEXT_SEQ}, queue, ?4, 'cancelled', ?2, fence, ?3 FROM jobs
-            WHERE id = ?1 AND changes() = 1`,
-      args: [id, by, reason, now],
-    },
+    recordCancel("?4", by, reason, now, [id]),
   ];
 }

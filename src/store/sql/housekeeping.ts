@@ -80,9 +80,10 @@ export function remove(id: string, now: number): Statement[] {
  * own). The chunk's jobs are the first of jobs_finished, so every statement
  * finds the same ones: the first takes them off their queues' counts, one
  * write a queue. Answers, third, the jobs purged and, fourth, the history
- * rows, whose `deleted` ones count the histories.
+ * rows, whose `deleted` ones count the histories. Last, up to `limit` dedup
+ * windows that ended by `now` (migrations/0035) let their keys go.
  */
-export function purge(cutoff: number, limit: number): Statement[] {
+export function purge(cutoff: number, limit: number, now: number): Statement[] {
   const finished = "SELECT id FROM jobs WHERE done = 1 AND updated_at <= ?1 ORDER BY updated_at, id LIMIT ?2";
   const deletions = "SELECT job_id AS deleted_id, seq AS deleted_seq FROM history WHERE kind = 'deleted' AND at <= ?1 ORDER BY at LIMIT ?2";
   return [
@@ -99,6 +100,10 @@ export function purge(cutoff: number, limit: number): Statement[] {
       sql: `DELETE FROM history WHERE (job_id, seq) IN (SELECT job_id, seq FROM (${deletions}) JOIN history ON job_id = deleted_id AND seq <= deleted_seq)
             RETURNING kind`,
       args: [cutoff, limit],
+    },
+    {
+      sql: `DELETE FROM dedup_keys WHERE (queue, dedup_key) IN (SELECT queue, dedup_key FROM dedup_keys WHERE until <= ?1 LIMIT ?2) RETURNING until`,
+      args: [now, limit],
     },
   ];
 }

@@ -102,13 +102,22 @@ export function countEnqueued(queue: string, count: string, now: string, args: I
 }
 
 /**
+ * The steps a job recorded (migrations/0036), for a statement over its row
+ * `jobs`: a JSON object of each step's name to its result (as its JSON text),
+ * fence and time; NULL for a job that recorded none, whose steps are not read
+ * at all, so that a claim of a job without steps reads no row more.
+ */
+export const STEPS = `CASE WHEN jobs.step_count > 0 THEN (SELECT json_group_object(s.name, json_object('result', s.result, 'fence', s.fence, 'at', s.at))
+                                                     FROM steps s WHERE s.job_id = jobs.id) END`;
+
+/**
  * The columns a Job is read from (src/store/job.ts, jobFromRow). An accepted
  * write answers these and no more: its row has as many again that only the
  * history reads, and handing each to JavaScript is most of what a claim of
  * many jobs costs beyond its writes.
  */
 export const JOB_COLUMNS = `id, queue, key, payload, priority, run_at, owner, until, fence, result, done, dead, cancelled,
-  attempts, max_attempts, last_error, progress, traceparent, tracestate, created_at, updated_at`;
+  attempts, max_attempts, last_error, progress, traceparent, tracestate, created_at, updated_at, dedup_key, dedup_until, superseded_by, ${STEPS} AS steps`;
 
 /** What an accepted write answers: the job as it left it, with its status at `now` (the parameter that holds it). */
 export function returningJob(now: string): string {
@@ -120,6 +129,9 @@ export function returningJob(now: string): string {
  * context it was enqueued with (migrations/0032: written here only), and
  * counts it. A keyed job waits for its key's turn when its queue's per-key
  * limit is reached (`heldBack`), and takes a turn in a fair queue (`turnOf`).
+ * A job with a dedup key stores how it holds it (`dedup`, migrations/0035),
+ * and is inserted only if `onlyIf` holds: an SQL condition over ?2 (the
+ * queue), ?7 (now) and ?11 (the dedup key), from src/store/sql/dedup.ts.
  */
 export function enqueue(job: {
   id: string;
@@ -132,22 +144,27 @@ export function enqueue(job: {
   traceparent: string | null;
   tracestate: string | null;
   now: number;
+  dedup?: { key: string; until: number | null; debounceUntil: number | null; onlyIf: string } | null | undefined;
 }): Statement[] {
+  const { dedup } = job;
   return [
     {
-      sql: `INSERT INTO jobs (id, queue, key, held_back, turn, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
-            VALUES (?1, ?2, ?10, ${heldBack("?2", "?10", "?5", "?7")}, ${turnOf("?2", "?10")}, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")})
+      sql: `INSERT INTO jobs (id, queue, key, held_back, turn, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq,
+                              dedup_key, dedup_until, debounce_until)
+            ${dedup ? "SELECT" : "VALUES ("} ?1, ?2, ?10, ${heldBack("?2", "?10", "?5", "?7")}, ${turnOf("?2", "?10")}, ?3, ?4, ?5, ?6, ?8, ?9, ${FENCE_FLOOR}, ?7, ?7, ${firstSeq("?1")}, ${firstSeq("?1")},
+                   ?11, ?12, ?13 ${dedup ? `WHERE ${dedup.onlyIf}` : ")"}
             ON CONFLICT (id) DO NOTHING
             ${returningJob("?7")}`,
-      args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now, job.traceparent, job.tracestate, job.key],
+      args: [job.id, job.queue, job.payload, job.priority, job.runAt, job.maxAttempts, job.now, job.traceparent, job.tracestate, job.key,
+        dedup?.key ?? null, dedup?.until ?? null, dedup?.debounceUntil ?? null],
     },
     countEnqueued("?1", "changes()", "?2", [job.queue, job.now]),
   ];
 }
 
-/** Reads one job, with its status at `now`. */
+/** Reads one job, with its status at `now` and its steps. */
 export function state(id: string, now: number): Statement {
-  return { sql: `SELECT *, ${status("?2")} AS status FROM jobs WHERE id = ?1`, args: [id, now] };
+  return { sql: `SELECT *, ${status("?2")} AS status, ${STEPS} AS steps FROM jobs WHERE id = ?1`, args: [id, now] };
 }
 
 /**
@@ -210,7 +227,7 @@ export const FOLD_REFUSAL = `ON CONFLICT (job_id, seq)
  * changed nothing; or, given `wasRefused`, if that condition holds of the row,
  * over the arguments `more` from ?6 on.
  */
-function refused(action: string, id: string, owner: string, fence: number, now: number, wasRefused = "changes() = 0", ...more: InValue[]): Statement {
+export function refused(action: string, id: string, owner: string, fence: number, now: number, wasRefused = "changes() = 0", ...more: InValue[]): Statement {
   return {
     sql: `INSERT INTO history (job_id, seq, queue, at, kind, action, owner, fence, current_owner, current_fence)
           SELECT id, ${refusalSeq("?5", "?2", "?3")}, queue, ?4, 'refused', ?5, ?2, ?3, owner, fence FROM jobs

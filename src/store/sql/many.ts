@@ -1,4 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
+import { noWindow } from "./dedup.ts";
 import { heldBack, turnOf } from "./keys.ts";
 import { COMPLETED, completion, countEnqueued, currentLease, FENCE_FLOOR, firstSeq, FOLD_REFUSAL, refusalSeq, renewed, status } from "./lease.ts";
 
@@ -26,8 +27,35 @@ export function unpacked(parameter: string, names: string[]): string {
  */
 const UNLESS_ALL_CHANGED = "iif(changes() = ?4, '[]', ?3)";
 
-/** One job to enqueue: id, payload (JSON text or null), priority, runAt, maxAttempts, its trace context (or nulls), and its key (or null). */
-export type NewJob = [id: string, payload: string | null, priority: number, runAt: number, maxAttempts: number, traceparent: string | null, tracestate: string | null, key: string | null];
+/** One job to enqueue: id, payload (JSON text or null), priority, runAt, maxAttempts, its trace context (or nulls), its key (or null), and its dedup key with the end of its window (or nulls). */
+export type NewJob = [
+  id: string,
+  payload: string | null,
+  priority: number,
+  runAt: number,
+  maxAttempts: number,
+  traceparent: string | null,
+  tracestate: string | null,
+  key: string | null,
+  dedupKey: string | null,
+  dedupUntil: number | null,
+];
+
+const COLUMNS = ["new_id", "new_payload", "new_priority", "new_run_at", "new_max_attempts", "new_traceparent", "new_tracestate", "new_key", "new_dedup_key", "new_dedup_until"];
+
+/**
+ * The jobs of the call `?3` that an enqueue of many takes up: all of them, or,
+ * when some have dedup keys (`deduped`), those without one and the first of
+ * each dedup key in the call while no window of that key lasts at `?2`
+ * (`noWindow`, src/store/sql/dedup.ts); each with
+ * its place in the call, `new_at`.
+ */
+function takenUp(deduped: boolean): string {
+  const all = `SELECT ${COLUMNS.map((name, i) => `json_extract(value, '$[${i}]') AS ${name}`).join(", ")}, key AS new_at FROM json_each(?3)`;
+  if (!deduped) return all;
+  return `SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY new_dedup_key ORDER BY new_at) AS new_dedup_nth FROM (${all}))
+          WHERE new_dedup_key IS NULL OR (new_dedup_nth = 1 AND ${noWindow("?1", "new_dedup_key", "?2")})`;
+}
 
 /**
  * Inserts every job whose id does not exist yet, in one statement, and counts
@@ -36,28 +64,31 @@ export type NewJob = [id: string, payload: string | null, priority: number, runA
  * does. The keyed jobs are held back and given turns as `enqueue` does one,
  * each counted after the jobs of its key that come before it in the call
  * (`nth`): the statement reads the table as it was before it, so the jobs it
- * inserts count only through `nth`, which counts only those it inserts.
+ * inserts count only through `nth`, which counts only those it inserts. A job
+ * with a dedup key is taken up as `takenUp` says, and the last statement reads
+ * who holds each dedup key of the call in a window that lasts, for the answer.
  */
 export function enqueueMany(queue: string, jobs: NewJob[], now: number): Statement[] {
-  const columns = ["new_id", "new_payload", "new_priority", "new_run_at", "new_max_attempts", "new_traceparent", "new_tracestate", "new_key"];
   // A call without keys reads its jobs as they come, and holds none back.
   const keyed = jobs.some((job) => job[7] !== null);
+  const dedupKeys = [...new Set(jobs.flatMap((job) => (job[8] === null ? [] : [job[8]])))];
+  const taken = takenUp(dedupKeys.length > 0);
   // Counted apart from the others of its key: a job for later in a queue that is not ordered, which takes no place (`heldBack`).
   const takesNoPlace = "new_run_at > ?2 AND coalesce((SELECT ordered_by_key FROM queues WHERE queue = ?1), 0) = 0";
   const fresh = `new_key IS NULL OR (NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = new_id) AND new_first = 1)`;
   const source = keyed
     ? `(SELECT *, row_number() OVER (PARTITION BY new_key, ${takesNoPlace} ORDER BY new_priority DESC, new_at) AS new_nth,
                row_number() OVER (PARTITION BY new_key ORDER BY new_priority DESC, new_at) AS new_turn_nth
-        FROM (SELECT *, row_number() OVER (PARTITION BY new_id ORDER BY new_at) AS new_first
-              FROM (SELECT ${columns.map((name, i) => `json_extract(value, '$[${i}]') AS ${name}`).join(", ")}, key AS new_at FROM json_each(?3)))
+        FROM (SELECT *, row_number() OVER (PARTITION BY new_id ORDER BY new_at) AS new_first FROM (${taken}))
         WHERE ${fresh})`
-    : unpacked("?3", columns);
+    : `(${taken})`;
   return [
     {
-      sql: `INSERT INTO jobs (id, queue, key, held_back, turn, place, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq)
+      sql: `INSERT INTO jobs (id, queue, key, held_back, turn, place, payload, priority, run_at, max_attempts, traceparent, tracestate, fence, created_at, updated_at, enqueued_seq, seq,
+                          dedup_key, dedup_until)
             SELECT new_id, ?1, new_key, ${keyed ? heldBack("?1", "new_key", "new_run_at", "?2", "new_nth") : "0"}, ${keyed ? turnOf("?1", "new_key", "new_turn_nth") : "NULL"}, ${keyed ? "new_at" : "0"},
                    new_payload, new_priority, new_run_at, new_max_attempts, new_traceparent, new_tracestate,
-                   ${FENCE_FLOOR}, ?2, ?2, ${firstSeq("new_id")}, ${firstSeq("new_id")}
+                   ${FENCE_FLOOR}, ?2, ?2, ${firstSeq("new_id")}, ${firstSeq("new_id")}, new_dedup_key, new_dedup_until
             FROM ${source}
             WHERE true
             ON CONFLICT (id) DO NOTHING
@@ -65,6 +96,9 @@ export function enqueueMany(queue: string, jobs: NewJob[], now: number): Stateme
       args: [queue, now, JSON.stringify(jobs)],
     },
     countEnqueued("?1", "changes()", "?2", [queue, now]),
+    ...(dedupKeys.length === 0
+      ? []
+      : [{ sql: `SELECT dedup_key, job_id FROM dedup_keys WHERE queue = ?1 AND until > ?2 AND dedup_key IN (SELECT value FROM json_each(?3))`, args: [queue, now, JSON.stringify(dedupKeys)] }]),
   ];
 }
 

@@ -1,5 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
-import { currentLease, due, status } from "./lease.ts";
+import { currentLease, due, status, STEPS } from "./lease.ts";
 import { overWaitingPriorities, waitingAt } from "./claim-next.ts";
 import { topKeysOf, topKeysTables } from "./key-reads.ts";
 import { turnWaiting } from "./keys.ts";
@@ -32,7 +32,7 @@ export function queuesOf(ids: string[]): Statement {
 /** Whether (owner, fence) holds the current lease of a job, for systems outside to check a token; with the job's holder and status, which say why not. */
 export function leaseCheck(id: string, owner: string, fence: number, now: number): Statement {
   return {
-    sql: `SELECT fence, until, owner, ${status("?4")} AS status, (${currentLease("?2", "?3", "?4")}) AS current FROM jobs WHERE id = ?1`,
+    sql: `SELECT fence, until, owner, superseded_by, ${status("?4")} AS status, (${currentLease("?2", "?3", "?4")}) AS current FROM jobs WHERE id = ?1`,
     args: [id, owner, fence, now],
   };
 }
@@ -51,7 +51,7 @@ function inScope(queue: string, scope: string): string {
 /** A page of jobs in id order after `after`, optionally of one queue, one status, and a token's queues (`scope`, JSON). */
 export function list(filter: { queue: string | null; status: string | null; after: string | null; limit: number; now: number; scope: string | null }): Statement {
   return {
-    sql: `SELECT * FROM (SELECT *, ${status("?5")} AS status FROM jobs
+    sql: `SELECT * FROM (SELECT *, ${status("?5")} AS status, ${STEPS} AS steps FROM jobs
                          WHERE (?1 IS NULL OR queue = ?1) AND id > coalesce(?3, '') AND ${inScope("queue", "?6")})
           WHERE ?2 IS NULL OR status = ?2
           ORDER BY id LIMIT ?4`,

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import costPage from "../../../docs/cost.md?raw";
 import { queueObject } from "../storage-mode.ts";
 import { type Billed, billedBetween, meters } from "./meters.ts";
-import { BATCH, COST_VERBS, expectKeyedLives, KEYED_VERBS, LONG_POLL } from "../cost-verbs.ts";
+import { BATCH, COST_VERBS, DEDUP_VERBS, expectKeyedLives, KEYED_VERBS, LONG_POLL } from "../cost-verbs.ts";
 
 // What each verb costs in objects mode (docs/cost.md, "In objects mode"): the
 // requests the objects bill (the queue's object, the directory shards, the
@@ -20,7 +20,8 @@ const TOKEN = "worker-test-token"; // FENCELEASE_TOKENS in vitest.config.ts
 const PAYLOAD = { order: "o".repeat(48) };
 const RESULT = { receipt: "r".repeat(36) };
 const KEYED_QUEUES = ["keyed", "keyed-many", "held", "rated", "rated-many"];
-const QUEUES = ["single", "many", "loop", "ends", "polled", ...KEYED_QUEUES];
+const DEDUP_QUEUES = ["once", "once-purged"];
+const QUEUES = ["single", "many", "loop", "ends", "polled", ...KEYED_QUEUES, ...DEDUP_QUEUES];
 
 async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const response = await SELF.fetch(`https://fencelease.test${path}`, {
@@ -117,6 +118,36 @@ async function measureKeyedLives(): Promise<void> {
   expect(rated.body.leases).toHaveLength(BATCH);
 }
 
+/** The lines of the once-per-key table in objects mode. */
+const dedupMeasured = new Map<string, Billed>();
+
+/** The once-per-key table's calls, as test/worker/cost.test.ts makes them. */
+async function measureDedupKeys(): Promise<void> {
+  const measureDedup = <R>(verb: string, run: () => Promise<R>) => measure(verb, run, dedupMeasured);
+  vi.setSystemTime(T);
+  await inUse("once");
+  const window = { queue: "once", dedupKey: "order-7", dedupTtlMs: DAY, payload: PAYLOAD };
+  expectStatus(await measureDedup("enqueue with a dedup window", () => call("POST", "/v1/jobs", { id: "d-one", ...window })), 201);
+  expect(await measureDedup("enqueue, deduplicated (its window lasts)", () => call("POST", "/v1/jobs", { id: "d-two", ...window }))).toMatchObject({ status: 200, body: { deduplicated: true } });
+  const jobs = idsOf("dm", BATCH).map((id) => ({ id, dedupKey: id, dedupTtlMs: DAY, payload: PAYLOAD }));
+  expectStatus(await measureDedup(`enqueueMany of ${BATCH} with dedup windows`, () => call("POST", "/v1/queues/once/jobs", { jobs })), 200);
+  const debounce = { queue: "once", dedupKey: "doc-9", debounceMs: 1_000, payload: PAYLOAD };
+  expectStatus(await measureDedup("enqueue with a debounce", () => call("POST", "/v1/jobs", { id: "b-one", ...debounce })), 201);
+  vi.setSystemTime(T + 500);
+  expect(await measureDedup("enqueue, debounced (moves the waiting job)", () => call("POST", "/v1/jobs", { id: "b-two", ...debounce }))).toMatchObject({ status: 200, body: { debounced: true } });
+  const supersede = { queue: "once", dedupKey: "sync-3", supersede: true, payload: PAYLOAD };
+  expectStatus(await measureDedup("enqueue with supersede (the key free)", () => call("POST", "/v1/jobs", { id: "s-one", ...supersede })), 201);
+  expectStatus(await call("POST", "/v1/jobs/s-one/claim", { owner: "A", ttlMs: TTL }), 200);
+  expect(await measureDedup("enqueue with supersede (cancels the held job)", () => call("POST", "/v1/jobs", { id: "s-two", ...supersede }))).toMatchObject({ status: 201, body: { superseded: "s-one" } });
+
+  vi.setSystemTime(T);
+  await inUse("once-purged");
+  expectStatus(await call("POST", "/v1/jobs", { id: "p-one", queue: "once-purged", dedupKey: "k", dedupTtlMs: DAY, payload: PAYLOAD }), 201);
+  const held = await call("POST", "/v1/jobs/p-one/claim", { owner: "A", ttlMs: TTL });
+  expectStatus(await call("POST", "/v1/jobs/p-one/complete", { owner: "A", fence: held.body.fence, result: RESULT }), 200);
+  await measureDedup("purge (cron, one job and its ended window)", () => alarm("once-purged", T + 8 * DAY));
+}
+
 /** The queue's alarm at `now`, as the runtime rings it: what the cron does in D1 mode. */
 async function alarm(queue: string, now: number): Promise<void> {
   vi.setSystemTime(now);
@@ -197,6 +228,7 @@ beforeAll(async () => {
   expect((await call("GET", "/v1/jobs/expiring")).body).toMatchObject({ owner: null, fence: fences.get("expiring"), status: "queued" });
 
   await measureKeyedLives();
+  await measureDedupKeys();
 }, 180_000);
 
 afterAll(() => vi.useRealTimers());
@@ -245,6 +277,13 @@ describe("what a job costs in objects mode", () => {
     console.log([line("single calls", single), line(`batched: ${BATCH} a call`, batched)].join("\n"));
     expect(costPage).toContain(line("single calls", single));
     expect(costPage).toContain(line(`batched: ${BATCH} a call`, batched));
+  });
+});
+
+describe("what once per key costs in objects mode", () => {
+  test("each enqueue with a dedup key bills the requests and writes the rows of its line in docs/cost.md", () => {
+    console.log(objectsTable(DEDUP_VERBS, dedupMeasured));
+    expect(costPage).toContain(objectsTable(DEDUP_VERBS, dedupMeasured));
   });
 });
 

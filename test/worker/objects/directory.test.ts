@@ -117,6 +117,19 @@ describe("ids across queues", () => {
     expect(await bindingOf("dir-stale")).toBe("dir-i");
   });
 
+  test("an enqueue that its dedup key turns away leaves its id free, and a call of many keeps each job's answer when another queue holds one of its ids", async () => {
+    expect((await call("POST", "/v1/jobs", { id: "dir-pay-1", queue: "dir-once", dedupKey: "order-7", dedupTtlMs: 60_000 })).status).toBe(201);
+    const turnedAway = await call("POST", "/v1/jobs", { id: "dir-pay-2", queue: "dir-once", dedupKey: "order-7", dedupTtlMs: 60_000 });
+    expect(await turnedAway.json()).toMatchObject({ created: false, deduplicated: true, job: { id: "dir-pay-1" } });
+    expect(await bindingOf("dir-pay-2")).toBeNull();
+    expect((await call("POST", "/v1/jobs", { id: "dir-pay-2", queue: "dir-other" })).status).toBe(201);
+
+    const many = await json<{ jobs: unknown[] }>(call("POST", "/v1/queues/dir-once/jobs", { jobs: [{ id: "dir-pay-3", dedupKey: "order-7", dedupTtlMs: 60_000 }, { id: "dir-pay-2" }, { id: "dir-pay-4" }] }));
+    expect(many.jobs).toEqual([{ id: "dir-pay-3", created: false, deduplicated: true, duplicateOf: "dir-pay-1" }, { id: "dir-pay-2", created: false }, { id: "dir-pay-4", created: true }]);
+    expect(await bindingOf("dir-pay-3")).toBeNull();
+    expect(await rows("dir-once", "SELECT id FROM jobs ORDER BY id")).toEqual([{ id: "dir-pay-1" }, { id: "dir-pay-4" }]);
+  });
+
   test("an enqueue the app refuses after its id was bound leaves the id free", async () => {
     const response = await SELF.fetch("https://fencelease.test/v1/jobs", {
       method: "POST",

@@ -1,3 +1,4 @@
+import { dedupContract } from "../../contract/dedup.contract.ts";
 import { env, runInDurableObject } from "cloudflare:test";
 import { objectDriver } from "../../../src/drivers/durable-object-sql.ts";
 import type { Driver, Row, Statement } from "../../../src/drivers/driver.ts";
@@ -7,6 +8,7 @@ import { LeaseStore } from "../../../src/store/store.ts";
 import { cancelContract } from "../../contract/cancel.contract.ts";
 import { clockStepContract } from "../../contract/clock-step.contract.ts";
 import { keyReadsContract } from "../../contract/key-reads.contract.ts";
+import { stepsContract } from "../../contract/steps.contract.ts";
 import { lifecycleContract } from "../../contract/lifecycle.contract.ts";
 import { manyContract } from "../../contract/many.contract.ts";
 import { queuesContract } from "../../contract/queues.contract.ts";
@@ -72,3 +74,5 @@ jsonDepthContract(freshObjectStore);
 traceContract(freshObjectStore);
 clockStepContract(freshObjectStore);
 keyReadsContract(freshObjectStore);
+dedupContract(freshObjectStore);
+stepsContract(freshObjectStore);
