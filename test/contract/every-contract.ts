@@ -10,6 +10,7 @@ import { pushContract } from "./push.contract.ts";
 import { queuesContract } from "./queues.contract.ts";
 import { rateLimitContract } from "./rate-limit.contract.ts";
 import { schedulesContract } from "./schedules.contract.ts";
+import { searchContract } from "./search.contract.ts";
 import { type FreshStorage, storageContract } from "./storage.contract.ts";
 import { storeContract } from "./store.contract.ts";
 import { tokensContract } from "./tokens.contract.ts";
@@ -33,4 +34,5 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   jsonDepthContract(freshStore);
   keyReadsContract(freshStore);
   dedupContract(freshStore);
+  searchContract(freshStore);
 }

@@ -1,5 +1,6 @@
 import { prometheusText, type RequestMetrics } from "../../http/metrics.ts";
 import type { QueueStats } from "../../store/stats.ts";
+import { byCodePoint } from "../../store/search.ts";
 import { inScope } from "../../store/tokens.ts";
 import { allowedQueue, bodyQueue, type Call, type Objects } from "./objects.ts";
 import { NO_QUEUE } from "./queue-object.ts";
@@ -23,17 +24,6 @@ async function askEach<T>(objects: Objects, call: Call, queues: string[]): Promi
 /** Those of `queues` the call's token may see (none for a call without a token: the open routes ask no queue). */
 function seenQueues(call: Call, queues: string[]): string[] {
   return queues.filter((queue) => call.grant !== undefined && inScope(call.grant.queues, queue));
-}
-
-/** SQLite's order of text (BINARY: the bytes of UTF-8, which is the order of code points), which JavaScript's `<` is not. */
-export function byCodePoint(a: string, b: string): number {
-  const left = [...a];
-  const right = [...b];
-  for (let i = 0; i < Math.min(left.length, right.length); i++) {
-    const difference = left[i]!.codePointAt(0)! - right[i]!.codePointAt(0)!;
-    if (difference !== 0) return difference;
-  }
-  return left.length - right.length;
 }
 
 /** GET /v1/stats: every queue's numbers, by name. */

@@ -1,7 +1,8 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, test } from "vitest";
 import type { ErrorBody } from "../../../src/http/errors.ts";
-import { byCodePoint, TRANSACTIONS_HEADER } from "../../../src/runtime/cloudflare/spanning.ts";
+import { TRANSACTIONS_HEADER } from "../../../src/runtime/cloudflare/spanning.ts";
+import { byCodePoint } from "../../../src/store/search.ts";
 import { rows } from "../storage-mode.ts";
 
 // The calls that span queues in objects mode: each queue answers its part in

@@ -16,6 +16,7 @@ import { schedulesContract } from "../../contract/schedules.contract.ts";
 import { jsonDepthContract } from "../../contract/json-depth.contract.ts";
 import { keysContract } from "../../contract/keys.contract.ts";
 import { type FreshStorage, storageContract } from "../../contract/storage.contract.ts";
+import { searchContract } from "../../contract/search.contract.ts";
 import { storeContract } from "../../contract/store.contract.ts";
 import { traceContract } from "../../contract/trace.contract.ts";
 
@@ -74,3 +75,4 @@ traceContract(freshObjectStore);
 clockStepContract(freshObjectStore);
 keyReadsContract(freshObjectStore);
 dedupContract(freshObjectStore);
+searchContract(freshObjectStore);
