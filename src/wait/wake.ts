@@ -63,5 +63,11 @@ export function wakeWith(waits: Waits) {
     finished(ids: string[]): void {
       if (ids.length > 0) waits.finished(ids);
     },
+
+    /** The jobs a bulk action changed, each rung as its single action rings it: a retry as settled, a cancel as cancelled, a delete as finished. */
+    bulk(action: "retry" | "cancel" | "delete", jobs: Job[], now: number): void | Promise<void> {
+      if (action === "delete") return this.finished(jobs.map((job) => job.id));
+      return together(...jobs.map((job) => (action === "retry" ? this.settled(job) : this.cancelled(job, now))));
+    },
   };
 }
