@@ -1,8 +1,8 @@
 import type { Driver, Row, Statement } from "../drivers/driver.ts";
 import { InvalidArgument } from "./errors.ts";
-import { type Job, jobFromRow } from "./job.ts";
+import { type Job, jobFromRow, type JobStatus } from "./job.ts";
 import { inChunks } from "./in-chunks.ts";
-import { BULK_ACTIONS, type BulkOutcome, type BulkRequest, type JobFilter, type Page } from "./shapes.ts";
+import { BULK_ACTIONS, type BulkOutcome, type BulkRequest, type ChangedJob, type JobFilter, type Page } from "./shapes.ts";
 import { STATUSES } from "./sql/lease.ts";
 import * as sql from "./sql/search.ts";
 import * as check from "./validate.ts";
@@ -17,11 +17,15 @@ export const SEARCH_SCAN = 20_000;
 /** How many jobs a bulk action takes by default, and at most, in one call. */
 export const BULK_LIMITS = { default: 1_000, max: 10_000 } as const;
 
-/** How many jobs one transaction of a bulk action takes, at most. */
-export const BULK_CHUNK = 500;
+/**
+ * How many jobs one transaction of a bulk action takes, at most: few enough
+ * that the calls it holds up while it runs wait about as long as a call of
+ * their own (test/http/bulk-latency.test.ts measures it).
+ */
+export const BULK_CHUNK = 50;
 
-/** How many chunks one bulk call runs, at most: its searches then looked at up to 1,000,000 jobs, and it answers where to go on. */
-export const BULK_MAX_CHUNKS = 50;
+/** How many chunks of one bulk call may stop at SEARCH_SCAN jobs looked at, short of their size: then it has looked at 1,000,000 jobs, and answers where to go on. */
+export const BULK_MAX_SCANS = 50;
 
 /** The longest text a search asks lastError to contain, in bytes of UTF-8. */
 export const MAX_ERROR_SEARCH_BYTES = 1024;
@@ -124,6 +128,11 @@ export function searchOf(filter: JobFilter, at: SearchAt): sql.Search {
   };
 }
 
+/** A job as a bulk action's write answers it (RETURNING_CHANGED of src/store/sql/search.ts). */
+function changedOf(row: Row): ChangedJob {
+  return { id: row.id as string, queue: row.queue as string, owner: row.owner as string | null, until: row.until as number, status: row.status as JobStatus };
+}
+
 /** A page's rows as jobs, and the last id its search looked at when it stopped at its bound short of a page (else null). */
 function pageOf(rows: Row[]): { jobs: Job[]; lastExamined: string | null } {
   return { jobs: rows.filter((row) => row.id !== null).map(jobFromRow), lastExamined: (rows[0]?.last_examined as string | null | undefined) ?? null };
@@ -159,30 +168,47 @@ function checkedBulk(request: BulkRequest): { action: (typeof ACTIONS)[BulkReque
 }
 
 /**
+ * Waits as long as a chunk took (`ms`): on a file, a transaction holds the
+ * event loop while it runs, and each call that meets one needs a few turns
+ * (its body read, its write, its answer sent), so a bulk action that only
+ * yielded one turn between chunks would hold each of them up for a chunk at
+ * every turn. Resting as long as it worked leaves the other calls at least
+ * half of the time, whatever the chunks cost.
+ */
+function restAfter(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
  * Runs a bulk action over up to `limit` jobs that match its filter, from its
  * cursor on, in chunks of at most BULK_CHUNK: each chunk one transaction that
  * reads the chunk's jobs and acts on them by the action's own conditions, the
  * event loop given a turn between two. Stops at `limit` jobs, at the end of
- * the filter's range (next null), or after BULK_MAX_CHUNKS chunks.
+ * the filter's range (next null), or after BULK_MAX_SCANS chunks that
+ * stopped at their bound.
  */
 export async function bulk(driver: Driver, request: BulkRequest, now: number, scope: string | null): Promise<BulkOutcome> {
   const { scan } = request;
   const { action, limit, dryRun } = checkedBulk(request);
   const filter = request.filter ?? {};
   const outcome: BulkOutcome = { matched: 0, changed: [], skipped: {}, next: request.cursor ?? null };
-  await inChunks({ chunkSize: BULK_CHUNK, maxChunks: BULK_MAX_CHUNKS }, async (size) => {
+  let scans = 0;
+  await inChunks({ chunkSize: BULK_CHUNK }, async (size) => {
     const search = searchOf(filter, { cursor: outcome.next, limit: Math.min(size, limit - outcome.matched), now, scope, scan });
     const acting = action.statements(search, request); // built (and by and reason checked) on a dry run too
+    const started = performance.now();
     const results = await driver.batch([sql.page(search), ...(dryRun ? [] : acting)]);
+    await restAfter(performance.now() - started);
     const { jobs, lastExamined } = pageOf(results[0]!);
-    const changed = dryRun ? [] : results.at(-1)!.map(jobFromRow);
+    const changed = dryRun ? [] : results.at(-1)!.map(changedOf);
     const ids = new Set(changed.map((job) => job.id));
     const left = jobs.filter((job) => !ids.has(job.id)).length;
     if (left > 0 && !dryRun) outcome.skipped[action.skipped] = (outcome.skipped[action.skipped] ?? 0) + left;
     outcome.matched += jobs.length;
     outcome.changed.push(...changed);
     outcome.next = jobs.length === search.limit ? jobs.at(-1)!.id : lastExamined;
-    return outcome.next !== null && outcome.matched < limit;
+    if (jobs.length < search.limit && lastExamined !== null) scans++;
+    return outcome.next !== null && outcome.matched < limit && scans < BULK_MAX_SCANS;
   });
   return outcome;
 }

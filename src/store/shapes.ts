@@ -137,12 +137,15 @@ export type BulkRequest = At & {
   scan?: number | undefined;
 };
 
+/** A job a bulk action changed, as the action left it (a deleted one as it was): what wakes its waiters. */
+export type ChangedJob = Pick<Job, "id" | "queue" | "owner" | "until" | "status">;
+
 /**
- * What `bulk` did: how many jobs matched, those it changed (as the action
- * left them; a deleted one as it was), how many it left as they were by
- * reason, and where the next call goes on (null: the filter's range is done).
+ * What `bulk` did: how many jobs matched, those it changed, how many it left
+ * as they were by reason, and where the next call goes on (null: the
+ * filter's range is done).
  */
-export type BulkOutcome = { matched: number; changed: Job[]; skipped: Record<string, number>; next: string | null };
+export type BulkOutcome = { matched: number; changed: ChangedJob[]; skipped: Record<string, number>; next: string | null };
 
 /** What `events` takes (GET /v1/jobs/:id/events): the cursor of the page before, a page size (default 100), and the queues of the caller's token (default every queue). */
 export type EventsRequest = { cursor?: string | undefined; limit?: number | undefined; queues?: readonly string[] | undefined };

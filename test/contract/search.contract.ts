@@ -148,7 +148,8 @@ export function searchContract(freshStore: () => Promise<FreshStorage>): void {
       const before = await snapshot();
       const outcome = await store.bulk({ action: "retry", filter: { queue: "q", idPrefix: "c" }, now: T + 10 });
       expect(outcome.matched).toBe(2);
-      expect(outcome.changed.map((job) => [job.id, job.status, job.attempts, job.runAt])).toEqual([["c-cancelled", "queued", 0, T + 10], ["c-dead", "queued", 0, T + 10]]);
+      expect(outcome.changed).toEqual([{ id: "c-cancelled", queue: "q", status: "queued", owner: null, until: 0 }, { id: "c-dead", queue: "q", status: "queued", owner: null, until: 0 }]);
+      for (const id of ["c-cancelled", "c-dead"]) expect(await store.get(id, { now: T + 10 }), id).toMatchObject({ attempts: 0, runAt: T + 10, done: false, lastError: id === "c-dead" ? "disk full on /var" : null });
       expect(outcome).toMatchObject({ skipped: {}, next: null });
       const everything = await store.bulk({ action: "retry", now: T + 11 });
       expect(everything).toMatchObject({ matched: 8, skipped: { not_dead_or_cancelled: 7 }, next: null });
@@ -165,7 +166,8 @@ export function searchContract(freshStore: () => Promise<FreshStorage>): void {
       const { store } = await world();
       await store.cancel("b-held", { by: "ops", now: T + 7 });
       const { changed } = await store.bulk({ action: "retry", filter: { idPrefix: "b-held" }, now: T + 8 });
-      expect(changed).toEqual([expect.objectContaining({ id: "b-held", status: "queued", owner: null, fence: 1, until: 0 })]);
+      expect(changed).toEqual([{ id: "b-held", queue: "q", status: "queued", owner: null, until: 0 }]);
+      expect(await store.get("b-held", { now: T + 8 })).toMatchObject({ fence: 1, attempts: 0 });
       expect(await noteVerbs(store).complete("b-held", "A", 1, T + 9, "late")).toBe(false); // its lease would not have ended until T + 2 + HOUR
       await expect(store.renew("b-held", { owner: "A", fence: 1, ttlMs: TTL, now: T + 9 })).rejects.toBeInstanceOf(LeaseLost);
       const [lease] = await store.claimNext("q", { owner: "E", ttlMs: TTL, limit: 1, now: T + 9 });
@@ -213,7 +215,7 @@ export function searchContract(freshStore: () => Promise<FreshStorage>): void {
       expect((await store.stats({ now: T + 12 })).find((queue) => queue.queue === "q")).toMatchObject({ jobs: { done: 0, dead: 0, cancelled: 0 } });
     });
 
-    test("acts on up to `limit` jobs in chunks of 500, its cursor where the next call goes on; a dry run counts and changes nothing", async () => {
+    test("acts on up to `limit` jobs in chunks, its cursor where the next call goes on; a dry run counts and changes nothing", async () => {
       const { store, snapshot } = await freshStore();
       const jobs = Array.from({ length: 1_200 }, (_, i) => ({ id: `job-${String(i).padStart(4, "0")}` }));
       await store.enqueueMany("q", { jobs: jobs.slice(0, 1_000), now: T });

@@ -3,7 +3,7 @@ import type { Statement } from "../../drivers/driver.ts";
 import { cancelEvents, cancelled } from "./cancel.ts";
 import { removals } from "./housekeeping.ts";
 import { heldBack, turnOf } from "./keys.ts";
-import { JOB_COLUMNS, NEXT_SEQ, returningJob, status } from "./lease.ts";
+import { NEXT_SEQ, status } from "./lease.ts";
 import { inScope } from "./reads.ts";
 
 // Search (issue 31): the jobs a filter matches, a page at a time, and the
@@ -100,13 +100,19 @@ export function page(search: Search): Statement {
   };
 }
 
+/**
+ * What a bulk action's write answers of each job it changed: what wakes its
+ * waiters (src/wait/wake.ts), and no more, as a chunk answers hundreds.
+ */
+const RETURNING_CHANGED = `RETURNING id, queue, owner, until, ${status("?4")} AS status`;
+
 /** A job that a bulk retry takes (a condition over a jobs row): dead, or cancelled. */
 const RETRYABLE = "done = 1 AND (dead = 1 OR cancelled = 1)";
 
 /**
  * Puts back in their queues the matching jobs that are dead or cancelled, due
  * at once, their attempts reset, as `retry` (src/store/sql/housekeeping.ts)
- * does a dead one; answers them. A cancelled job may still name the holder of
+ * does a dead one; answers them (RETURNING_CHANGED). A cancelled job may still name the holder of
  * its last lease (a cancel keeps them): that lease ends here, as a fail ends
  * one, so that its holder stays refused (owner gone: no lease of it is
  * current) and jobs_record_ended_lease stores it, ended by the retry; the
@@ -127,7 +133,7 @@ export function retryMatching(search: Search): Statement[] {
                 seq = iif(owner IS NULL, seq, ${NEXT_SEQ}),
                 held_back = ${heldBack("jobs.queue", "jobs.key", "?4", "?4")}, turn = ${turnOf("jobs.queue", "jobs.key")}
             WHERE ${which}
-            ${returningJob("?4")}`,
+            ${RETURNING_CHANGED}`,
       args: searchArgs(search),
     },
   ];
@@ -137,25 +143,27 @@ export function retryMatching(search: Search): Statement[] {
  * Cancels the matching jobs that are not finished, as `cancel`
  * (src/store/sql/cancel.ts) cancels one: each is recorded (who, ?15, and why,
  * ?16), then done and cancelled, its owner, until and fence kept, so that its
- * holder's writes are refused from then on, reason cancelled. Answers them.
+ * holder's writes are refused from then on, reason cancelled. Answers them
+ * (RETURNING_CHANGED).
  */
 export function cancelMatching(search: Search, by: string, reason: string | null): Statement[] {
   const which = `${matchingIds(search)} AND done = 0`;
   return [
     { sql: cancelEvents("?15", "?16", "?4", which), args: [...searchArgs(search), by, reason] },
-    { sql: `UPDATE jobs SET ${cancelled("?4")} WHERE ${which} ${returningJob("?4")}`, args: searchArgs(search) },
+    { sql: `UPDATE jobs SET ${cancelled("?4")} WHERE ${which} ${RETURNING_CHANGED}`, args: searchArgs(search) },
   ];
 }
 
 /**
  * Deletes the matching jobs that are finished (done, dead or cancelled), as
  * `remove` (src/store/sql/housekeeping.ts) deletes one: their history kept,
- * their fences raising the fence floor. Answers them as they were.
+ * their fences raising the fence floor. Answers them as they were
+ * (RETURNING_CHANGED).
  */
 export function removeMatching(search: Search): Statement[] {
   const [record, removal] = removals(`${matchingIds(search)} AND done = 1`, "?4", `job_id IN (${matching(search, "id")})`);
   return [
     { sql: record, args: searchArgs(search) },
-    { sql: `${removal} RETURNING ${JOB_COLUMNS}, ${status("?4")} AS status`, args: searchArgs(search) },
+    { sql: `${removal} ${RETURNING_CHANGED}`, args: searchArgs(search) },
   ];
 }
