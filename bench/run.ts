@@ -7,6 +7,7 @@
 // skipped, and says so, where redis-server is not installed.
 //   npm run bench              the full run (a few minutes: it builds a 1,000,000-job database)
 //   npm run bench -- --quick   everything small, in well under a minute
+//   npm run bench -- --only search   the sections whose name holds "search"
 import { availableParallelism, cpus } from "node:os";
 import { parseArgs } from "node:util";
 import type { Client, InStatement } from "@libsql/client";
@@ -18,6 +19,7 @@ import { jsonClient, startServerProcess } from "./http-load.ts";
 import { BASELINES, label, median, percentile, report, results, sleep, timed, turn } from "./measure.ts";
 import { longPoll } from "./long-poll.ts";
 import { CLAIM_NEXT_AHEAD_SIZES, claimNextAhead } from "./claim-next-ahead.ts";
+import { searchPages } from "./search.ts";
 import { versusBullmq } from "./versus-bullmq.ts";
 
 const { values: flags } = parseArgs({ options: { quick: { type: "boolean" }, only: { type: "string" } } });
@@ -246,6 +248,7 @@ for (const [what, scenario] of [
   ["contention", () => contentionScenario(`contention ${size.claimers}`)],
   ["contention, without group commit", () => contentionScenario(`contention ${size.claimers} without group-commit`, { GROUP_COMMIT: "0" })],
   ["long poll", () => longPoll(size.longPollJobs, size.idleSeconds)],
+  ["search", () => searchPages(size.queued.at(-1)!, quick ? 100 : 500)],
   ["peer: BullMQ", () => versusBullmq(size.peerJobs)],
 ] as const) {
   if (flags.only !== undefined && !what.includes(flags.only)) continue; // --only peer: the sections whose name holds "peer"

@@ -52,6 +52,12 @@ export const OPTIONS = {
   role: { type: "string" },
   queues: { type: "string" },
   name: { type: "string" },
+  "id-prefix": { type: "string" },
+  "created-from": { type: "string" },
+  "created-to": { type: "string" },
+  "finished-from": { type: "string" },
+  "finished-to": { type: "string" },
+  "dry-run": { type: "boolean" },
 } as const;
 
 /** The options of one command line, as parseArgs gives them. */
@@ -74,7 +80,7 @@ export function integer(flags: Flags, name: keyof Flags): number | undefined {
 }
 
 /** A moment option: ms since the epoch, or an ISO 8601 time with its zone (as the CLI prints them); undefined when not given. */
-export function moment(flags: Flags, name: "run-at"): number | undefined {
+export function moment(flags: Flags, name: "run-at" | "created-from" | "created-to" | "finished-from" | "finished-to"): number | undefined {
   const value = flags[name];
   if (value === undefined || /^-?\d+$/.test(value.trim())) return integer(flags, name);
   const ms = /\d{4}-\d\d-\d\dT.*(Z|[+-]\d\d:?\d\d)$/i.test(value) ? Date.parse(value) : Number.NaN;

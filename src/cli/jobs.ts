@@ -1,11 +1,12 @@
-import type { EnqueueAnswer, Job, JobEvent, ListRequest } from "../client/types.ts";
+import type { EnqueueAnswer, Job, JobEvent } from "../client/types.ts";
 import { printable } from "../store/printable.ts";
 import { at, type Command, columns, more } from "./command.ts";
 import { enqueueMany } from "./enqueue-many.ts";
 import { integer, json, moment } from "./flags.ts";
 
 // The commands about jobs as a whole: adding them, reading them and their
-// history, and the operator's retry, delete and cancel.
+// history, and the operator's retry, delete and cancel. Listing them and the
+// bulk actions are in search.ts.
 
 /** The job's moments, printed as ISO times like every other command's (--json keeps the API's ms). */
 const MOMENTS = new Set(["runAt", "until", "createdAt", "updatedAt"]);
@@ -38,7 +39,7 @@ function enqueuedText(id: string, answer: EnqueueAnswer): string {
   return `${id} exists already; nothing changed`;
 }
 
-/** enqueue, enqueue-many, get, retry, delete, cancel, list and events. */
+/** enqueue, enqueue-many, get, retry, delete, cancel and events (list is a search: search.ts). */
 export const JOB_COMMANDS: Record<string, Command> = {
   enqueue: {
     argument: "a job id",
@@ -91,15 +92,6 @@ export const JOB_COMMANDS: Record<string, Command> = {
       // A job cancelled already is answered as it is: cancelling is safe to repeat.
       const { job } = await client.cancel(id, { by: flags.by ?? "cli", reason: flags.reason });
       return { json: { job }, text: `cancelled ${id}: it will not run again, and a lease held on it is refused at its next write` };
-    },
-  },
-  list: {
-    argument: null,
-    async run({ flags, client }) {
-      const status = flags.status as ListRequest["status"]; // the server names the statuses it knows when it refuses one
-      const page = await client.list({ queue: flags.queue, status, limit: integer(flags, "limit"), cursor: flags.cursor });
-      const rows = page.jobs.map((job) => [job.id, job.status, job.queue, `fence ${job.fence}`, job.owner === null ? "" : `owner ${job.owner}`]);
-      return { json: page, text: (rows.length === 0 ? "no jobs" : columns(rows)) + more(page.nextCursor) };
     },
   },
   events: {

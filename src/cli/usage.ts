@@ -38,8 +38,14 @@ Jobs:
   cancel <id> [--reason TEXT] [--by NAME]
                                  the job will not run (again); a lease held on it is refused at its next
                                  write. Recorded in its events as by NAME (default "cli")
-  list [--queue Q] [--status S] [--limit N] [--cursor C]
-                                 S: queued, scheduled, leased, done, dead or cancelled
+  list [--queue Q] [--status S[,S...]] [--key K] [--id-prefix P] [--error TEXT] [--limit N] [--cursor C]
+       [--created-from T] [--created-to T] [--finished-from T] [--finished-to T]
+                                 the jobs that match every filter given (docs/search.md); S: queued,
+                                 scheduled, leased, done, dead or cancelled; T: ms or an ISO time
+  jobs bulk retry|cancel|delete [the filters of list] [--limit N] [--dry-run] [--reason TEXT] [--by NAME]
+                                 retry dead and cancelled jobs, cancel queued, scheduled and leased ones,
+                                 or delete finished ones, that match; call after call until done (or N
+                                 matched), a progress line each on stderr; --dry-run only counts
   events <id> [--limit N] [--cursor C]
   check-lease <id> --owner O --fence F
                                  exits 0 if that is the current lease, 4 if not, saying why: expired,

@@ -111,9 +111,11 @@ function parsedOrUndefined(body: string): unknown {
 }
 
 /** `?name=value&...` of the parameters given, or "" when none is. */
-export function queryString(parameters: Record<string, string | number | undefined>): string {
+export function queryString(parameters: Record<string, string | number | readonly string[] | undefined>): string {
   const query = new URLSearchParams();
-  for (const [name, value] of Object.entries(parameters)) if (value !== undefined) query.set(name, String(value));
+  for (const [name, value] of Object.entries(parameters)) {
+    for (const each of value === undefined ? [] : Array.isArray(value) ? value : [value]) query.append(name, String(each)); // a list: the parameter repeated
+  }
   const text = query.toString();
   return text === "" ? "" : `?${text}`;
 }

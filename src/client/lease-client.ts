@@ -8,6 +8,8 @@ import type { CallOptions, Transport } from "./transport.ts";
 import { inSendSpan } from "./tracing.ts";
 import type { InProcessApi } from "./in-process/api.ts";
 import type {
+  BulkAnswer,
+  BulkRequest,
   Cancelled,
   CancelRequest,
   ClaimedLeases,
@@ -319,11 +321,26 @@ export class LeaseClient {
 
   /**
    * list answers a page of jobs `{ jobs, nextCursor }` (`GET /v1/jobs`) in id
-   * order, of one queue and one status if given (limit 1 to 100, default 50);
-   * pass `nextCursor` back as `cursor` for the next page, until it is null.
+   * order, those that match every filter given (queue, status or statuses,
+   * key, idPrefix, error, created and finished ranges; limit 1 to 100, default
+   * 50); pass `nextCursor` back as `cursor` for the next page, until it is
+   * null. A page looks at 20,000 jobs at most, so it may come short, or
+   * empty, with a nextCursor.
    */
   list(request: ListRequest = {}): Promise<JobPage> {
     return this.#transport.call({ route: ["GET", `/v1/jobs${queryString(request)}`], local: (api) => api.list(request), repeat: "always" });
+  }
+
+  /**
+   * bulk retries (dead and cancelled jobs), cancels (queued, scheduled and
+   * leased ones) or deletes (finished ones) up to `limit` jobs (default
+   * 1,000, at most 10,000) that match `filter` (`POST /v1/jobs/bulk`), and
+   * answers `{ matched, changed, skipped, nextCursor }`: pass `nextCursor`
+   * back as `cursor` to go on, until it is null. `dryRun` only counts.
+   */
+  bulk(request: BulkRequest): Promise<BulkAnswer> {
+    // Sent again, a bulk action finds what it did done, and counts it as skipped: an answer that misleads, so only when unsent.
+    return this.#transport.call({ route: ["POST", "/v1/jobs/bulk", request], local: (api) => api.bulk(request), repeat: request.dryRun === true ? "always" : "if-unsent" });
   }
 
   /**

@@ -23,6 +23,7 @@ import type { InProcessApi } from "./in-process/api.ts";
  *   already is answered as recorded, `recorded: false`); `complete` and
  *   `completeMany` without `next` (the server answers the same completion
  *   again as done); `cancel` (a cancelled job is answered as it is);
+ *   `bulk` with `dryRun` (it only counts);
  *   `queues.pause`, `queues.resume` and `queues.set` (they set a state, not
  *   change it by a step); `schedules.put` (the same schedule again keeps its
  *   next fire).
@@ -31,7 +32,8 @@ import type { InProcessApi } from "./in-process/api.ts";
  *   `details.outcome` is "not_applied"): `claim` and `claimNext`, and
  *   `complete` or `completeMany` with `next` (a repeat would take more jobs);
  *   `release` and `fail` (a repeat is refused once the lease is gone);
- *   `retry` (refused once the job is no longer dead); `delete`,
+ *   `retry` (refused once the job is no longer dead); `bulk` (a repeat
+ *   would count what the first did as skipped); `delete`,
  *   `schedules.delete` and `push.delete` (NotFoundError once it is gone);
  *   `push.set` and `push.rotate` (a repeat would answer no secret, or a
  *   second one that drops the first).

@@ -5,6 +5,7 @@ import type * as leases from "../http/leases.ts";
 import type * as pushSchema from "../http/push.ts";
 import type * as queueSchema from "../http/queues.ts";
 import type * as scheduleSchema from "../http/schedules.ts";
+import type * as searchSchema from "../http/search.ts";
 import type * as shapes from "../http/shapes.ts";
 import type * as stepSchema from "../http/steps.ts";
 import type * as tokenSchema from "../http/tokens.ts";
@@ -12,7 +13,7 @@ import type * as tokenSchema from "../http/tokens.ts";
 // The client's request and response types, taken from the schemas that the
 // server validates with, so that the two cannot drift apart.
 
-type Routes = ReturnType<typeof jobs.jobRoutes> & ReturnType<typeof leases.leaseRoutes> & ReturnType<typeof stepSchema.stepRoutes>;
+type Routes = ReturnType<typeof jobs.jobRoutes> & ReturnType<typeof searchSchema.searchRoutes> & ReturnType<typeof leases.leaseRoutes> & ReturnType<typeof stepSchema.stepRoutes>;
 
 /** What a route answers with the given status, as its definition in src/http/ says. */
 type Answer<Route extends keyof Routes, Status extends 200 | 201> = Routes[Route]["responses"] extends {
@@ -100,11 +101,15 @@ export type CompleteManyRequest = z.input<ReturnType<typeof leases.CompleteManyB
 /** What `POST /v1/leases/complete` answers: each completion, in order, done or with its `error`; and the leases taken. */
 export type CompleteManyAnswer = z.output<typeof leases.CompleteManyAnswer>;
 /** The query of `GET /v1/jobs`, as the server reads it (numbers as numbers). */
-export type ListRequest = z.output<typeof jobs.ListQuery>;
+export type ListRequest = z.output<typeof searchSchema.ListQuery>;
 /** The query of `GET /v1/jobs/:id/events`, as the server reads it. */
 export type EventsRequest = z.output<typeof jobs.EventsQuery>;
 /** The query of `GET /v1/jobs/:id/lease`, as the server reads it. */
 export type LeaseCheckRequest = z.output<typeof leases.LeaseQuery>;
+/** What `POST /v1/jobs/bulk` takes: the action, the filter of the jobs it is asked of, a limit, a cursor, and dryRun. */
+export type BulkRequest = z.input<typeof searchSchema.BulkBody>;
+/** What `POST /v1/jobs/bulk` answers: how many jobs matched, how many it changed, those it skipped by reason, and the cursor to go on from (null once done). */
+export type BulkAnswer = Answer<"bulk", 200>;
 /** What `GET /v1/jobs` answers: a page of jobs, and the cursor of the next (null on the last). */
 export type JobPage = Answer<"list", 200>;
 /** What `GET /v1/jobs/:id/events` answers: a page of events, oldest first, and the cursor of the next. */

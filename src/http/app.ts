@@ -10,6 +10,7 @@ import { errorResponse } from "./errors.ts";
 import { bodyRequired } from "./middleware/body-required.ts";
 import { checkJsonBody } from "./middleware/json-body.ts";
 import { JOBS_TAG, jobRoutes, serveJobs } from "./jobs.ts";
+import { searchRoutes, serveSearch } from "./search.ts";
 import { LEASES_TAG, leaseRoutes, serveLeases } from "./leases.ts";
 import { serveSteps, stepRoutes } from "./steps.ts";
 import { PUSH_TAG, type PushChanges, pushRoutes, servePush } from "./push.ts";
@@ -91,7 +92,7 @@ export function createApp(options: AppOptions) {
   const { store, auth } = options;
   const clock = options.clock ?? (() => Date.now());
   const limits = limitsOf(options.limits);
-  const route = { ...jobRoutes(), ...leaseRoutes(limits), ...stepRoutes(), ...queueRoutes(), ...keyRoutes(), ...pushRoutes(), ...scheduleRoutes(), ...systemRoutes(), ...tokenRoutes() };
+  const route = { ...jobRoutes(), ...searchRoutes(), ...leaseRoutes(limits), ...stepRoutes(), ...queueRoutes(), ...keyRoutes(), ...pushRoutes(), ...scheduleRoutes(), ...systemRoutes(), ...tokenRoutes() };
   const waits = options.waits ?? localWaits(store, new WaitRoom({ clock }), clock);
   const wake = wakeWith(waits);
   const requests = new RequestMetrics();
@@ -134,6 +135,7 @@ export function createApp(options: AppOptions) {
   }
 
   serveJobs(app, route, served);
+  serveSearch(app, route, served);
   serveLeases(app, route, served);
   serveSteps(app, route, served);
   serveQueues(app, route, served);

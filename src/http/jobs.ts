@@ -10,9 +10,10 @@ import { jobView } from "./views.ts";
 import { ApiError } from "./api-error.ts";
 import { afterAnswer } from "./after-answer.ts";
 
-// The jobs: enqueue one or many, read one (or wait for its end), list them and
-// their history, retry a dead one, cancel, delete. What a worker does with a
-// job it holds is in leases.ts.
+// The jobs: enqueue one or many, read one (or wait for its end), read their
+// history, retry a dead one, cancel, delete. What a worker does with a job it
+// holds is in leases.ts; listing and searching them, and the bulk actions, in
+// search.ts.
 
 /** A length of time a dedup key is held for: 1 ms to 30 days. */
 function dedupSpan() {
@@ -93,14 +94,6 @@ export const CancelBody = body({
     .refine((value) => utf8Bytes(value) <= MAX_REASON_BYTES, { error: `must be at most ${MAX_REASON_BYTES} bytes of UTF-8` })
     .optional()
     .openapi({ maxLength: MAX_REASON_BYTES, description: `Why, recorded in the cancelled event (its error): at most ${MAX_REASON_BYTES} bytes of UTF-8 (maxLength counts characters)` }),
-});
-
-/** The query of GET /v1/jobs. */
-export const ListQuery = query({
-  queue: QueueName.optional(),
-  status: z.enum(STATUSES, { error: `must be one of ${STATUSES.join(", ")}` }).optional(),
-  limit: queryInt(100).optional().openapi({ type: "integer", description: "1 to 100; default 50" }),
-  cursor: label().optional().openapi({ description: `nextCursor of the page before (a job's id: ${LABEL_RULES})` }),
 });
 
 /** The query of GET /v1/jobs/{id}/events. */
@@ -209,18 +202,6 @@ export function jobRoutes() {
       request: { params: IdParam, query: JobQuery },
       responses: { 200: json(JobSchema, "The job"), 404: error("not_found"), ...refusals },
     }),
-    list: createRoute({
-      method: "get",
-      path: "/v1/jobs",
-      tags: [JOBS_TAG.name],
-      operationId: "listJobs",
-      summary: "List jobs in id order, one page at a time (keyset pagination, stable while jobs change)",
-      request: { query: ListQuery },
-      responses: {
-        200: json(z.object({ jobs: z.array(JobSchema), nextCursor: z.string().nullable() }), "A page of jobs"),
-        ...refusals,
-      },
-    }),
     events: createRoute({
       method: "get",
       path: "/v1/jobs/{id}/events",
@@ -313,15 +294,6 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     await permit.job("read", id);
     const waitMs = c.req.valid("query").waitMs ?? 0;
     return c.json(jobView(waitMs > 0 ? await permit.whileValid(c.req.raw.signal, (signal) => waits.job(id, waitMs, signal)) : await store.get(id, { now: clock() })), 200);
-  });
-
-  app.openapi(route.list, async (c) => {
-    const query = c.req.valid("query");
-    const permit = c.get("permit");
-    if (query.queue !== undefined) permit.need("read", query.queue);
-    // Only the jobs of the token's queues are read, so that the cursor is one of them: it names nothing the token may not see.
-    const page = await store.list({ ...query, queues: permit.scope, now: clock() });
-    return c.json({ jobs: page.items.map(jobView), nextCursor: page.next }, 200);
   });
 
   app.openapi(route.events, async (c) => {

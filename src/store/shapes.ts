@@ -1,5 +1,5 @@
 import type { LeaseLostReason } from "./errors.ts";
-import type { Job, Lease } from "./job.ts";
+import type { Job, JobStatus, Lease } from "./job.ts";
 
 // What the store's verbs take and answer, beside the Job itself (src/store/job.ts).
 // Each verb takes the id (or queue) and one request shaped like the body of
@@ -91,8 +91,64 @@ export type CompleteManyRequest = At & { owner: string; leases: { id: string; fe
 /** What `cancel` takes (POST /v1/jobs/:id/cancel): who cancels (default `"api"`), and why, both recorded in the cancelled event. */
 export type CancelRequest = At & { by?: string | undefined; reason?: string | null | undefined };
 
-/** What `list` takes (GET /v1/jobs): a queue, a status at `now`, the cursor of the page before, a page size (default 50), and the queues of the caller's token (names and prefixes ending in *; default every queue). */
-export type ListRequest = At & { queue?: string | undefined; status?: Job["status"] | undefined; cursor?: string | undefined; limit?: number | undefined; queues?: readonly string[] | undefined };
+/**
+ * What a search matches (GET /v1/jobs, POST /v1/jobs/bulk): every filter given
+ * holds. `status` is one status or several (any of them), at `now`; `error`
+ * is text that lastError contains (case counts); the times are inclusive, and
+ * finishedFrom/finishedTo match only finished jobs (done, dead or cancelled),
+ * by when they finished. None given matches every job.
+ */
+export type JobFilter = {
+  queue?: string | undefined;
+  status?: JobStatus | readonly JobStatus[] | undefined;
+  key?: string | undefined;
+  idPrefix?: string | undefined;
+  error?: string | undefined;
+  createdFrom?: number | undefined;
+  createdTo?: number | undefined;
+  finishedFrom?: number | undefined;
+  finishedTo?: number | undefined;
+};
+
+/**
+ * What `list` takes (GET /v1/jobs): a filter, the cursor of the page before, a
+ * page size (default 50), the queues of the caller's token (names and
+ * prefixes ending in *; default every queue), and how many jobs a page looks
+ * at, at most (`scan`: SEARCH_SCAN, the default, or fewer; for tests).
+ */
+export type ListRequest = At & JobFilter & { cursor?: string | undefined; limit?: number | undefined; queues?: readonly string[] | undefined; scan?: number | undefined };
+
+/** The bulk actions (POST /v1/jobs/bulk). */
+export const BULK_ACTIONS = ["retry", "cancel", "delete"] as const;
+
+/**
+ * What `bulk` takes (POST /v1/jobs/bulk): the action, the jobs it is asked of
+ * (`filter`, from `cursor` on), how many at most (default 1,000, at most
+ * 10,000), `dryRun` to count them and change nothing, a cancel's `by`
+ * (default "api") and `reason`, the queues of the caller's token, and `scan`
+ * as `list` takes it.
+ */
+export type BulkRequest = At & {
+  action: (typeof BULK_ACTIONS)[number];
+  filter?: JobFilter | undefined;
+  limit?: number | undefined;
+  cursor?: string | undefined;
+  dryRun?: boolean | undefined;
+  by?: string | undefined;
+  reason?: string | null | undefined;
+  queues?: readonly string[] | undefined;
+  scan?: number | undefined;
+};
+
+/** A job a bulk action changed, as the action left it (a deleted one as it was): what wakes its waiters. */
+export type ChangedJob = Pick<Job, "id" | "queue" | "owner" | "until" | "status">;
+
+/**
+ * What `bulk` did: how many jobs matched, those it changed, how many it left
+ * as they were by reason, and where the next call goes on (null: the
+ * filter's range is done).
+ */
+export type BulkOutcome = { matched: number; changed: ChangedJob[]; skipped: Record<string, number>; next: string | null };
 
 /** What `events` takes (GET /v1/jobs/:id/events): the cursor of the page before, a page size (default 100), and the queues of the caller's token (default every queue). */
 export type EventsRequest = { cursor?: string | undefined; limit?: number | undefined; queues?: readonly string[] | undefined };

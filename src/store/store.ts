@@ -18,6 +18,7 @@ import * as sqlMany from "./sql/many.ts";
 import { readStep } from "./sql/steps.ts";
 import { checked } from "./checked.ts";
 import { inChunks } from "./in-chunks.ts";
+import { bulk, searchPage } from "./search.ts";
 import { type Health, type HealthOptions, WriteHealth } from "./health.ts";
 import { clockId } from "./step-back.ts";
 import * as check from "./validate.ts";
@@ -38,6 +39,8 @@ import {
   type FailRequest,
   type HeldLease,
   type LeaseCheck,
+  type BulkOutcome,
+  type BulkRequest,
   type ListRequest,
   type NextClaim,
   type Page,
@@ -419,24 +422,29 @@ export class LeaseStore {
   }
 
   /**
-   * list pages through jobs in id order, optionally of one queue, one status
-   * at `now`, and a token's `queues` (only their jobs are read, so the next
-   * cursor is one of them); stable while jobs change.
+   * list pages through the jobs that match a filter (JobFilter: every filter
+   * given holds), in id order, among a token's `queues` (only their jobs are
+   * read, so the next cursor is one of them); stable while jobs change. A
+   * page looks at SEARCH_SCAN jobs at most: one that stopped there short of
+   * its `limit` answers the matches so far, maybe none, and the last id it
+   * looked at as its cursor (src/store/search.ts).
    */
   async list(request: ListRequest = {}): Promise<Page<Job>> {
-    const limit = check.positiveInt("limit", request.limit ?? 50);
-    const rows = await this.#driver.run(
-      reads.list({
-        queue: request.queue === undefined ? null : check.name("queue", request.queue),
-        status: request.status ?? null,
-        after: request.cursor === undefined ? null : check.name("cursor", request.cursor),
-        limit: limit + 1,
-        now: check.instant("now", timeOf(request)),
-        scope: scopeOf(request.queues),
-      }),
-    );
-    const items = rows.slice(0, limit).map(jobFromRow);
-    return { items, next: rows.length > limit ? items.at(-1)!.id : null };
+    const { cursor, limit, queues, now, scan, ...filter } = request;
+    return searchPage(this.#driver, filter, { cursor: cursor ?? null, limit: limit ?? 50, now: timeOf({ now }), scope: scopeOf(queues), scan });
+  }
+
+  /**
+   * bulk retries (dead and cancelled jobs), cancels (queued, scheduled and
+   * leased ones: their holders are refused from then on, reason cancelled) or
+   * deletes (finished ones) up to `limit` jobs that match its filter, from its
+   * cursor on, in chunks of one transaction each; each job decided by the
+   * action's own statement, as the single verbs decide one. Answers how many
+   * matched, the jobs changed, those left by reason, and the next cursor
+   * (null once the filter's range is done). `dryRun` counts and changes nothing.
+   */
+  async bulk(request: BulkRequest): Promise<BulkOutcome> {
+    return bulk(this.#driver, request, timeOf(request), scopeOf(request.queues));
   }
 
   /** events pages through a job's history, oldest first, optionally only its events in a token's `queues`; the cursor is the last sequence number seen. */

@@ -2,7 +2,7 @@
 // The dashboard: sign-in, then one view at a time, chosen by the URL's hash so
 // that links, reloads and the back button work without any server routing:
 //   #/                                  queues
-//   #/jobs?queue=&status=&cursor=       a page of jobs
+//   #/jobs?queue=&status=&idPrefix=…&cursor=  a page of the jobs a search finds
 //   #/job/<id>                          one job and its history
 //   #/queue/<queue>?cursor=             one queue: its settings and its keys
 //   #/schedules                         recurring schedules

@@ -1,4 +1,5 @@
 import type { Job } from "../store/job.ts";
+import type { ChangedJob } from "../store/shapes.ts";
 import { isFinished, type Waits } from "./long-poll.ts";
 
 // What a write tells the waiters once it has committed: the HTTP app's routes
@@ -62,6 +63,23 @@ export function wakeWith(waits: Waits) {
     /** Jobs done, dead, cancelled or deleted: whoever waits for their results reads them again. */
     finished(ids: string[]): void {
       if (ids.length > 0) waits.finished(ids);
+    },
+
+    /**
+     * The jobs a bulk action changed, rung as their single actions ring them,
+     * but once a queue: a retry's jobs are claimable (the due ones now, the
+     * others, held back by their keys, at their turn); a cancel's and a
+     * delete's are finished, and a cancel that ended current leases frees
+     * their queues' slots.
+     */
+    bulk(action: "retry" | "cancel" | "delete", jobs: ChangedJob[], now: number): void | Promise<void> {
+      if (action !== "retry") this.finished(jobs.map((job) => job.id));
+      const due = new Map<string, number>(); // per queue: how many jobs are claimable now
+      for (const job of jobs) {
+        if (action === "retry") due.set(job.queue, (due.get(job.queue) ?? 0) + (job.status === "queued" ? 1 : 0));
+        else if (action === "cancel" && job.owner !== null && job.until > now) due.set(job.queue, 0);
+      }
+      return together(...[...due].map(([queue, count]) => waits.claimable(queue, action === "cancel" ? "some" : count)));
     },
   };
 }

@@ -280,7 +280,7 @@ describe("the fencelease command", () => {
     ["events without its id", 2, ["events"], /events needs a job id/],
     ["a list given an id", 2, ["list", "job-1"], /unexpected argument "job-1"/],
     ["stats given an argument", 2, ["stats", "now"], /unexpected argument "now"/],
-    ["a list of an unknown status", 2, ["list", "--status", "zombie"], /status must be one of queued, scheduled, leased, done, dead/],
+    ["a list of an unknown status", 2, ["list", "--status", "zombie"], /status must be one or more of queued, scheduled, leased, done, dead/],
     ["a fail without --error", 2, ["fail", "job-1", "--owner", "A", "--fence", "1"], /--error is required/],
     ["a fail without a lease", 4, ["fail", "job-1", "--owner", "A", "--fence", "1", "--error", "x"], /^fencelease: refused, stale_lease \(not_owner\)/],
     ["a retry of a job that is not dead", 4, ["retry", "job-1"], /^fencelease: refused, conflict \(queued\): only a dead job can be retried/],

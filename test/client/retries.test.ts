@@ -27,6 +27,7 @@ const CALLS: [name: string, repeat: "always" | "if-unsent", call: (client: Lease
   ["complete", "always", (c) => c.complete("job-1", { owner: "A", fence: 1, result: 1 })],
   ["completeMany", "always", (c) => c.completeMany({ owner: "A", leases: [{ ...lease, result: 1 }] })],
   ["cancel", "always", (c) => c.cancel("job-1")],
+  ["bulk with dryRun", "always", (c) => c.bulk({ action: "cancel", dryRun: true })],
   ["queues.stats", "always", (c) => c.queues.stats()],
   ["queues.get", "always", (c) => c.queues.get("q")],
   ["queues.list", "always", (c) => c.queues.list()],
@@ -47,6 +48,7 @@ const CALLS: [name: string, repeat: "always" | "if-unsent", call: (client: Lease
   ["release", "if-unsent", (c) => c.release("job-1", { owner: "A", fence: 1 })],
   ["fail", "if-unsent", (c) => c.fail("job-1", { owner: "A", fence: 1, error: "boom" })],
   ["retry", "if-unsent", (c) => c.retry("job-1")],
+  ["bulk", "if-unsent", (c) => c.bulk({ action: "retry" })],
   ["delete", "if-unsent", (c) => c.delete("job-1")],
   ["schedules.delete", "if-unsent", (c) => c.schedules.delete("nightly")],
   ["push.set", "if-unsent", (c) => c.push.set("q", { url: "https://push.example/q" })],
@@ -76,7 +78,7 @@ describe("which calls the client sends again", () => {
     const { client } = flaky(answerLost);
     const methods = (target: object, prefix = "") =>
       Object.getOwnPropertyNames(Object.getPrototypeOf(target)).filter((name) => name !== "constructor").map((name) => prefix + name);
-    const listed = new Set(CALLS.map(([name]) => name.replace(/ with next$/, "")));
+    const listed = new Set(CALLS.map(([name]) => name.replace(/ with (next|dryRun)$/, "")));
     expect([...methods(client), ...methods(client.queues, "queues."), ...methods(client.schedules, "schedules."), ...methods(client.push, "push.")].sort()).toEqual([...listed].sort());
   });
 

@@ -10,6 +10,7 @@ import { pushContract } from "./push.contract.ts";
 import { queuesContract } from "./queues.contract.ts";
 import { rateLimitContract } from "./rate-limit.contract.ts";
 import { schedulesContract } from "./schedules.contract.ts";
+import { searchContract } from "./search.contract.ts";
 import { type FreshStorage, storageContract } from "./storage.contract.ts";
 import { stepsContract } from "./steps.contract.ts";
 import { storeContract } from "./store.contract.ts";
@@ -35,4 +36,5 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   keyReadsContract(freshStore);
   dedupContract(freshStore);
   stepsContract(freshStore);
+  searchContract(freshStore);
 }

@@ -70,7 +70,7 @@ describe("GET /v1/jobs", () => {
   });
 
   test.each([
-    ["status=bogus", /status must be one of queued, scheduled, leased, done, dead/],
+    ["status=bogus", /status must be one or more of queued, scheduled, leased, done, dead/],
     ["limit=0", /limit must be at least 1/],
     ["limit=101", /limit must be at most 100/],
     ["limit=ten", /limit must be a whole number/],

@@ -91,7 +91,7 @@ describe("the OpenAPI document", () => {
     }
     expect(new Set(all.map(({ operation }) => operation.operationId)).size).toBe(all.length);
     const byTag = (tag: string) => all.filter(({ operation }) => operation.tags![0] === tag).map(({ operation }) => operation.operationId).sort();
-    expect(byTag("jobs")).toEqual(["cancelJob", "deleteJob", "enqueueJob", "enqueueJobs", "getJob", "listJobEvents", "listJobs", "retryJob"]);
+    expect(byTag("jobs")).toEqual(["bulkJobs", "cancelJob", "deleteJob", "enqueueJob", "enqueueJobs", "getJob", "listJobEvents", "listJobs", "retryJob"]);
     expect(byTag("leases")).toEqual(["checkLease", "claimJob", "claimNext", "completeLease", "completeLeases", "failLease", "recordStep", "releaseLease", "renewLease", "renewLeases"]);
     expect(byTag("push")).toEqual(["deletePush", "getPush", "listPush", "rotatePushSecret", "setPush"]);
     expect(byTag("system")).toEqual(["getHealth", "getMetrics"]);

@@ -60,6 +60,7 @@ const ROUTES: Record<string, Route> = {
   },
   "post /v1/jobs/{id}/retry": { needs: "manage", request: (q) => ["POST", `/v1/jobs/${q}-dead/retry`], unseen: 404 },
   "post /v1/jobs/{id}/cancel": { needs: "manage", request: (q) => ["POST", `/v1/jobs/${q}-queued/cancel`, { reason: "test" }], unseen: 404 },
+  "post /v1/jobs/bulk": { needs: "manage", request: (q) => ["POST", "/v1/jobs/bulk", { action: "cancel", filter: { queue: q, idPrefix: `${q}-queued` } }], unseen: 403 },
   "delete /v1/jobs/{id}": { needs: "manage", request: (q) => ["DELETE", `/v1/jobs/${q}-queued`], unseen: 404 },
   "post /v1/queues/{queue}/pause": { needs: "manage", request: (q) => ["POST", `/v1/queues/${q}/pause`], unseen: 403 },
   "post /v1/queues/{queue}/resume": { needs: "manage", request: (q) => ["POST", `/v1/queues/${q}/resume`], unseen: 403 },

@@ -271,7 +271,7 @@ describe("health and documents", () => {
     expect(status).toBe(200);
     expect(body.openapi).toBe("3.1.0");
     expect(Object.keys(body.paths).sort()).toEqual([
-      "/healthz", "/metrics", "/v1/jobs", "/v1/jobs/{id}", "/v1/jobs/{id}/cancel", "/v1/jobs/{id}/claim", "/v1/jobs/{id}/complete",
+      "/healthz", "/metrics", "/v1/jobs", "/v1/jobs/bulk", "/v1/jobs/{id}", "/v1/jobs/{id}/cancel", "/v1/jobs/{id}/claim", "/v1/jobs/{id}/complete",
       "/v1/jobs/{id}/events", "/v1/jobs/{id}/fail", "/v1/jobs/{id}/lease", "/v1/jobs/{id}/release",
       "/v1/jobs/{id}/renew", "/v1/jobs/{id}/retry", "/v1/jobs/{id}/steps/{name}", "/v1/leases/complete", "/v1/leases/renew", "/v1/push",
       "/v1/queues", "/v1/queues/{queue}", "/v1/queues/{queue}/claim", "/v1/queues/{queue}/jobs", "/v1/queues/{queue}/keys",

@@ -10,6 +10,7 @@ import { keysContract } from "../contract/keys.contract.ts";
 import { lifecycleContract } from "../contract/lifecycle.contract.ts";
 import { manyContract } from "../contract/many.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
+import { searchContract } from "../contract/search.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
 import { freshStore, freshUrl } from "../fresh-db.ts";
 import { noteVerbs } from "../../src/store/note.ts";
@@ -31,6 +32,7 @@ clockStepContract(freshClientStore);
 keyReadsContract(freshClientStore);
 dedupContract(freshClientStore);
 stepsContract(freshClientStore);
+searchContract(freshClientStore);
 
 describe("a busy database, on a client", () => {
   test("a write that waited out the busy timeout is StorageUnavailable, changes nothing, and the next write works", async () => {

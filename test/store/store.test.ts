@@ -17,6 +17,7 @@ import { keysContract } from "../contract/keys.contract.ts";
 import { pushContract } from "../contract/push.contract.ts";
 import { queuesContract } from "../contract/queues.contract.ts";
 import { schedulesContract } from "../contract/schedules.contract.ts";
+import { searchContract } from "../contract/search.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
 import { tokensContract } from "../contract/tokens.contract.ts";
@@ -47,6 +48,7 @@ clockStepContract(freshStore);
 keyReadsContract(freshStore);
 dedupContract(freshStore);
 stepsContract(freshStore);
+searchContract(freshStore);
 
 describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {

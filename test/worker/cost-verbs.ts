@@ -86,6 +86,12 @@ export const STEP_VERBS = [
   "purge (cron, one job with 2 steps)",
 ];
 
+/**
+ * The lines of the search table of docs/cost.md (D1), in its order: a page of
+ * a search, and a bulk cancel of as many jobs as a batched verb carries.
+ */
+export const SEARCH_VERBS = [`search page of 50 (queue and status, ${BATCH + 1} jobs)`, `bulk cancel of ${BATCH}`];
+
 /** The most rows a keyed job's life may write beyond an unkeyed one's, single and batched (issue 29). */
 export const KEYED_BUDGET = 2;
 

@@ -3,7 +3,7 @@ import type { D1Database, D1PreparedStatement, D1Result } from "@cloudflare/work
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import worker from "../../src/worker.ts";
 import costPage from "../../docs/cost.md?raw";
-import { BATCH, COST_VERBS, DEDUP_VERBS, expectKeyedLives, KEYED_VERBS, LONG_POLL, STEP_VERBS } from "./cost-verbs.ts";
+import { BATCH, COST_VERBS, DEDUP_VERBS, expectKeyedLives, KEYED_VERBS, LONG_POLL, SEARCH_VERBS, STEP_VERBS } from "./cost-verbs.ts";
 
 // What each verb costs on D1, in the rows D1 bills: every query's
 // meta.rows_read and meta.rows_written, summed over the verb's HTTP call
@@ -223,6 +223,25 @@ async function measureKeyedLives(): Promise<void> {
   expect(rated.body.leases).toHaveLength(BATCH);
 }
 
+/** The lines of the search table (SEARCH_VERBS). */
+const searchMeasured = new Map<string, Tally>();
+
+/**
+ * The lines of the search table: a page of 50 of a queue's queued jobs, and a
+ * bulk cancel of 100 of them, in a queue in use (its resident is scheduled,
+ * so neither takes it).
+ */
+async function measureSearch(): Promise<void> {
+  await emptyDatabase();
+  vi.setSystemTime(T);
+  await inUse("found");
+  expectStatus(await w.call("POST", "/v1/queues/found/jobs", { jobs: idsOf("found", BATCH).map((id) => ({ id, payload: PAYLOAD })) }), 200);
+  const page = await measure(SEARCH_VERBS[0]!, () => w.call("GET", "/v1/jobs?queue=found&status=queued&limit=50"), searchMeasured);
+  expect(page.body.jobs).toHaveLength(50);
+  const cancelled = await measure(SEARCH_VERBS[1]!, () => w.call("POST", "/v1/jobs/bulk", { action: "cancel", filter: { queue: "found", status: "queued" } }), searchMeasured);
+  expect(cancelled.body).toEqual({ matched: BATCH, changed: BATCH, skipped: {}, nextCursor: null });
+}
+
 /**
  * The lines of the once-per-key table: an enqueue that takes a window, one the
  * window turns away, a call of many; a debounce's first enqueue and one that
@@ -385,6 +404,7 @@ beforeAll(async () => {
   await measureKeyedLives();
   await measureDedupKeys();
   await measureSteps();
+  await measureSearch();
 }, 90_000);
 
 /** The database file's size, as D1 reports it after a query. */
@@ -511,6 +531,18 @@ describe("what a step costs on D1", () => {
     expect(stepWritten("step, refused stale")).toBeLessThanOrEqual(BUDGET.refusal);
     expect(stepWritten("claim-next of a job with 2 steps")).toBe(written("claim-next"));
     expect(stepWritten("purge (cron, one job with 2 steps)")).toBe(written("purge (cron, one job)") + 2);
+  });
+});
+
+describe("what search costs on D1", () => {
+  test("a search page and a bulk cancel read and write the rows of their lines in docs/cost.md's search table", () => {
+    console.log(costTable(SEARCH_VERBS, searchMeasured));
+    expect(costPage).toContain(costTable(SEARCH_VERBS, searchMeasured));
+  });
+
+  test("a page writes nothing, and a bulk cancel writes what the cancels of its jobs one by one write, no more", () => {
+    expect(searchMeasured.get(SEARCH_VERBS[0]!)!.written).toBe(0);
+    expect(searchMeasured.get(SEARCH_VERBS[1]!)!.written).toBeLessThanOrEqual(BATCH * written("cancel (queued)"));
   });
 });
 

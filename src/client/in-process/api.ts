@@ -5,6 +5,8 @@ import { wakeWith } from "../../wait/wake.ts";
 import { InvalidRequestError } from "../errors.ts";
 import { activeTraceContext } from "../tracing.ts";
 import type {
+  BulkAnswer,
+  BulkRequest,
   Cancelled,
   CancelRequest,
   ClaimNextAnswer,
@@ -169,6 +171,14 @@ export class InProcessApi {
   async list(request: ListRequest): Promise<JobPage> {
     const page = await this.store.list({ ...request, now: this.#clock() });
     return { jobs: page.items.map(jobView) as Job[], nextCursor: page.next };
+  }
+
+  async bulk(request: BulkRequest): Promise<BulkAnswer> {
+    const { filter = {}, ...asked } = request;
+    const now = this.#clock();
+    const outcome = await this.store.bulk({ ...asked, filter, now });
+    void this.#wake.bulk(asked.action, outcome.changed, now);
+    return { matched: outcome.matched, changed: outcome.changed.length, skipped: outcome.skipped, nextCursor: outcome.next };
   }
 
   async events(id: string, request: EventsRequest): Promise<EventPage> {

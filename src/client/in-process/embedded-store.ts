@@ -13,7 +13,7 @@ import type { WaitingStore } from "../../wait/long-poll.ts";
  * browser or a Worker.
  */
 export type EmbeddedStore = WaitingStore &
-  Pick<LeaseStore, "enqueue" | "enqueueMany" | "list" | "events" | "retry" | "cancel" | "delete" | "claim" | "renew" | "step" | "complete" | "fail" | "renewMany" | "completeMany" | "leaseCheck" | "stats"> & {
+  Pick<LeaseStore, "enqueue" | "enqueueMany" | "list" | "bulk" | "events" | "retry" | "cancel" | "delete" | "claim" | "renew" | "step" | "complete" | "fail" | "renewMany" | "completeMany" | "leaseCheck" | "stats"> & {
     readonly queues: Pick<Queues, "pause" | "resume" | "set" | "get" | "list" | "keys">;
     readonly schedules: Pick<Schedules, "put" | "get" | "list" | "delete">;
     readonly push: Pick<PushEndpoints, "put" | "rotate" | "get" | "list" | "delete">;

@@ -45,6 +45,8 @@ ${BINDINGS_SCHEMA}`;
 export const ALARM_RETRY_MS = 10_000;
 
 const ENQUEUE_MANY = /^\/v1\/queues\/([^/]+)\/jobs$/;
+/** The path of a bulk action, which may delete jobs. */
+const BULK = "/v1/jobs/bulk";
 
 /** What this object has served, read and written since it started (`instance`: which start), for the cost tests and the bench: requests as billed (API requests, RPC calls, alarms), rows as billed, alarms set. */
 export type Meter = { instance: string; requests: number; rowsRead: number; rowsWritten: number; alarmsSet: number };
@@ -218,9 +220,10 @@ export class QueueObject extends DurableObject<WorkerEnv> {
   async #serve(request: Request): Promise<Response> {
     this.#adopt(request.headers.get(QUEUE_HEADER));
     const { pathname } = new URL(request.url);
-    if (request.method === "DELETE") this.#mayBeEmpty = true;
+    const removes = request.method === "DELETE" || (request.method === "POST" && pathname === BULK); // a bulk action may delete
+    if (removes) this.#mayBeEmpty = true;
     const response = request.method === "POST" && (pathname === "/v1/jobs" || ENQUEUE_MANY.test(pathname)) ? await this.#enqueue(request, pathname) : await this.#app.fetch(request);
-    if (request.method !== "GET" && this.#queue !== NO_QUEUE) await this.#afterWrite(request.method, pathname, response.ok);
+    if (request.method !== "GET" && this.#queue !== NO_QUEUE) await this.#afterWrite(removes, pathname, response.ok);
     return response;
   }
 
@@ -341,14 +344,14 @@ export class QueueObject extends DurableObject<WorkerEnv> {
   }
 
   /** After a write: unbinds what a delete removed, lists this queue once it holds something, and arms the alarm. */
-  async #afterWrite(method: string, pathname: string, ok: boolean): Promise<void> {
+  async #afterWrite(removes: boolean, pathname: string, ok: boolean): Promise<void> {
     if (ok && !this.#listed && !pathname.endsWith("/claim") && !pathname.startsWith("/v1/leases/")) {
       await registry(this.env.DIRECTORY!).addQueue(this.queue);
       this.#storage.sql.exec("UPDATE queue_object SET listed = 1").toArray();
       this.#listed = true;
     }
-    // A delete removed a row; an enqueue may have bound ids it did not create.
-    if ((method === "DELETE" || method === "POST" && (pathname === "/v1/jobs" || ENQUEUE_MANY.test(pathname))) && this.#bindings.pending()) await this.#flush();
+    // A delete (or a bulk action) may have removed rows; an enqueue may have bound ids it did not create.
+    if ((removes || pathname === "/v1/jobs" || ENQUEUE_MANY.test(pathname)) && this.#bindings.pending()) await this.#flush();
     await this.#arm();
   }
 

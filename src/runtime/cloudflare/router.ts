@@ -1,6 +1,7 @@
 import { type Context, Hono } from "hono";
 import type { Driver } from "../../drivers/driver.ts";
 import { createApp } from "../../http/app.ts";
+import { ApiError } from "../../http/api-error.ts";
 import { errorResponse } from "../../http/errors.ts";
 import { type Auth, bearerAuth, localCallersOnly, requireConfiguredAuth } from "../../http/middleware/auth.ts";
 import { limitBody } from "../../http/middleware/body-limit.ts";
@@ -123,6 +124,16 @@ export function objectsRouter(options: RouterOptions): Hono {
     const id = c.req.param("id");
     const queue = (await objects.locate([id], true)).get(id) ?? NO_QUEUE;
     return objects.send(queue, await callOf(c));
+  });
+
+  // A bulk action: the object of its filter's queue, which acts in its own transactions (none spans queues).
+  app.post("/v1/jobs/bulk", async (c) => {
+    const call = await callOf(c);
+    const body = parseJson(call.body) as { filter?: { queue?: unknown } } | undefined;
+    if (body?.filter?.queue === undefined) {
+      throw new ApiError(400, "invalid_request", "filter.queue is required in objects mode: each queue's jobs are in its own object, so a bulk action names the queue it acts on (one call per queue)");
+    }
+    return objects.send(allowedQueue(call, "manage", bodyQueue(body.filter.queue)), call);
   });
 
   // Several queues.

@@ -1,5 +1,6 @@
 import { prometheusText, type RequestMetrics } from "../../http/metrics.ts";
 import type { QueueStats } from "../../store/stats.ts";
+import { byCodePoint } from "../../store/search.ts";
 import { inScope } from "../../store/tokens.ts";
 import { allowedQueue, bodyQueue, type Call, type Objects } from "./objects.ts";
 import { NO_QUEUE } from "./queue-object.ts";
@@ -23,17 +24,6 @@ async function askEach<T>(objects: Objects, call: Call, queues: string[]): Promi
 /** Those of `queues` the call's token may see (none for a call without a token: the open routes ask no queue). */
 function seenQueues(call: Call, queues: string[]): string[] {
   return queues.filter((queue) => call.grant !== undefined && inScope(call.grant.queues, queue));
-}
-
-/** SQLite's order of text (BINARY: the bytes of UTF-8, which is the order of code points), which JavaScript's `<` is not. */
-export function byCodePoint(a: string, b: string): number {
-  const left = [...a];
-  const right = [...b];
-  for (let i = 0; i < Math.min(left.length, right.length); i++) {
-    const difference = left[i]!.codePointAt(0)! - right[i]!.codePointAt(0)!;
-    if (difference !== 0) return difference;
-  }
-  return left.length - right.length;
 }
 
 /** GET /v1/stats: every queue's numbers, by name. */
@@ -86,9 +76,13 @@ export async function scheduleList(objects: Objects, call: Call): Promise<Respon
 
 /**
  * GET /v1/jobs without a queue: a page of every queue's jobs in id order.
- * Each queue answers its first `limit` jobs after the cursor; the page is the
- * first `limit` of them all, and the next cursor its last id whenever any
- * queue had more: keyset pages, stable while jobs change, as on one database.
+ * Each queue answers its first `limit` matches after the cursor, and its own
+ * cursor when it may have more: its last job, or, when its search stopped at
+ * its bound short of a page, the last id it looked at. Every queue has looked
+ * at every id up to the lowest of those cursors (`edge`), so the page is the
+ * first `limit` of the jobs up to it, and the next cursor its last job when
+ * the page is full, else the edge (null when no queue has more): keyset pages,
+ * stable while jobs change, as on one database.
  */
 export async function jobList(objects: Objects, call: Call): Promise<Response> {
   const url = new URL(call.request.url);
@@ -101,11 +95,11 @@ export async function jobList(objects: Objects, call: Call): Promise<Response> {
   const answers = await askEach<{ jobs: { id: string; queue: string }[]; nextCursor: string | null }>(objects, call, seenQueues(call, await objects.queues()));
   if (answers instanceof Response) return answers;
   const limit = Number(url.searchParams.get("limit") ?? 50); // checked by every queue's app already
-  const all = answers.flatMap((answer) => answer.jobs).sort((a, b) => byCodePoint(a.id, b.id));
-  const jobs = all.slice(0, limit);
-  const more = all.length > limit || answers.some((answer) => answer.nextCursor !== null);
+  const edge = answers.flatMap((answer) => (answer.nextCursor === null ? [] : [answer.nextCursor])).sort(byCodePoint)[0] ?? null;
+  const seen = answers.flatMap((answer) => answer.jobs).filter((job) => edge === null || byCodePoint(job.id, edge) <= 0).sort((a, b) => byCodePoint(a.id, b.id));
+  const jobs = seen.slice(0, limit);
   for (const job of jobs) objects.learn(job.id, job.queue);
-  return Response.json({ jobs, nextCursor: more && jobs.length > 0 ? jobs.at(-1)!.id : null });
+  return Response.json({ jobs, nextCursor: seen.length > limit ? jobs.at(-1)!.id : edge });
 }
 
 /** Remembers the queue of each job an answer carries; answers the response as it came. */

@@ -22,12 +22,18 @@ export function cancelled(now: string): string {
  * its `owner`, the job's fence, and the reason as its `error`.
  */
 export function recordCancel(job: string, by: string, reason: string | null, now: number, more: InValue[]): Statement {
-  return {
-    sql: `INSERT INTO history (job_id, seq, queue, at, kind, owner, fence, error)
-          SELECT id, ${NEXT_SEQ}, queue, ?3, 'cancelled', ?1, fence, ?2 FROM jobs
-          WHERE id = ${job} AND changes() = 1`,
-    args: [by, reason, now, ...more],
-  };
+  return { sql: cancelEvents("?1", "?2", "?3", `id = ${job} AND changes() = 1`), args: [by, reason, now, ...more] };
+}
+
+/**
+ * The INSERT that records a cancel of each job that `which` (a condition over
+ * a jobs row) holds: who cancelled (`by`) as its `owner`, the job's fence, and
+ * the reason (`reason`) as its `error`, at `now` (all SQL expressions).
+ */
+export function cancelEvents(by: string, reason: string, now: string, which: string): string {
+  return `INSERT INTO history (job_id, seq, queue, at, kind, owner, fence, error)
+          SELECT id, ${NEXT_SEQ}, queue, ${now}, 'cancelled', ${by}, fence, ${reason} FROM jobs
+          WHERE ${which}`;
 }
 
 /**

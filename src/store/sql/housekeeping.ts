@@ -59,16 +59,28 @@ const EVENT = "job_id, seq, queue, at, kind, action, owner, fence, current_owner
  * counts see, migrations/0015); its fence raises the fence floor (migrations/0003).
  */
 export function remove(id: string, now: number): Statement[] {
-  const notLeased = "id = ?1 AND NOT (done = 0 AND owner IS NOT NULL AND until > ?2)";
+  const [record, removal] = removals("id = ?1 AND NOT (done = 0 AND owner IS NOT NULL AND until > ?2)", "?2", "job_id = ?1");
   return [
-    {
-      sql: `INSERT INTO history (${EVENT})
-            SELECT ${EVENT} FROM row_events WHERE job_id = ?1 AND EXISTS (SELECT 1 FROM jobs WHERE ${notLeased})
-            UNION ALL
-            SELECT id, ${NEXT_SEQ}, queue, ?2, 'deleted', NULL, NULL, fence, NULL, NULL, NULL, 1, NULL, NULL FROM jobs WHERE ${notLeased}`,
-      args: [id, now],
-    },
-    { sql: `DELETE FROM jobs WHERE ${notLeased} RETURNING id`, args: [id, now] },
+    { sql: record, args: [id, now] },
+    { sql: `${removal} RETURNING id`, args: [id, now] },
+  ];
+}
+
+/**
+ * The two statements of a deletion of the jobs that `which` (a condition over
+ * a jobs row) holds at `now` (an SQL expression), `remove`'s and the bulk
+ * delete's: what their rows told of their history is stored, then their
+ * deletions; then the DELETE, for a RETURNING to end. `rowsOf` narrows the
+ * view of what rows tell (a condition over its `job_id`) before `which` is
+ * asked of each.
+ */
+export function removals(which: string, now: string, rowsOf: string): [record: string, removal: string] {
+  return [
+    `INSERT INTO history (${EVENT})
+     SELECT ${EVENT} FROM row_events WHERE ${rowsOf} AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = row_events.job_id AND ${which})
+     UNION ALL
+     SELECT id, ${NEXT_SEQ}, queue, ${now}, 'deleted', NULL, NULL, fence, NULL, NULL, NULL, 1, NULL, NULL FROM jobs WHERE ${which}`,
+    `DELETE FROM jobs WHERE ${which}`,
   ];
 }
 

@@ -5,10 +5,11 @@ import { topKeysOf, topKeysTables } from "./key-reads.ts";
 import { turnWaiting } from "./keys.ts";
 
 // The reads that decide nothing: a job's lease for a system outside, pages of
-// jobs and events, the numbers per queue, and which waited-on jobs are
-// finished. The rules themselves, and every write, are in src/store/sql/lease.ts;
-// when a waiting claim should look again, and why a claim was refused, with
-// the claims in src/store/sql/claim-next.ts.
+// events (pages of jobs are searches, src/store/sql/search.ts), the numbers
+// per queue, and which waited-on jobs are finished. The rules themselves, and
+// every write, are in src/store/sql/lease.ts; when a waiting claim should look
+// again, and why a claim was refused, with the claims in
+// src/store/sql/claim-next.ts.
 
 /**
  * Which of the jobs `ids` are finished (done, dead or cancelled) or gone: what
@@ -43,20 +44,9 @@ export function leaseCheck(id: string, owner: string, fence: number, now: number
  * `scope` is NULL (every queue). In the statement that reads the page, so
  * that a page's cursor is the last row the token may see.
  */
-function inScope(queue: string, scope: string): string {
+export function inScope(queue: string, scope: string): string {
   return `(${scope} IS NULL OR EXISTS (SELECT 1 FROM json_each(${scope}) WHERE CASE WHEN substr(value, -1) = '*'
             THEN substr(${queue}, 1, length(value) - 1) = substr(value, 1, length(value) - 1) ELSE ${queue} = value END))`;
-}
-
-/** A page of jobs in id order after `after`, optionally of one queue, one status, and a token's queues (`scope`, JSON). */
-export function list(filter: { queue: string | null; status: string | null; after: string | null; limit: number; now: number; scope: string | null }): Statement {
-  return {
-    sql: `SELECT * FROM (SELECT *, ${status("?5")} AS status, ${STEPS} AS steps FROM jobs
-                         WHERE (?1 IS NULL OR queue = ?1) AND id > coalesce(?3, '') AND ${inScope("queue", "?6")})
-          WHERE ?2 IS NULL OR status = ?2
-          ORDER BY id LIMIT ?4`,
-    args: [filter.queue, filter.status, filter.after, filter.limit, filter.now, filter.scope],
-  };
 }
 
 /** A page of one job's events, oldest first, after sequence number `after`; only those of a token's queues (`scope`, JSON; null: all). */

@@ -1,7 +1,8 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, test } from "vitest";
 import type { ErrorBody } from "../../../src/http/errors.ts";
-import { byCodePoint, TRANSACTIONS_HEADER } from "../../../src/runtime/cloudflare/spanning.ts";
+import { TRANSACTIONS_HEADER } from "../../../src/runtime/cloudflare/spanning.ts";
+import { byCodePoint } from "../../../src/store/search.ts";
 import { rows } from "../storage-mode.ts";
 
 // The calls that span queues in objects mode: each queue answers its part in
@@ -147,5 +148,24 @@ describe("what spans queues", () => {
     expect((await call("DELETE", "/v1/schedules/sp-sc")).status).toBe(404);
     const missingQueue = await call("PUT", "/v1/schedules/sp-sc", { everyMs: 3_600_000 });
     expect(missingQueue.status).toBe(400);
+  });
+
+  test("POST /v1/jobs/bulk goes to the object of its filter's queue; without one it is 400, naming filter.queue; a bulk delete lets go of the ids", async () => {
+    await call("POST", "/v1/queues/sp-bulk/jobs", { jobs: [{ id: "sp-bulk-1" }, { id: "sp-bulk-2" }, { id: "sp-bulk-3" }] });
+    await call("POST", "/v1/queues/sp-bulk-other/jobs", { jobs: [{ id: "sp-bulk-other-1" }] });
+    const [held] = await claimAll("sp-bulk", "W", 1);
+    expect(await json(call("POST", "/v1/jobs/bulk", { action: "cancel", filter: { queue: "sp-bulk", idPrefix: "sp-bulk-" } }))).toEqual({ matched: 3, changed: 3, skipped: {}, nextCursor: null });
+    const late = await call("POST", `/v1/jobs/${held!.job.id}/complete`, { owner: "W", fence: held!.fence, result: "late" });
+    expect(late.status).toBe(409);
+    expect(((await late.json()) as ErrorBody).error).toMatchObject({ code: "stale_lease", details: { reason: "cancelled" } });
+    expect((await json<{ jobs: { status: string }[] }>(call("GET", "/v1/jobs?queue=sp-bulk-other"))).jobs.map((job) => job.status)).toEqual(["queued"]);
+
+    const noQueue = await call("POST", "/v1/jobs/bulk", { action: "delete", filter: { status: "cancelled" } });
+    expect(noQueue.status).toBe(400);
+    expect(((await noQueue.json()) as ErrorBody).error).toMatchObject({ code: "invalid_request", message: expect.stringMatching(/^filter\.queue is required in objects mode/) });
+    expect((await call("POST", "/v1/jobs/bulk", { action: "delete", filter: { queue: 7 } })).status).toBe(400);
+
+    expect(await json(call("POST", "/v1/jobs/bulk", { action: "delete", filter: { queue: "sp-bulk" } }))).toEqual({ matched: 3, changed: 3, skipped: {}, nextCursor: null });
+    expect(await json(call("POST", "/v1/jobs", { id: "sp-bulk-1", queue: "sp-bulk-other" }))).toMatchObject({ created: true, job: { queue: "sp-bulk-other" } });
   });
 });

@@ -17,6 +17,7 @@ import { schedulesContract } from "../../contract/schedules.contract.ts";
 import { jsonDepthContract } from "../../contract/json-depth.contract.ts";
 import { keysContract } from "../../contract/keys.contract.ts";
 import { type FreshStorage, storageContract } from "../../contract/storage.contract.ts";
+import { searchContract } from "../../contract/search.contract.ts";
 import { storeContract } from "../../contract/store.contract.ts";
 import { traceContract } from "../../contract/trace.contract.ts";
 
@@ -76,3 +77,4 @@ clockStepContract(freshObjectStore);
 keyReadsContract(freshObjectStore);
 dedupContract(freshObjectStore);
 stepsContract(freshObjectStore);
+searchContract(freshObjectStore);
