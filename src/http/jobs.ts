@@ -274,6 +274,8 @@ export function serveJobs(app: Api, route: ReturnType<typeof jobRoutes>, { store
     if (!permit.sees(job.queue)) throw takenUnseen(id);
     if (!answer.created) return c.json({ ...answer, job }, 200);
     afterAnswer(c, wake.enqueued(job.queue, [job.runAt], now));
+    // A supersede cancelled a job: whoever waits for its result reads it again.
+    if (answer.superseded) wake.finished([answer.superseded]);
     return c.json({ ...answer, job }, 201);
   });
 

@@ -65,12 +65,12 @@ export function planEnqueue(id: string, queue: string, request: { payload: strin
   switch (mode.kind) {
     case "window":
       return {
-        statements: [...insert({ key, until: now + mode.ttlMs, debounceUntil: null, onlyIf: sqlDedup.noWindow("?2", "?11", "?7") }), sqlDedup.holder(queue, key, now)],
+        statements: [...insert({ key, until: now + mode.ttlMs, debounceUntil: null, onlyIf: sqlDedup.noWindow("?2", "?11", "?7") }), sqlDedup.holder(queue, key, now, id)],
         inserted: 0,
         holder: 2,
       };
     case "debounce": {
-      const move = sqlDedup.debounce({ queue, key, payload: request.payload, priority: request.priority, debounceMs: mode.debounceMs, now });
+      const move = sqlDedup.debounce({ id, queue, key, payload: request.payload, priority: request.priority, debounceMs: mode.debounceMs, now });
       const added = insert({ key, until: null, debounceUntil: now + mode.maxMs, onlyIf: sqlDedup.noWaiting("?2", "?11") });
       return { statements: [move, ...added], inserted: 1, debounced: 0 };
     }

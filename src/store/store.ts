@@ -145,7 +145,7 @@ export class LeaseStore {
       const [moved] = plan.debounced === undefined ? [] : answers[plan.debounced]!;
       if (moved !== undefined) return { created: false, debounced: true, job: jobFromRow(moved) };
       const [held] = plan.holder === undefined ? [] : answers[plan.holder]!;
-      if (held !== undefined && (held.window_until as number | null) !== null && (held.window_until as number) > now) {
+      if (held !== undefined && held.id_taken === 0 && (held.window_until as number | null) !== null && (held.window_until as number) > now) {
         return held.id === null ? { created: false, deduplicated: true, id: held.holder as string } : { created: false, deduplicated: true, job: jobFromRow(held) };
       }
       const job = await this.#read(id, now);
@@ -165,11 +165,12 @@ export class LeaseStore {
     const { jobs } = request;
     const [insertedRows, , holders] = await this.#driver.batch(checked.enqueueMany(queue, jobs, timeOf(request)));
     const inserted = new Set(insertedRows!.map((row) => row.id as string));
-    const holderOf = new Map((holders ?? []).map((row) => [row.dedup_key as string, row.job_id as string]));
+    const holderOf = new Map((holders ?? []).filter((row) => row.dedup_key !== null).map((row) => [row.dedup_key as string, row.job_id as string]));
+    const existing = new Set((holders ?? []).filter((row) => row.dedup_key === null).map((row) => row.job_id as string));
     return jobs.map(({ id, dedupKey }) => {
       const created = inserted.delete(id); // a repeated id was created by its first entry only
       const holder = dedupKey === undefined || dedupKey === null ? undefined : holderOf.get(dedupKey);
-      if (created || holder === undefined || holder === id) return { id, created };
+      if (created || holder === undefined || existing.has(id)) return { id, created };
       return { id, created, deduplicated: true, duplicateOf: holder };
     });
   }

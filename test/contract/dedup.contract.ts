@@ -67,6 +67,52 @@ export function dedupContract(freshStore: () => Promise<FreshStorage>): void {
       expect(await snapshot()).toEqual(before);
     });
 
+    test("an enqueue whose id exists answers that job, not the key's window held by another, and changes nothing", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("held", { queue: "q", dedupKey: "k", dedupTtlMs: MINUTE, now: T });
+      await store.enqueue("other", { queue: "q", now: T });
+      const before = await snapshot();
+      expect(await store.enqueue("other", { queue: "q", dedupKey: "k", dedupTtlMs: MINUTE, now: T + 1 })).toEqual({ created: false, job: expect.objectContaining({ id: "other", dedupKey: null }) });
+      expect(await store.enqueueMany("q", { jobs: [{ id: "other", dedupKey: "k", dedupTtlMs: MINUTE }], now: T + 1 })).toEqual([{ id: "other", created: false }]);
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test("the job a window answers carries the steps it recorded", async () => {
+      const { store } = await freshStore();
+      await store.enqueue("pay", { queue: "q", dedupKey: "k", dedupTtlMs: MINUTE, now: T });
+      const lease = await store.claim("pay", { owner: "A", ttlMs: TTL, now: T });
+      await store.step("pay", "charge", { owner: "A", fence: lease.fence, result: "ch_1", now: T + 1 });
+      expect(await store.enqueue("pay-again", { queue: "q", dedupKey: "k", dedupTtlMs: MINUTE, now: T + 2 })).toMatchObject({
+        deduplicated: true,
+        job: { id: "pay", steps: { charge: { result: "ch_1", fence: lease.fence, at: T + 1 } } },
+      });
+    });
+
+    test("enqueueMany gives a key to the first job of the call that is created: one whose id exists, or came before, does not take it", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("a", { queue: "q", now: T });
+      const answers = await store.enqueueMany("q", {
+        jobs: [
+          { id: "a", dedupKey: "k", dedupTtlMs: MINUTE },
+          { id: "b", dedupKey: "k", dedupTtlMs: MINUTE },
+          { id: "c", dedupKey: "k2", dedupTtlMs: MINUTE },
+          { id: "c", dedupKey: "k3", dedupTtlMs: MINUTE },
+          { id: "d", dedupKey: "k3", dedupTtlMs: MINUTE },
+          { id: "e", dedupKey: "k", dedupTtlMs: MINUTE },
+        ],
+        now: T,
+      });
+      expect(answers).toEqual([
+        { id: "a", created: false },
+        { id: "b", created: true },
+        { id: "c", created: true },
+        { id: "c", created: false },
+        { id: "d", created: true },
+        { id: "e", created: false, deduplicated: true, duplicateOf: "b" },
+      ]);
+      expect(Object.keys(await snapshot()).sort()).toEqual(["a", "b", "c", "d"]);
+    });
+
     test("enqueueMany dedups each job against the windows and against the jobs before it in the call", async () => {
       const { store, snapshot } = await freshStore();
       await store.enqueue("held", { queue: "q", dedupKey: "k1", dedupTtlMs: MINUTE, now: T });
@@ -106,6 +152,17 @@ export function dedupContract(freshStore: () => Promise<FreshStorage>): void {
       expect(Object.keys(await snapshot()).sort()).toEqual(["bystander", "save-1"]);
     });
 
+    test("an enqueue again of an id that exists changes nothing, not even the key's waiting job: a producer's retry is not a newer edit", async () => {
+      const { store, snapshot } = await freshStore();
+      await store.enqueue("e1", { queue: "q", dedupKey: "doc", debounceMs: 1000, payload: { v: 1 }, now: T });
+      await store.claimNext("q", { owner: "A", ttlMs: TTL, now: T + 1000 });
+      expect(await store.enqueue("e2", { queue: "q", dedupKey: "doc", debounceMs: 1000, payload: { v: 2 }, now: T + 1001 })).toMatchObject({ created: true });
+      const before = await snapshot();
+      expect(await store.enqueue("e1", { queue: "q", dedupKey: "doc", debounceMs: 1000, payload: { v: 1 }, now: T + 1002 })).toMatchObject({ created: false, job: { id: "e1" } });
+      expect(await store.enqueue("e2", { queue: "q", dedupKey: "doc", debounceMs: 1000, payload: { v: 3 }, now: T + 1003 })).toEqual({ created: false, job: expect.objectContaining({ id: "e2", payload: { v: 2 } }) });
+      expect(await snapshot()).toEqual(before);
+    });
+
     test("debounceMaxMs bounds how late the first enqueue runs, and once claimed the next enqueue starts a new job", async () => {
       const { store } = await freshStore();
       await store.enqueue("save-1", { queue: "q", dedupKey: "doc", debounceMs: 1000, debounceMaxMs: 1500, now: T });
@@ -143,6 +200,17 @@ export function dedupContract(freshStore: () => Promise<FreshStorage>): void {
       }
       expect(await store.leaseCheck("v1", { owner: "A", fence: lease.fence, now: T + 3 })).toEqual({ current: false, fence: lease.fence, until: T + TTL, reason: "cancelled", supersededBy: "v2" });
       expect(await store.get("v1", { now: T + 3 })).toMatchObject({ status: "cancelled", result: null, supersededBy: "v2", steps: {} });
+    });
+
+    test("a superseded job retried in bulk is a job like any other again: no supersededBy, and its old holder stays refused", async () => {
+      const { store } = await freshStore();
+      await store.enqueue("v1", { queue: "q", dedupKey: "doc", supersede: true, now: T });
+      const lease = await store.claim("v1", { owner: "A", ttlMs: TTL, now: T });
+      await store.enqueue("v2", { queue: "q", dedupKey: "doc", supersede: true, now: T + 1 });
+      expect(await store.bulk({ action: "retry", filter: { queue: "q", idPrefix: "v1" }, now: T + 2 })).toMatchObject({ matched: 1, changed: [{ id: "v1", status: "queued" }] });
+      expect(await store.get("v1", { now: T + 3 })).toMatchObject({ status: "queued", supersededBy: null });
+      expect(await store.leaseCheck("v1", { owner: "A", fence: lease.fence, now: T + 3 })).not.toHaveProperty("supersededBy");
+      expect(await refusalOf(store.complete("v1", { owner: "A", fence: lease.fence, result: "late", now: T + 3 }))).toBeInstanceOf(LeaseLost);
     });
 
     test("an enqueue whose id exists supersedes nothing", async () => {

@@ -148,6 +148,7 @@ export class InProcessApi {
     const answer = await this.store.enqueue(id, { ...job, now });
     if (!("job" in answer)) return answer;
     if (answer.created) void this.#wake.enqueued(answer.job.queue, [answer.job.runAt], now);
+    if (answer.created && answer.superseded) this.#wake.finished([answer.superseded]); // whoever waits for its result reads it again
     return { ...answer, job: jobView(answer.job) as Job } as EnqueueAnswer;
   }
 

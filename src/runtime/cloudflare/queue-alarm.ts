@@ -14,7 +14,8 @@ export const UNBIND_RETRY_MS = MINUTE;
  * of index lookups: the earliest end of a held lease (`lease`: expired ones
  * included, which are due now), the next fire of a schedule (`fire`), and
  * when the oldest done job and the oldest deletion pass the retention
- * (`finished`, `deleted`: the purge of a job, and of a deleted job's history). A job that comes due needs nothing: nobody
+ * (`finished`, `deleted`: the purge of a job, and of a deleted job's history), and the end of the first
+ * dedup window (`window`, migrations/0035: the purge lets its key go, though its job may be long gone). A job that comes due needs nothing: nobody
  * must act for it, and a claim waiting for it has its own timer.
  */
 function dueTimes(queue: string, retentionMs: number) {
@@ -22,7 +23,8 @@ function dueTimes(queue: string, retentionMs: number) {
     sql: `SELECT (SELECT min(until) FROM jobs WHERE queue = ?1 AND done = 0 AND owner IS NOT NULL) AS lease,
                  (SELECT min(next_fire_at) FROM schedules) AS fire,
                  (SELECT min(updated_at) FROM jobs WHERE done = 1) + ?2 AS finished,
-                 (SELECT min(at) FROM history WHERE kind = 'deleted') + ?2 AS deleted`,
+                 (SELECT min(at) FROM history WHERE kind = 'deleted') + ?2 AS deleted,
+                 (SELECT min(until) FROM dedup_keys WHERE until IS NOT NULL) AS window`,
     args: [queue, retentionMs],
   };
 }
@@ -85,13 +87,14 @@ export class QueueAlarm {
   /** The earliest thing due for `queue`, or null when nothing is. */
   next(queue: string, now: number, unbinding: boolean): number | null {
     const { sql, args } = dueTimes(queue, this.#retentionMs);
-    const [row] = this.#storage.sql.exec(sql, ...args).toArray() as [{ lease: number | null; fire: number | null; finished: number | null; deleted: number | null }];
+    const [row] = this.#storage.sql.exec(sql, ...args).toArray() as [{ lease: number | null; fire: number | null; finished: number | null; deleted: number | null; window: number | null }];
     const due = [
       row.lease === null ? null : ceil(row.lease, SECOND),
       // A fire still due after the alarm fired what it could is one this runtime cannot compute (fireDue skips it): look again in a minute.
       row.fire === null ? null : row.fire <= now ? now + MINUTE : row.fire,
       row.finished === null ? null : ceil(row.finished, MINUTE),
       row.deleted === null ? null : ceil(row.deleted, MINUTE),
+      row.window === null ? null : ceil(row.window, MINUTE),
       unbinding ? now + UNBIND_RETRY_MS : null,
     ].filter((at): at is number => at !== null);
     return due.length === 0 ? null : Math.min(...due);

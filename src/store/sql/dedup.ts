@@ -1,6 +1,6 @@
 import type { Statement } from "../../drivers/driver.ts";
 import { cancelled, recordCancel } from "./cancel.ts";
-import { returningJob, status } from "./lease.ts";
+import { returningJob, status, STEPS } from "./lease.ts";
 
 // Once per key (issue 30, migrations/0035): what a dedup key adds to an
 // enqueue, as statements that run in the enqueue's own batch (one
@@ -39,15 +39,16 @@ export function noWaiting(queue: string, key: string): string {
 /**
  * Moves the debounced job of dedup key `key` in `queue` that waits for its
  * first claim, if there is one: the new payload and priority, and due
- * `debounceMs` after `now`, but never after its debounce_until. Answers the
- * job as moved.
+ * `debounceMs` after `now`, but never after its debounce_until; unless the
+ * enqueue's own id `id` exists, as then the enqueue changes nothing. Answers
+ * the job as moved.
  */
-export function debounce(move: { queue: string; key: string; payload: string | null; priority: number; debounceMs: number; now: number }): Statement {
+export function debounce(move: { id: string; queue: string; key: string; payload: string | null; priority: number; debounceMs: number; now: number }): Statement {
   return {
     sql: `UPDATE jobs SET payload = ?3, priority = ?4, run_at = min(?6 + ?5, debounce_until), updated_at = ?6
-          WHERE id = ${holderId("?1", "?2")} AND ${WAITING}
+          WHERE id = ${holderId("?1", "?2")} AND ${WAITING} AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = ?7)
           ${returningJob("?6")}`,
-    args: [move.queue, move.key, move.payload, move.priority, move.debounceMs, move.now],
+    args: [move.queue, move.key, move.payload, move.priority, move.debounceMs, move.now, move.id],
   };
 }
 
@@ -71,11 +72,15 @@ export function supersede(queue: string, key: string, by: string, now: number): 
   ];
 }
 
-/** Reads the holder of dedup key `key` of `queue`: its id, and its job as of `now` if it is not purged (the columns of `returningJob`). */
-export function holder(queue: string, key: string, now: number): Statement {
+/**
+ * Reads the holder of dedup key `key` of `queue`: its id, the end of its
+ * window, its job as of `now` with its steps if it is not purged, and whether
+ * the enqueue's own id `id` is taken (then the enqueue answers that job).
+ */
+export function holder(queue: string, key: string, now: number, id: string): Statement {
   return {
-    sql: `SELECT holder, window_until, jobs.*, ${status("?3")} AS status
+    sql: `SELECT holder, window_until, EXISTS (SELECT 1 FROM jobs WHERE id = ?4) AS id_taken, jobs.*, ${status("?3")} AS status, ${STEPS} AS steps
           FROM (SELECT job_id AS holder, until AS window_until FROM dedup_keys WHERE queue = ?1 AND dedup_key = ?2) LEFT JOIN jobs ON jobs.id = holder`,
-    args: [queue, key, now],
+    args: [queue, key, now, id],
   };
 }

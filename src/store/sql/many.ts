@@ -45,15 +45,18 @@ const COLUMNS = ["new_id", "new_payload", "new_priority", "new_run_at", "new_max
 
 /**
  * The jobs of the call `?3` that an enqueue of many takes up: all of them, or,
- * when some have dedup keys (`deduped`), those without one and the first of
- * each dedup key in the call while no window of that key lasts at `?2`
- * (`noWindow`, src/store/sql/dedup.ts); each with
- * its place in the call, `new_at`.
+ * when some have dedup keys (`deduped`), those without one and, of each dedup
+ * key, the first job of the call that would be created (its id new, and not
+ * earlier in the call), while no window of that key lasts at `?2` (`noWindow`,
+ * src/store/sql/dedup.ts); each with its place in the call, `new_at`.
  */
 function takenUp(deduped: boolean): string {
   const all = `SELECT ${COLUMNS.map((name, i) => `json_extract(value, '$[${i}]') AS ${name}`).join(", ")}, key AS new_at FROM json_each(?3)`;
   if (!deduped) return all;
-  return `SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY new_dedup_key ORDER BY new_at) AS new_dedup_nth FROM (${all}))
+  const wouldBeCreated = `new_id_nth = 1 AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = new_id)`;
+  return `SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY new_dedup_key ORDER BY new_at) AS new_dedup_nth
+                         FROM (SELECT *, row_number() OVER (PARTITION BY new_id ORDER BY new_at) AS new_id_nth FROM (${all}))
+                         WHERE new_dedup_key IS NULL OR (${wouldBeCreated}))
           WHERE new_dedup_key IS NULL OR (new_dedup_nth = 1 AND ${noWindow("?1", "new_dedup_key", "?2")})`;
 }
 
@@ -65,8 +68,10 @@ function takenUp(deduped: boolean): string {
  * each counted after the jobs of its key that come before it in the call
  * (`nth`): the statement reads the table as it was before it, so the jobs it
  * inserts count only through `nth`, which counts only those it inserts. A job
- * with a dedup key is taken up as `takenUp` says, and the last statement reads
- * who holds each dedup key of the call in a window that lasts, for the answer.
+ * with a dedup key is taken up as `takenUp` says, and the last statement reads,
+ * for the answer, who holds each dedup key of the call in a window that
+ * lasts, and which ids of the call's jobs with a dedup key exist (`dedup_key`
+ * NULL): one that does was not turned away by its key.
  */
 export function enqueueMany(queue: string, jobs: NewJob[], now: number): Statement[] {
   // A call without keys reads its jobs as they come, and holds none back.
@@ -98,7 +103,14 @@ export function enqueueMany(queue: string, jobs: NewJob[], now: number): Stateme
     countEnqueued("?1", "changes()", "?2", [queue, now]),
     ...(dedupKeys.length === 0
       ? []
-      : [{ sql: `SELECT dedup_key, job_id FROM dedup_keys WHERE queue = ?1 AND until > ?2 AND dedup_key IN (SELECT value FROM json_each(?3))`, args: [queue, now, JSON.stringify(dedupKeys)] }]),
+      : [
+          {
+            sql: `SELECT dedup_key, job_id FROM dedup_keys WHERE queue = ?1 AND until > ?2 AND dedup_key IN (SELECT value FROM json_each(?3))
+                  UNION ALL
+                  SELECT NULL, value FROM json_each(?4) WHERE EXISTS (SELECT 1 FROM jobs WHERE id = value)`,
+            args: [queue, now, JSON.stringify(dedupKeys), JSON.stringify(jobs.flatMap((job) => (job[8] === null ? [] : [job[0]])))],
+          },
+        ]),
   ];
 }
 

@@ -130,7 +130,7 @@ export function retryMatching(search: Search): Statement[] {
     },
     {
       sql: `UPDATE jobs
-            SET dead = 0, done = 0, cancelled = 0, attempts = 0, run_at = ?4, owner = NULL, until = 0, last_event = 'retried', updated_at = ?4,
+            SET dead = 0, done = 0, cancelled = 0, superseded_by = NULL, attempts = 0, run_at = ?4, owner = NULL, until = 0, last_event = 'retried', updated_at = ?4,
                 seq = iif(owner IS NULL, seq, ${NEXT_SEQ}),
                 held_back = ${heldBack("jobs.queue", "jobs.key", "?4", "?4")}, turn = ${turnOf("jobs.queue", "jobs.key")}
             WHERE ${which}

@@ -153,6 +153,22 @@ describe("a queue's alarm, on a clock set ahead", () => {
     const [again] = (await json<{ leases: { fence: number }[] }>(call("POST", "/v1/queues/al-purge-2/claim", { owner: "B", ttlMs: MINUTE }))).leases;
     expect(again!.fence).toBe(2);
   });
+
+  test("a dedup window longer than its job's retention: the alarm comes back at the window's end, and the key enqueues again", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T);
+    await call("POST", "/v1/jobs", { id: "al-once", queue: "al-window", dedupKey: "order-7", dedupTtlMs: 20 * DAY });
+    await call("POST", "/v1/jobs/al-once/cancel", {});
+    vi.setSystemTime(T + 7 * DAY + MINUTE);
+    expect(await runDurableObjectAlarm(queueObject("al-window"))).toBe(true);
+    expect(await rows("al-window", "SELECT id FROM jobs")).toEqual([]);
+    expect(await rows("al-window", "SELECT job_id FROM dedup_keys")).toEqual([{ job_id: "al-once" }]);
+    expect((await alarmOf("al-window")).at).toBe(Math.ceil((T + 20 * DAY) / MINUTE) * MINUTE);
+    vi.setSystemTime(T + 20 * DAY + MINUTE);
+    expect(await runDurableObjectAlarm(queueObject("al-window"))).toBe(true);
+    expect(await rows("al-window", "SELECT job_id FROM dedup_keys")).toEqual([]);
+    expect((await call("POST", "/v1/jobs", { id: "al-twice", queue: "al-window", dedupKey: "order-7", dedupTtlMs: DAY })).status).toBe(201);
+  });
 });
 
 describe("a queue's alarm that fails", () => {
