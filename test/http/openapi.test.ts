@@ -82,7 +82,7 @@ describe("the OpenAPI document", () => {
     expect(document.servers).toEqual([expect.objectContaining({ url: "/" })]);
     expect(document.security).toEqual([{ bearer: [] }]);
     const all = operations(document);
-    expect(all.length).toBe(40);
+    expect(all.length).toBe(41);
     for (const { method, path, operation } of all) {
       expect(operation.tags, `${method} ${path}`).toHaveLength(1);
       expect(document.tags!.map((tag) => tag.name), `${method} ${path}`).toContain(operation.tags![0]);
@@ -273,6 +273,18 @@ async function answers(): Promise<{ operationId: string; status: number; body: u
   await as("retryJob", "POST", "/v1/jobs/dies/retry");
   await as("cancelJob", "POST", "/v1/jobs/dies/cancel", { by: "ops", reason: "not needed" });
   await as("deleteJob", "DELETE", "/v1/jobs/dies");
+  await as("enqueueJob", "POST", "/v1/jobs", { id: "w-1", queue: "once", dedupKey: "order-7", dedupTtlMs: 60_000 });
+  await as("enqueueJob", "POST", "/v1/jobs", { id: "w-2", queue: "once", dedupKey: "order-7", dedupTtlMs: 60_000 });
+  await as("enqueueJobs", "POST", "/v1/queues/once/jobs", { jobs: [{ id: "w-3", dedupKey: "order-7", dedupTtlMs: 60_000 }, { id: "w-4" }] });
+  await as("enqueueJob", "POST", "/v1/jobs", { id: "b-1", queue: "once", dedupKey: "doc", debounceMs: 1_000 });
+  await as("enqueueJob", "POST", "/v1/jobs", { id: "b-2", queue: "once", dedupKey: "doc", debounceMs: 1_000, payload: 2 });
+  await as("enqueueJob", "POST", "/v1/jobs", { id: "s-1", queue: "once", dedupKey: "sync", supersede: true });
+  await as("enqueueJob", "POST", "/v1/jobs", { id: "s-2", queue: "once", dedupKey: "sync", supersede: true });
+  await as("bulkJobs", "POST", "/v1/jobs/bulk", { action: "retry", filter: { queue: "once" }, dryRun: true });
+  await as("bulkJobs", "POST", "/v1/jobs/bulk", { action: "cancel", filter: { queue: "once", status: ["queued", "scheduled"] } });
+  await as("bulkJobs", "POST", "/v1/jobs/bulk", { action: "delete", filter: { queue: "once" } });
+  // The window's job deleted: the window answers its id alone.
+  expect(await as("enqueueJob", "POST", "/v1/jobs", { id: "s-3", queue: "once", dedupKey: "order-7", dedupTtlMs: 60_000 })).toEqual({ created: false, deduplicated: true, id: "w-1" });
   await as("setQueue", "PUT", "/v1/queues/q", { maxLeased: 5, ratePerSecond: 2, burst: 4 });
   await as("pauseQueue", "POST", "/v1/queues/q/pause");
   await as("resumeQueue", "POST", "/v1/queues/q/resume");
@@ -322,7 +334,7 @@ describe("a client generated from the document by openapi-typescript", () => {
     const document = await openApiDocument();
     const generated = astToString(await openapiTS(document as never));
     const real = await answers();
-    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(37); // all but the 204s of deleteSchedule and deletePush and the text of getMetrics
+    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(38); // all but the 204s of deleteSchedule and deletePush and the text of getMetrics
 
     const use = [
       'import type { components, operations } from "./api.ts";',
