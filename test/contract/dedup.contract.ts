@@ -188,13 +188,14 @@ export function dedupContract(freshStore: () => Promise<FreshStorage>): void {
       await store.enqueue("v1", { queue: "q", dedupKey: "doc", supersede: true, now: T });
       const lease = await store.claim("v1", { owner: "A", ttlMs: TTL, now: T });
       await store.enqueue("v2", { queue: "q", dedupKey: "doc", supersede: true, now: T + 1 });
+      // Each write is sent once the one before it was refused: a refusal left unawaited meanwhile would go unhandled.
       for (const write of [
-        store.complete("v1", { owner: "A", fence: lease.fence, result: "late", now: T + 2 }),
-        store.renew("v1", { owner: "A", fence: lease.fence, ttlMs: TTL, now: T + 2 }),
-        store.fail("v1", { owner: "A", fence: lease.fence, error: "x", now: T + 2 }),
-        store.step("v1", "charge", { owner: "A", fence: lease.fence, result: '"ch_1"', now: T + 2 }),
+        () => store.complete("v1", { owner: "A", fence: lease.fence, result: "late", now: T + 2 }),
+        () => store.renew("v1", { owner: "A", fence: lease.fence, ttlMs: TTL, now: T + 2 }),
+        () => store.fail("v1", { owner: "A", fence: lease.fence, error: "x", now: T + 2 }),
+        () => store.step("v1", "charge", { owner: "A", fence: lease.fence, result: '"ch_1"', now: T + 2 }),
       ]) {
-        const refused = await refusalOf(write);
+        const refused = await refusalOf(write());
         expect(refused).toBeInstanceOf(LeaseLost);
         expect(refused).toMatchObject({ code: "stale_lease", reason: "cancelled" });
       }
