@@ -5,6 +5,8 @@ import { MAX_BURST, MAX_RATE_PER_SECOND, type QueueLimits, type QueueLimitsReque
 import * as check from "./validate.ts";
 import { MAX_LEASED_PER_KEY } from "./sql/keys.ts";
 import { keysOf } from "./sql/key-reads.ts";
+import { pointsOf, type Series, seriesRange, type SeriesRequest } from "./series.ts";
+import { seriesOf } from "./sql/series.ts";
 import { keyFromRow, type KeysPage, keysLimit, type KeysRequest } from "./key-stats.ts";
 
 // The queue verbs of LeaseStore (`store.queues`): pause, resume, set, get and
@@ -145,6 +147,19 @@ export class Queues {
     const rows = await this.#driver.run(keysOf(check.name("queue", queue), after, limit + 1, check.instant("now", timeOf(request))));
     const keys = rows.slice(0, limit).map(keyFromRow);
     return { keys, next: rows.length > limit ? keys.at(-1)!.key : null };
+  }
+
+  /**
+   * series answers what a queue did, step by step (SeriesPoint): from the
+   * minutes it kept (24 hours), or from its hours (30 days) when `step` is a
+   * whole number of hours. A queue that did nothing answers zeros.
+   */
+  async series(queue: string, request: SeriesRequest = {}): Promise<Series> {
+    const name = check.name("queue", queue);
+    const range = seriesRange(request, check.instant("now", timeOf(request)));
+    const rows = await this.#driver.run(seriesOf(name, range.span, range.first, range.last));
+    const { step, from, to, keptFrom } = range;
+    return { queue: name, step, from, to, keptFrom, points: pointsOf(rows, range) };
   }
 
   async #write(...statements: Statement[]): Promise<QueueSettings> {

@@ -11,6 +11,7 @@ import { queuesContract } from "./queues.contract.ts";
 import { rateLimitContract } from "./rate-limit.contract.ts";
 import { schedulesContract } from "./schedules.contract.ts";
 import { searchContract } from "./search.contract.ts";
+import { seriesContract } from "./series.contract.ts";
 import { type FreshStorage, storageContract } from "./storage.contract.ts";
 import { stepsContract } from "./steps.contract.ts";
 import { storeContract } from "./store.contract.ts";
@@ -37,4 +38,5 @@ export function everyContract(freshStore: () => Promise<FreshStorage>): void {
   dedupContract(freshStore);
   stepsContract(freshStore);
   searchContract(freshStore);
+  seriesContract(freshStore);
 }

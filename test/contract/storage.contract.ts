@@ -25,6 +25,8 @@ const HOUR = 3_600_000;
 const MINUTE = 60_000;
 const T = 100 * HOUR;
 const TTL = 30_000;
+/** The counts of queue_counts, without the current minute's tallies (migrations/0037, the series contract's). */
+const COUNTED = "queue, open, done, dead, cancelled, enqueued_at";
 
 /** Whether a job is due at `now`, from its stored row: its run_at has come, or had come at its enqueue (a fail's run_at aside), as `due` in src/store/sql/lease.ts says. */
 function isDue(row: Row, now: number): boolean {
@@ -163,11 +165,11 @@ export function storageContract(freshStore: () => Promise<FreshStorage>): void {
         { queue: "b", open: 2, done: 0, dead: 0, cancelled: 0, enqueued_at: T + HOUR },
         { queue: "c", open: 1, done: 0, dead: 0, cancelled: 0, enqueued_at: T - HOUR },
       ];
-      expect(await rows("SELECT * FROM queue_counts ORDER BY queue")).toEqual(counts);
+      expect(await rows(`SELECT ${COUNTED} FROM queue_counts ORDER BY queue`)).toEqual(counts);
       expect(await store.expire({ now: T + HOUR })).toHaveLength(4); // a-expiring, a-expired-scheduled, a-leased (their last attempt: dead), c-expired
-      expect(await rows("SELECT * FROM queue_counts ORDER BY queue")).toEqual([{ ...counts[0], open: 6, dead: 4 }, counts[1], counts[2]]);
+      expect(await rows(`SELECT ${COUNTED} FROM queue_counts ORDER BY queue`)).toEqual([{ ...counts[0], open: 6, dead: 4 }, counts[1], counts[2]]);
       for (const id of Object.keys(await snapshot()).filter((id) => id.startsWith("c-"))) await store.delete(id, { now: T + HOUR });
-      expect(await rows("SELECT * FROM queue_counts WHERE queue = 'c'")).toEqual([{ ...counts[2], open: 0 }]);
+      expect(await rows(`SELECT ${COUNTED} FROM queue_counts WHERE queue = 'c'`)).toEqual([{ ...counts[2], open: 0 }]);
       expect((await store.stats({ now: T + HOUR })).map(({ queue }) => queue)).toEqual(["a", "b"]);
       expect((await store.queues.list()).map(({ queue }) => queue)).toEqual(["a", "b"]);
     });

@@ -18,6 +18,7 @@ import { pushContract } from "../contract/push.contract.ts";
 import { queuesContract } from "../contract/queues.contract.ts";
 import { schedulesContract } from "../contract/schedules.contract.ts";
 import { searchContract } from "../contract/search.contract.ts";
+import { seriesContract } from "../contract/series.contract.ts";
 import { rateLimitContract } from "../contract/rate-limit.contract.ts";
 import { storeContract } from "../contract/store.contract.ts";
 import { tokensContract } from "../contract/tokens.contract.ts";
@@ -49,6 +50,7 @@ keyReadsContract(freshStore);
 dedupContract(freshStore);
 stepsContract(freshStore);
 searchContract(freshStore);
+seriesContract(freshStore);
 
 describe("close", () => {
   test("gives the connection back: the store answers nothing afterwards, and the rows stay", async () => {

@@ -6,11 +6,12 @@ import type { ObjectStorage } from "../../drivers/durable-object-sql.ts";
 /**
  * The tables that say nothing of a queue once the others are empty: which
  * migrations ran (and their checksums) and which queue this is (built again with the storage), the
- * counts derived from the jobs, and the fence floor, which the directory's
- * shards keep for every id once its unbind is sent (an id bound here again
- * starts above its shard's floor: directory.ts).
+ * counts derived from the jobs, the series of what its jobs did
+ * (migrations/0037: a queue let go lets its series go with it, docs/operations.md#series),
+ * and the fence floor, which the directory's shards keep for every id once
+ * its unbind is sent (an id bound here again starts above its shard's floor: directory.ts).
  */
-const BOOKKEEPING = new Set(["d1_migrations", "migration_checksums", "queue_object", "queue_counts", "fence_floor"]);
+const BOOKKEEPING = new Set(["d1_migrations", "migration_checksums", "queue_object", "queue_counts", "queue_series", "fence_floor"]);
 
 /** Whether an object's SQLite has been built (the migrations' record is there): an object let go, or never written, has none. */
 export function hasStorage(storage: ObjectStorage): boolean {

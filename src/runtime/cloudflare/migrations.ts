@@ -27,6 +27,7 @@ import m0033 from "../../../migrations/0033_due_at_enqueue.sql";
 import m0034 from "../../../migrations/0034_keys.sql";
 import m0035 from "../../../migrations/0035_dedup.sql";
 import m0036 from "../../../migrations/0036_steps.sql";
+import m0037 from "../../../migrations/0037_series.sql";
 
 /** Every file of migrations/, by name, in the order they apply. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -52,4 +53,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: "0034_keys.sql", sql: m0034 },
   { name: "0035_dedup.sql", sql: m0035 },
   { name: "0036_steps.sql", sql: m0036 },
+  { name: "0037_series.sql", sql: m0037 },
 ];

@@ -1,6 +1,7 @@
 import type { InValue } from "@libsql/client";
 import type { Statement } from "../../drivers/driver.ts";
 import { heldBack, turnOf } from "./keys.ts";
+import { addTallies, COMPLETED_TALLIES, completedBuckets, completedTallies, minuteOf } from "./series.ts";
 
 // The lease rules. Each write is one conditional statement that decides and
 // writes together, so no other writer can slip in between a check and its
@@ -83,10 +84,15 @@ export function firstSeq(id: string): string {
  * join the open ones, and the row keeps the highest `now` an enqueue of the
  * queue has read (`enqueued_at`, migrations/0033), how far along run_at the
  * claims look for jobs that were due when they were enqueued (`dueUpTo`, in
- * src/store/sql/claim-next.ts). The same row as the count: no row more.
+ * src/store/sql/claim-next.ts), and adds them to its current minute's
+ * enqueued (src/store/sql/series.ts). The same row as the count: no row more.
  */
 export const ADD_ENQUEUED = `ON CONFLICT (queue) DO UPDATE SET
-  open = open + excluded.open, enqueued_at = coalesce(max(enqueued_at, excluded.enqueued_at), excluded.enqueued_at)`;
+  open = open + excluded.open, enqueued_at = coalesce(max(enqueued_at, excluded.enqueued_at), excluded.enqueued_at),
+  ${addTallies("excluded.minute", ["enqueued"], () => "excluded.minute_enqueued")}`;
+
+/** The columns of an enqueue's row of counts, for ADD_ENQUEUED: the jobs it added, its time, and its minute's tally (migrations/0037). */
+export const ENQUEUED_COLUMNS = "queue, open, enqueued_at, minute, minute_enqueued";
 
 /**
  * Adds `count` (an SQL expression, 0 adds nothing) jobs enqueued at `now` (an
@@ -95,7 +101,7 @@ export const ADD_ENQUEUED = `ON CONFLICT (queue) DO UPDATE SET
  */
 export function countEnqueued(queue: string, count: string, now: string, args: InValue[]): Statement {
   return {
-    sql: `INSERT INTO queue_counts (queue, open, enqueued_at) SELECT ${queue}, ${count}, ${now} WHERE ${count} > 0
+    sql: `INSERT INTO queue_counts (${ENQUEUED_COLUMNS}) SELECT ${queue}, ${count}, ${now}, ${minuteOf(now)}, ${count} WHERE ${count} > 0
           ${ADD_ENQUEUED}`,
     args,
   };
@@ -269,6 +275,19 @@ export function renew(id: string, owner: string, fence: number, now: number, ttl
 /** A job completed, neither dead nor cancelled (both are done too): a condition over a jobs row. */
 export const COMPLETED = "done = 1 AND dead = 0 AND cancelled = 0";
 
+/**
+ * What a completion adds to its queue's counts, once the UPDATE before it
+ * completed job ?1 at ?2 (nothing when it did not: `changes()`): one job from
+ * open to done, and its minute's tallies (migrations/0037). Built once: its
+ * text is the same for every completion.
+ */
+const COUNT_COMPLETED = `INSERT INTO queue_counts (queue, open, done, minute, ${COMPLETED_TALLIES.map((tally) => `minute_${tally}`).join(", ")})
+  SELECT queue, -1, 1, ${minuteOf("?2")}, ${completedTallies("1", "").join(", ")}
+  FROM (SELECT jobs.queue, ${completedBuckets("?2")} FROM jobs WHERE jobs.id = ?1 AND changes() = 1)
+  WHERE true -- so that ON CONFLICT is not read as the join's ON
+  ON CONFLICT (queue) DO UPDATE SET open = open - 1, done = done + 1,
+    ${addTallies("excluded.minute", COMPLETED_TALLIES, (tally) => `excluded.minute_${tally}`)}`;
+
 /** What a completion writes (`result` and `now` SQL expressions): the result, done, and the completion's place. */
 export function completion(result: string, now: string): string {
   return `result = ${result}, done = 1, updated_at = ${now}, seq = ${NEXT_SEQ}`;
@@ -290,11 +309,7 @@ export function complete(id: string, owner: string, fence: number, now: number, 
             ${returningJob("?4")}`,
       args: [id, owner, fence, now, result],
     },
-    {
-      sql: `INSERT INTO queue_counts (queue, open, done) SELECT queue, -1, 1 FROM jobs WHERE id = ?1 AND changes() = 1
-            ON CONFLICT (queue) DO UPDATE SET open = open - 1, done = done + 1`,
-      args: [id],
-    },
+    { sql: COUNT_COMPLETED, args: [id, now] },
     // The claim of `next` goes here, right after the count, which changed a row
     // exactly when this completion was accepted: the same completion sent again
     // (done already, by this owner, fence and result) changes nothing, so it

@@ -2,6 +2,7 @@ import type { Statement } from "../../drivers/driver.ts";
 import { noWindow } from "./dedup.ts";
 import { heldBack, turnOf } from "./keys.ts";
 import { COMPLETED, completion, countEnqueued, currentLease, FENCE_FLOOR, firstSeq, FOLD_REFUSAL, refusalSeq, renewed, status } from "./lease.ts";
+import { addTallies, COMPLETED_TALLIES, completedBuckets, completedTallies, minuteOf } from "./series.ts";
 
 // The rules of src/store/sql/lease.ts applied to many jobs at once, each job still
 // decided alone by the same conditions. The jobs travel as ONE JSON array
@@ -165,8 +166,12 @@ export function completeMany(owner: string, completions: Completion[], now: numb
   const current = currentLease("?1", "lease_fence", "?2");
   return [
     {
-      sql: `UPDATE queue_counts SET open = open - completing, done = done + completing
-            FROM (SELECT queue AS completing_queue, count(*) AS completing FROM ${held} JOIN jobs ON id = lease_id WHERE ${current} GROUP BY queue)
+      sql: `UPDATE queue_counts SET open = open - completing_completed, done = done + completing_completed,
+              ${addTallies("completing_minute", COMPLETED_TALLIES, (tally) => `completing_${tally}`)}
+            FROM (SELECT queue AS completing_queue, ${minuteOf("?2")} AS completing_minute,
+                         ${completedTallies("count(*)", "sum").map((sum, i) => `${sum} AS completing_${COMPLETED_TALLIES[i]}`).join(", ")}
+                  FROM (SELECT jobs.queue, ${completedBuckets("?2")} FROM ${held} JOIN jobs ON id = lease_id WHERE ${current})
+                  GROUP BY queue)
             WHERE queue_counts.queue = completing_queue`,
       args,
     },

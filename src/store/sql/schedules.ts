@@ -1,6 +1,7 @@
 import type { Statement } from "../../drivers/driver.ts";
 import { followsBack } from "../step-back.ts";
-import { ADD_ENQUEUED, FENCE_FLOOR, firstSeq } from "./lease.ts";
+import { ADD_ENQUEUED, ENQUEUED_COLUMNS, FENCE_FLOOR, firstSeq } from "./lease.ts";
+import { minuteOf } from "./series.ts";
 import { heldBack, turnOf } from "./keys.ts";
 import { unpacked } from "./many.ts";
 
@@ -153,8 +154,8 @@ export function fireDue(fires: Fire[], now: number, clock: string): Statement[] 
   const args = [now, JSON.stringify(fires), clock];
   return [
     {
-      sql: `INSERT INTO queue_counts (queue, open, enqueued_at)
-            SELECT s.queue, count(*), ?1 FROM ${fired} JOIN schedules s
+      sql: `INSERT INTO queue_counts (${ENQUEUED_COLUMNS})
+            SELECT s.queue, count(*), ?1, ${minuteOf("?1")}, count(*) FROM ${fired} JOIN schedules s
             WHERE job_id IS NOT NULL AND ${stillDue("s")} AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = job_id)
             GROUP BY s.queue
             ${ADD_ENQUEUED}`,

@@ -90,4 +90,24 @@ describe("an object that holds nothing lets its storage go", () => {
       vi.useRealTimers();
     }
   });
+
+  test("a queue whose jobs finished over several minutes lets go once they are purged, its series with it", async () => {
+    const T = Date.now();
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(T);
+      await callAs(ADMIN, "POST", "/v1/queues/let-charted/jobs", { jobs: [{ id: "let-charted-1" }, { id: "let-charted-2" }] });
+      const { leases } = (await callAs(ADMIN, "POST", "/v1/queues/let-charted/claim", { owner: "W", ttlMs: 600_000, limit: 2 })).body;
+      expect((await callAs(ADMIN, "POST", `/v1/jobs/${leases[0].job.id}/complete`, { owner: "W", fence: 1, result: "ok" })).status).toBe(200);
+      vi.setSystemTime(T + 61_000); // a later minute: the first one ends, into the queue's series
+      expect((await callAs(ADMIN, "POST", `/v1/jobs/${leases[1].job.id}/complete`, { owner: "W", fence: 1, result: "ok" })).status).toBe(200);
+      const series = await runInDurableObject(queueObject("let-charted"), (_object, state) => state.storage.sql.exec("SELECT count(*) AS n FROM queue_series").one().n);
+      expect(series).toBe(2); // the minute and its hour
+      vi.setSystemTime(T + 8 * 24 * 60 * 60 * 1000);
+      expect(await runDurableObjectAlarm(queueObject("let-charted"))).toBe(true);
+      expect(await kept("let-charted")).toEqual({ tables: 0, listed: false });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });

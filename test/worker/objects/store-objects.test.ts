@@ -18,6 +18,7 @@ import { jsonDepthContract } from "../../contract/json-depth.contract.ts";
 import { keysContract } from "../../contract/keys.contract.ts";
 import { type FreshStorage, storageContract } from "../../contract/storage.contract.ts";
 import { searchContract } from "../../contract/search.contract.ts";
+import { seriesContract } from "../../contract/series.contract.ts";
 import { storeContract } from "../../contract/store.contract.ts";
 import { traceContract } from "../../contract/trace.contract.ts";
 
@@ -78,3 +79,4 @@ keyReadsContract(freshObjectStore);
 dedupContract(freshObjectStore);
 stepsContract(freshObjectStore);
 searchContract(freshObjectStore);
+seriesContract(freshObjectStore);
