@@ -58,6 +58,9 @@ export const OPTIONS = {
   "finished-from": { type: "string" },
   "finished-to": { type: "string" },
   "dry-run": { type: "boolean" },
+  step: { type: "string" },
+  from: { type: "string" },
+  to: { type: "string" },
 } as const;
 
 /** The options of one command line, as parseArgs gives them. */
@@ -80,7 +83,7 @@ export function integer(flags: Flags, name: keyof Flags): number | undefined {
 }
 
 /** A moment option: ms since the epoch, or an ISO 8601 time with its zone (as the CLI prints them); undefined when not given. */
-export function moment(flags: Flags, name: "run-at" | "created-from" | "created-to" | "finished-from" | "finished-to"): number | undefined {
+export function moment(flags: Flags, name: "run-at" | "created-from" | "created-to" | "finished-from" | "finished-to" | "from" | "to"): number | undefined {
   const value = flags[name];
   if (value === undefined || /^-?\d+$/.test(value.trim())) return integer(flags, name);
   const ms = /\d{4}-\d\d-\d\dT.*(Z|[+-]\d\d:?\d\d)$/i.test(value) ? Date.parse(value) : Number.NaN;

@@ -11,6 +11,7 @@ import { PUSH_COMMANDS } from "./push.ts";
 import { QUEUE_COMMANDS } from "./queues.ts";
 import { SCHEDULE_COMMANDS } from "./schedules.ts";
 import { SEARCH_COMMANDS } from "./search.ts";
+import { SERIES_COMMANDS } from "./series.ts";
 import { refuseTokenFlags, TOKEN_COMMANDS } from "./tokens.ts";
 import { migrateDatabase, serve } from "./server-commands.ts";
 import { USAGE } from "./usage.ts";
@@ -20,10 +21,10 @@ export type { Io } from "./command.ts";
 
 // The dispatcher: reads the command line, finds the command, and prints its
 // answer (or the one line of its error) with the exit code. Each group of
-// commands is a file of its own (jobs.ts, leases.ts, queues.ts, keys.ts, push.ts, schedules.ts, tokens.ts).
+// commands is a file of its own (jobs.ts, leases.ts, queues.ts, keys.ts, series.ts, push.ts, schedules.ts, tokens.ts).
 
 /** Every command that calls the server, by name. */
-export const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...SEARCH_COMMANDS, ...LEASE_COMMANDS, ...QUEUE_COMMANDS, ...KEY_COMMANDS, ...PUSH_COMMANDS, ...SCHEDULE_COMMANDS, ...TOKEN_COMMANDS };
+export const COMMANDS: Record<string, Command> = { ...JOB_COMMANDS, ...SEARCH_COMMANDS, ...LEASE_COMMANDS, ...QUEUE_COMMANDS, ...KEY_COMMANDS, ...SERIES_COMMANDS, ...PUSH_COMMANDS, ...SCHEDULE_COMMANDS, ...TOKEN_COMMANDS };
 
 /**
  * The command named on the line (one word, or two for a group such as

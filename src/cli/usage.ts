@@ -66,6 +66,9 @@ Queues:
   keys <queue> [--limit N] [--cursor C]
                                  the queue's keys with open jobs, in key order: waiting and leased jobs,
                                  and why a key holds jobs back (key_full, key_ordered, key_rate_limited)
+  series <queue> [--step MS] [--from T] [--to T]
+                                 what the queue did a step at a time (default: each minute of the last hour):
+                                 enqueued, completed, failed, expired, dead, refused, wait and run p50/p99
 Push:
   push list                      every pushed queue: its endpoint, timeout and maxInFlight
   push set <queue> [--endpoint URL] [--timeout-ms N] [--max-in-flight N]

@@ -1,11 +1,12 @@
 import { queryString } from "./http-transport.ts";
 import type { Transport } from "./transport.ts";
-import type { KeyPage, KeysRequest, QueueSettings, QueueSettingsRequest, QueueStats } from "./types.ts";
+import type { KeyPage, KeysRequest, QueueSettings, QueueSettingsRequest, QueueStats, Series, SeriesRequest } from "./types.ts";
 
 /**
  * QueueCalls are the calls about whole queues, as `client.queues`: their
  * numbers (stats), pause and resume, their limits and those of their keys
- * (set, get, list), and their keys with open jobs (keys). A
+ * (set, get, list), their keys with open jobs (keys), and what each did
+ * over time (series). A
  * queue needs no creating: one is named by its jobs or its settings.
  */
 export class QueueCalls {
@@ -66,6 +67,21 @@ export class QueueCalls {
         const page = await store.queues.keys(queue, { ...request, now: now() });
         return { keys: page.keys, nextCursor: page.next };
       },
+      repeat: "always",
+    });
+  }
+
+  /**
+   * series answers what the queue did, a point a step (`GET
+   * /v1/queues/:queue/series`): jobs enqueued, completed, failed, expired
+   * and dead, refused writes, and its completed jobs' wait and run
+   * quantiles. `step` is whole minutes (default 60000); `from` defaults to 59
+   * steps before `to`, `to` to now; at most 1,440 points, else InvalidRequestError.
+   */
+  series(queue: string, request: SeriesRequest = {}): Promise<Series> {
+    return this.#transport.call({
+      route: ["GET", `${queuePath(queue)}/series${queryString(request)}`],
+      local: ({ store, now }) => store.queues.series(queue, { ...request, now: now() }),
       repeat: "always",
     });
   }

@@ -17,7 +17,7 @@ import type { InProcessApi } from "./in-process/api.ts";
  * The rule, one per call (a test sends each with its answer lost and checks it):
  * - "always", its repeat changes nothing more: every read (`get`, `waitFor`,
  *   `list`, `events`, `checkLease`, `queues.stats`, `queues.get`,
- *   `queues.list`, `queues.keys`, `schedules.get`, `schedules.list`, `push.get`, `push.list`); `enqueue` and
+ *   `queues.list`, `queues.keys`, `queues.series`, `schedules.get`, `schedules.list`, `push.get`, `push.list`); `enqueue` and
  *   `enqueueMany` (an id that exists is left untouched); `renew` and
  *   `renewMany` (the same lease extended again); `step` (a step recorded
  *   already is answered as recorded, `recorded: false`); `complete` and

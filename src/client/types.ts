@@ -6,6 +6,7 @@ import type * as pushSchema from "../http/push.ts";
 import type * as queueSchema from "../http/queues.ts";
 import type * as scheduleSchema from "../http/schedules.ts";
 import type * as searchSchema from "../http/search.ts";
+import type * as seriesSchema from "../http/series.ts";
 import type * as shapes from "../http/shapes.ts";
 import type * as stepSchema from "../http/steps.ts";
 import type * as tokenSchema from "../http/tokens.ts";
@@ -47,6 +48,12 @@ export type QueueSettings = z.infer<typeof queueSchema.QueueSettingsSchema>;
 export type KeysRequest = z.output<typeof keySchema.KeysQuery>;
 /** What `GET /v1/queues/:queue/keys` answers: a page of the queue's keys that have open jobs, in key order, each with its waiting jobs, current leases and why it holds jobs back; and the cursor of the next (null on the last). */
 export type KeyPage = z.output<ReturnType<typeof keySchema.keyRoutes>["listKeys"]["responses"][200]["content"]["application/json"]["schema"]>;
+/** The query of `GET /v1/queues/:queue/series`: `from` and `to` (ms since the epoch) and `step` (ms, whole minutes). */
+export type SeriesRequest = z.output<typeof seriesSchema.SeriesQuery>;
+/** What `GET /v1/queues/:queue/series` answers: a point a step of what the queue did, with its range and where its keeping begins. */
+export type Series = z.output<ReturnType<typeof seriesSchema.seriesRoutes>["series"]["responses"][200]["content"]["application/json"]["schema"]>;
+/** What a queue did in one step: its counts, and its completed jobs' wait and run quantiles. */
+export type SeriesPoint = z.infer<typeof seriesSchema.SeriesPointSchema>;
 /** The body of `PUT /v1/queues/:queue`. */
 export type QueueSettingsRequest = z.input<typeof queueSchema.QueueSettingsBody>;
 /** The body of `POST /v1/jobs`. */

@@ -16,6 +16,7 @@ import { serveSteps, stepRoutes } from "./steps.ts";
 import { PUSH_TAG, type PushChanges, pushRoutes, servePush } from "./push.ts";
 import { QUEUES_TAG, queueRoutes, serveQueues } from "./queues.ts";
 import { keyRoutes, serveKeys } from "./keys.ts";
+import { serveSeries, seriesRoutes } from "./series.ts";
 import { requestLog } from "./middleware/request-log.ts";
 import { requestMetrics } from "./middleware/request-metrics.ts";
 import { tracing } from "./middleware/tracing.ts";
@@ -92,7 +93,7 @@ export function createApp(options: AppOptions) {
   const { store, auth } = options;
   const clock = options.clock ?? (() => Date.now());
   const limits = limitsOf(options.limits);
-  const route = { ...jobRoutes(), ...searchRoutes(), ...leaseRoutes(limits), ...stepRoutes(), ...queueRoutes(), ...keyRoutes(), ...pushRoutes(), ...scheduleRoutes(), ...systemRoutes(), ...tokenRoutes() };
+  const route = { ...jobRoutes(), ...searchRoutes(), ...leaseRoutes(limits), ...stepRoutes(), ...queueRoutes(), ...keyRoutes(), ...seriesRoutes(), ...pushRoutes(), ...scheduleRoutes(), ...systemRoutes(), ...tokenRoutes() };
   const waits = options.waits ?? localWaits(store, new WaitRoom({ clock }), clock);
   const wake = wakeWith(waits);
   const requests = new RequestMetrics();
@@ -140,6 +141,7 @@ export function createApp(options: AppOptions) {
   serveSteps(app, route, served);
   serveQueues(app, route, served);
   serveKeys(app, route, served);
+  serveSeries(app, route, served);
   servePush(app, route, served, options.push);
   serveSchedules(app, route, served, options.scheduleNames);
   serveTokens(app, route, tokens, clock, revocations);

@@ -6,7 +6,7 @@ import { utf8Bytes } from "../store/validate.ts";
 import { afterAnswer } from "./after-answer.ts";
 import { CancelBody, JOBS_TAG } from "./jobs.ts";
 import { type Api, json, refusals, requestBody, type Served } from "./resource.ts";
-import { body, instant, JobSchema, label, LABEL_RULES, positive, query, queryInt, QueueName } from "./shapes.ts";
+import { body, instant, JobSchema, label, LABEL_RULES, positive, query, queryInstant, queryInt, QueueName } from "./shapes.ts";
 import { jobView } from "./views.ts";
 
 // Search (docs/search.md): GET /v1/jobs, a page of the jobs that match its
@@ -51,12 +51,6 @@ function filters<Time extends z.ZodType, Statuses extends z.ZodType>(time: () =>
     finishedTo: at(SAID.finishedTo),
   };
 }
-
-/** A time sent as a query parameter. */
-const queryInstant = () =>
-  z.string().regex(/^\d{1,16}$/, { error: "must be milliseconds since the epoch, a whole number" }).transform(Number)
-    .pipe(z.number().max(Number.MAX_SAFE_INTEGER, { error: "must be a safe integer" }))
-    .openapi({ type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 
 /** The query of GET /v1/jobs: the filters (a status once, or repeated: `status=dead&status=cancelled`), and the page. */
 export const ListQuery = query({

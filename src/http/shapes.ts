@@ -249,6 +249,12 @@ export const queryInt = (max: number) =>
   z.string().regex(/^\d+$/, { error: "must be a whole number" }).transform(Number).pipe(z.number().min(1, { error: "must be at least 1" }).max(max, { error: `must be at most ${max}` }))
     .openapi({ type: "integer", minimum: 1, maximum: max });
 
+/** A time sent as a query parameter. */
+export const queryInstant = () =>
+  z.string().regex(/^\d{1,16}$/, { error: "must be milliseconds since the epoch, a whole number" }).transform(Number)
+    .pipe(z.number().max(Number.MAX_SAFE_INTEGER, { error: "must be a safe integer" }))
+    .openapi({ type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+
 /** The query of a listing that refuses parameters it does not know. */
 export function query<T extends Record<string, z.ZodType>>(shape: T) {
   const known = Object.keys(shape).join(", ");

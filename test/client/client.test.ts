@@ -464,6 +464,27 @@ describe.each(TRANSPORTS)("LeaseClient: a job's whole life, %s", (transport) => 
     ]);
   });
 
+  test("queues.series answers what a queue did a step at a time, and a bad step is InvalidRequestError", async () => {
+    const { clock, options } = handClock();
+    await using s = await served(transport, options);
+    await s.client.enqueue({ id: "a", queue: "q" });
+    const lease = await s.client.claim("a", { owner: "A", ttlMs: TTL });
+    clock.now = T + 2_000;
+    await s.client.complete("a", { owner: "A", fence: lease.fence, result: "ok" });
+    const minute = T - (T % 60_000);
+    const none = { count: 0, p50: null, p90: null, p99: null };
+    expect(await s.client.queues.series("q", { from: T, to: T + 60_000 })).toEqual({
+      queue: "q", step: 60_000, from: minute, to: T + 60_000, keptFrom: 0,
+      points: [
+        { at: minute, enqueued: 1, completed: 1, failed: 0, expired: 0, dead: 0, refused: 0, wait: { count: 1, p50: 3, p90: 5, p99: 5 }, run: { count: 1, p50: 1_750, p90: 2_350, p99: 2_485 } },
+        { at: minute + 60_000, enqueued: 0, completed: 0, failed: 0, expired: 0, dead: 0, refused: 0, wait: none, run: none },
+      ],
+    });
+    const refused = await s.client.queues.series("q", { step: 1_000 }).catch((error) => error);
+    expect(refused).toBeInstanceOf(InvalidRequestError);
+    expect(refused.message).toContain("step must be a whole number of minutes");
+  });
+
   test("queues.keys pages through a queue's keys with open jobs, and a bad limit is InvalidRequestError", async () => {
     await using s = await served(transport);
     await s.store.queues.set("q", { maxLeasedPerKey: 1 });

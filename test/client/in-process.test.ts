@@ -70,6 +70,7 @@ async function story(transport: TransportName) {
   await note(() => c.queues.list());
   await note(() => c.queues.stats());
   await note(() => c.queues.keys("q", { limit: 1 }));
+  await note(() => c.queues.series("q", { step: 3_600_000 }));
   await note(() => c.queues.set("keyed", { maxLeasedPerKey: 1, keyRatePerSecond: 1, orderedByKey: true, fairByKey: true }));
   await note(() => c.enqueueMany("keyed", [{ id: "k-1", key: "tenant" }, { id: "k-2", key: "tenant" }, { id: "k-3", key: "other" }]));
   await note(() => c.enqueue({ id: "k-4", queue: "keyed", key: "tenant" }));

@@ -32,6 +32,7 @@ const CALLS: [name: string, repeat: "always" | "if-unsent", call: (client: Lease
   ["queues.get", "always", (c) => c.queues.get("q")],
   ["queues.list", "always", (c) => c.queues.list()],
   ["queues.keys", "always", (c) => c.queues.keys("q")],
+  ["queues.series", "always", (c) => c.queues.series("q")],
   ["queues.pause", "always", (c) => c.queues.pause("q")],
   ["queues.resume", "always", (c) => c.queues.resume("q")],
   ["queues.set", "always", (c) => c.queues.set("q", { maxLeased: 2 })],

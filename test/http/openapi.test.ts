@@ -82,7 +82,7 @@ describe("the OpenAPI document", () => {
     expect(document.servers).toEqual([expect.objectContaining({ url: "/" })]);
     expect(document.security).toEqual([{ bearer: [] }]);
     const all = operations(document);
-    expect(all.length).toBe(41);
+    expect(all.length).toBe(42);
     for (const { method, path, operation } of all) {
       expect(operation.tags, `${method} ${path}`).toHaveLength(1);
       expect(document.tags!.map((tag) => tag.name), `${method} ${path}`).toContain(operation.tags![0]);
@@ -295,6 +295,7 @@ async function answers(): Promise<{ operationId: string; status: number; body: u
   await as("claimJob", "POST", "/v1/jobs/k-1/claim", { owner: "A", ttlMs: TTL });
   await as("getStats", "GET", "/v1/stats");
   await as("listQueueKeys", "GET", "/v1/queues/keyed/keys?limit=1");
+  await as("getQueueSeries", "GET", "/v1/queues/q/series?step=3600000");
   await as("setPush", "PUT", "/v1/queues/q/push", { url: "https://push.example/q", maxInFlight: 2 });
   await as("setPush", "PUT", "/v1/queues/q/push", { url: "https://push.example/q", timeoutMs: 5_000 });
   await as("getPush", "GET", "/v1/queues/q/push");
@@ -334,7 +335,7 @@ describe("a client generated from the document by openapi-typescript", () => {
     const document = await openApiDocument();
     const generated = astToString(await openapiTS(document as never));
     const real = await answers();
-    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(38); // all but the 204s of deleteSchedule and deletePush and the text of getMetrics
+    expect(new Set(real.map(({ operationId }) => operationId)).size).toBe(39); // all but the 204s of deleteSchedule and deletePush and the text of getMetrics
 
     const use = [
       'import type { components, operations } from "./api.ts";',

@@ -67,6 +67,7 @@ const ROUTES: Record<string, Route> = {
   "put /v1/queues/{queue}": { needs: "manage", request: (q) => ["PUT", `/v1/queues/${q}`, { maxLeased: 5 }], unseen: 403 },
   "get /v1/queues/{queue}": { needs: "read", request: (q) => ["GET", `/v1/queues/${q}`], unseen: 403 },
   "get /v1/queues/{queue}/keys": { needs: "read", request: (q) => ["GET", `/v1/queues/${q}/keys`], unseen: 403 },
+  "get /v1/queues/{queue}/series": { needs: "read", request: (q) => ["GET", `/v1/queues/${q}/series`], unseen: 403 },
   "get /v1/queues": { needs: "read", request: () => ["GET", "/v1/queues"] },
   "put /v1/queues/{queue}/push": { needs: "manage", request: (q) => ["PUT", `/v1/queues/${q}/push`, { url: `https://push.example/${q}`, maxInFlight: 3 }], unseen: 403 },
   "get /v1/queues/{queue}/push": { needs: "read", request: (q) => ["GET", `/v1/queues/${q}/push`], unseen: 403 },

@@ -275,7 +275,7 @@ describe("health and documents", () => {
       "/v1/jobs/{id}/events", "/v1/jobs/{id}/fail", "/v1/jobs/{id}/lease", "/v1/jobs/{id}/release",
       "/v1/jobs/{id}/renew", "/v1/jobs/{id}/retry", "/v1/jobs/{id}/steps/{name}", "/v1/leases/complete", "/v1/leases/renew", "/v1/push",
       "/v1/queues", "/v1/queues/{queue}", "/v1/queues/{queue}/claim", "/v1/queues/{queue}/jobs", "/v1/queues/{queue}/keys",
-      "/v1/queues/{queue}/pause", "/v1/queues/{queue}/push", "/v1/queues/{queue}/push/rotate", "/v1/queues/{queue}/resume",
+      "/v1/queues/{queue}/pause", "/v1/queues/{queue}/push", "/v1/queues/{queue}/push/rotate", "/v1/queues/{queue}/resume", "/v1/queues/{queue}/series",
       "/v1/schedules", "/v1/schedules/{name}", "/v1/stats",
       "/v1/tokens", "/v1/tokens/self", "/v1/tokens/{id}",
     ]);

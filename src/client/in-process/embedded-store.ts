@@ -14,7 +14,7 @@ import type { WaitingStore } from "../../wait/long-poll.ts";
  */
 export type EmbeddedStore = WaitingStore &
   Pick<LeaseStore, "enqueue" | "enqueueMany" | "list" | "bulk" | "events" | "retry" | "cancel" | "delete" | "claim" | "renew" | "step" | "complete" | "fail" | "renewMany" | "completeMany" | "leaseCheck" | "stats"> & {
-    readonly queues: Pick<Queues, "pause" | "resume" | "set" | "get" | "list" | "keys">;
+    readonly queues: Pick<Queues, "pause" | "resume" | "set" | "get" | "list" | "keys" | "series">;
     readonly schedules: Pick<Schedules, "put" | "get" | "list" | "delete">;
     readonly push: Pick<PushEndpoints, "put" | "rotate" | "get" | "list" | "delete">;
     readonly tokens: Pick<Tokens, "create" | "list" | "revoke">;

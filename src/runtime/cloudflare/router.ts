@@ -103,6 +103,7 @@ export function objectsRouter(options: RouterOptions): Hono {
   app.post("/v1/queues/:queue/resume", toQueue("manage"));
   app.get("/v1/queues/:queue", readQueue);
   app.get("/v1/queues/:queue/keys", readQueue);
+  app.get("/v1/queues/:queue/series", readQueue);
   app.put("/v1/queues/:queue", toQueue("manage"));
   app.get("/v1/queues/:queue/push", readQueue);
   app.put("/v1/queues/:queue/push", toQueue("manage"));

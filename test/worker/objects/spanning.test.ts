@@ -50,6 +50,22 @@ describe("what spans queues", () => {
     ]);
   });
 
+  test("GET /v1/queues/{queue}/series is answered by the queue's object, with that queue's counts only", async () => {
+    await call("POST", "/v1/queues/sp-series/jobs", { jobs: [{ id: "sp-series-1" }, { id: "sp-series-2" }] });
+    await call("POST", "/v1/queues/sp-series-other/jobs", { jobs: [{ id: "sp-series-o1" }] });
+    const [lease] = await claimAll("sp-series", "W", 1);
+    expect((await call("POST", `/v1/jobs/${lease!.job.id}/complete`, { owner: "W", fence: lease!.fence, result: "ok" })).status).toBe(200);
+    const response = await call("GET", "/v1/queues/sp-series/series?step=3600000");
+    expect(response.status).toBe(200);
+    const { points } = (await response.json()) as { points: { enqueued: number; completed: number; run: { count: number } }[] };
+    expect(points).toHaveLength(60);
+    expect(points.at(-1)).toMatchObject({ enqueued: 2, completed: 1, run: { count: 1 } });
+    expect(points.slice(0, -1).every((point) => point.enqueued === 0)).toBe(true);
+    const refused = await call("GET", "/v1/queues/sp-series/series?step=1000");
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as ErrorBody).error.code).toBe("invalid_request");
+  });
+
   test("GET /v1/stats, /metrics and GET /v1/queues answer for every queue, by name", async () => {
     await call("POST", "/v1/queues/sp-st-b/jobs", { jobs: [{ id: "sp-st-b1" }, { id: "sp-st-b2" }] });
     await call("POST", "/v1/queues/sp-st-a/jobs", { jobs: [{ id: "sp-st-a1" }] });
