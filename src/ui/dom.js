@@ -20,11 +20,37 @@ export function h(tag, props = {}, ...children) {
     if (key.startsWith("on")) element.addEventListener(key.slice(2), /** @type {EventListener} */ (value));
     else element.setAttribute(key, value === true ? "" : String(value));
   }
+  return withChildren(element, children);
+}
+
+/**
+ * Appends children to `element` and answers it: strings as text, never HTML; null, undefined and false are skipped.
+ * @template {Element} E
+ * @param {E} element
+ * @param {(Child | Child[])[]} children
+ * @returns {E}
+ */
+function withChildren(element, children) {
   for (const child of children.flat()) {
     if (child === null || child === undefined || child === false) continue;
     element.append(child instanceof Node ? child : String(child));
   }
   return element;
+}
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+/**
+ * An SVG element with attributes and children, as `h` builds HTML ones (strings become text).
+ * @param {string} tag such as "rect"
+ * @param {Record<string, string | number | null | undefined>} [attributes]
+ * @param {...(Child | Child[])} children
+ * @returns {SVGElement}
+ */
+export function svg(tag, attributes = {}, ...children) {
+  const element = /** @type {SVGElement} */ (document.createElementNS(SVG_NS, tag));
+  for (const [key, value] of Object.entries(attributes)) if (value !== undefined && value !== null) element.setAttribute(key, String(value));
+  return withChildren(element, children);
 }
 
 /**

@@ -1,9 +1,11 @@
 // @ts-check
 // One queue: its settings, those of its keys among them (docs/queues.md#keys),
-// and a table of its keys with open jobs: how many each has waiting and
-// leased, and why a key holds jobs back. A page of keys at a time (the cursor
-// is in the URL, so a page is a link); it refreshes by itself, pausably.
+// charts of what it did over the last hour, day or month, and a table of its
+// keys with open jobs: how many each has waiting and leased, and why a key
+// holds jobs back. A page of keys at a time; the range and the cursor are in
+// the URL, so a view is a link. It refreshes by itself, pausably.
 import { api, queuePath } from "./api.js";
+import { charts, rangeButtons, rangeOf, seriesQuery } from "./charts.js";
 import { h } from "./dom.js";
 import { refreshing } from "./refreshing.js";
 
@@ -37,6 +39,8 @@ function keySettings(s) {
 export function queueView(container, params, signal) {
   const queue = params.get("queue") ?? "";
   const cursor = params.get("cursor");
+  const range = rangeOf(params.get("range"));
+  const activity = h("div", { class: "charts", id: "queue-charts" });
   const settings = h("dl", { class: "settings", id: "queue-settings" });
   const keys = h("div", { class: "keys", id: "queue-keys" });
   const { status, toggle, problem, refresh } = refreshing(load, signal);
@@ -46,16 +50,22 @@ export function queueView(container, params, signal) {
     problem,
     h("h2", {}, "Settings"),
     settings,
+    h("div", { class: "heading charts-heading" }, h("h2", {}, "What the queue did"), rangeButtons(range, (to) => queueHref(queue, params, { range: to }))),
+    activity,
     h("h2", {}, "Keys with open jobs"),
     keys);
   return refresh();
 
   async function load() {
     const page = `${queuePath(queue)}/keys${cursor === null ? "" : `?${new URLSearchParams({ cursor })}`}`;
-    const [queueSettings, { keys: rows, nextCursor }] = await Promise.all([api(queuePath(queue)), api(page)]);
+    const series = `${queuePath(queue)}/series?${seriesQuery(range, Date.now())}`;
+    // The charts are a part of the page: a series the server refuses (an older
+    // server, a failing read) says so in their place, and the rest still shows.
+    const [queueSettings, { keys: rows, nextCursor }, points] = await Promise.all([api(queuePath(queue)), api(page), api(series).catch((/** @type {Error} */ error) => error)]);
     if (signal.aborted) return;
     settings.replaceChildren(...settingPairs(queueSettings).flatMap(([label, value]) => [h("dt", {}, label), h("dd", { "data-setting": label }, value)]));
-    keys.replaceChildren(rows.length ? keyTable(rows) : h("p", { class: "muted" }, cursor === null ? "No key has an open job in this queue." : "No more keys."), pager(queue, cursor, nextCursor));
+    activity.replaceChildren(...(points instanceof Error ? [h("p", { class: "muted", id: "charts-problem" }, `The charts could not be read: ${points.message}`)] : charts(points, range)));
+    keys.replaceChildren(rows.length ? keyTable(rows) : h("p", { class: "muted" }, cursor === null ? "No key has an open job in this queue." : "No more keys."), pager(queue, params, nextCursor));
   }
 }
 
@@ -84,11 +94,23 @@ function keyTable(rows) {
       h("td", { "data-stat": "heldBack", "data-reason": row.heldBack ?? "" }, row.heldBack === null ? h("span", { class: "muted" }, "–") : HELD_BACK[row.heldBack]))))));
 }
 
-/** Links to the first page and the next one. @param {string} queue @param {string | null} cursor @param {string | null} next */
-function pager(queue, cursor, next) {
-  const base = `#/queue/${encodeURIComponent(queue)}`;
+/** Links to the first page and the next one, in the same range. @param {string} queue @param {URLSearchParams} params @param {string | null} next */
+function pager(queue, params, next) {
+  const cursor = params.get("cursor");
   return h("p", { class: "pager" },
-    cursor === null ? null : h("a", { href: base }, "First keys"),
+    cursor === null ? null : h("a", { href: queueHref(queue, params, { cursor: null }) }, "First keys"),
     cursor !== null && next !== null ? " · " : null,
-    next === null ? null : h("a", { href: `${base}?${new URLSearchParams({ cursor: next })}`, id: "next-keys" }, "Next keys"));
+    next === null ? null : h("a", { href: queueHref(queue, params, { cursor: next }), id: "next-keys" }, "Next keys"));
+}
+
+/**
+ * The link to this page with some of its state changed (null: dropped), the rest kept.
+ * @param {string} queue @param {URLSearchParams} params @param {Record<string, string | null>} changes
+ */
+function queueHref(queue, params, changes) {
+  const kept = new URLSearchParams(params);
+  kept.delete("queue"); // the router's, from the path
+  for (const [name, value] of Object.entries(changes)) value === null ? kept.delete(name) : kept.set(name, value);
+  const query = kept.toString();
+  return `#/queue/${encodeURIComponent(queue)}${query ? `?${query}` : ""}`;
 }
