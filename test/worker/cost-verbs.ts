@@ -92,6 +92,18 @@ export const STEP_VERBS = [
  */
 export const SEARCH_VERBS = [`search page of 50 (queue and status, ${BATCH + 1} jobs)`, `bulk cancel of ${BATCH}`];
 
+/**
+ * The lines of the series table of docs/cost.md (D1), in its order: an
+ * enqueue that is its queue's first write of a new minute (it ends the minute
+ * before), and the reads of a queue's last hour by the minute and its last
+ * 30 days by the hour, each after a day of a job a minute.
+ */
+export const SERIES_VERBS = [
+  "enqueue, its queue's first write of a minute",
+  "series, the last hour by the minute (read)",
+  "series, the last 30 days by the hour (read)",
+];
+
 /** The most rows a keyed job's life may write beyond an unkeyed one's, single and batched (issue 29). */
 export const KEYED_BUDGET = 2;
 
