@@ -278,13 +278,14 @@ export const COMPLETED = "done = 1 AND dead = 0 AND cancelled = 0";
 /**
  * What a completion adds to its queue's counts, once the UPDATE before it
  * completed job ?1 at ?2 (nothing when it did not: `changes()`): one job from
- * open to done, and its minute's tallies (migrations/0037). Built once: its
- * text is the same for every completion.
+ * open to done, and its minute's tallies (migrations/0037), its buckets
+ * worked out once (MATERIALIZED, as in completeMany). Built once: its text
+ * is the same for every completion.
  */
-const COUNT_COMPLETED = `INSERT INTO queue_counts (queue, open, done, minute, ${COMPLETED_TALLIES.map((tally) => `minute_${tally}`).join(", ")})
-  SELECT queue, -1, 1, ${minuteOf("?2")}, ${completedTallies("1", "").join(", ")}
-  FROM (SELECT jobs.queue, ${completedBuckets("?2")} FROM jobs WHERE jobs.id = ?1 AND changes() = 1)
-  WHERE true -- so that ON CONFLICT is not read as the join's ON
+const COUNT_COMPLETED = `WITH completed AS MATERIALIZED (SELECT jobs.queue, ${completedBuckets("?2")} FROM jobs WHERE jobs.id = ?1 AND changes() = 1)
+  INSERT INTO queue_counts (queue, open, done, minute, ${COMPLETED_TALLIES.map((tally) => `minute_${tally}`).join(", ")})
+  SELECT queue, -1, 1, ${minuteOf("?2")}, ${completedTallies("1", "").join(", ")} FROM completed
+  WHERE true -- so that ON CONFLICT is not read as a join's ON
   ON CONFLICT (queue) DO UPDATE SET open = open - 1, done = done + 1,
     ${addTallies("excluded.minute", COMPLETED_TALLIES, (tally) => `excluded.minute_${tally}`)}`;
 
