@@ -6,8 +6,9 @@ import { browserAndServer, fitsWidth, leave, signIn, T, type UiServer, visit, WA
 // the numbers of GET /v1/queues/{queue}/series for the range the page asked,
 // an hour, a day or a month, and they fit a phone. The page's clock is set to
 // the server's, so that "the last hour" is the same hour for both.
-// UI_SCREENSHOT_CHARTS=docs/charts.png also saves docs/dashboard.md's pictures
-// (docs/charts.png at 1280 px, docs/charts-narrow.png at 390 px).
+// UI_SCREENSHOT_CHARTS=docs/charts.png runs the last test, which saves
+// docs/dashboard.md's pictures of a busy hour (docs/charts.png at 1280 px,
+// docs/charts-narrow.png at 390 px).
 
 const shared = browserAndServer();
 const QUEUE = "charted";
@@ -105,7 +106,6 @@ test("a queue's charts draw the numbers of its series for the hour, the day and 
   // The quiet minute between the two busy ones breaks each time line in two.
   expect(await page.locator("#chart-times g[data-series=wait-p50] path").getAttribute("d")).toMatch(/^M[^M]*M[^M]*$/);
   expect(await page.getByRole("button", { name: "Hour" }).getAttribute("aria-pressed")).toBe("true");
-  if (process.env.UI_SCREENSHOT_CHARTS) await page.screenshot({ path: process.env.UI_SCREENSHOT_CHARTS, fullPage: true });
 
   // A job enqueued now: the charts read the series again by themselves.
   await server.call("POST", "/v1/jobs", { id: "late", queue: QUEUE });
@@ -136,7 +136,6 @@ test("at 390 px the charts, their legends and range buttons fit the page: nothin
   expect(await fitsWidth(page)).toBe(true);
   const widths = await page.locator("#queue-charts svg").evaluateAll((svgs) => svgs.map((svg) => svg.getBoundingClientRect().right));
   expect(widths.every((right) => right <= 390)).toBe(true);
-  if (process.env.UI_SCREENSHOT_CHARTS) await page.screenshot({ path: process.env.UI_SCREENSHOT_CHARTS.replace(/\.png$/, "-narrow.png"), fullPage: true });
   await leave(visited, server.url);
 });
 
@@ -152,3 +151,51 @@ test("a series the server refuses says so in the charts' place, and the queue's 
   expect(await page.locator("#queue-charts figure").count()).toBe(0);
   await leave(visited, server.url);
 });
+
+/**
+ * An hour of a busy queue, a minute at a time up to the server's clock: jobs
+ * enqueued in waves, claimed after a wait that grows and shrinks, completed
+ * in two groups that ran for different times; now and then a failure, a job
+ * that dies, and a refused stale write.
+ */
+async function busyHour(server: UiServer, queue: string): Promise<void> {
+  const start = server.clock.now - 59 * 60_000;
+  for (let minute = 0; minute < 60; minute++) {
+    const at = start + minute * 60_000;
+    const n = 20 + Math.round(15 * Math.sin(minute / 8));
+    server.clock.now = at;
+    const jobs = Array.from({ length: n }, (_, i) => ({ id: `${queue}-${minute}-${i}`, maxAttempts: i === 0 && minute % 13 === 0 ? 1 : 3 }));
+    await server.call("POST", `/v1/queues/${queue}/jobs`, { jobs });
+    server.clock.now = at + 200 + 100 * (minute % 20);
+    const { leases } = await server.call("POST", `/v1/queues/${queue}/claim`, { owner: "W", ttlMs: 60_000, limit: 100 });
+    const [first, ...rest] = leases as { fence: number; job: { id: string } }[];
+    if (minute % 7 === 0) await server.call("POST", `/v1/jobs/${first!.job.id}/fail`, { owner: "W", fence: first!.fence, error: "timeout", retryInMs: 3_600_000 });
+    else if (minute % 13 === 0) await server.call("POST", `/v1/jobs/${first!.job.id}/fail`, { owner: "W", fence: first!.fence, error: "bad input" });
+    else rest.unshift(first!);
+    if (minute % 17 === 0) await server.call("POST", `/v1/jobs/${rest[0]!.job.id}/complete`, { owner: "stale", fence: rest[0]!.fence, result: "late" });
+    const half = Math.ceil(rest.length / 2);
+    for (const [group, ranFor] of [[rest.slice(0, half), 800], [rest.slice(half), 4_000 + 200 * (minute % 10)]] as const) {
+      server.clock.now += ranFor;
+      await server.call("POST", "/v1/leases/complete", { owner: "W", leases: group.map((lease) => ({ id: lease.job.id, fence: lease.fence, result: "ok" })) });
+    }
+  }
+  server.clock.now = start + 59 * 60_000 + 30_000;
+}
+
+test.runIf(process.env.UI_SCREENSHOT_CHARTS)("docs' pictures: a busy hour's charts, at 1280 and 390 px, draw its series", async () => {
+  const { server } = shared;
+  server.clock.now += 2 * 60 * 60_000;
+  await busyHour(server, "orders");
+  for (const [width, path] of [[1280, process.env.UI_SCREENSHOT_CHARTS!], [390, process.env.UI_SCREENSHOT_CHARTS!.replace(/\.png$/, "-narrow.png")]] as const) {
+    const visited = await visit(shared.browser, width);
+    const { page } = visited;
+    await page.clock.setFixedTime(server.clock.now);
+    await signIn(page, server.url);
+    const request = page.waitForRequest((r) => r.url().includes("/orders/series?"), WAIT);
+    await page.goto(`${server.url}/ui#/queue/orders`);
+    const series: Series = await server.call("GET", `/v1/queues/orders/series?${new URL((await request).url()).searchParams}`);
+    await expect.poll(() => drawn(page), WAIT).toEqual(expected(series));
+    await page.screenshot({ path, fullPage: true });
+    await leave(visited, server.url);
+  }
+}, 120_000);
