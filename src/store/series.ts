@@ -44,8 +44,8 @@ export type SeriesPoint = {
 /** A queue's points, a step apart from `from` (aligned to the step) through the step holding `to` (each step whole); before `keptFrom` nothing is kept at this step. */
 export type Series = { queue: string; step: number; from: number; to: number; keptFrom: number; points: SeriesPoint[] };
 
-/** A range checked: its step, from (aligned) and to, the span of rows it reads (1: minutes, 60: hours) and their first and last minute. */
-export type SeriesRange = { step: number; from: number; to: number; span: 1 | 60; first: number; last: number; keptFrom: number };
+/** A range checked: its step, from (aligned) and to, how many points, the span of rows it reads (1: minutes, 60: hours) and their first and last minute. */
+export type SeriesRange = { step: number; from: number; to: number; points: number; span: 1 | 60; first: number; last: number; keptFrom: number };
 
 /** The range `request` asks for at `now`, checked; a bad one is an InvalidArgument naming its field. */
 export function seriesRange(request: SeriesRequest, now: number): SeriesRange {
@@ -64,7 +64,7 @@ export function seriesRange(request: SeriesRequest, now: number): SeriesRange {
   const keptMinute = Math.floor(now / MINUTE_MS) - KEPT_MINUTES[span];
   const keptFrom = Math.max(0, Math.ceil(keptMinute / span) * span * MINUTE_MS);
   const lastStepEnd = from + points * step - 1;
-  return { step, from, to, span, first: from / MINUTE_MS, last: Math.floor(lastStepEnd / MINUTE_MS), keptFrom };
+  return { step, from, to, points, span, first: from / MINUTE_MS, last: Math.floor(lastStepEnd / MINUTE_MS), keptFrom };
 }
 
 /**
@@ -73,8 +73,7 @@ export function seriesRange(request: SeriesRequest, now: number): SeriesRange {
  * from before `keptFrom` (a minute of refusals outlives its minute of counts).
  */
 export function pointsOf(rows: Row[], range: SeriesRange): SeriesPoint[] {
-  const length = Math.floor((range.to - range.from) / range.step) + 1;
-  const steps = Array.from({ length }, () => ({ counts: COUNTS.map(() => 0), wait: WAIT.map(() => 0), run: RUN.map(() => 0) }));
+  const steps = Array.from({ length: range.points }, () => ({ counts: COUNTS.map(() => 0), wait: WAIT.map(() => 0), run: RUN.map(() => 0) }));
   for (const row of rows) {
     const at = Number(row.minute) * MINUTE_MS;
     const step = at >= range.keptFrom ? steps[Math.floor((at - range.from) / range.step)] : undefined;
@@ -96,7 +95,7 @@ const WAIT = histogramColumns("wait");
 const RUN = histogramColumns("run");
 
 /** The count and quantiles of a histogram. */
-export function quantiles(histogram: number[]): Quantiles {
+function quantiles(histogram: number[]): Quantiles {
   const count = histogram.reduce((sum, n) => sum + n, 0);
   return { count, p50: quantile(histogram, count, 0.5), p90: quantile(histogram, count, 0.9), p99: quantile(histogram, count, 0.99) };
 }
@@ -106,7 +105,7 @@ export function quantiles(histogram: number[]): Quantiles {
  * histogram_quantile reads one: found in its bucket, taken as spread evenly
  * across it; in the last bucket (an hour or more), its lower edge.
  */
-export function quantile(histogram: number[], count: number, q: number): number | null {
+function quantile(histogram: number[], count: number, q: number): number | null {
   if (count === 0) return null;
   const rank = q * count;
   let below = 0;

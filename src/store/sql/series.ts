@@ -1,4 +1,5 @@
 import type { Statement } from "../../drivers/driver.ts";
+import { SKEW_LIMIT_MS } from "../step-back.ts";
 
 // What a queue did, minute by minute (migrations/0037): the tallies the
 // statements that enqueue and complete add to their queue's row of counts,
@@ -59,16 +60,17 @@ export function completedTallies(count: string, each: "sum" | ""): string[] {
 
 /**
  * Where a write that tallies at `minute` (an SQL expression) leaves its
- * queue's minute: a later one, or one more than 10 minutes earlier (as
- * SKEW_LIMIT_MS of src/store/step-back.ts, a clock set right rather than one
- * behind another's); otherwise the queue's minute stands, and the write adds
- * to it. The trigger of migrations/0037 ends the minute it leaves.
+ * queue's minute: a later one, or one more than SKEW_LIMIT_MS earlier (a
+ * clock set right rather than one behind another's, as src/store/step-back.ts
+ * decides; its triggers in migrations/0037 write the same 10 minutes out);
+ * otherwise the queue's minute stands, and the write adds to it. The trigger
+ * of migrations/0037 ends the minute it leaves.
  */
-export function movedMinute(minute: string): string {
-  return `CASE WHEN ${minute} > minute OR ${minute} < minute - 10 THEN ${minute} ELSE minute END`;
+function movedMinute(minute: string): string {
+  return `CASE WHEN ${minute} > minute OR ${minute} < minute - ${SKEW_LIMIT_MS / 60_000} THEN ${minute} ELSE minute END`;
 }
 
-/** The assignments that add to `tallies` (names of TALLIES) their value in `from` (a row prefix, `excluded.minute_`, or a function of the name), at `minute`. */
+/** The assignments that add to each of `tallies` (names of TALLIES) the SQL expression `from` names for it, at `minute`. */
 export function addTallies(minute: string, tallies: string[], from: (tally: string) => string): string {
   return [`minute = ${movedMinute(minute)}`, ...tallies.map((tally) => `minute_${tally} = minute_${tally} + ${from(tally)}`)].join(", ");
 }
